@@ -1,0 +1,267 @@
+//! The versioned, checksummed record format mnemo persists.
+//!
+//! Every value mnemo writes to a [`crate::storage::Storage`] is one record:
+//!
+//! | offset | size | field |
+//! |-------:|-----:|-------|
+//! | 0 | 4 | magic `MNMO` (`4D 4E 4D 4F`) |
+//! | 4 | 2 | format version, u16 little-endian (currently 1) |
+//! | 6 | 1 | record type: 1 = memory item, 2 = manifest |
+//! | 7 | 1 | flags, reserved, 0 |
+//! | 8 | 4 | payload length `N`, u32 little-endian |
+//! | 12 | N | payload: UTF-8 JSON of the record (see below) |
+//! | 12+N | 4 | CRC-32 (IEEE) of bytes `0..12+N`, u32 little-endian |
+//!
+//! Payloads: a memory item is the JSON of [`MemoryItem`] (the same camelCase
+//! JSON as the API); the manifest is the JSON of [`Manifest`]. A reader rejects
+//! a record whose magic, length or checksum is wrong ([`CodecError`] →
+//! `CORRUPT`) and one whose version is newer than [`FORMAT_VERSION`]
+//! (`VERSION_MISMATCH`). `docs/format.md` describes the keys these records
+//! live under.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::Error;
+use crate::item::MemoryItem;
+
+/// The newest record format version this build writes and reads.
+pub const FORMAT_VERSION: u16 = 1;
+
+const MAGIC: [u8; 4] = *b"MNMO";
+const HEADER_LEN: usize = 12;
+const TRAILER_LEN: usize = 4;
+
+/// What a record holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordType {
+    /// A [`MemoryItem`].
+    Item = 1,
+    /// The store's [`Manifest`].
+    Manifest = 2,
+}
+
+/// Why a record failed to decode.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CodecError {
+    /// Fewer bytes than the header or the declared payload needs.
+    #[error("record is truncated ({0} bytes)")]
+    Truncated(usize),
+    /// The first four bytes are not `MNMO`.
+    #[error("record does not start with the MNMO magic")]
+    BadMagic,
+    /// The CRC-32 does not match the bytes.
+    #[error("record checksum mismatch")]
+    BadChecksum,
+    /// Written by a newer format.
+    #[error("record format version {0} is newer than this build reads")]
+    UnsupportedVersion(u16),
+    /// The record type byte is unknown.
+    #[error("unknown record type {0}")]
+    UnknownType(u8),
+    /// Wrong record type for the caller.
+    #[error("expected a {expected:?} record, found {found:?}")]
+    WrongType {
+        /// What the caller asked for.
+        expected: RecordType,
+        /// What the record holds.
+        found: RecordType,
+    },
+    /// The payload is not the expected JSON.
+    #[error("record payload does not decode: {0}")]
+    Payload(String),
+}
+
+impl From<CodecError> for Error {
+    fn from(e: CodecError) -> Self {
+        match e {
+            CodecError::UnsupportedVersion(v) => Error::VersionMismatch {
+                found: u32::from(v),
+                supported: u32::from(FORMAT_VERSION),
+            },
+            other => Error::Corrupt(other.to_string()),
+        }
+    }
+}
+
+/// Wraps a payload in a record.
+pub fn encode(record_type: RecordType, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len() + TRAILER_LEN);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.push(record_type as u8);
+    out.push(0);
+    // Payloads are bounded far below 4 GiB by the ingest limits.
+    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(payload);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Checks a record and returns its type and payload.
+pub fn decode(bytes: &[u8]) -> Result<(RecordType, &[u8]), CodecError> {
+    if bytes.len() < HEADER_LEN + TRAILER_LEN {
+        return Err(CodecError::Truncated(bytes.len()));
+    }
+    if bytes[0..4] != MAGIC {
+        return Err(CodecError::BadMagic);
+    }
+    let len = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize;
+    let end = HEADER_LEN
+        .checked_add(len)
+        .filter(|end| end + TRAILER_LEN == bytes.len())
+        .ok_or(CodecError::Truncated(bytes.len()))?;
+    let stored_crc =
+        u32::from_le_bytes([bytes[end], bytes[end + 1], bytes[end + 2], bytes[end + 3]]);
+    if crc32fast::hash(&bytes[..end]) != stored_crc {
+        return Err(CodecError::BadChecksum);
+    }
+    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+    if version > FORMAT_VERSION {
+        return Err(CodecError::UnsupportedVersion(version));
+    }
+    let record_type = match bytes[6] {
+        1 => RecordType::Item,
+        2 => RecordType::Manifest,
+        other => return Err(CodecError::UnknownType(other)),
+    };
+    Ok((record_type, &bytes[HEADER_LEN..end]))
+}
+
+fn decode_json<T: for<'de> Deserialize<'de>>(
+    bytes: &[u8],
+    expected: RecordType,
+) -> Result<T, CodecError> {
+    let (found, payload) = decode(bytes)?;
+    if found != expected {
+        return Err(CodecError::WrongType { expected, found });
+    }
+    serde_json::from_slice(payload).map_err(|e| CodecError::Payload(e.to_string()))
+}
+
+fn encode_json<T: Serialize>(record_type: RecordType, value: &T) -> Vec<u8> {
+    // Serializing our own plain data types to JSON cannot fail.
+    let payload = serde_json::to_vec(value).unwrap_or_default();
+    encode(record_type, &payload)
+}
+
+/// Encodes a memory item record.
+pub fn encode_item(item: &MemoryItem) -> Vec<u8> {
+    encode_json(RecordType::Item, item)
+}
+
+/// Decodes a memory item record.
+pub fn decode_item(bytes: &[u8]) -> Result<MemoryItem, CodecError> {
+    decode_json(bytes, RecordType::Item)
+}
+
+/// The store's self-description, rewritten by every commit that changes an
+/// item. On open, the items found must match it exactly; a mismatch means a
+/// backend broke the all-or-nothing contract.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Manifest {
+    /// Record format version of the store.
+    pub format_version: u16,
+    /// Number of item records.
+    pub item_count: u64,
+    /// XOR of the sha256 of every item record's bytes, lowercase hex: order
+    /// independent and updatable one item at a time.
+    pub items_digest: String,
+}
+
+/// Encodes the manifest record.
+pub fn encode_manifest(manifest: &Manifest) -> Vec<u8> {
+    encode_json(RecordType::Manifest, manifest)
+}
+
+/// Decodes the manifest record.
+pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest, CodecError> {
+    decode_json(bytes, RecordType::Manifest)
+}
+
+/// An order-independent digest of a set of records (XOR of their sha256).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SetDigest([u8; 32]);
+
+impl SetDigest {
+    /// Adds or removes one record (XOR is its own inverse).
+    pub fn toggle(&mut self, record: &[u8]) {
+        let hash = Sha256::digest(record);
+        for (acc, byte) in self.0.iter_mut().zip(hash.iter()) {
+            *acc ^= byte;
+        }
+    }
+
+    /// Lowercase hex.
+    pub fn to_hex(self) -> String {
+        hex(&self.0)
+    }
+}
+
+/// Lowercase hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_reject_damage() {
+        let rec = encode(RecordType::Manifest, b"{\"x\":1}");
+        assert_eq!(
+            decode(&rec).unwrap(),
+            (RecordType::Manifest, &b"{\"x\":1}"[..])
+        );
+        for i in 0..rec.len() {
+            let mut bad = rec.clone();
+            bad[i] ^= 0x10;
+            assert!(decode(&bad).is_err(), "flip at byte {i} went unnoticed");
+        }
+        for cut in 0..rec.len() {
+            assert!(
+                decode(&rec[..cut]).is_err(),
+                "truncation at {cut} went unnoticed"
+            );
+        }
+    }
+
+    #[test]
+    fn newer_versions_are_refused_with_version_mismatch() {
+        let mut rec = encode(RecordType::Item, b"{}");
+        rec[4] = 2;
+        let end = rec.len() - 4;
+        let crc = crc32fast::hash(&rec[..end]).to_le_bytes();
+        rec[end..].copy_from_slice(&crc);
+        assert_eq!(decode(&rec), Err(CodecError::UnsupportedVersion(2)));
+        assert_eq!(
+            Error::from(CodecError::UnsupportedVersion(2)).code(),
+            "VERSION_MISMATCH"
+        );
+    }
+
+    #[test]
+    fn set_digest_is_order_independent_and_invertible() {
+        let mut a = SetDigest::default();
+        a.toggle(b"one");
+        a.toggle(b"two");
+        let mut b = SetDigest::default();
+        b.toggle(b"two");
+        b.toggle(b"one");
+        assert_eq!(a, b);
+        b.toggle(b"two");
+        b.toggle(b"one");
+        assert_eq!(b, SetDigest::default());
+        assert_eq!(hex(&[0, 255, 16]), "00ff10");
+    }
+}

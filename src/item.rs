@@ -1,0 +1,543 @@
+//! The data model: what a memory is, where it belongs and where it came from.
+//!
+//! Every type here serializes with camelCase field names; this JSON is the
+//! contract shared by the Rust API, the CLI and the JavaScript package.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+use crate::error::{Error, Result};
+
+/// Longest accepted scope id, tag, source ref or item id, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// A point in time, in milliseconds since the Unix epoch (UTC).
+///
+/// Serialized as an RFC 3339 string (`2024-05-08T13:56:00.000Z`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timestamp(pub i64);
+
+/// Earliest representable timestamp (0001-01-01T00:00:00Z).
+const MIN_TIMESTAMP_MS: i64 = -62_135_596_800_000;
+/// Latest representable timestamp (9999-12-31T23:59:59.999Z).
+const MAX_TIMESTAMP_MS: i64 = 253_402_300_799_999;
+
+impl Timestamp {
+    /// Milliseconds in one day.
+    pub const DAY_MS: i64 = 86_400_000;
+
+    /// Builds a timestamp, rejecting values outside years 1..=9999.
+    pub fn from_millis(ms: i64) -> Result<Self> {
+        if (MIN_TIMESTAMP_MS..=MAX_TIMESTAMP_MS).contains(&ms) {
+            Ok(Timestamp(ms))
+        } else {
+            Err(Error::invalid(format!(
+                "timestamp {ms} ms is outside years 1..=9999"
+            )))
+        }
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn millis(self) -> i64 {
+        self.0
+    }
+
+    /// Parses an RFC 3339 date-time such as `2023-05-08T13:56:00Z`.
+    pub fn parse_rfc3339(text: &str) -> Result<Self> {
+        let parsed = OffsetDateTime::parse(text, &Rfc3339)
+            .map_err(|e| Error::invalid(format!("`{text}` is not an RFC 3339 date-time: {e}")))?;
+        let ms = parsed.unix_timestamp_nanos() / 1_000_000;
+        let ms = i64::try_from(ms).map_err(|_| Error::invalid("timestamp out of range"))?;
+        Self::from_millis(ms)
+    }
+
+    /// Formats as RFC 3339 in UTC with millisecond precision.
+    pub fn to_rfc3339(self) -> String {
+        let clamped = self.0.clamp(MIN_TIMESTAMP_MS, MAX_TIMESTAMP_MS);
+        let secs = clamped.div_euclid(1000);
+        let millis = clamped.rem_euclid(1000);
+        match OffsetDateTime::from_unix_timestamp(secs) {
+            Ok(t) => format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+                t.year(),
+                u8::from(t.month()),
+                t.day(),
+                t.hour(),
+                t.minute(),
+                t.second(),
+                millis
+            ),
+            // Unreachable after clamping; keep a total function anyway.
+            Err(_) => "1970-01-01T00:00:00.000Z".to_string(),
+        }
+    }
+
+    /// This timestamp plus `days` days (saturating).
+    pub fn plus_days(self, days: u32) -> Timestamp {
+        Timestamp(
+            self.0
+                .saturating_add(i64::from(days).saturating_mul(Self::DAY_MS)),
+        )
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_rfc3339())
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_rfc3339())
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Timestamp::parse_rfc3339(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// What sort of memory an item is.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum Kind {
+    /// Something that happened: a message, an event of a session.
+    #[default]
+    Episodic,
+    /// General knowledge distilled from conversations.
+    Semantic,
+    /// A stated preference of the user.
+    Preference,
+    /// A piece of a document (a file or a chunk of one).
+    Document,
+    /// A summary of a session or of other memories.
+    Summary,
+    /// A durable fact (identity, constraint, decision).
+    Fact,
+}
+
+impl Kind {
+    /// Every kind, in declaration order.
+    pub const ALL: [Kind; 6] = [
+        Kind::Episodic,
+        Kind::Semantic,
+        Kind::Preference,
+        Kind::Document,
+        Kind::Summary,
+        Kind::Fact,
+    ];
+
+    /// The wire name (`"episodic"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Episodic => "episodic",
+            Kind::Semantic => "semantic",
+            Kind::Preference => "preference",
+            Kind::Document => "document",
+            Kind::Summary => "summary",
+            Kind::Fact => "fact",
+        }
+    }
+}
+
+/// Review state of a memory. Only approved memories are retrieved by default;
+/// rejected memories are never retrieved or injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum Status {
+    /// Usable for retrieval and injection.
+    #[default]
+    Approved,
+    /// Awaiting review; retrieved only when a query asks for pending items.
+    Pending,
+    /// Refused by a reviewer; never retrieved or injected.
+    Rejected,
+}
+
+/// Where a memory came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum SourceKind {
+    /// A chat message.
+    Message,
+    /// A file or document.
+    File,
+    /// A tool call or its result.
+    Tool,
+    /// An import from another system.
+    Import,
+    /// Entered by hand.
+    #[default]
+    Manual,
+}
+
+/// Provenance of a memory: the kind of source and a reference into it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Source {
+    /// What sort of source this is.
+    pub kind: SourceKind,
+    /// Reference within the source (message id, turn id, file path…).
+    #[serde(rename = "ref", default)]
+    pub reference: String,
+    /// Optional locator (URL, file URI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+}
+
+/// Privacy markers of a memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Privacy {
+    /// Contains personally identifiable information: retrieved only when a
+    /// query sets `includePii`.
+    #[serde(default)]
+    pub pii: bool,
+    /// Private: kept for the user to see, never retrieved or injected.
+    #[serde(default)]
+    pub private: bool,
+    /// Days after `createdAt` when the memory expires; expired memories are
+    /// never retrieved or injected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_days: Option<u32>,
+}
+
+/// Who and what a memory belongs to.
+///
+/// `userId` and `workspaceId` name the tenant; `projectId`, `cardId` and
+/// `sessionId` narrow it. A memory is visible to a query when every field the
+/// memory sets is equal in the query's scope: a workspace-wide memory is
+/// visible to all of the workspace's projects, a project memory to all of the
+/// project's cards, and never the other way round.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Scope {
+    /// The user the memory belongs to.
+    pub user_id: String,
+    /// The workspace within the user's data.
+    pub workspace_id: String,
+    /// Optional project within the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    /// Optional card (task) within the project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card_id: Option<String>,
+    /// Optional chat session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+impl Scope {
+    /// A workspace-wide scope.
+    pub fn workspace(user_id: impl Into<String>, workspace_id: impl Into<String>) -> Self {
+        Scope {
+            user_id: user_id.into(),
+            workspace_id: workspace_id.into(),
+            project_id: None,
+            card_id: None,
+            session_id: None,
+        }
+    }
+
+    /// This scope narrowed to a project.
+    pub fn with_project(mut self, project_id: impl Into<String>) -> Self {
+        self.project_id = Some(project_id.into());
+        self
+    }
+
+    /// This scope narrowed to a card.
+    pub fn with_card(mut self, card_id: impl Into<String>) -> Self {
+        self.card_id = Some(card_id.into());
+        self
+    }
+
+    /// This scope narrowed to a session.
+    pub fn with_session(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = Some(session_id.into());
+        self
+    }
+
+    /// Checks every id is non-empty, short and free of control characters.
+    pub fn validate(&self) -> Result<()> {
+        validate_id("scope.userId", &self.user_id)?;
+        validate_id("scope.workspaceId", &self.workspace_id)?;
+        for (name, value) in [
+            ("scope.projectId", &self.project_id),
+            ("scope.cardId", &self.card_id),
+            ("scope.sessionId", &self.session_id),
+        ] {
+            if let Some(v) = value {
+                validate_id(name, v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// True when a memory stored in `self` may be seen by a query made in
+    /// `query`: same tenant, and every narrowing field `self` sets is equal in
+    /// `query`.
+    pub fn is_visible_from(&self, query: &Scope) -> bool {
+        fn narrows(item: &Option<String>, query: &Option<String>) -> bool {
+            item.is_none() || item == query
+        }
+        self.user_id == query.user_id
+            && self.workspace_id == query.workspace_id
+            && narrows(&self.project_id, &query.project_id)
+            && narrows(&self.card_id, &query.card_id)
+            && narrows(&self.session_id, &query.session_id)
+    }
+
+    /// How narrow this scope is: 0 for workspace-wide, then +1 for a session,
+    /// +2 for a project and +4 for a card, so card > project > workspace.
+    pub fn specificity(&self) -> u8 {
+        u8::from(self.session_id.is_some())
+            + 2 * u8::from(self.project_id.is_some())
+            + 4 * u8::from(self.card_id.is_some())
+    }
+
+    /// The tenant this scope belongs to (user and workspace).
+    pub fn tenant(&self) -> Tenant {
+        Tenant {
+            user_id: self.user_id.clone(),
+            workspace_id: self.workspace_id.clone(),
+        }
+    }
+}
+
+/// A user's workspace: the unit of isolation. Indexes and statistics never
+/// mix tenants.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tenant {
+    /// The user.
+    pub user_id: String,
+    /// The workspace.
+    pub workspace_id: String,
+}
+
+/// A filter on scopes used by `list` and `deleteAll`: every field that is
+/// set must be equal in the memory's scope; unset fields match anything.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScopeFilter {
+    /// Required user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    /// Required workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
+    /// Required project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    /// Required card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card_id: Option<String>,
+    /// Required session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+impl ScopeFilter {
+    /// True when every field set in the filter equals the scope's field.
+    pub fn matches(&self, scope: &Scope) -> bool {
+        fn eq(want: &Option<String>, have: Option<&String>) -> bool {
+            want.as_ref().is_none_or(|w| Some(w) == have)
+        }
+        eq(&self.user_id, Some(&scope.user_id))
+            && eq(&self.workspace_id, Some(&scope.workspace_id))
+            && eq(&self.project_id, scope.project_id.as_ref())
+            && eq(&self.card_id, scope.card_id.as_ref())
+            && eq(&self.session_id, scope.session_id.as_ref())
+    }
+
+    /// True when no field is set.
+    pub fn is_empty(&self) -> bool {
+        self == &ScopeFilter::default()
+    }
+}
+
+impl From<&Scope> for ScopeFilter {
+    fn from(scope: &Scope) -> Self {
+        ScopeFilter {
+            user_id: Some(scope.user_id.clone()),
+            workspace_id: Some(scope.workspace_id.clone()),
+            project_id: scope.project_id.clone(),
+            card_id: scope.card_id.clone(),
+            session_id: scope.session_id.clone(),
+        }
+    }
+}
+
+/// Provenance of one duplicate that was merged into an item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MergeRecord {
+    /// Where the duplicate came from.
+    pub source: Source,
+    /// When the duplicate was merged.
+    pub merged_at: Timestamp,
+    /// When the duplicate was said (its `createdAt`).
+    pub created_at: Timestamp,
+    /// The duplicate's own text when it differed (near-duplicates); absent
+    /// for exact duplicates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// One stored memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemoryItem {
+    /// Stable identifier (`[A-Za-z0-9_-]`, at most 256 bytes).
+    pub id: String,
+    /// Normalized text with private spans removed.
+    pub text: String,
+    /// What sort of memory this is.
+    pub kind: Kind,
+    /// Who and what it belongs to.
+    pub scope: Scope,
+    /// Review state.
+    pub status: Status,
+    /// Curated hot memory: injected first.
+    #[serde(default)]
+    pub pinned: bool,
+    /// Provenance.
+    pub source: Source,
+    /// sha256 of `text`, lowercase hex.
+    pub content_hash: String,
+    /// Free-form labels.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Privacy markers.
+    #[serde(default)]
+    pub privacy: Privacy,
+    /// When it was said or written.
+    pub created_at: Timestamp,
+    /// When the item last changed.
+    pub updated_at: Timestamp,
+    /// When retrieval last returned it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_used_at: Option<Timestamp>,
+    /// How many times retrieval returned it.
+    #[serde(default)]
+    pub usage_count: u64,
+    /// Duplicates merged into this item.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<MergeRecord>,
+    /// Soft-delete marker: when set the item is suppressed (never retrieved,
+    /// and re-ingesting the same text does not bring it back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_at: Option<Timestamp>,
+}
+
+impl MemoryItem {
+    /// When the item's retention ends, if it has one.
+    pub fn expires_at(&self) -> Option<Timestamp> {
+        self.privacy
+            .retention_days
+            .map(|days| self.created_at.plus_days(days))
+    }
+
+    /// True when the retention period has passed at `now`.
+    pub fn is_expired(&self, now: Timestamp) -> bool {
+        self.expires_at().is_some_and(|end| now >= end)
+    }
+
+    /// True when soft-deleted.
+    pub fn is_deleted(&self) -> bool {
+        self.deleted_at.is_some()
+    }
+}
+
+/// Checks an identifier-like string: non-empty, at most [`MAX_ID_BYTES`],
+/// no control characters.
+pub fn validate_id(field: &str, value: &str) -> Result<()> {
+    if value.trim().is_empty() {
+        return Err(Error::invalid(format!("{field} must not be empty")));
+    }
+    if value.len() > MAX_ID_BYTES {
+        return Err(Error::invalid(format!(
+            "{field} is {} bytes long; the limit is {MAX_ID_BYTES}",
+            value.len()
+        )));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(Error::invalid(format!(
+            "{field} must not contain control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a memory id: `[A-Za-z0-9_-]`, 1..=256 bytes.
+pub fn validate_item_id(id: &str) -> Result<()> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_ID_BYTES
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "`{}` is not a memory id (expected 1-256 characters of A-Z a-z 0-9 _ -)",
+            id.chars().take(64).collect::<String>()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_round_trip_through_rfc3339() {
+        let t = Timestamp::parse_rfc3339("2023-05-08T13:56:00+02:00").unwrap();
+        assert_eq!(t.to_rfc3339(), "2023-05-08T11:56:00.000Z");
+        assert_eq!(Timestamp::parse_rfc3339(&t.to_rfc3339()).unwrap(), t);
+        assert!(Timestamp::parse_rfc3339("8 May 2023").is_err());
+        assert!(Timestamp::from_millis(i64::MAX).is_err());
+    }
+
+    #[test]
+    fn scope_visibility_only_widens_to_ancestors() {
+        let ws = Scope::workspace("u", "w");
+        let proj = ws.clone().with_project("p");
+        let card = proj.clone().with_card("c");
+        assert!(ws.is_visible_from(&card));
+        assert!(proj.is_visible_from(&card));
+        assert!(card.is_visible_from(&card));
+        assert!(!card.is_visible_from(&proj));
+        assert!(!proj.is_visible_from(&ws));
+        assert!(!ws.is_visible_from(&Scope::workspace("u", "other")));
+        assert!(!ws.is_visible_from(&Scope::workspace("other", "w")));
+        assert!(card.specificity() > proj.specificity());
+        assert!(proj.specificity() > ws.specificity());
+    }
+
+    #[test]
+    fn unknown_fields_and_enum_values_are_rejected() {
+        let bad_kind = r#"{"userId":"u","workspaceId":"w","projectid":"x"}"#;
+        assert!(serde_json::from_str::<Scope>(bad_kind).is_err());
+        assert!(serde_json::from_str::<Kind>("\"opinion\"").is_err());
+        assert_eq!(
+            serde_json::from_str::<Kind>("\"fact\"").unwrap(),
+            Kind::Fact
+        );
+    }
+
+    #[test]
+    fn item_ids_are_validated() {
+        assert!(validate_item_id("mem_01ABC-x").is_ok());
+        assert!(validate_item_id("").is_err());
+        assert!(validate_item_id("../etc").is_err());
+        assert!(validate_item_id(&"a".repeat(300)).is_err());
+    }
+}
