@@ -19,8 +19,8 @@ pub enum Error {
     /// A text, batch or file exceeds a configured limit.
     #[error("{what} is too large: {size} bytes or items, the limit is {limit}")]
     TooLarge {
-        /// What was too large (`"text"`, `"batch"`, …).
-        what: &'static str,
+        /// What was too large (`"text"`, `"inputs[3]: text"`, …).
+        what: String,
         /// Its size.
         size: usize,
         /// The limit it exceeded.
@@ -52,6 +52,20 @@ impl Error {
     /// Shorthand for [`Error::InvalidInput`].
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidInput(message.into())
+    }
+
+    /// Says where the bad value was (`"inputs[3]"`, `"line 4"`): prefixes
+    /// the message of input errors; other errors are returned unchanged.
+    pub fn at(self, place: &str) -> Self {
+        match self {
+            Error::InvalidInput(m) => Error::InvalidInput(format!("{place}: {m}")),
+            Error::TooLarge { what, size, limit } => Error::TooLarge {
+                what: format!("{place}: {what}"),
+                size,
+                limit,
+            },
+            other => other,
+        }
     }
 
     /// Stable machine-readable code: `INVALID_INPUT`, `TOO_LARGE`,

@@ -17,7 +17,7 @@
 //! writes come out as [`storage::Batch`]es. [`Memory`] ties it to a
 //! [`storage::Storage`] backend and an [`env::Environment`] (clock and ids).
 //!
-//! ```ignore
+//! ```
 //! use mnemo::{Memory, MemoryInput, RetrieveQuery, Scope};
 //! use mnemo::storage::MemoryStorage;
 //! use mnemo::env::FixedEnvironment;
@@ -35,13 +35,32 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod dedupe;
+pub mod embed;
+pub mod engine;
 pub mod env;
 pub mod error;
+pub mod index;
+pub mod inject;
 pub mod item;
+pub mod memory;
+pub mod policy;
+pub mod rank;
 pub mod storage;
-// (modules added here as they land)
+pub mod text;
 
+pub use engine::{
+    Config, DeleteAllResult, Engine, ImportResult, IngestOutcome, IngestReason, IngestResult,
+    InjectQuery, ListPage, ListQuery, MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats,
+};
 pub use error::{Error, Result};
+pub use inject::{InjectFormat, Injection};
 pub use item::{
     Kind, MemoryItem, Privacy, Scope, ScopeFilter, Source, SourceKind, Status, Timestamp,
 };
+pub use memory::Memory;
+
+/// The README's Rust examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,1 +1,511 @@
-fn main() {}
+//! `mnemo`: the command-line tool over a directory store.
+//!
+//! A thin shell over [`Memory`] with [`FsStorage`]: it parses arguments and
+//! JSON input, calls the library and prints compact JSON, one value per line.
+//! Errors go to stderr as `error[CODE]: message`; the exit status is 1 for
+//! runtime errors and 2 for usage errors.
+
+use std::io::{self, BufWriter, ErrorKind, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::error::ErrorKind as ClapErrorKind;
+use clap::{CommandFactory, Parser, Subcommand};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use mnemo::env::{Environment, FixedEnvironment, SystemEnvironment};
+use mnemo::rank::ScoreBreakdown;
+use mnemo::storage::FsStorage;
+use mnemo::{
+    Config, Error, InjectQuery, Kind, ListQuery, Memory, MemoryInput, MemoryPatch, RetrieveHit,
+    RetrieveQuery, Scope, ScopeFilter, Source, Status, Timestamp,
+};
+
+/// Largest standard input accepted, in bytes.
+const MAX_STDIN_BYTES: usize = 256 * 1024 * 1024;
+
+/// Long-term memory for LLM chat clients, over a directory store.
+///
+/// Every command prints compact JSON, one value per line. JSON Lines commands
+/// read one request per line from stdin; blank lines are ignored but counted.
+#[derive(Debug, Parser)]
+#[command(name = "mnemo", version)]
+struct Cli {
+    /// Store directory, created if missing [default: $MNEMO_STORE].
+    #[arg(long, global = true, value_name = "DIR")]
+    store: Option<PathBuf>,
+    /// Fixes the clock (RFC 3339) for reproducible runs; ids then become
+    /// sequential (`m000001`, … skipping ids in use).
+    #[arg(long, global = true, hide = true, value_name = "RFC3339", value_parser = parse_timestamp)]
+    now: Option<Timestamp>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Ingests memories: stdin is JSON Lines of inputs, stdout one result per
+    /// input. Every line is parsed before anything is stored; inputs are
+    /// committed atomically per batch of 10,000.
+    Ingest,
+    /// Runs retrieval queries: stdin is JSON Lines of queries, stdout one
+    /// `{"results":[…]}` line per query, best hit first.
+    Retrieve,
+    /// Renders injection blocks: stdin is JSON Lines of queries with
+    /// `budgetTokens`, stdout one injection per query.
+    Inject,
+    /// Prints one memory.
+    Get {
+        /// The memory's id.
+        id: String,
+    },
+    /// Lists memories newest first, one per line; without `--all`, a last
+    /// line `{"nextCursor":…}` when more remain.
+    List(ListArgs),
+    /// Applies the JSON patch read from stdin to one memory and prints it.
+    Update {
+        /// The memory's id.
+        id: String,
+    },
+    /// Deletes one memory (soft unless `--hard`).
+    Delete {
+        /// The memory's id.
+        id: String,
+        /// Erase it with every trace instead of suppressing it.
+        #[arg(long)]
+        hard: bool,
+    },
+    /// Deletes every memory of a user, or of a narrower scope.
+    #[command(mut_arg("user", |arg| arg.required(true)))]
+    DeleteAll {
+        #[command(flatten)]
+        scope: ScopeArgs,
+        /// Erase them with every trace instead of suppressing them.
+        #[arg(long)]
+        hard: bool,
+    },
+    /// Prints the whole store as a versioned, checksummed JSON document.
+    Export,
+    /// Imports an export read from stdin, atomically.
+    Import,
+    /// Prints counts over the store or the selected scope.
+    Stats {
+        #[command(flatten)]
+        scope: ScopeArgs,
+    },
+}
+
+/// Scope filter options: every option given must match.
+#[derive(Debug, clap::Args)]
+struct ScopeArgs {
+    /// Only this user's memories.
+    #[arg(long)]
+    user: Option<String>,
+    /// Only this workspace.
+    #[arg(long)]
+    workspace: Option<String>,
+    /// Only this project.
+    #[arg(long)]
+    project: Option<String>,
+    /// Only this card.
+    #[arg(long)]
+    card: Option<String>,
+    /// Only this session.
+    #[arg(long)]
+    session: Option<String>,
+}
+
+impl From<ScopeArgs> for ScopeFilter {
+    fn from(args: ScopeArgs) -> Self {
+        ScopeFilter {
+            user_id: args.user,
+            workspace_id: args.workspace,
+            project_id: args.project,
+            card_id: args.card,
+            session_id: args.session,
+        }
+    }
+}
+
+/// Options of `list`.
+#[derive(Debug, clap::Args)]
+struct ListArgs {
+    #[command(flatten)]
+    scope: ScopeArgs,
+    /// Only this kind (repeatable).
+    #[arg(long = "kind", value_name = "KIND", value_parser = parse_wire::<Kind>)]
+    kinds: Vec<Kind>,
+    /// Only this review status (repeatable).
+    #[arg(long = "status", value_name = "STATUS", value_parser = parse_wire::<Status>)]
+    statuses: Vec<Status>,
+    /// Only memories with this tag (repeatable: any of them).
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// Only pinned (true) or unpinned (false) memories.
+    #[arg(long, value_name = "BOOL")]
+    pinned: Option<bool>,
+    /// Include soft-deleted memories.
+    #[arg(long)]
+    include_deleted: bool,
+    /// Page size (default 50).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Start after this cursor (a previous `nextCursor`).
+    #[arg(long, value_name = "C")]
+    cursor: Option<String>,
+    /// Follow cursors and print every page.
+    #[arg(long)]
+    all: bool,
+}
+
+impl From<ListArgs> for ListQuery {
+    fn from(args: ListArgs) -> Self {
+        ListQuery {
+            scope: args.scope.into(),
+            kinds: non_empty(args.kinds),
+            statuses: non_empty(args.statuses),
+            tags: non_empty(args.tags),
+            pinned: args.pinned,
+            include_deleted: args.include_deleted,
+            since: None,
+            until: None,
+            limit: args.limit,
+            cursor: args.cursor,
+        }
+    }
+}
+
+/// `None` for an unused repeatable option, so it does not filter.
+fn non_empty<T>(values: Vec<T>) -> Option<Vec<T>> {
+    (!values.is_empty()).then_some(values)
+}
+
+/// Parses an RFC 3339 `--now`.
+fn parse_timestamp(text: &str) -> Result<Timestamp, String> {
+    Timestamp::parse_rfc3339(text).map_err(|e| e.to_string())
+}
+
+/// Parses an option value by its JSON wire name (`fact`, `pending`, …).
+fn parse_wire<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_string())).map_err(|e| e.to_string())
+}
+
+/// Why a command failed.
+#[derive(Debug)]
+enum Failure {
+    /// The library refused the operation.
+    Mnemo(Error),
+    /// Reading stdin or writing stdout failed.
+    Io(io::Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Mnemo(e)
+    }
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Failure::Io(e)
+    }
+}
+
+/// One retrieval hit as printed by `retrieve`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HitOutput<'a> {
+    id: &'a str,
+    score: f32,
+    text: &'a str,
+    kind: Kind,
+    scope: &'a Scope,
+    source: &'a Source,
+    created_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explain: Option<&'a ScoreBreakdown>,
+}
+
+impl<'a> From<&'a RetrieveHit> for HitOutput<'a> {
+    fn from(hit: &'a RetrieveHit) -> Self {
+        HitOutput {
+            id: &hit.item.id,
+            score: hit.score,
+            text: &hit.item.text,
+            kind: hit.item.kind,
+            scope: &hit.item.scope,
+            source: &hit.item.source,
+            created_at: hit.item.created_at,
+            explain: hit.explain.as_ref(),
+        }
+    }
+}
+
+/// The line `retrieve` prints per query.
+#[derive(Serialize)]
+struct RetrieveOutput<'a> {
+    results: Vec<HitOutput<'a>>,
+}
+
+/// The line `delete` prints.
+#[derive(Serialize)]
+struct DeleteOutput<'a> {
+    id: &'a str,
+    deleted: bool,
+    hard: bool,
+}
+
+/// The last line of a `list` page that has a successor.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CursorOutput<'a> {
+    next_cursor: &'a str,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let from_env = || std::env::var_os("MNEMO_STORE").filter(|dir| !dir.is_empty());
+    let Some(store) = cli.store.or_else(|| from_env().map(PathBuf::from)) else {
+        Cli::command()
+            .error(
+                ClapErrorKind::MissingRequiredArgument,
+                "the store directory is required: pass --store DIR or set MNEMO_STORE",
+            )
+            .exit()
+    };
+    let mut out = BufWriter::new(io::stdout().lock());
+    let mut input = io::stdin().lock();
+    let result = match cli.now {
+        Some(now) => run(
+            cli.command,
+            &store,
+            FixedEnvironment::new(now),
+            &mut input,
+            &mut out,
+        ),
+        None => run(cli.command, &store, SystemEnvironment, &mut input, &mut out),
+    };
+    // Flushed even after a failure: what was printed reports committed work.
+    let flushed = out.flush();
+    let result = result.and_then(|()| flushed.map_err(Failure::Io));
+    let message = match result {
+        Ok(()) => return ExitCode::SUCCESS,
+        // The reader went away (`| head`): not an error of ours.
+        Err(Failure::Io(e)) if e.kind() == ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+        Err(Failure::Io(e)) => format!("error[IO]: {e}"),
+        Err(Failure::Mnemo(e)) => format!("error[{}]: {e}", e.code()),
+    };
+    let _ = writeln!(io::stderr(), "{message}");
+    ExitCode::FAILURE
+}
+
+/// Runs one command against the store in `store`.
+fn run<E: Environment>(
+    command: Command,
+    store: &Path,
+    env: E,
+    input: &mut dyn Read,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    // Parse stdin before taking the store's lock, so bad input touches nothing.
+    let open = |env: E| -> Result<Memory<FsStorage, E>, Error> {
+        Memory::open(FsStorage::open(store)?, env, Config::default())
+    };
+    match command {
+        Command::Ingest => {
+            let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
+            let mut memory = open(env)?;
+            let inputs: Vec<MemoryInput> = check_lines(lines, |i| memory.engine().check_input(i))?;
+            let batch_size = memory.engine().config().limits.max_batch.max(1);
+            let mut remaining = inputs.into_iter().peekable();
+            while remaining.peek().is_some() {
+                let batch: Vec<MemoryInput> = remaining.by_ref().take(batch_size).collect();
+                for result in memory.ingest(batch)? {
+                    print_json(out, &result)?;
+                }
+            }
+        }
+        Command::Retrieve => {
+            let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
+            let mut memory = open(env)?;
+            let queries: Vec<RetrieveQuery> =
+                check_lines(lines, |q| memory.engine().check_query(q))?;
+            for query in &queries {
+                let hits = memory.retrieve(query)?;
+                let results = hits.iter().map(HitOutput::from).collect();
+                print_json(out, &RetrieveOutput { results })?;
+            }
+        }
+        Command::Inject => {
+            let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
+            let mut memory = open(env)?;
+            let queries: Vec<InjectQuery> = check_lines(lines, |q: &InjectQuery| {
+                memory.engine().check_query(&q.query)
+            })?;
+            for query in &queries {
+                print_json(out, &memory.inject(query)?)?;
+            }
+        }
+        Command::Get { id } => print_json(out, &open(env)?.get(&id)?)?,
+        Command::List(args) => {
+            let all = args.all;
+            let mut query = ListQuery::from(args);
+            let memory = open(env)?;
+            loop {
+                let page = memory.list(&query)?;
+                for item in &page.items {
+                    print_json(out, item)?;
+                }
+                match page.next_cursor {
+                    Some(cursor) if all => query.cursor = Some(cursor),
+                    Some(cursor) => {
+                        print_json(
+                            out,
+                            &CursorOutput {
+                                next_cursor: &cursor,
+                            },
+                        )?;
+                        break;
+                    }
+                    None => break,
+                }
+            }
+        }
+        Command::Update { id } => {
+            let bytes = read_limited(input, MAX_STDIN_BYTES)?;
+            let patch: MemoryPatch = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::invalid(format!("patch: {e}")))?;
+            print_json(out, &open(env)?.update(&id, patch)?)?;
+        }
+        Command::Delete { id, hard } => {
+            open(env)?.delete(&id, hard)?;
+            print_json(
+                out,
+                &DeleteOutput {
+                    id: &id,
+                    deleted: true,
+                    hard,
+                },
+            )?;
+        }
+        Command::DeleteAll { scope, hard } => {
+            print_json(out, &open(env)?.delete_all(&scope.into(), hard)?)?;
+        }
+        Command::Export => {
+            let export = open(env)?.export();
+            out.write_all(export.as_bytes())?;
+            out.write_all(b"\n")?;
+        }
+        Command::Import => {
+            let bytes = read_limited(input, MAX_STDIN_BYTES)?;
+            let text = String::from_utf8(bytes)
+                .map_err(|e| Error::invalid(format!("standard input is not UTF-8: {e}")))?;
+            print_json(out, &open(env)?.import(&text)?)?;
+        }
+        Command::Stats { scope } => print_json(out, &open(env)?.stats(&scope.into()))?,
+    }
+    Ok(())
+}
+
+/// Reads all of `input`, refusing more than `limit` bytes.
+fn read_limited(input: &mut dyn Read, limit: usize) -> Result<Vec<u8>, Failure> {
+    let mut bytes = Vec::new();
+    input.take(limit as u64 + 1).read_to_end(&mut bytes)?;
+    if bytes.len() > limit {
+        return Err(Error::TooLarge {
+            what: "standard input".into(),
+            size: bytes.len(),
+            limit,
+        }
+        .into());
+    }
+    Ok(bytes)
+}
+
+/// One parsed request and the 1-based line it came from.
+struct Line<T> {
+    number: usize,
+    value: T,
+}
+
+/// Checks every parsed line with `check` before anything runs, naming the
+/// first bad line; returns the values.
+fn check_lines<T>(
+    lines: Vec<Line<T>>,
+    check: impl Fn(&T) -> Result<(), Error>,
+) -> Result<Vec<T>, Error> {
+    lines
+        .into_iter()
+        .map(|line| {
+            check(&line.value).map_err(|e| e.at(&format!("line {}", line.number)))?;
+            Ok(line.value)
+        })
+        .collect()
+}
+
+/// Parses JSON Lines, skipping blank lines; the first bad line fails the
+/// whole input with `line N: …` (1-based, blank lines counted).
+fn parse_json_lines<T: DeserializeOwned>(bytes: &[u8]) -> Result<Vec<Line<T>>, Error> {
+    let mut values = Vec::new();
+    for (index, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let value = serde_json::from_slice(line).map_err(|e| {
+            // Each line is its own document: drop serde's "at line 1".
+            let full = e.to_string();
+            let location = format!(" at line {} column {}", e.line(), e.column());
+            let message = full.strip_suffix(&location).unwrap_or(&full);
+            Error::invalid(format!(
+                "line {}: {message} at column {}",
+                index + 1,
+                e.column()
+            ))
+        })?;
+        values.push(Line {
+            number: index + 1,
+            value,
+        });
+    }
+    Ok(values)
+}
+
+/// Prints one value as a compact JSON line.
+fn print_json(out: &mut dyn Write, value: &impl Serialize) -> Result<(), Failure> {
+    serde_json::to_writer(&mut *out, value).map_err(io::Error::from)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_argument_definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn stdin_beyond_the_limit_is_refused() {
+        assert_eq!(read_limited(&mut &b"abcd"[..], 4).unwrap(), b"abcd");
+        match read_limited(&mut &b"abcde"[..], 4) {
+            Err(Failure::Mnemo(e)) => assert_eq!(e.code(), "TOO_LARGE"),
+            other => panic!("expected TOO_LARGE, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn json_lines_skip_blank_lines_and_name_the_bad_line() {
+        let lines = parse_json_lines::<u32>(b"1\n\n  \r\n2\n").unwrap();
+        let numbered: Vec<(usize, u32)> = lines.iter().map(|l| (l.number, l.value)).collect();
+        assert_eq!(numbered, [(1, 1), (4, 2)]);
+        let error = parse_json_lines::<u32>(b"1\n\n[\n4").err().unwrap();
+        assert_eq!(error.code(), "INVALID_INPUT");
+        let message = error.to_string();
+        assert!(message.contains("line 3: "), "{message}");
+        assert!(!message.contains("at line 1"), "{message}");
+    }
+}

@@ -27,6 +27,10 @@ use std::collections::BTreeMap;
 
 mod memory;
 pub use memory::MemoryStorage;
+#[cfg(feature = "fs")]
+mod fs;
+#[cfg(feature = "fs")]
+pub use fs::FsStorage;
 
 /// Longest key a backend must accept, in bytes.
 pub const MAX_KEY_BYTES: usize = 512;

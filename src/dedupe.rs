@@ -1,0 +1,227 @@
+//! Duplicate handling (DESIGN.md, policy 4).
+//!
+//! Exact duplicates (same normalized text, so the same `contentHash`, in the
+//! same scope) never create a second item: they merge into the existing one.
+//! Near-duplicates are found deterministically by lexical overlap (Jaccard
+//! similarity of the analysed term sets) among the best lexical matches in the
+//! same scope; depending on [`NearDuplicateAction`] they merge (the variant's
+//! text is kept in the provenance record, never dropped) or are added and
+//! reported.
+
+use serde::{Deserialize, Serialize};
+
+use crate::item::{MemoryItem, MergeRecord, Privacy, Source, Timestamp};
+
+/// What to do with a near-duplicate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum NearDuplicateAction {
+    /// Merge into the similar memory, keeping the new text in `mergedFrom`.
+    #[default]
+    Merge,
+    /// Store as a new memory and report the similar one (`similarTo`).
+    Report,
+}
+
+/// Near-duplicate detection settings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NearDuplicateConfig {
+    /// Minimum Jaccard overlap of the term sets (0..=1) to call two texts
+    /// near-duplicates. Values above 1 turn detection off.
+    pub lexical_threshold: f32,
+    /// How many of the best lexical matches to compare against.
+    pub candidates: usize,
+    /// Merge or report.
+    pub action: NearDuplicateAction,
+}
+
+impl Default for NearDuplicateConfig {
+    fn default() -> Self {
+        NearDuplicateConfig {
+            lexical_threshold: 0.85,
+            candidates: 8,
+            action: NearDuplicateAction::Merge,
+        }
+    }
+}
+
+/// What a duplicate brings to the item it merges into.
+#[derive(Debug, Clone)]
+pub struct Duplicate {
+    /// Provenance of the duplicate.
+    pub source: Source,
+    /// When the duplicate was said.
+    pub created_at: Timestamp,
+    /// Its tags (unioned into the item).
+    pub tags: Vec<String>,
+    /// Whether it was pinned (pinning is kept if either is pinned).
+    pub pinned: bool,
+    /// Its privacy markers (the stricter of the two wins).
+    pub privacy: Privacy,
+    /// Its own text, when it differs from the item's (near-duplicates).
+    pub text: Option<String>,
+}
+
+/// Merges a duplicate into `item`: provenance appended (the oldest records are
+/// dropped beyond `max_records`), `createdAt` becomes the earlier of the two,
+/// `updatedAt` becomes `now`, tags are unioned up to `max_tags`, pinning and
+/// privacy take the stricter value. Review status is left as it is.
+pub fn merge_into(
+    item: &mut MemoryItem,
+    duplicate: Duplicate,
+    now: Timestamp,
+    max_records: usize,
+    max_tags: usize,
+) {
+    item.merged_from.push(MergeRecord {
+        source: duplicate.source,
+        merged_at: now,
+        created_at: duplicate.created_at,
+        text: duplicate.text,
+    });
+    if item.merged_from.len() > max_records {
+        let excess = item.merged_from.len() - max_records;
+        item.merged_from.drain(..excess);
+    }
+    item.created_at = item.created_at.min(duplicate.created_at);
+    item.updated_at = now;
+    for tag in duplicate.tags {
+        if item.tags.len() >= max_tags {
+            break;
+        }
+        if !item.tags.contains(&tag) {
+            item.tags.push(tag);
+        }
+    }
+    item.pinned |= duplicate.pinned;
+    item.privacy = stricter(item.privacy, duplicate.privacy);
+}
+
+/// Words that flip a statement's meaning; stopword removal drops most of
+/// them from the lexical terms, so they are checked separately.
+const NEGATIONS: &[&str] = &[
+    "not", "no", "never", "nor", "none", "nothing", "nobody", "neither", "without", "cannot",
+];
+
+/// True when the text is negated: an odd number of negation words
+/// (including `n't` contractions). Two texts of different polarity are never
+/// near-duplicates ("I like cats" / "I do not like cats").
+pub fn negated(text: &str) -> bool {
+    let count = text
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
+        .filter(|w| !w.is_empty())
+        .filter(|w| {
+            let w = w.to_lowercase();
+            NEGATIONS.contains(&w.as_str()) || w.ends_with("n't") || w.ends_with("n\u{2019}t")
+        })
+        .count();
+    count % 2 == 1
+}
+
+/// The stricter combination of two privacy settings.
+fn stricter(a: Privacy, b: Privacy) -> Privacy {
+    Privacy {
+        pii: a.pii || b.pii,
+        private: a.private || b.private,
+        retention_days: match (a.retention_days, b.retention_days) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::item::{Kind, Scope, Status};
+
+    fn item() -> MemoryItem {
+        MemoryItem {
+            id: "a".into(),
+            text: "t".into(),
+            kind: Kind::Fact,
+            scope: Scope::workspace("u", "w"),
+            status: Status::Pending,
+            pinned: false,
+            source: Source::default(),
+            content_hash: String::new(),
+            tags: vec!["x".into()],
+            privacy: Privacy {
+                pii: false,
+                private: false,
+                retention_days: Some(30),
+            },
+            created_at: Timestamp(100),
+            updated_at: Timestamp(100),
+            last_used_at: None,
+            usage_count: 0,
+            merged_from: vec![],
+            deleted_at: None,
+        }
+    }
+
+    #[test]
+    fn merge_keeps_provenance_and_takes_the_stricter_settings() {
+        let mut it = item();
+        let dup = Duplicate {
+            source: Source {
+                reference: "turn-2".into(),
+                ..Source::default()
+            },
+            created_at: Timestamp(50),
+            tags: vec!["x".into(), "y".into()],
+            pinned: true,
+            privacy: Privacy {
+                pii: true,
+                private: false,
+                retention_days: Some(7),
+            },
+            text: Some("variant".into()),
+        };
+        merge_into(&mut it, dup, Timestamp(200), 10, 10);
+        assert_eq!(it.created_at, Timestamp(50));
+        assert_eq!(it.updated_at, Timestamp(200));
+        assert_eq!(it.tags, ["x", "y"]);
+        assert!(it.pinned && it.privacy.pii);
+        assert_eq!(it.privacy.retention_days, Some(7));
+        assert_eq!(it.status, Status::Pending);
+        assert_eq!(it.merged_from[0].source.reference, "turn-2");
+        assert_eq!(it.merged_from[0].text.as_deref(), Some("variant"));
+    }
+
+    #[test]
+    fn negation_is_detected_by_parity() {
+        assert!(!negated("I like cats"));
+        assert!(negated("I do not like cats"));
+        assert!(negated("I don't like cats"));
+        assert!(negated("I don\u{2019}t like cats"));
+        assert!(!negated("It is not that I never liked cats"));
+        assert!(negated("No sugar in my tea"));
+    }
+
+    #[test]
+    fn provenance_is_bounded_keeping_the_newest() {
+        let mut it = item();
+        for i in 0..5 {
+            let dup = Duplicate {
+                source: Source {
+                    reference: format!("r{i}"),
+                    ..Source::default()
+                },
+                created_at: Timestamp(100),
+                tags: vec![],
+                pinned: false,
+                privacy: Privacy::default(),
+                text: None,
+            };
+            merge_into(&mut it, dup, Timestamp(200 + i), 3, 10);
+        }
+        let refs: Vec<_> = it
+            .merged_from
+            .iter()
+            .map(|m| m.source.reference.as_str())
+            .collect();
+        assert_eq!(refs, ["r2", "r3", "r4"]);
+    }
+}

@@ -1,0 +1,1512 @@
+//! The engine: mnemo's state machine, without I/O.
+//!
+//! [`Engine`] holds every item and the indexes over them. Each write operation
+//! takes a [`Txn`], mutates the in-memory state and records how to undo it;
+//! the caller then asks [`Engine::batch_for`] for the storage [`Batch`],
+//! commits it, and on failure calls [`Engine::rollback`] so memory and storage
+//! never disagree. [`crate::Memory`] does exactly this for a synchronous
+//! [`crate::storage::Storage`]; the JavaScript bindings do it around an async
+//! commit.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::{Deserialize, Deserializer, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::codec::{self, Manifest, SetDigest, FORMAT_VERSION};
+use crate::dedupe::{self, Duplicate, NearDuplicateAction, NearDuplicateConfig};
+use crate::env::Environment;
+use crate::error::{Error, Result};
+use crate::index::{Bm25Index, Bm25Params};
+use crate::inject::{self, InjectFormat, Injection, TokenCounter};
+use crate::item::{
+    validate_id, validate_item_id, Kind, MemoryItem, Privacy, Scope, ScopeFilter, Source, Status,
+    Tenant, Timestamp,
+};
+use crate::policy::{self, Exclusion, Visibility};
+use crate::rank::{self, RankKey, ScoreBreakdown};
+use crate::storage::Batch;
+use crate::text::{self, Capture};
+
+/// Storage key prefix of item records.
+pub const ITEM_PREFIX: &str = "item/";
+/// Storage key of the manifest record.
+pub const MANIFEST_KEY: &str = "meta/manifest";
+/// Export file format name.
+pub const EXPORT_FORMAT: &str = "mnemo-export";
+/// Newest export format version this build writes and reads.
+pub const EXPORT_VERSION: u32 = 1;
+
+/// Size limits; inputs beyond them are refused with [`Error::TooLarge`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Limits {
+    /// Longest memory text (before redaction), in bytes.
+    pub max_text_bytes: usize,
+    /// Most inputs in one ingest call.
+    pub max_batch: usize,
+    /// Most tags on one memory.
+    pub max_tags: usize,
+    /// Longest tag, in bytes.
+    pub max_tag_bytes: usize,
+    /// Longest `source.ref` or `source.uri`, in bytes.
+    pub max_source_bytes: usize,
+    /// Largest `limit` a query may ask for.
+    pub max_results: usize,
+    /// Most provenance records kept per memory (oldest dropped first).
+    pub max_merge_records: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_text_bytes: 64 * 1024,
+            max_batch: 10_000,
+            max_tags: 32,
+            max_tag_bytes: 64,
+            max_source_bytes: 2048,
+            max_results: 1000,
+            max_merge_records: 64,
+        }
+    }
+}
+
+/// Engine settings. Every field has a documented default.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct Config {
+    /// Size limits.
+    pub limits: Limits,
+    /// BM25 parameters (k1 = 1.2, b = 0.75).
+    pub bm25: Bm25Params,
+    /// Near-duplicate detection.
+    pub near_duplicate: NearDuplicateConfig,
+    /// Scope preference (default 0.1): the narrowest scope's score is
+    /// multiplied by `1 + scopeBoost`, see [`crate::rank`].
+    #[serde(default = "default_scope_boost")]
+    pub scope_boost: ScopeBoost,
+}
+
+/// Scope preference strength, see [`Config::scope_boost`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ScopeBoost(pub f32);
+
+impl Default for ScopeBoost {
+    fn default() -> Self {
+        ScopeBoost(0.1)
+    }
+}
+
+fn default_scope_boost() -> ScopeBoost {
+    ScopeBoost::default()
+}
+
+/// One memory to ingest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemoryInput {
+    /// Raw text; `<private>` spans are removed and `<no-memory>` skips it.
+    pub text: String,
+    /// Where it belongs.
+    pub scope: Scope,
+    /// Kind (default `episodic`).
+    #[serde(default)]
+    pub kind: Option<Kind>,
+    /// Review status (default `approved`).
+    #[serde(default)]
+    pub status: Option<Status>,
+    /// Curated hot memory (default false).
+    #[serde(default)]
+    pub pinned: Option<bool>,
+    /// Provenance (default `{kind: "manual", ref: ""}`).
+    #[serde(default)]
+    pub source: Option<Source>,
+    /// Labels.
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    /// Privacy markers.
+    #[serde(default)]
+    pub privacy: Option<Privacy>,
+    /// When it was said (default: now).
+    #[serde(default)]
+    pub created_at: Option<Timestamp>,
+}
+
+impl MemoryInput {
+    /// An input with every optional field at its default.
+    pub fn new(text: impl Into<String>, scope: Scope) -> Self {
+        MemoryInput {
+            text: text.into(),
+            scope,
+            kind: None,
+            status: None,
+            pinned: None,
+            source: None,
+            tags: None,
+            privacy: None,
+            created_at: None,
+        }
+    }
+}
+
+/// What ingest did with one input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum IngestOutcome {
+    /// Stored as a new memory.
+    Added,
+    /// Merged into an existing memory (`id` names it).
+    Merged,
+    /// Not stored (`reason` says why).
+    Skipped,
+}
+
+/// Why an input was merged, skipped, or flagged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum IngestReason {
+    /// Same normalized text already stored in this scope.
+    Duplicate,
+    /// Lexically near an existing memory of this scope.
+    NearDuplicate,
+    /// The text asked not to be remembered (`<no-memory>`).
+    NoMemory,
+    /// Nothing was left after removing `<private>` spans.
+    Private,
+    /// The same text was deleted by the user earlier; it stays deleted.
+    Suppressed,
+}
+
+/// The result of ingesting one input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IngestResult {
+    /// The memory added or merged into (absent when nothing was stored).
+    pub id: Option<String>,
+    /// What happened.
+    pub outcome: IngestOutcome,
+    /// Why, for merges, skips and near-duplicate reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<IngestReason>,
+    /// For a reported near-duplicate: the similar memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similar_to: Option<String>,
+}
+
+/// A retrieval query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RetrieveQuery {
+    /// What to look for (usually the user's next message).
+    pub text: String,
+    /// The scope the query is made in; only memories visible from it return.
+    pub scope: Scope,
+    /// Most hits to return (default 10).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Only these kinds.
+    #[serde(default)]
+    pub kinds: Option<Vec<Kind>>,
+    /// Only memories with at least one of these tags.
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    /// Only memories created at or after this time.
+    #[serde(default)]
+    pub since: Option<Timestamp>,
+    /// Only memories created before this time.
+    #[serde(default)]
+    pub until: Option<Timestamp>,
+    /// Do not mark returned memories as used.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Attach a score breakdown to each hit.
+    #[serde(default)]
+    pub explain: bool,
+    /// Also return memories pending review.
+    #[serde(default)]
+    pub include_pending: bool,
+    /// Also return memories marked as containing PII.
+    #[serde(default)]
+    pub include_pii: bool,
+}
+
+impl RetrieveQuery {
+    /// A query with default options.
+    pub fn new(text: impl Into<String>, scope: Scope) -> Self {
+        RetrieveQuery {
+            text: text.into(),
+            scope,
+            limit: None,
+            kinds: None,
+            tags: None,
+            since: None,
+            until: None,
+            dry_run: false,
+            explain: false,
+            include_pending: false,
+            include_pii: false,
+        }
+    }
+
+    fn visibility(&self, now: Timestamp) -> Visibility<'_> {
+        Visibility {
+            scope: &self.scope,
+            now,
+            include_pending: self.include_pending,
+            include_pii: self.include_pii,
+            kinds: self.kinds.as_deref(),
+            tags: self.tags.as_deref(),
+            since: self.since,
+            until: self.until,
+        }
+    }
+}
+
+/// One retrieved memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetrieveHit {
+    /// The memory (after usage marking).
+    pub item: MemoryItem,
+    /// Its final score (higher is better).
+    pub score: f32,
+    /// Score breakdown, when the query asked to explain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<ScoreBreakdown>,
+}
+
+/// An injection request: a retrieval query plus a token budget and format.
+///
+/// In JSON the retrieval fields sit beside `budgetTokens` and `format`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InjectQuery {
+    /// The retrieval part; `limit` caps the retrieved (non-pinned) candidates
+    /// (default 20).
+    pub query: RetrieveQuery,
+    /// Most tokens the block may take.
+    pub budget_tokens: usize,
+    /// Markdown (default) or XML.
+    pub format: InjectFormat,
+}
+
+impl InjectQuery {
+    /// A Markdown injection request.
+    pub fn new(query: RetrieveQuery, budget_tokens: usize) -> Self {
+        InjectQuery {
+            query,
+            budget_tokens,
+            format: InjectFormat::Markdown,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for InjectQuery {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut map = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        let budget = map
+            .remove("budgetTokens")
+            .ok_or_else(|| D::Error::missing_field("budgetTokens"))?;
+        let budget_tokens = budget
+            .as_u64()
+            .and_then(|b| usize::try_from(b).ok())
+            .ok_or_else(|| D::Error::custom("budgetTokens must be a non-negative integer"))?;
+        let format = match map.remove("format") {
+            None | Some(serde_json::Value::Null) => InjectFormat::default(),
+            Some(v) => serde_json::from_value(v).map_err(D::Error::custom)?,
+        };
+        let query =
+            serde_json::from_value(serde_json::Value::Object(map)).map_err(D::Error::custom)?;
+        Ok(InjectQuery {
+            query,
+            budget_tokens,
+            format,
+        })
+    }
+}
+
+/// Changes to one memory; absent fields stay as they are.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemoryPatch {
+    /// New text (redacted and normalized like ingested text; re-indexed).
+    #[serde(default)]
+    pub text: Option<String>,
+    /// New kind.
+    #[serde(default)]
+    pub kind: Option<Kind>,
+    /// New review status (approve / reject).
+    #[serde(default)]
+    pub status: Option<Status>,
+    /// Pin or unpin.
+    #[serde(default)]
+    pub pinned: Option<bool>,
+    /// Replace the tags.
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    /// Replace the privacy markers.
+    #[serde(default)]
+    pub privacy: Option<Privacy>,
+    /// Replace the provenance.
+    #[serde(default)]
+    pub source: Option<Source>,
+    /// `true` soft-deletes, `false` restores a soft-deleted memory.
+    #[serde(default)]
+    pub deleted: Option<bool>,
+}
+
+/// A listing request.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ListQuery {
+    /// Scope filter (empty: everything).
+    pub scope: ScopeFilter,
+    /// Only these kinds.
+    pub kinds: Option<Vec<Kind>>,
+    /// Only these statuses.
+    pub statuses: Option<Vec<Status>>,
+    /// Only memories with at least one of these tags.
+    pub tags: Option<Vec<String>>,
+    /// Only pinned (true) or unpinned (false) memories.
+    pub pinned: Option<bool>,
+    /// Include soft-deleted memories.
+    pub include_deleted: bool,
+    /// Only memories created at or after this time.
+    pub since: Option<Timestamp>,
+    /// Only memories created before this time.
+    pub until: Option<Timestamp>,
+    /// Page size (default 50).
+    pub limit: Option<usize>,
+    /// Continue after this cursor (from a previous page's `nextCursor`).
+    pub cursor: Option<String>,
+}
+
+/// One page of a listing, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListPage {
+    /// The memories of this page.
+    pub items: Vec<MemoryItem>,
+    /// Cursor of the next page, when there is one.
+    pub next_cursor: Option<String>,
+}
+
+/// What `deleteAll` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteAllResult {
+    /// Memories deleted by this call.
+    pub deleted: usize,
+    /// Whether they were erased (hard) or suppressed (soft).
+    pub hard: bool,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportResult {
+    /// New memories.
+    pub added: usize,
+    /// Memories whose id already existed, replaced by the imported version.
+    pub replaced: usize,
+    /// Memories merged into an existing memory with the same text and scope.
+    pub merged: usize,
+}
+
+/// Counts describing a store (or the part of it a scope filter selects).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    /// All memories, including soft-deleted ones.
+    pub items: usize,
+    /// Memories neither deleted nor rejected.
+    pub active: usize,
+    /// Soft-deleted memories.
+    pub deleted: usize,
+    /// Memories pending review.
+    pub pending: usize,
+    /// Rejected memories.
+    pub rejected: usize,
+    /// Pinned memories.
+    pub pinned: usize,
+    /// Memories per kind.
+    pub by_kind: BTreeMap<String, usize>,
+    /// Distinct user/workspace pairs.
+    pub tenants: usize,
+    /// Distinct terms in the lexical indexes of those tenants.
+    pub indexed_terms: usize,
+    /// Bytes of the stored item records.
+    pub stored_bytes: usize,
+    /// `"lexical"` until an embedding model is loaded.
+    pub retrieval_mode: String,
+    /// `"estimate"` or `"tokenizer"`: how injection counts tokens.
+    pub token_counting: String,
+    /// Record format version.
+    pub format_version: u16,
+}
+
+/// Undo log of one write operation. Pass the same `Txn` to
+/// [`Engine::batch_for`] after the operation and to [`Engine::rollback`] if
+/// the commit fails.
+#[derive(Debug, Default)]
+pub struct Txn {
+    undo: Vec<(String, Option<MemoryItem>)>,
+}
+
+struct Entry {
+    item: MemoryItem,
+    doc: u32,
+}
+
+/// The memory state machine. See the module documentation.
+pub struct Engine {
+    config: Config,
+    entries: HashMap<String, Entry>,
+    doc_owner: Vec<Option<String>>,
+    free_docs: Vec<u32>,
+    by_hash: HashMap<(Scope, String), String>,
+    by_created: BTreeSet<(i64, String)>,
+    pinned: BTreeSet<String>,
+    lexical: HashMap<Tenant, Bm25Index>,
+    digest: SetDigest,
+}
+
+impl Engine {
+    /// An empty engine.
+    pub fn new(config: Config) -> Self {
+        Engine {
+            config,
+            entries: HashMap::new(),
+            doc_owner: Vec::new(),
+            free_docs: Vec::new(),
+            by_hash: HashMap::new(),
+            by_created: BTreeSet::new(),
+            pinned: BTreeSet::new(),
+            lexical: HashMap::new(),
+            digest: SetDigest::default(),
+        }
+    }
+
+    /// Rebuilds an engine from stored records (`item/…` pairs and the
+    /// manifest) and verifies they agree with the manifest.
+    pub fn load(
+        config: Config,
+        item_records: Vec<(String, Vec<u8>)>,
+        manifest: Option<&[u8]>,
+    ) -> Result<Engine> {
+        let mut engine = Engine::new(config);
+        let mut stored = SetDigest::default();
+        let count = item_records.len();
+        for (key, bytes) in item_records {
+            let item = codec::decode_item(&bytes).map_err(|e| match Error::from(e) {
+                Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
+                other => other,
+            })?;
+            if key.strip_prefix(ITEM_PREFIX) != Some(item.id.as_str()) {
+                return Err(Error::Corrupt(format!(
+                    "record `{key}` holds memory `{}`",
+                    item.id
+                )));
+            }
+            stored.toggle(&bytes);
+            engine.set(&item.id.clone(), Some(item));
+        }
+        match manifest.map(codec::decode_manifest).transpose()? {
+            None if count == 0 => {}
+            None => {
+                return Err(Error::Corrupt(format!(
+                    "{count} memory records but no manifest"
+                )))
+            }
+            Some(m) => {
+                if m.format_version > FORMAT_VERSION {
+                    return Err(Error::VersionMismatch {
+                        found: u32::from(m.format_version),
+                        supported: u32::from(FORMAT_VERSION),
+                    });
+                }
+                if m.item_count != count as u64 || m.items_digest != stored.to_hex() {
+                    return Err(Error::Corrupt(format!(
+                        "the manifest lists {} memories with digest {}, storage holds {count} with digest {}: a write was torn",
+                        m.item_count,
+                        m.items_digest,
+                        stored.to_hex()
+                    )));
+                }
+            }
+        }
+        Ok(engine)
+    }
+
+    /// The engine's settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Number of memories (including soft-deleted ones).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when the store holds no memory at all.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Every memory, in no particular order.
+    pub fn items(&self) -> impl Iterator<Item = &MemoryItem> {
+        self.entries.values().map(|e| &e.item)
+    }
+
+    /// True when the lexical index of `tenant` holds `term` (an analysed
+    /// term, see [`text::terms`]).
+    pub fn lexical_index_has_term(&self, tenant: &Tenant, term: &str) -> bool {
+        self.lexical.get(tenant).is_some_and(|ix| ix.has_term(term))
+    }
+
+    // ----- the one mutation primitive -------------------------------------
+
+    /// Replaces (or removes, with `None`) the item stored under `id`, keeping
+    /// every index and the digest in step. Returns the previous item.
+    fn set(&mut self, id: &str, new: Option<MemoryItem>) -> Option<MemoryItem> {
+        let old = self.entries.remove(id);
+        let mut doc = None;
+        if let Some(Entry { item, doc: d }) = &old {
+            self.digest.toggle(&codec::encode_item(item));
+            let key = (item.scope.clone(), item.content_hash.clone());
+            if self.by_hash.get(&key).map(String::as_str) == Some(id) {
+                self.by_hash.remove(&key);
+            }
+            self.by_created.remove(&(item.created_at.0, id.to_string()));
+            self.pinned.remove(id);
+            let unchanged_text = new.as_ref().is_some_and(|n| {
+                n.text == item.text
+                    && n.scope.tenant() == item.scope.tenant()
+                    && n.is_deleted() == item.is_deleted()
+            });
+            if !item.is_deleted() && !unchanged_text {
+                let tenant = item.scope.tenant();
+                if let Some(ix) = self.lexical.get_mut(&tenant) {
+                    ix.remove(*d);
+                    if ix.doc_count() == 0 {
+                        self.lexical.remove(&tenant);
+                    }
+                }
+            }
+            doc = Some((*d, unchanged_text));
+        }
+        match new {
+            Some(item) => {
+                self.digest.toggle(&codec::encode_item(&item));
+                let (d, already_indexed) = match doc {
+                    Some((d, unchanged)) => (d, unchanged),
+                    None => (self.allocate_doc(id), false),
+                };
+                if !item.is_deleted() && !already_indexed {
+                    let terms = text::terms(&item.text);
+                    self.lexical
+                        .entry(item.scope.tenant())
+                        .or_insert_with(|| Bm25Index::new(self.config.bm25))
+                        .insert(d, &terms);
+                }
+                self.by_hash.insert(
+                    (item.scope.clone(), item.content_hash.clone()),
+                    id.to_string(),
+                );
+                self.by_created.insert((item.created_at.0, id.to_string()));
+                if item.pinned {
+                    self.pinned.insert(id.to_string());
+                }
+                self.entries.insert(id.to_string(), Entry { item, doc: d });
+            }
+            None => {
+                if let Some((d, _)) = doc {
+                    self.doc_owner[d as usize] = None;
+                    self.free_docs.push(d);
+                }
+            }
+        }
+        old.map(|e| e.item)
+    }
+
+    fn allocate_doc(&mut self, id: &str) -> u32 {
+        match self.free_docs.pop() {
+            Some(d) => {
+                self.doc_owner[d as usize] = Some(id.to_string());
+                d
+            }
+            None => {
+                self.doc_owner.push(Some(id.to_string()));
+                (self.doc_owner.len() - 1) as u32
+            }
+        }
+    }
+
+    /// [`Engine::set`] that records the undo step.
+    fn write(&mut self, txn: &mut Txn, id: &str, new: Option<MemoryItem>) {
+        let previous = self.set(id, new);
+        txn.undo.push((id.to_string(), previous));
+    }
+
+    /// Undoes every change recorded in `txn`, newest first.
+    pub fn rollback(&mut self, txn: Txn) {
+        for (id, previous) in txn.undo.into_iter().rev() {
+            self.set(&id, previous);
+        }
+    }
+
+    /// The storage batch that persists `txn`'s changes: the final state of
+    /// every touched item plus the manifest. Empty when nothing changed.
+    pub fn batch_for(&self, txn: &Txn) -> Batch {
+        let mut batch = Batch::new();
+        let touched: BTreeSet<&str> = txn.undo.iter().map(|(id, _)| id.as_str()).collect();
+        for id in touched {
+            let key = format!("{ITEM_PREFIX}{id}");
+            match self.entries.get(id) {
+                Some(entry) => batch.put(key, codec::encode_item(&entry.item)),
+                None => batch.delete(key),
+            }
+        }
+        if !batch.is_empty() {
+            batch.put(MANIFEST_KEY, codec::encode_manifest(&self.manifest()));
+        }
+        batch
+    }
+
+    /// The manifest describing the current items.
+    pub fn manifest(&self) -> Manifest {
+        Manifest {
+            format_version: FORMAT_VERSION,
+            item_count: self.entries.len() as u64,
+            items_digest: self.digest.to_hex(),
+        }
+    }
+
+    // ----- ingest -----------------------------------------------------------
+
+    /// Ingests a batch: each input is redacted, normalized, deduplicated
+    /// against the store and the earlier inputs of the batch, and stored. Any
+    /// invalid input fails the whole batch.
+    pub fn ingest(
+        &mut self,
+        inputs: Vec<MemoryInput>,
+        env: &mut dyn Environment,
+        txn: &mut Txn,
+    ) -> Result<Vec<IngestResult>> {
+        let limits = self.config.limits;
+        if inputs.len() > limits.max_batch {
+            return Err(Error::TooLarge {
+                what: "ingest batch".into(),
+                size: inputs.len(),
+                limit: limits.max_batch,
+            });
+        }
+        let now = env.now();
+        let mut results = Vec::with_capacity(inputs.len());
+        for (i, input) in inputs.into_iter().enumerate() {
+            let result = self
+                .ingest_one(input, now, env, txn)
+                .map_err(|e| e.at(&format!("inputs[{i}]")))?;
+            results.push(result);
+        }
+        Ok(results)
+    }
+
+    fn ingest_one(
+        &mut self,
+        input: MemoryInput,
+        now: Timestamp,
+        env: &mut dyn Environment,
+        txn: &mut Txn,
+    ) -> Result<IngestResult> {
+        let tags = self.validate_fields(&input)?;
+        let source = input.source.unwrap_or_default();
+        let skipped = |reason| IngestResult {
+            id: None,
+            outcome: IngestOutcome::Skipped,
+            reason: Some(reason),
+            similar_to: None,
+        };
+        let text = match capture(&input.text)? {
+            Captured::NoMemory => return Ok(skipped(IngestReason::NoMemory)),
+            Captured::OnlyPrivate => return Ok(skipped(IngestReason::Private)),
+            Captured::Text(t) => t,
+        };
+        let content_hash = text::content_hash(&text);
+        let created_at = input.created_at.unwrap_or(now);
+        let duplicate = Duplicate {
+            source: source.clone(),
+            created_at,
+            tags: tags.clone(),
+            pinned: input.pinned.unwrap_or(false),
+            privacy: input.privacy.unwrap_or_default(),
+            text: None,
+        };
+
+        let hash_key = (input.scope.clone(), content_hash.clone());
+        if let Some(existing) = self.by_hash.get(&hash_key).cloned() {
+            return Ok(self.merge_duplicate(
+                &existing,
+                duplicate,
+                IngestReason::Duplicate,
+                now,
+                txn,
+            ));
+        }
+
+        let terms = text::terms(&text);
+        let similar = self.find_near_duplicate(&input.scope, &text, &terms);
+        if let Some(similar) = &similar {
+            if self.config.near_duplicate.action == NearDuplicateAction::Merge {
+                let duplicate = Duplicate {
+                    text: Some(text),
+                    ..duplicate
+                };
+                return Ok(self.merge_duplicate(
+                    similar,
+                    duplicate,
+                    IngestReason::NearDuplicate,
+                    now,
+                    txn,
+                ));
+            }
+        }
+
+        let id = self.fresh_id(env);
+        let item = MemoryItem {
+            id: id.clone(),
+            text,
+            kind: input.kind.unwrap_or_default(),
+            scope: input.scope,
+            status: input.status.unwrap_or_default(),
+            pinned: duplicate.pinned,
+            source,
+            content_hash,
+            tags,
+            privacy: duplicate.privacy,
+            created_at,
+            updated_at: now,
+            last_used_at: None,
+            usage_count: 0,
+            merged_from: Vec::new(),
+            deleted_at: None,
+        };
+        self.write(txn, &id, Some(item));
+        Ok(IngestResult {
+            id: Some(id),
+            outcome: IngestOutcome::Added,
+            reason: similar.is_some().then_some(IngestReason::NearDuplicate),
+            similar_to: similar,
+        })
+    }
+
+    /// Checks one input as [`Engine::ingest`] would, without changing
+    /// anything (lets a caller report every bad input before ingesting).
+    pub fn check_input(&self, input: &MemoryInput) -> Result<()> {
+        self.validate_fields(input)?;
+        capture(&input.text).map(|_| ())
+    }
+
+    /// Validates everything of an input but its text's content; returns the
+    /// cleaned tags.
+    fn validate_fields(&self, input: &MemoryInput) -> Result<Vec<String>> {
+        let limits = self.config.limits;
+        if input.text.len() > limits.max_text_bytes {
+            return Err(Error::TooLarge {
+                what: "text".into(),
+                size: input.text.len(),
+                limit: limits.max_text_bytes,
+            });
+        }
+        input.scope.validate()?;
+        if let Some(source) = &input.source {
+            self.validate_source(source)?;
+        }
+        self.clean_tags(input.tags.clone().unwrap_or_default())
+    }
+
+    fn merge_duplicate(
+        &mut self,
+        existing_id: &str,
+        duplicate: Duplicate,
+        reason: IngestReason,
+        now: Timestamp,
+        txn: &mut Txn,
+    ) -> IngestResult {
+        let Some(entry) = self.entries.get(existing_id) else {
+            // by_hash and entries are kept in step by `set`; treat a miss as
+            // "nothing to merge into" rather than panic.
+            return IngestResult {
+                id: None,
+                outcome: IngestOutcome::Skipped,
+                reason: Some(reason),
+                similar_to: None,
+            };
+        };
+        if entry.item.is_deleted() {
+            return IngestResult {
+                id: Some(existing_id.to_string()),
+                outcome: IngestOutcome::Skipped,
+                reason: Some(IngestReason::Suppressed),
+                similar_to: None,
+            };
+        }
+        let mut item = entry.item.clone();
+        let limits = self.config.limits;
+        dedupe::merge_into(
+            &mut item,
+            duplicate,
+            now,
+            limits.max_merge_records,
+            limits.max_tags,
+        );
+        self.write(txn, existing_id, Some(item));
+        IngestResult {
+            id: Some(existing_id.to_string()),
+            outcome: IngestOutcome::Merged,
+            reason: Some(reason),
+            similar_to: None,
+        }
+    }
+
+    /// The most similar live memory of exactly `scope` whose term overlap
+    /// reaches the threshold and whose polarity (negated or not) is the same,
+    /// among the best lexical matches.
+    fn find_near_duplicate(&self, scope: &Scope, text: &str, terms: &[String]) -> Option<String> {
+        let cfg = self.config.near_duplicate;
+        if terms.is_empty() || cfg.lexical_threshold > 1.0 || cfg.candidates == 0 {
+            return None;
+        }
+        let index = self.lexical.get(&scope.tenant())?;
+        let mut best: Option<(f32, &str)> = None;
+        for (doc, _) in index
+            .search(terms)
+            .into_iter()
+            .filter_map(|(doc, s)| Some((self.entry_of(doc)?, s)))
+            .filter(|(e, _)| &e.item.scope == scope && !e.item.is_deleted())
+            .take(cfg.candidates)
+        {
+            if dedupe::negated(text) != dedupe::negated(&doc.item.text) {
+                continue;
+            }
+            let overlap = text::term_overlap(terms, &text::terms(&doc.item.text));
+            if overlap >= cfg.lexical_threshold && best.is_none_or(|(b, _)| overlap > b) {
+                best = Some((overlap, &doc.item.id));
+            }
+        }
+        best.map(|(_, id)| id.to_string())
+    }
+
+    fn entry_of(&self, doc: u32) -> Option<&Entry> {
+        let id = self.doc_owner.get(doc as usize)?.as_ref()?;
+        self.entries.get(id)
+    }
+
+    fn fresh_id(&self, env: &mut dyn Environment) -> String {
+        loop {
+            let id = env.new_id();
+            if validate_item_id(&id).is_ok() && !self.entries.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    fn clean_tags(&self, tags: Vec<String>) -> Result<Vec<String>> {
+        let limits = self.config.limits;
+        if tags.len() > limits.max_tags {
+            return Err(Error::TooLarge {
+                what: "tags".into(),
+                size: tags.len(),
+                limit: limits.max_tags,
+            });
+        }
+        let mut clean: Vec<String> = Vec::with_capacity(tags.len());
+        for tag in tags {
+            let tag = tag.trim().to_string();
+            if tag.len() > limits.max_tag_bytes {
+                return Err(Error::TooLarge {
+                    what: "tag".into(),
+                    size: tag.len(),
+                    limit: limits.max_tag_bytes,
+                });
+            }
+            validate_id("tag", &tag)?;
+            if !clean.contains(&tag) {
+                clean.push(tag);
+            }
+        }
+        Ok(clean)
+    }
+
+    fn validate_source(&self, source: &Source) -> Result<()> {
+        let limit = self.config.limits.max_source_bytes;
+        for (what, value) in [
+            ("source.ref", Some(&source.reference)),
+            ("source.uri", source.uri.as_ref()),
+        ] {
+            if let Some(v) = value {
+                if v.len() > limit {
+                    return Err(Error::TooLarge {
+                        what: what.to_string(),
+                        size: v.len(),
+                        limit,
+                    });
+                }
+                if v.chars().any(char::is_control) {
+                    return Err(Error::invalid(format!(
+                        "{what} must not contain control characters"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ----- retrieval ----------------------------------------------------------
+
+    /// Checks a retrieval query without running it.
+    pub fn check_query(&self, query: &RetrieveQuery) -> Result<()> {
+        query.scope.validate()?;
+        if query.text.trim().is_empty() {
+            return Err(Error::invalid("query text must not be empty"));
+        }
+        if query.text.len() > self.config.limits.max_text_bytes {
+            return Err(Error::TooLarge {
+                what: "query text".into(),
+                size: query.text.len(),
+                limit: self.config.limits.max_text_bytes,
+            });
+        }
+        if let Some(limit) = query.limit {
+            if limit == 0 || limit > self.config.limits.max_results {
+                return Err(Error::invalid(format!(
+                    "limit must be between 1 and {}",
+                    self.config.limits.max_results
+                )));
+            }
+        }
+        if let (Some(since), Some(until)) = (query.since, query.until) {
+            if since > until {
+                return Err(Error::invalid("since must not be after until"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Ranks the memories visible to `query` without marking them used.
+    fn search(&self, query: &RetrieveQuery, limit: usize, now: Timestamp) -> Vec<RetrieveHit> {
+        let terms = text::terms(&query.text);
+        let Some(index) = self.lexical.get(&query.scope.tenant()) else {
+            return Vec::new();
+        };
+        let vis = query.visibility(now);
+        let boost = self.config.scope_boost.0;
+        let mut hits: Vec<(ScoreBreakdown, &MemoryItem)> = index
+            .search(&terms)
+            .into_iter()
+            .filter_map(|(doc, lexical)| {
+                let item = &self.entry_of(doc)?.item;
+                policy::check(item, &vis).ok()?;
+                Some((rank::fuse(lexical, item.scope.specificity(), boost), item))
+            })
+            .collect();
+        fn key<'a>((s, item): &(ScoreBreakdown, &'a MemoryItem)) -> RankKey<'a> {
+            RankKey {
+                score: s.fused,
+                specificity: item.scope.specificity(),
+                created_at: item.created_at.0,
+                id: &item.id,
+            }
+        }
+        hits.sort_by(|a, b| rank::compare(&key(a), &key(b)));
+        hits.truncate(limit);
+        hits.into_iter()
+            .map(|(breakdown, item)| RetrieveHit {
+                item: item.clone(),
+                score: breakdown.fused,
+                explain: query.explain.then_some(breakdown),
+            })
+            .collect()
+    }
+
+    /// Marks memories as used now (usage count and last use).
+    fn mark_used<'a>(
+        &mut self,
+        ids: impl IntoIterator<Item = &'a str>,
+        now: Timestamp,
+        txn: &mut Txn,
+    ) {
+        for id in ids {
+            if let Some(entry) = self.entries.get(id) {
+                let mut item = entry.item.clone();
+                item.usage_count = item.usage_count.saturating_add(1);
+                item.last_used_at = Some(now);
+                self.write(txn, id, Some(item));
+            }
+        }
+    }
+
+    /// Retrieves the memories most relevant to the query, best first, and
+    /// marks them used unless `dryRun`.
+    pub fn retrieve(
+        &mut self,
+        query: &RetrieveQuery,
+        now: Timestamp,
+        txn: &mut Txn,
+    ) -> Result<Vec<RetrieveHit>> {
+        self.check_query(query)?;
+        let mut hits = self.search(query, query.limit.unwrap_or(10), now);
+        if !query.dry_run {
+            self.mark_used(hits.iter().map(|h| h.item.id.as_str()), now, txn);
+            for hit in &mut hits {
+                if let Some(entry) = self.entries.get(&hit.item.id) {
+                    hit.item = entry.item.clone();
+                }
+            }
+        }
+        Ok(hits)
+    }
+
+    /// Renders the pinned memories of the scope, then the most relevant
+    /// ones, into one block within the token budget, and marks the memories
+    /// it used unless `dryRun`.
+    pub fn inject(
+        &mut self,
+        request: &InjectQuery,
+        counter: &dyn TokenCounter,
+        now: Timestamp,
+        txn: &mut Txn,
+    ) -> Result<Injection> {
+        let query = &request.query;
+        self.check_query(query)?;
+        let vis = query.visibility(now);
+        let mut pinned: Vec<&MemoryItem> = self
+            .pinned
+            .iter()
+            .filter_map(|id| self.entries.get(id).map(|e| &e.item))
+            .filter(|item| policy::check(item, &vis).is_ok())
+            .collect();
+        pinned.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
+        let ranked = self.search(query, query.limit.unwrap_or(20), now);
+        let mut candidates = pinned;
+        candidates.extend(ranked.iter().map(|h| &h.item).filter(|i| !i.pinned));
+        let injection = inject::render(&candidates, request.budget_tokens, request.format, counter);
+        if !query.dry_run {
+            let used = injection.used.clone();
+            self.mark_used(used.iter().map(String::as_str), now, txn);
+        }
+        Ok(injection)
+    }
+
+    /// Why `item_id` would or would not be returned for `query`.
+    pub fn explain_policy(
+        &self,
+        item_id: &str,
+        query: &RetrieveQuery,
+        now: Timestamp,
+    ) -> Result<Option<Exclusion>> {
+        let entry = self
+            .entries
+            .get(item_id)
+            .ok_or_else(|| Error::NotFound(item_id.to_string()))?;
+        Ok(policy::check(&entry.item, &query.visibility(now)).err())
+    }
+
+    // ----- management -----------------------------------------------------------
+
+    /// One memory by id (soft-deleted memories included, with `deletedAt`).
+    pub fn get(&self, id: &str) -> Result<&MemoryItem> {
+        validate_item_id(id)?;
+        self.entries
+            .get(id)
+            .map(|e| &e.item)
+            .ok_or_else(|| Error::NotFound(id.to_string()))
+    }
+
+    /// Lists memories newest first, filtered, one page at a time.
+    pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
+        let limit = query.limit.unwrap_or(50);
+        if limit == 0 || limit > self.config.limits.max_results {
+            return Err(Error::invalid(format!(
+                "limit must be between 1 and {}",
+                self.config.limits.max_results
+            )));
+        }
+        let upper = match &query.cursor {
+            None => None,
+            Some(c) => Some(parse_cursor(c)?),
+        };
+        let mut items = Vec::new();
+        let mut next_cursor = None;
+        let range = match &upper {
+            Some(u) => self.by_created.range(..u.clone()),
+            None => self.by_created.range(..),
+        };
+        for (created, id) in range.rev() {
+            let Some(entry) = self.entries.get(id) else {
+                continue;
+            };
+            let item = &entry.item;
+            if !list_matches(item, query) {
+                continue;
+            }
+            if items.len() == limit {
+                next_cursor = items
+                    .last()
+                    .map(|last: &MemoryItem| format!("{}:{}", last.created_at.0, last.id));
+                break;
+            }
+            debug_assert_eq!(item.created_at.0, *created);
+            items.push(item.clone());
+        }
+        Ok(ListPage { items, next_cursor })
+    }
+
+    /// Applies a patch to one memory and returns the new version.
+    pub fn update(
+        &mut self,
+        id: &str,
+        patch: MemoryPatch,
+        now: Timestamp,
+        txn: &mut Txn,
+    ) -> Result<MemoryItem> {
+        let mut item = self.get(id)?.clone();
+        if let Some(raw) = &patch.text {
+            if raw.len() > self.config.limits.max_text_bytes {
+                return Err(Error::TooLarge {
+                    what: "text".into(),
+                    size: raw.len(),
+                    limit: self.config.limits.max_text_bytes,
+                });
+            }
+            let text = match capture(raw)? {
+                Captured::Text(t) => t,
+                Captured::NoMemory => {
+                    return Err(Error::invalid(
+                        "text asks not to be remembered (<no-memory>)",
+                    ))
+                }
+                Captured::OnlyPrivate => {
+                    return Err(Error::invalid(
+                        "text is empty after removing <private> spans",
+                    ))
+                }
+            };
+            let hash = text::content_hash(&text);
+            if let Some(other) = self.by_hash.get(&(item.scope.clone(), hash.clone())) {
+                if other != id {
+                    return Err(Error::invalid(format!(
+                        "the new text is identical to memory `{other}` in the same scope"
+                    )));
+                }
+            }
+            item.text = text;
+            item.content_hash = hash;
+        }
+        if let Some(kind) = patch.kind {
+            item.kind = kind;
+        }
+        if let Some(status) = patch.status {
+            item.status = status;
+        }
+        if let Some(pinned) = patch.pinned {
+            item.pinned = pinned;
+        }
+        if let Some(tags) = patch.tags {
+            item.tags = self.clean_tags(tags)?;
+        }
+        if let Some(privacy) = patch.privacy {
+            item.privacy = privacy;
+        }
+        if let Some(source) = patch.source {
+            self.validate_source(&source)?;
+            item.source = source;
+        }
+        match patch.deleted {
+            Some(true) if item.deleted_at.is_none() => item.deleted_at = Some(now),
+            Some(false) => item.deleted_at = None,
+            _ => {}
+        }
+        item.updated_at = now;
+        self.write(txn, id, Some(item.clone()));
+        Ok(item)
+    }
+
+    /// Deletes one memory: soft (suppressed, kept for the user to see and so
+    /// the same text is not captured again) or hard (erased with every trace,
+    /// index postings included).
+    pub fn delete(&mut self, id: &str, hard: bool, now: Timestamp, txn: &mut Txn) -> Result<()> {
+        let item = self.get(id)?.clone();
+        if hard {
+            self.write(txn, id, None);
+        } else if !item.is_deleted() {
+            let mut item = item;
+            item.deleted_at = Some(now);
+            item.updated_at = now;
+            self.write(txn, id, Some(item));
+        }
+        Ok(())
+    }
+
+    /// Deletes every memory the filter selects (`userId` is required, so a
+    /// call never reaches other users' data). Returns how many it deleted.
+    pub fn delete_all(
+        &mut self,
+        filter: &ScopeFilter,
+        hard: bool,
+        now: Timestamp,
+        txn: &mut Txn,
+    ) -> Result<DeleteAllResult> {
+        if filter.user_id.is_none() {
+            return Err(Error::invalid("deleteAll needs at least scope.userId"));
+        }
+        let ids: Vec<String> = self
+            .entries
+            .values()
+            .filter(|e| filter.matches(&e.item.scope) && (hard || !e.item.is_deleted()))
+            .map(|e| e.item.id.clone())
+            .collect();
+        for id in &ids {
+            self.delete(id, hard, now, txn)?;
+        }
+        Ok(DeleteAllResult {
+            deleted: ids.len(),
+            hard,
+        })
+    }
+
+    /// Counts over the memories the filter selects (everything when empty).
+    pub fn stats(&self, filter: &ScopeFilter, token_counting_is_estimate: bool) -> Stats {
+        let mut stats = Stats {
+            items: 0,
+            active: 0,
+            deleted: 0,
+            pending: 0,
+            rejected: 0,
+            pinned: 0,
+            by_kind: BTreeMap::new(),
+            tenants: 0,
+            indexed_terms: 0,
+            stored_bytes: 0,
+            retrieval_mode: "lexical".to_string(),
+            token_counting: if token_counting_is_estimate {
+                "estimate"
+            } else {
+                "tokenizer"
+            }
+            .to_string(),
+            format_version: FORMAT_VERSION,
+        };
+        let mut tenants = BTreeSet::new();
+        for item in self.items().filter(|i| filter.matches(&i.scope)) {
+            stats.items += 1;
+            stats.deleted += usize::from(item.is_deleted());
+            stats.pending += usize::from(item.status == Status::Pending);
+            stats.rejected += usize::from(item.status == Status::Rejected);
+            stats.active += usize::from(!item.is_deleted() && item.status != Status::Rejected);
+            stats.pinned += usize::from(item.pinned);
+            *stats
+                .by_kind
+                .entry(item.kind.as_str().to_string())
+                .or_default() += 1;
+            stats.stored_bytes += codec::encode_item(item).len();
+            tenants.insert(item.scope.tenant());
+        }
+        stats.tenants = tenants.len();
+        stats.indexed_terms = tenants
+            .iter()
+            .filter_map(|t| self.lexical.get(t))
+            .map(Bm25Index::term_count)
+            .sum();
+        stats
+    }
+
+    // ----- export / import ------------------------------------------------------
+
+    /// Serializes the whole store (soft-deleted memories included) as a
+    /// versioned JSON document whose `checksum` is the sha256 of its `items`.
+    pub fn export(&self, now: Timestamp) -> String {
+        let mut items: Vec<&MemoryItem> = self.items().collect();
+        items.sort_by(|a, b| a.id.cmp(&b.id));
+        let items_json = serde_json::to_string(&items).unwrap_or_else(|_| "[]".to_string());
+        let checksum = codec::hex(&Sha256::digest(items_json.as_bytes()));
+        format!(
+            "{{\"format\":\"{EXPORT_FORMAT}\",\"version\":{EXPORT_VERSION},\"exportedAt\":\"{now}\",\"itemCount\":{},\"checksum\":\"{checksum}\",\"items\":{items_json}}}",
+            items.len()
+        )
+    }
+
+    /// Imports an export: every memory is validated first, then all are
+    /// applied at once (same id: replaced; same text and scope as another
+    /// memory: merged into it; otherwise added).
+    pub fn import(&mut self, data: &str, now: Timestamp, txn: &mut Txn) -> Result<ImportResult> {
+        let items = parse_export(data)?;
+        let mut seen = BTreeSet::new();
+        for (i, item) in items.iter().enumerate() {
+            self.validate_imported(item)
+                .map_err(|e| e.at(&format!("items[{i}]")))?;
+            if !seen.insert(item.id.as_str()) {
+                return Err(Error::invalid(format!(
+                    "items[{i}]: duplicate id `{}`",
+                    item.id
+                )));
+            }
+        }
+        let mut result = ImportResult {
+            added: 0,
+            replaced: 0,
+            merged: 0,
+        };
+        for item in items {
+            let hash_key = (item.scope.clone(), item.content_hash.clone());
+            let existing_same_text = self
+                .by_hash
+                .get(&hash_key)
+                .filter(|other| **other != item.id)
+                .cloned();
+            if self.entries.contains_key(&item.id) {
+                if let Some(other) = existing_same_text {
+                    return Err(Error::invalid(format!(
+                        "memory `{}` would become identical to memory `{other}`",
+                        item.id
+                    )));
+                }
+                result.replaced += 1;
+                self.write(txn, &item.id.clone(), Some(item));
+            } else if let Some(other) = existing_same_text {
+                let duplicate = Duplicate {
+                    source: item.source,
+                    created_at: item.created_at,
+                    tags: item.tags,
+                    pinned: item.pinned,
+                    privacy: item.privacy,
+                    text: None,
+                };
+                self.merge_duplicate(&other, duplicate, IngestReason::Duplicate, now, txn);
+                result.merged += 1;
+            } else {
+                result.added += 1;
+                self.write(txn, &item.id.clone(), Some(item));
+            }
+        }
+        Ok(result)
+    }
+
+    fn validate_imported(&self, item: &MemoryItem) -> Result<()> {
+        validate_item_id(&item.id)?;
+        item.scope.validate()?;
+        if item.text.len() > self.config.limits.max_text_bytes {
+            return Err(Error::TooLarge {
+                what: "text".into(),
+                size: item.text.len(),
+                limit: self.config.limits.max_text_bytes,
+            });
+        }
+        match capture(&item.text)? {
+            Captured::Text(t) if t == item.text => {}
+            _ => {
+                return Err(Error::invalid(
+                    "text is not in stored form (normalized, without <private> or <no-memory>)",
+                ))
+            }
+        }
+        if text::content_hash(&item.text) != item.content_hash {
+            return Err(Error::Corrupt(format!(
+                "memory `{}` has a wrong contentHash",
+                item.id
+            )));
+        }
+        if self.clean_tags(item.tags.clone())? != item.tags {
+            return Err(Error::invalid("tags must be trimmed and distinct"));
+        }
+        self.validate_source(&item.source)
+    }
+}
+
+enum Captured {
+    NoMemory,
+    OnlyPrivate,
+    Text(String),
+}
+
+/// Applies the capture pipeline: opt-out, redaction, normalization.
+fn capture(raw: &str) -> Result<Captured> {
+    match text::redact(raw) {
+        Capture::NoMemory => Ok(Captured::NoMemory),
+        Capture::Text {
+            text: redacted,
+            private_removed,
+        } => {
+            let normalized = text::normalize(&redacted);
+            if !normalized.is_empty() {
+                Ok(Captured::Text(normalized))
+            } else if private_removed {
+                Ok(Captured::OnlyPrivate)
+            } else {
+                Err(Error::invalid("text is empty"))
+            }
+        }
+    }
+}
+
+fn list_matches(item: &MemoryItem, q: &ListQuery) -> bool {
+    q.scope.matches(&item.scope)
+        && (q.include_deleted || !item.is_deleted())
+        && q.kinds.as_ref().is_none_or(|k| k.contains(&item.kind))
+        && q.statuses.as_ref().is_none_or(|s| s.contains(&item.status))
+        && q.tags
+            .as_ref()
+            .is_none_or(|t| t.iter().any(|t| item.tags.contains(t)))
+        && q.pinned.is_none_or(|p| p == item.pinned)
+        && q.since.is_none_or(|s| item.created_at >= s)
+        && q.until.is_none_or(|u| item.created_at < u)
+}
+
+fn parse_cursor(cursor: &str) -> Result<(i64, String)> {
+    let bad = || Error::invalid("cursor is not one returned by list");
+    let (ms, id) = cursor.split_once(':').ok_or_else(bad)?;
+    let ms: i64 = ms.parse().map_err(|_| bad())?;
+    validate_item_id(id).map_err(|_| bad())?;
+    Ok((ms, id.to_string()))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExportHeader<'a> {
+    format: String,
+    version: u32,
+    #[serde(default)]
+    checksum: Option<String>,
+    #[serde(borrow)]
+    items: Option<&'a serde_json::value::RawValue>,
+}
+
+fn parse_export(data: &str) -> Result<Vec<MemoryItem>> {
+    let header: ExportHeader<'_> = serde_json::from_str(data)
+        .map_err(|e| Error::Corrupt(format!("not a mnemo export: {e}")))?;
+    if header.format != EXPORT_FORMAT {
+        return Err(Error::invalid(format!(
+            "format is `{}`, expected `{EXPORT_FORMAT}`",
+            header.format
+        )));
+    }
+    if header.version > EXPORT_VERSION {
+        return Err(Error::VersionMismatch {
+            found: header.version,
+            supported: EXPORT_VERSION,
+        });
+    }
+    let raw = header
+        .items
+        .ok_or_else(|| Error::Corrupt("export has no items".into()))?;
+    let expected = header
+        .checksum
+        .ok_or_else(|| Error::Corrupt("export has no checksum".into()))?;
+    if codec::hex(&Sha256::digest(raw.get().as_bytes())) != expected {
+        return Err(Error::Corrupt(
+            "export checksum does not match its items".into(),
+        ));
+    }
+    serde_json::from_str(raw.get()).map_err(|e| Error::invalid(format!("items: {e}")))
+}

@@ -1,0 +1,400 @@
+//! An incremental inverted index scored with Okapi BM25.
+//!
+//! The index interns every term to an id; each term id owns a posting list of
+//! `(doc, term frequency)` sorted by doc. Each doc remembers its length (its
+//! number of terms, repeats included) and its distinct term ids, so removing a
+//! doc deletes exactly its postings; the total length is kept incrementally
+//! for the average doc length. A term whose last posting goes is dropped from
+//! the dictionary. Inserts and removals never rebuild anything.
+//!
+//! # Scoring
+//!
+//! With `N` docs, `n_t` docs holding term `t`, `tf` the frequency of `t` in
+//! doc `d`, `dl` the length of `d` and `avgdl` the average doc length:
+//!
+//! ```text
+//! idf(t)   = ln(1 + (N − n_t + 0.5) / (n_t + 0.5))          (Lucene's IDF, never negative)
+//! score(d) = Σ idf(t) · tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avgdl))
+//! ```
+//!
+//! summed over the *distinct* query terms present in `d`.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+/// The BM25 free parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bm25Params {
+    /// Term-frequency saturation: how quickly repeats of a term stop adding
+    /// to the score (default 1.2).
+    pub k1: f32,
+    /// Length normalization, from 0 (none) to 1 (full) (default 0.75).
+    pub b: f32,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Bm25Params { k1: 1.2, b: 0.75 }
+    }
+}
+
+/// One doc in a term's posting list.
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    doc: u32,
+    term_frequency: u32,
+    /// The doc's length, copied here so scoring needs no doc lookup.
+    doc_len: u32,
+}
+
+/// A term of the dictionary with its posting list (sorted by doc). A free
+/// slot has an empty term and no postings.
+#[derive(Debug, Clone, Default)]
+struct TermSlot {
+    term: String,
+    postings: Vec<Posting>,
+}
+
+/// What the index remembers about a doc.
+#[derive(Debug, Clone)]
+struct DocEntry {
+    len: u32,
+    term_ids: Vec<usize>,
+}
+
+/// An incremental BM25 inverted index over `u32` doc ids.
+#[derive(Debug, Clone, Default)]
+pub struct Bm25Index {
+    params: Bm25Params,
+    term_ids: HashMap<String, usize>,
+    slots: Vec<TermSlot>,
+    free_slots: Vec<usize>,
+    docs: HashMap<u32, DocEntry>,
+    total_len: u64,
+}
+
+impl Bm25Index {
+    /// An empty index scoring with `params`.
+    pub fn new(params: Bm25Params) -> Self {
+        Bm25Index {
+            params,
+            ..Bm25Index::default()
+        }
+    }
+
+    /// Indexes `doc` with its terms; replaces the doc if already present.
+    pub fn insert(&mut self, doc: u32, terms: &[String]) {
+        self.remove(doc);
+        // Sorted, so equal terms are adjacent and term ids are assigned in a
+        // deterministic order.
+        let mut sorted: Vec<&str> = terms.iter().map(String::as_str).collect();
+        sorted.sort_unstable();
+        let len = u32::try_from(terms.len()).unwrap_or(u32::MAX);
+        let mut term_ids = Vec::new();
+        for run in sorted.chunk_by(|x, y| x == y) {
+            let term_frequency = u32::try_from(run.len()).unwrap_or(u32::MAX);
+            let id = self.intern(run[0]);
+            let postings = &mut self.slots[id].postings;
+            let at = postings.partition_point(|posting| posting.doc < doc);
+            postings.insert(
+                at,
+                Posting {
+                    doc,
+                    term_frequency,
+                    doc_len: len,
+                },
+            );
+            term_ids.push(id);
+        }
+        self.total_len += u64::from(len);
+        self.docs.insert(doc, DocEntry { len, term_ids });
+    }
+
+    /// Removes a doc and every posting of it; returns whether it was present.
+    pub fn remove(&mut self, doc: u32) -> bool {
+        let Some(entry) = self.docs.remove(&doc) else {
+            return false;
+        };
+        self.total_len -= u64::from(entry.len);
+        for id in entry.term_ids {
+            let slot = &mut self.slots[id];
+            if let Ok(at) = slot
+                .postings
+                .binary_search_by_key(&doc, |posting| posting.doc)
+            {
+                slot.postings.remove(at);
+            }
+            if slot.postings.is_empty() {
+                self.term_ids.remove(&slot.term);
+                *slot = TermSlot::default();
+                self.free_slots.push(id);
+            }
+        }
+        true
+    }
+
+    /// Every doc matching at least one query term, scored, best first (ties:
+    /// smaller doc id first). A term repeated in the query counts once.
+    pub fn search(&self, query_terms: &[String]) -> Vec<(u32, f32)> {
+        if self.docs.is_empty() {
+            return Vec::new();
+        }
+        let k1 = f64::from(self.params.k1);
+        let b = f64::from(self.params.b);
+        let doc_count = self.docs.len() as f64;
+        // Only docs with postings are scored, and those have a length of at
+        // least one, so `avg_len` is positive whenever it is used.
+        let avg_len = self.total_len as f64 / doc_count;
+        let mut seen = HashSet::new();
+        let mut scores: HashMap<u32, f64> = HashMap::new();
+        for term in query_terms {
+            if !seen.insert(term.as_str()) {
+                continue;
+            }
+            let Some(&id) = self.term_ids.get(term) else {
+                continue;
+            };
+            let postings = &self.slots[id].postings;
+            let doc_frequency = postings.len() as f64;
+            let idf = (1.0 + (doc_count - doc_frequency + 0.5) / (doc_frequency + 0.5)).ln();
+            for posting in postings {
+                let tf = f64::from(posting.term_frequency);
+                let length_norm = k1 * (1.0 - b + b * f64::from(posting.doc_len) / avg_len);
+                *scores.entry(posting.doc).or_insert(0.0) +=
+                    idf * tf * (k1 + 1.0) / (tf + length_norm);
+            }
+        }
+        let mut ranked: Vec<(u32, f32)> = scores
+            .into_iter()
+            .map(|(doc, score)| (doc, score as f32))
+            .collect();
+        ranked.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+        ranked
+    }
+
+    /// Number of indexed docs.
+    pub fn doc_count(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Whether `doc` is indexed.
+    pub fn contains(&self, doc: u32) -> bool {
+        self.docs.contains_key(&doc)
+    }
+
+    /// Number of distinct terms with at least one posting.
+    pub fn term_count(&self) -> usize {
+        self.term_ids.len()
+    }
+
+    /// Whether any doc holds this (already analysed) term.
+    pub fn has_term(&self, term: &str) -> bool {
+        self.term_ids.contains_key(term)
+    }
+
+    /// The id of `term`, adding it to the dictionary (reusing a free slot) if
+    /// it is new.
+    fn intern(&mut self, term: &str) -> usize {
+        if let Some(&id) = self.term_ids.get(term) {
+            return id;
+        }
+        let slot = TermSlot {
+            term: term.to_owned(),
+            postings: Vec::new(),
+        };
+        let id = match self.free_slots.pop() {
+            Some(id) => {
+                self.slots[id] = slot;
+                id
+            }
+            None => {
+                self.slots.push(slot);
+                self.slots.len() - 1
+            }
+        };
+        self.term_ids.insert(term.to_owned(), id);
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn strings(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    /// d1 = [apple banana apple] (dl 3), d2 = [banana cherry] (dl 2),
+    /// d3 = [cherry cherry cherry date] (dl 4): N = 3, avgdl = 9 / 3 = 3.
+    fn tiny_corpus(params: Bm25Params) -> Bm25Index {
+        let mut index = Bm25Index::new(params);
+        index.insert(1, &strings(&["apple", "banana", "apple"]));
+        index.insert(2, &strings(&["banana", "cherry"]));
+        index.insert(3, &strings(&["cherry", "cherry", "cherry", "date"]));
+        index
+    }
+
+    fn assert_scores(actual: &[(u32, f32)], expected: &[(u32, f32)]) {
+        assert_eq!(actual.len(), expected.len(), "{actual:?} vs {expected:?}");
+        for (&(doc, score), &(want_doc, want_score)) in actual.iter().zip(expected) {
+            assert_eq!(doc, want_doc, "{actual:?} vs {expected:?}");
+            assert!(
+                (score - want_score).abs() < 1e-5,
+                "doc {doc}: {score} vs {want_score}"
+            );
+        }
+    }
+
+    #[test]
+    fn scores_match_hand_computation() {
+        let index = tiny_corpus(Bm25Params::default());
+        // apple: n = 1, idf = ln(1 + (3 - 1 + 0.5) / 1.5) = ln(2.6667) = 0.980829.
+        // d1: tf 2, dl 3: norm = 1.2 · (0.25 + 0.75 · 3/3) = 1.2;
+        //     2 · 2.2 / (2 + 1.2) = 1.375; score = 0.980829 · 1.375 = 1.348640.
+        assert_scores(&index.search(&strings(&["apple"])), &[(1, 1.348_64)]);
+
+        // banana, cherry: n = 2 each, idf = ln(1 + 1.5 / 2.5) = ln(1.6) = 0.470004.
+        // d2: dl 2: norm = 1.2 · (0.25 + 0.75 · 2/3) = 0.9; each term 2.2 / 1.9
+        //     = 1.157895; score = 0.470004 · 2 · 1.157895 = 1.088429.
+        // d3: cherry tf 3, dl 4: norm = 1.2 · (0.25 + 0.75 · 4/3) = 1.5;
+        //     3 · 2.2 / 4.5 = 1.466667; score = 0.470004 · 1.466667 = 0.689339.
+        // d1: banana tf 1, dl 3: norm 1.2; 2.2 / 2.2 = 1; score = 0.470004.
+        assert_scores(
+            &index.search(&strings(&["banana", "cherry"])),
+            &[(2, 1.088_429), (3, 0.689_339), (1, 0.470_004)],
+        );
+    }
+
+    #[test]
+    fn params_are_used() {
+        let index = tiny_corpus(Bm25Params { k1: 2.0, b: 0.0 });
+        // k1 = 2, b = 0 (no length normalization), cherry: idf = ln(1.6) = 0.470004.
+        // d3: tf 3: 3 · 3 / (3 + 2) = 1.8; score = 0.470004 · 1.8 = 0.846007.
+        // d2: tf 1: 1 · 3 / (1 + 2) = 1; score = 0.470004.
+        assert_scores(
+            &index.search(&strings(&["cherry"])),
+            &[(3, 0.846_007), (2, 0.470_004)],
+        );
+    }
+
+    #[test]
+    fn repeated_query_terms_count_once() {
+        let index = tiny_corpus(Bm25Params::default());
+        assert_eq!(
+            index.search(&strings(&["apple", "apple", "banana", "apple"])),
+            index.search(&strings(&["apple", "banana"]))
+        );
+    }
+
+    #[test]
+    fn empty_query_or_index_finds_nothing() {
+        let index = tiny_corpus(Bm25Params::default());
+        assert!(index.search(&[]).is_empty());
+        assert!(index.search(&strings(&["unknown"])).is_empty());
+        assert!(Bm25Index::default().search(&strings(&["apple"])).is_empty());
+        let mut empty_docs = Bm25Index::default();
+        empty_docs.insert(7, &[]);
+        assert!(empty_docs.contains(7));
+        assert!(empty_docs.search(&strings(&["apple"])).is_empty());
+    }
+
+    #[test]
+    fn removing_the_last_holder_drops_the_term() {
+        let mut index = tiny_corpus(Bm25Params::default());
+        assert_eq!(index.term_count(), 4);
+        assert!(index.remove(3));
+        assert!(!index.remove(3));
+        assert!(!index.has_term("date"));
+        assert!(index.has_term("cherry"));
+        assert_eq!(index.term_count(), 3);
+        assert_eq!(index.doc_count(), 2);
+        assert!(!index.contains(3));
+        assert!(index.search(&strings(&["date"])).is_empty());
+        // The freed slot is reused by a new term.
+        index.insert(4, &strings(&["elder"]));
+        assert_eq!(index.term_count(), 4);
+        assert_eq!(index.search(&strings(&["elder"]))[0].0, 4);
+    }
+
+    #[test]
+    fn insert_replaces_a_present_doc() {
+        let mut index = tiny_corpus(Bm25Params::default());
+        index.insert(1, &strings(&["fig"]));
+        assert_eq!(index.doc_count(), 3);
+        assert!(!index.has_term("apple"));
+        assert_eq!(index.search(&strings(&["banana"])).len(), 1);
+        assert_eq!(index.search(&strings(&["fig"]))[0].0, 1);
+    }
+
+    #[test]
+    fn params_serialize_as_camel_case_json() {
+        let json = serde_json::to_string(&Bm25Params::default()).unwrap();
+        assert_eq!(json, r#"{"k1":1.2,"b":0.75}"#);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u32, Vec<String>),
+        Remove(u32),
+    }
+
+    const VOCABULARY: [&str; 6] = ["ant", "bee", "cat", "dog", "eel", "fox"];
+
+    fn term() -> impl Strategy<Value = String> {
+        prop::sample::select(VOCABULARY.to_vec()).prop_map(String::from)
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => (0u32..8, prop::collection::vec(term(), 0..6))
+                .prop_map(|(doc, terms)| Op::Insert(doc, terms)),
+            1 => (0u32..8).prop_map(Op::Remove),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn incremental_updates_match_a_fresh_build(
+            ops in prop::collection::vec(op(), 0..40),
+            query in prop::collection::vec(term(), 0..5),
+        ) {
+            let mut index = Bm25Index::default();
+            let mut surviving: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Insert(doc, terms) => {
+                        index.insert(doc, &terms);
+                        surviving.insert(doc, terms);
+                    }
+                    Op::Remove(doc) => {
+                        prop_assert_eq!(index.remove(doc), surviving.remove(&doc).is_some());
+                    }
+                }
+            }
+            let mut fresh = Bm25Index::default();
+            for (&doc, terms) in &surviving {
+                fresh.insert(doc, terms);
+            }
+            prop_assert_eq!(index.doc_count(), fresh.doc_count());
+            prop_assert_eq!(index.term_count(), fresh.term_count());
+            for word in VOCABULARY {
+                prop_assert_eq!(index.has_term(word), fresh.has_term(word));
+            }
+            let queries = VOCABULARY.iter().map(|word| vec![word.to_string()]).chain([query]);
+            for query in queries {
+                let got = index.search(&query);
+                let want = fresh.search(&query);
+                prop_assert_eq!(got.len(), want.len());
+                for (&(doc, score), &(want_doc, want_score)) in got.iter().zip(&want) {
+                    prop_assert_eq!(doc, want_doc);
+                    prop_assert!((score - want_score).abs() < 1e-4);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! What may be retrieved and injected (DESIGN.md, policy 1).
+//!
+//! One function decides, so retrieval, injection and the `explain` output
+//! agree: [`check`] returns `Ok` for an item a query may see, or the first
+//! rule that excludes it.
+
+use serde::Serialize;
+
+use crate::item::{Kind, MemoryItem, Scope, Status, Timestamp};
+
+/// Why an item is not returned for a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Exclusion {
+    /// Belongs to another tenant, or to a narrower or sibling scope.
+    OutOfScope,
+    /// Soft-deleted.
+    Deleted,
+    /// Rejected by a reviewer.
+    Rejected,
+    /// Pending review and the query did not ask for pending items.
+    Pending,
+    /// Marked private.
+    Private,
+    /// Contains PII and the query did not ask for it.
+    Pii,
+    /// Past its retention period.
+    Expired,
+    /// Kind not among the requested kinds.
+    Kind,
+    /// Has none of the requested tags.
+    Tag,
+    /// Created outside the requested time range.
+    TimeRange,
+}
+
+/// The query-side inputs of the policy.
+#[derive(Debug, Clone, Copy)]
+pub struct Visibility<'a> {
+    /// The scope the query is made in.
+    pub scope: &'a Scope,
+    /// The current time (for retention).
+    pub now: Timestamp,
+    /// Also return pending items.
+    pub include_pending: bool,
+    /// Also return items marked as containing PII.
+    pub include_pii: bool,
+    /// Only these kinds, when given.
+    pub kinds: Option<&'a [Kind]>,
+    /// Only items carrying at least one of these tags, when given.
+    pub tags: Option<&'a [String]>,
+    /// Only items created at or after this time.
+    pub since: Option<Timestamp>,
+    /// Only items created before this time.
+    pub until: Option<Timestamp>,
+}
+
+/// Decides whether `item` may be returned for the query described by `vis`.
+pub fn check(item: &MemoryItem, vis: &Visibility<'_>) -> Result<(), Exclusion> {
+    if !item.scope.is_visible_from(vis.scope) {
+        return Err(Exclusion::OutOfScope);
+    }
+    if item.is_deleted() {
+        return Err(Exclusion::Deleted);
+    }
+    match item.status {
+        Status::Rejected => return Err(Exclusion::Rejected),
+        Status::Pending if !vis.include_pending => return Err(Exclusion::Pending),
+        _ => {}
+    }
+    if item.privacy.private {
+        return Err(Exclusion::Private);
+    }
+    if item.privacy.pii && !vis.include_pii {
+        return Err(Exclusion::Pii);
+    }
+    if item.is_expired(vis.now) {
+        return Err(Exclusion::Expired);
+    }
+    if vis.kinds.is_some_and(|kinds| !kinds.contains(&item.kind)) {
+        return Err(Exclusion::Kind);
+    }
+    if vis
+        .tags
+        .is_some_and(|tags| !tags.iter().any(|t| item.tags.contains(t)))
+    {
+        return Err(Exclusion::Tag);
+    }
+    if vis.since.is_some_and(|since| item.created_at < since)
+        || vis.until.is_some_and(|until| item.created_at >= until)
+    {
+        return Err(Exclusion::TimeRange);
+    }
+    Ok(())
+}

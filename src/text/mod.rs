@@ -1,0 +1,183 @@
+//! Text analysis: normalization, content hashing, capture policies and the
+//! lexical terms BM25 indexes.
+//!
+//! * [`normalize`] turns raw text into the canonical form mnemo stores and
+//!   hashes; [`content_hash`] is the sha256 of that form.
+//! * [`redact`] applies the capture policies: `<no-memory>` opts a text out,
+//!   `<private>…</private>` spans are cut before anything is stored.
+//! * [`terms`] analyses text into BM25 terms; [`term_overlap`] compares two
+//!   term lists for near-duplicate detection.
+
+mod redact;
+mod terms;
+
+pub use redact::{redact, Capture};
+pub use terms::{term_overlap, terms};
+
+use sha2::{Digest, Sha256};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::codec::hex;
+
+/// Normalizes text for storage and hashing.
+///
+/// * Unicode NFC; `\r\n` and lone `\r` become `\n`.
+/// * Control characters other than `\n` and `\t` are removed, and so are the
+///   zero-width characters U+200B, U+2060 and U+FEFF (U+200D, the emoji
+///   joiner, is kept).
+/// * Every other whitespace character (tab, NBSP, ideographic space, …)
+///   becomes a plain space.
+/// * Within a line, runs of spaces collapse to one, except the leading
+///   indentation, which is kept; trailing spaces are removed.
+/// * Three or more consecutive newlines collapse to two (one blank line).
+/// * Leading and trailing whitespace and blank lines of the whole text are
+///   removed.
+///
+/// The result is a fixed point: `normalize(&normalize(x)) == normalize(x)`.
+pub fn normalize(raw: &str) -> String {
+    // Characters are cleaned before composing: removing a zero-width character
+    // after NFC could leave a letter next to a combining mark that a second
+    // pass would compose, breaking idempotence.
+    let composed: String = clean_chars(raw).nfc().collect();
+    let mut out = String::with_capacity(composed.len());
+    let mut blank_pending = false;
+    for line in composed.split('\n') {
+        let line = tidy_line(line);
+        if line.is_empty() {
+            blank_pending = !out.is_empty();
+            continue;
+        }
+        if out.is_empty() {
+            out.push_str(line.trim_start_matches(' '));
+        } else {
+            out.push_str(if blank_pending { "\n\n" } else { "\n" });
+            out.push_str(&line);
+        }
+        blank_pending = false;
+    }
+    out
+}
+
+/// sha256 of already-normalized text, lowercase hex.
+pub fn content_hash(normalized: &str) -> String {
+    hex(&Sha256::digest(normalized.as_bytes()))
+}
+
+/// Unifies line breaks, drops control and zero-width characters and maps
+/// every whitespace character except `\n` to a plain space.
+fn clean_chars(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {
+                chars.next_if_eq(&'\n');
+                out.push('\n');
+            }
+            '\n' => out.push('\n'),
+            '\u{200B}' | '\u{2060}' | '\u{FEFF}' => {}
+            '\t' => out.push(' '),
+            c if c.is_control() => {}
+            c if c.is_whitespace() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Keeps a line's indentation, collapses the spaces after it and drops
+/// trailing spaces; a line of spaces only becomes empty.
+fn tidy_line(line: &str) -> String {
+    let body = line.trim_start_matches(' ');
+    let mut words = body.split(' ').filter(|word| !word.is_empty());
+    let Some(first) = words.next() else {
+        return String::new();
+    };
+    let mut out = String::with_capacity(line.len());
+    out.push_str(&line[..line.len() - body.len()]);
+    out.push_str(first);
+    for word in words {
+        out.push(' ');
+        out.push_str(word);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn line_breaks_are_unified() {
+        assert_eq!(normalize("a\r\nb\rc\nd"), "a\nb\nc\nd");
+        assert_eq!(normalize("a\r\r\nb"), "a\n\nb");
+    }
+
+    #[test]
+    fn control_and_zero_width_characters_are_removed() {
+        assert_eq!(normalize("a\u{0}b\u{7}c\u{1b}d\u{7f}e"), "abcde");
+        assert_eq!(normalize("\u{FEFF}zero\u{200B}width\u{2060}"), "zerowidth");
+        // The zero-width joiner holds emoji sequences together.
+        assert_eq!(normalize("👩\u{200D}💻"), "👩\u{200D}💻");
+    }
+
+    #[test]
+    fn unicode_spaces_become_plain_spaces() {
+        assert_eq!(normalize("a\u{A0}b\u{3000}c\td\u{2009}e"), "a b c d e");
+        assert_eq!(normalize("a \u{A0}\t b"), "a b");
+    }
+
+    #[test]
+    fn indentation_is_kept_and_inner_runs_collapse() {
+        assert_eq!(
+            normalize("fn main() {\n    let  x =   1;   \n\tdone\n}"),
+            "fn main() {\n    let x = 1;\n done\n}"
+        );
+    }
+
+    #[test]
+    fn blank_lines_collapse_and_the_text_is_trimmed() {
+        assert_eq!(normalize("\n\n  a\n\n\n\n b \n \n\t\n"), "a\n\n b");
+        assert_eq!(normalize("a\n\nb"), "a\n\nb");
+        assert_eq!(normalize(" \n\t\u{A0}\n"), "");
+    }
+
+    #[test]
+    fn decomposed_characters_are_composed() {
+        assert_eq!(normalize("cafe\u{301}"), "caf\u{E9}");
+        // A zero-width character between a letter and its accent.
+        assert_eq!(normalize("e\u{200B}\u{301}"), "\u{E9}");
+    }
+
+    #[test]
+    fn content_hash_is_sha256_hex() {
+        assert_eq!(
+            content_hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    fn tricky_text() -> impl Strategy<Value = String> {
+        let pieces = prop::sample::select(vec![
+            "a", "é", "e", "\u{301}", " ", "  ", "\t", "\n", "\r", "\r\n", "\u{A0}", "\u{3000}",
+            "\u{200B}", "\u{200D}", "\u{FEFF}", "\u{85}", "\u{2028}", "\u{0}", "\u{2000}", "한",
+            "\u{1100}", "\u{1161}",
+        ]);
+        prop::collection::vec(pieces, 0..24).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn normalize_is_idempotent(raw in any::<String>()) {
+            let once = normalize(&raw);
+            prop_assert_eq!(normalize(&once), once);
+        }
+
+        #[test]
+        fn normalize_is_idempotent_on_tricky_text(raw in tricky_text()) {
+            let once = normalize(&raw);
+            prop_assert_eq!(normalize(&once), once);
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Capture policies: the `<no-memory>` opt-out and `<private>` redaction.
+
+/// What capturing a raw text yields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Capture {
+    /// The text opted out with `<no-memory>`: nothing of it may be stored.
+    NoMemory,
+    /// The text to keep, with every private span cut out.
+    Text {
+        /// The remaining text, not yet normalized.
+        text: String,
+        /// Whether any private span was removed.
+        private_removed: bool,
+    },
+}
+
+const NO_MEMORY_MARKERS: [&str; 3] = ["<no-memory>", "<no-memory/>", "<no-memory />"];
+const PRIVATE_OPEN: &str = "<private>";
+const PRIVATE_CLOSE: &str = "</private>";
+
+/// Applies the capture policies: `<no-memory>` opt-out and `<private>`
+/// redaction.
+///
+/// * A text containing `<no-memory>`, `<no-memory/>` or `<no-memory />` (in
+///   any ASCII letter case) yields [`Capture::NoMemory`].
+/// * Every `<private>…</private>` span (tags in any ASCII letter case, across
+///   lines, shortest match) is removed with its tags and replaced by one space.
+///   An opener inside an open span is part of the span. An unclosed opener
+///   removes everything to the end of the text; a closer without an opener
+///   removes everything from the start of the text through it, as if its
+///   opener had been lost.
+///
+/// The text is not normalized here; the caller normalizes the result.
+pub fn redact(raw: &str) -> Capture {
+    // ASCII lowercasing keeps every byte offset, and the tags are ASCII, so a
+    // match in `lower` is a char-boundary-aligned range of `raw` as well.
+    let lower = raw.to_ascii_lowercase();
+    if NO_MEMORY_MARKERS
+        .iter()
+        .any(|marker| lower.contains(marker))
+    {
+        return Capture::NoMemory;
+    }
+
+    let mut tags: Vec<(usize, bool)> = lower
+        .match_indices(PRIVATE_OPEN)
+        .map(|(at, _)| (at, true))
+        .chain(
+            lower
+                .match_indices(PRIVATE_CLOSE)
+                .map(|(at, _)| (at, false)),
+        )
+        .collect();
+    tags.sort_unstable();
+    // Every tag is cut: an opener starts a span, a closer ends one or, stray,
+    // cuts everything before it.
+    let private_removed = !tags.is_empty();
+
+    let mut text = String::with_capacity(raw.len());
+    let mut kept_from = 0;
+    let mut inside = false;
+    for (at, is_open) in tags {
+        match (inside, is_open) {
+            (false, true) => {
+                text.push_str(&raw[kept_from..at]);
+                text.push(' ');
+                inside = true;
+            }
+            (false, false) => {
+                text.clear();
+                text.push(' ');
+                kept_from = at + PRIVATE_CLOSE.len();
+            }
+            (true, false) => {
+                inside = false;
+                kept_from = at + PRIVATE_CLOSE.len();
+            }
+            (true, true) => {}
+        }
+    }
+    if !inside {
+        text.push_str(&raw[kept_from..]);
+    }
+    Capture::Text {
+        text,
+        private_removed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn kept(raw: &str) -> (String, bool) {
+        match redact(raw) {
+            Capture::Text {
+                text,
+                private_removed,
+            } => (text, private_removed),
+            Capture::NoMemory => panic!("unexpected NoMemory for {raw:?}"),
+        }
+    }
+
+    #[test]
+    fn text_without_tags_is_kept_verbatim() {
+        assert_eq!(
+            kept("  plain\r\n text  "),
+            ("  plain\r\n text  ".into(), false)
+        );
+        assert_eq!(kept("a < private > b"), ("a < private > b".into(), false));
+    }
+
+    #[test]
+    fn every_private_span_is_removed() {
+        assert_eq!(
+            kept("a<private>x</private>b <private>\ny\n</private>c"),
+            ("a b  c".into(), true)
+        );
+    }
+
+    #[test]
+    fn tags_are_case_insensitive() {
+        assert_eq!(
+            kept("keep <PRIVATE>x</Private> this"),
+            ("keep   this".into(), true)
+        );
+    }
+
+    #[test]
+    fn unclosed_opener_removes_the_rest() {
+        assert_eq!(kept("keep <private>secret\nmore"), ("keep  ".into(), true));
+    }
+
+    #[test]
+    fn stray_closer_removes_everything_before_it() {
+        assert_eq!(
+            kept("lost opener x</private> keep"),
+            ("  keep".into(), true)
+        );
+        // A closer left over after a span also cuts everything before it.
+        assert_eq!(
+            kept("a<private>b</private>c</private>d"),
+            (" d".into(), true)
+        );
+    }
+
+    #[test]
+    fn nested_opener_stays_inside_the_span() {
+        assert_eq!(
+            kept("a<private>b<private>c</private>d</private>e"),
+            (" e".into(), true)
+        );
+    }
+
+    #[test]
+    fn empty_span_counts_as_removed() {
+        assert_eq!(kept("a<private></private>b"), ("a b".into(), true));
+    }
+
+    #[test]
+    fn multibyte_text_around_tags() {
+        assert_eq!(
+            kept("日本語<private>秘密🔒</private>é中文"),
+            ("日本語 é中文".into(), true)
+        );
+    }
+
+    #[test]
+    fn no_memory_marker_variants_opt_out() {
+        for raw in [
+            "x <no-memory> y",
+            "<NO-MEMORY/>",
+            "text <No-Memory /> text",
+            "<private><no-memory></private>",
+        ] {
+            assert_eq!(redact(raw), Capture::NoMemory, "{raw:?}");
+        }
+        assert_eq!(kept("<no-memory"), ("<no-memory".into(), false));
+        assert_eq!(kept("no-memory"), ("no-memory".into(), false));
+    }
+
+    fn tagged_text() -> impl Strategy<Value = String> {
+        let pieces = prop::sample::select(vec![
+            "<private>",
+            "</private>",
+            "<PRIVATE>",
+            "</Private>",
+            "<no-memory",
+            "<private",
+            "private>",
+            "<",
+            ">",
+            "/",
+            "é",
+            "日本",
+            "🔒",
+            " ",
+            "\n",
+            "word",
+        ]);
+        prop::collection::vec(pieces, 0..16).prop_map(|pieces| pieces.concat())
+    }
+
+    fn contains_private_tag(text: &str) -> bool {
+        text.to_ascii_lowercase().contains("private>")
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(raw in any::<String>()) {
+            let _ = redact(&raw);
+        }
+
+        #[test]
+        fn never_panics_on_tag_soup(raw in tagged_text()) {
+            let _ = redact(&raw);
+        }
+
+        #[test]
+        fn a_private_word_never_survives(
+            prefix in prop_oneof![tagged_text(), any::<String>()],
+            before in any::<String>().prop_filter("no tags", |s| !contains_private_tag(s)),
+            after in tagged_text().prop_filter("no tags", |s| !contains_private_tag(s)),
+            suffix in prop_oneof![tagged_text(), any::<String>()],
+        ) {
+            let raw = format!("{prefix}<Private>{before}SECRETWORD{after}</private>{suffix}");
+            if let Capture::Text { text, private_removed } = redact(&raw) {
+                prop_assert!(!text.contains("SECRETWORD"));
+                prop_assert!(private_removed);
+            }
+        }
+    }
+}

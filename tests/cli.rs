@@ -1,0 +1,549 @@
+//! Integration tests of the `mnemo` binary: every call runs the real
+//! executable on a temporary store with a fixed clock.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+const NOW: &str = "2024-05-01T12:00:00Z";
+
+/// Runs `mnemo --store DIR --now NOW ARGS…` with `stdin` as standard input.
+fn mnemo(store: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+    command.arg("--store").arg(store).args(["--now", NOW]);
+    run(command.args(args), stdin)
+}
+
+fn run(command: &mut Command, stdin: &str) -> Output {
+    command
+        .stdin(if stdin.is_empty() {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin.as_bytes()).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Runs a command that must succeed and returns its stdout lines as JSON.
+fn ok(store: &Path, args: &[&str], stdin: &str) -> Vec<Value> {
+    let out = mnemo(store, args, stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "mnemo {args:?} failed: {stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    stdout_lines(&out)
+}
+
+fn stdout_lines(out: &Output) -> Vec<Value> {
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// Runs a command that must fail with exit status 1; returns its stderr.
+fn fails(store: &Path, args: &[&str], stdin: &str) -> String {
+    let out = mnemo(store, args, stdin);
+    assert_eq!(out.status.code(), Some(1), "mnemo {args:?} should fail");
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+/// JSON Lines of inputs, one per `(text, workspace)`.
+fn inputs(memories: &[(&str, &str)]) -> String {
+    memories
+        .iter()
+        .map(|(text, workspace)| {
+            json!({"text": text, "scope": {"userId": "u", "workspaceId": workspace}}).to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+fn query(text: &str, extra: Value) -> String {
+    let mut query = json!({"text": text, "scope": {"userId": "u", "workspaceId": "w"}});
+    if let (Some(q), Value::Object(extra)) = (query.as_object_mut(), extra) {
+        q.extend(extra);
+    }
+    query.to_string() + "\n"
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+fn ids(items: &[Value]) -> Vec<&str> {
+    items
+        .iter()
+        .map(|item| item["id"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn ingest_retrieve_and_inject_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let added = ok(
+        store,
+        &["ingest"],
+        &inputs(&[
+            ("I drink my coffee as a cortado", "w"),
+            ("The deploy script lives in ops/deploy.sh", "w"),
+            ("Coffee in the other workspace is filter coffee", "w2"),
+        ]),
+    );
+    assert_eq!(
+        added,
+        [
+            json!({"id": "m000001", "outcome": "added"}),
+            json!({"id": "m000002", "outcome": "added"}),
+            json!({"id": "m000003", "outcome": "added"}),
+        ]
+    );
+
+    let queries =
+        query("how do I take my coffee?", json!({})) + &query("coffee", json!({"explain": true}));
+    let answers = ok(store, &["retrieve"], &queries);
+    assert_eq!(answers.len(), 2);
+    let plain = &answers[0]["results"];
+    assert_eq!(ids(plain.as_array().unwrap()), ["m000001"]);
+    let hit = &plain[0];
+    assert_eq!(
+        keys(hit),
+        [
+            "createdAt",
+            "id",
+            "kind",
+            "scope",
+            "score",
+            "source",
+            "text"
+        ]
+    );
+    assert_eq!(hit["text"], "I drink my coffee as a cortado");
+    assert_eq!(hit["kind"], "episodic");
+    assert_eq!(hit["scope"], json!({"userId": "u", "workspaceId": "w"}));
+    assert_eq!(hit["source"], json!({"kind": "manual", "ref": ""}));
+    assert_eq!(hit["createdAt"], "2024-05-01T12:00:00.000Z");
+    assert!(hit["score"].as_f64().unwrap() > 0.0);
+    let explained = &answers[1]["results"][0];
+    assert_eq!(explained["id"], "m000001");
+    assert_eq!(
+        keys(&explained["explain"]),
+        ["fused", "lexical", "scopeMultiplier"]
+    );
+    assert_eq!(explained["explain"]["fused"], explained["score"]);
+
+    let injected = ok(
+        store,
+        &["inject"],
+        &query("coffee", json!({"budgetTokens": 500})),
+    );
+    let injection = &injected[0];
+    assert_eq!(
+        keys(injection),
+        ["block", "dropped", "estimated", "tokens", "used"]
+    );
+    assert_eq!(injection["used"], json!(["m000001"]));
+    assert_eq!(injection["dropped"], json!([]));
+    assert_eq!(injection["estimated"], true);
+    assert!(injection["tokens"].as_u64().unwrap() > 0);
+    let block = injection["block"].as_str().unwrap();
+    assert!(
+        block.contains("[memory:m000001]") && block.contains("cortado"),
+        "{block}"
+    );
+    assert!(!block.contains("filter coffee"), "{block}");
+
+    // Two retrievals and one injection, each in its own process, were recorded.
+    let item = &ok(store, &["get", "m000001"], "")[0];
+    assert_eq!(item["usageCount"], 3);
+    assert_eq!(item["lastUsedAt"], "2024-05-01T12:00:00.000Z");
+}
+
+#[test]
+fn duplicates_merge_and_no_memory_lines_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = inputs(&[("I like green tea", "w")])
+        + "\n"
+        + &inputs(&[
+            ("I like green tea", "w"),
+            ("<no-memory> my pin is 1234", "w"),
+        ]);
+    let results = ok(dir.path(), &["ingest"], &lines);
+    assert_eq!(
+        results,
+        [
+            json!({"id": "m000001", "outcome": "added"}),
+            json!({"id": "m000001", "outcome": "merged", "reason": "duplicate"}),
+            json!({"id": null, "outcome": "skipped", "reason": "noMemory"}),
+        ]
+    );
+    assert_eq!(ids(&ok(dir.path(), &["list"], "")), ["m000001"]);
+}
+
+#[test]
+fn a_malformed_line_fails_the_whole_ingest() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = inputs(&[("first", "w"), ("second", "w")]);
+    let lines = good.clone() + "{\"text\": \"third\", \"scope\": \n" + &good;
+    let stderr = fails(dir.path(), &["ingest"], &lines);
+    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
+    assert!(stderr.contains("line 3: "), "{stderr}");
+    assert_eq!(ok(dir.path(), &["list"], ""), Vec::<Value>::new());
+
+    let unknown = r#"{"text":"x","scope":{"userId":"u","workspaceId":"w"},"colour":"red"}"#;
+    let stderr = fails(dir.path(), &["ingest"], &format!("\n{unknown}\n"));
+    assert!(
+        stderr.contains("line 2: unknown field `colour`"),
+        "{stderr}"
+    );
+    assert_eq!(ok(dir.path(), &["list"], ""), Vec::<Value>::new());
+
+    // Lines that parse but break the engine's rules are named too, before
+    // anything is stored.
+    let empty_user = r#"{"text":"x","scope":{"userId":"","workspaceId":"w"}}"#;
+    let stderr = fails(dir.path(), &["ingest"], &format!("{good}{empty_user}\n"));
+    assert!(stderr.contains("line 3: scope.userId"), "{stderr}");
+    let huge = json!({"text": "x".repeat(70_000), "scope": {"userId": "u", "workspaceId": "w"}});
+    let stderr = fails(dir.path(), &["ingest"], &format!("{good}\n{huge}\n"));
+    assert!(
+        stderr.starts_with("error[TOO_LARGE]: line 4: text"),
+        "{stderr}"
+    );
+    let limit_zero = query("cargo", json!({"limit": 0}));
+    let stderr = fails(
+        dir.path(),
+        &["retrieve"],
+        &(query("cargo", json!({})) + &limit_zero),
+    );
+    assert!(stderr.contains("line 2: limit"), "{stderr}");
+    assert_eq!(ok(dir.path(), &["list"], ""), Vec::<Value>::new());
+}
+
+#[test]
+fn queries_are_all_parsed_before_any_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(
+        dir.path(),
+        &["ingest"],
+        &inputs(&[("the build uses cargo", "w")]),
+    );
+    let lines = query("cargo", json!({})) + &query("cargo", json!({"limits": 3}));
+    let stderr = fails(dir.path(), &["retrieve"], &lines);
+    assert!(
+        stderr.contains("line 2: unknown field `limits`"),
+        "{stderr}"
+    );
+    let stderr = fails(dir.path(), &["inject"], &query("cargo", json!({})));
+    assert!(
+        stderr.contains("line 1: missing field `budgetTokens`"),
+        "{stderr}"
+    );
+    // The valid first query did not run: the memory was never marked used.
+    assert_eq!(ok(dir.path(), &["get", "m000001"], "")[0]["usageCount"], 0);
+}
+
+#[test]
+fn list_pages_follow_cursors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let lines: String = (1..=5)
+        .map(|day| {
+            json!({
+                "text": format!("note number {day}"),
+                "scope": {"userId": "u", "workspaceId": "w"},
+                "createdAt": format!("2024-01-0{day}T00:00:00Z"),
+            })
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    ok(store, &["ingest"], &lines);
+
+    let first = ok(store, &["list", "--limit", "2"], "");
+    assert_eq!(ids(&first[..2]), ["m000005", "m000004"]);
+    let cursor = first[2]["nextCursor"].as_str().unwrap();
+    assert_eq!(keys(&first[2]), ["nextCursor"]);
+    let second = ok(store, &["list", "--limit", "2", "--cursor", cursor], "");
+    assert_eq!(ids(&second[..2]), ["m000003", "m000002"]);
+    let cursor = second[2]["nextCursor"].as_str().unwrap();
+    let last = ok(store, &["list", "--limit", "2", "--cursor", cursor], "");
+    assert_eq!(ids(&last), ["m000001"]);
+
+    let all = ok(store, &["list", "--all", "--limit", "2"], "");
+    assert_eq!(all.len(), 5);
+    assert_eq!(all[..2], first[..2]);
+    assert_eq!(all[4], last[0]);
+    assert_eq!(ok(store, &["list", "--all"], ""), all);
+}
+
+#[test]
+fn update_changes_status_and_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let pending = json!({
+        "text": "I drink my coffee as a cortado",
+        "scope": {"userId": "u", "workspaceId": "w"},
+        "status": "pending",
+    });
+    ok(store, &["ingest"], &(pending.to_string() + "\n"));
+    assert_eq!(
+        ok(store, &["retrieve"], &query("cortado", json!({})))[0]["results"],
+        json!([])
+    );
+
+    let approved = &ok(store, &["update", "m000001"], r#"{"status":"approved"}"#)[0];
+    assert_eq!(approved["status"], "approved");
+    assert_eq!(approved["id"], "m000001");
+    let hits = ok(
+        store,
+        &["retrieve"],
+        &query("cortado", json!({"dryRun": true})),
+    );
+    assert_eq!(ids(hits[0]["results"].as_array().unwrap()), ["m000001"]);
+
+    let changed = &ok(
+        store,
+        &["update", "m000001"],
+        r#"{"text":"I switched to oolong tea"}"#,
+    )[0];
+    assert_eq!(changed["text"], "I switched to oolong tea");
+    let answers = ok(
+        store,
+        &["retrieve"],
+        &(query("oolong", json!({})) + &query("cortado", json!({}))),
+    );
+    assert_eq!(answers[0]["results"][0]["text"], "I switched to oolong tea");
+    assert_eq!(answers[1]["results"], json!([]));
+
+    let stderr = fails(store, &["update", "m000001"], r#"{"colour":"red"}"#);
+    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
+    let stderr = fails(store, &["update", "m000042"], r#"{"pinned":true}"#);
+    assert!(stderr.starts_with("error[NOT_FOUND]: "), "{stderr}");
+}
+
+#[test]
+fn delete_soft_then_hard_and_delete_all_by_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    ok(
+        store,
+        &["ingest"],
+        &inputs(&[
+            ("alpha", "w"),
+            ("beta", "w"),
+            ("gamma", "w"),
+            ("delta", "w2"),
+        ]),
+    );
+
+    let soft = ok(store, &["delete", "m000001"], "");
+    assert_eq!(
+        soft,
+        [json!({"id": "m000001", "deleted": true, "hard": false})]
+    );
+    assert_eq!(
+        ok(store, &["get", "m000001"], "")[0]["deletedAt"],
+        "2024-05-01T12:00:00.000Z"
+    );
+    assert!(!ids(&ok(store, &["list"], "")).contains(&"m000001"));
+    assert!(ids(&ok(store, &["list", "--include-deleted"], "")).contains(&"m000001"));
+
+    let hard = ok(store, &["delete", "m000001", "--hard"], "");
+    assert_eq!(
+        hard,
+        [json!({"id": "m000001", "deleted": true, "hard": true})]
+    );
+    let stderr = fails(store, &["get", "m000001"], "");
+    assert!(stderr.starts_with("error[NOT_FOUND]: "), "{stderr}");
+
+    let result = ok(
+        store,
+        &["delete-all", "--user", "u", "--workspace", "w"],
+        "",
+    );
+    assert_eq!(result, [json!({"deleted": 2, "hard": false})]);
+    assert_eq!(ids(&ok(store, &["list"], "")), ["m000004"]);
+    let other = ok(store, &["list", "--workspace", "w2"], "");
+    assert_eq!(other[0]["text"], "delta");
+    assert!(other[0].get("deletedAt").is_none());
+
+    let erased = ok(
+        store,
+        &["delete-all", "--user", "u", "--workspace", "w", "--hard"],
+        "",
+    );
+    assert_eq!(erased, [json!({"deleted": 2, "hard": true})]);
+    assert_eq!(
+        ids(&ok(store, &["list", "--include-deleted"], "")),
+        ["m000004"]
+    );
+}
+
+#[test]
+fn export_imports_into_a_fresh_store_and_stats_count() {
+    let source = tempfile::tempdir().unwrap();
+    let target = tempfile::tempdir().unwrap();
+    ok(
+        source.path(),
+        &["ingest"],
+        &inputs(&[("alpha", "w"), ("beta", "w"), ("gamma", "w2")]),
+    );
+    ok(source.path(), &["delete", "m000002"], "");
+    ok(source.path(), &["update", "m000003"], r#"{"pinned":true}"#);
+
+    let export = mnemo(source.path(), &["export"], "");
+    assert!(export.status.success());
+    let document: Value = serde_json::from_slice(&export.stdout).unwrap();
+    assert_eq!(document["format"], "mnemo-export");
+    assert_eq!(document["itemCount"], 3);
+
+    let imported = ok(
+        target.path(),
+        &["import"],
+        std::str::from_utf8(&export.stdout).unwrap(),
+    );
+    assert_eq!(imported, [json!({"added": 3, "replaced": 0, "merged": 0})]);
+    let listing = ["list", "--all", "--include-deleted"];
+    assert_eq!(
+        ok(source.path(), &listing, ""),
+        ok(target.path(), &listing, "")
+    );
+
+    let stats = &ok(target.path(), &["stats"], "")[0];
+    assert_eq!(stats["items"], 3);
+    assert_eq!(stats["active"], 2);
+    assert_eq!(stats["deleted"], 1);
+    assert_eq!(stats["pinned"], 1);
+    assert_eq!(stats["tenants"], 2);
+    let scoped = &ok(
+        target.path(),
+        &["stats", "--user", "u", "--workspace", "w2"],
+        "",
+    )[0];
+    assert_eq!(scoped["items"], 1);
+
+    let stderr = fails(
+        target.path(),
+        &["import"],
+        "{\"format\":\"something-else\"}",
+    );
+    assert!(stderr.starts_with("error["), "{stderr}");
+}
+
+#[test]
+fn a_second_process_sees_the_first_ones_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("nested").join("store");
+    ok(
+        &store,
+        &["ingest"],
+        &inputs(&[("persisted across processes", "w")]),
+    );
+    let item = &ok(&store, &["get", "m000001"], "")[0];
+    assert_eq!(item["text"], "persisted across processes");
+    // A later process without `--now` uses the system clock and random ids.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+    let out = run(
+        command.arg("--store").arg(&store).arg("ingest"),
+        &inputs(&[("fresh", "w")]),
+    );
+    assert!(out.status.success());
+    let id = stdout_lines(&out)[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 26, "{id}");
+    assert_eq!(ids(&ok(&store, &["list", "--all"], "")).len(), 2);
+}
+
+#[test]
+fn bad_ids_and_usage_errors_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = fails(dir.path(), &["get", "../etc/passwd"], "");
+    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
+    let stderr = fails(dir.path(), &["list", "--limit", "0"], "");
+    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
+
+    let out = run(
+        Command::new(env!("CARGO_BIN_EXE_mnemo"))
+            .env_remove("MNEMO_STORE")
+            .arg("list"),
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--store"));
+    let out = run(
+        Command::new(env!("CARGO_BIN_EXE_mnemo"))
+            .arg("stats")
+            .env("MNEMO_STORE", dir.path()),
+        "",
+    );
+    assert!(out.status.success());
+
+    for args in [
+        &["delete-all"][..],
+        &["list", "--pinned", "maybe"],
+        &["list", "--kind", "opinion"],
+    ] {
+        assert_eq!(
+            mnemo(dir.path(), args, "").status.code(),
+            Some(2),
+            "{args:?}"
+        );
+    }
+    let out = run(
+        Command::new(env!("CARGO_BIN_EXE_mnemo")).args([
+            "--store",
+            "x",
+            "--now",
+            "yesterday",
+            "list",
+        ]),
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_closed_stdout_is_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let many: Vec<(String, &str)> = (0..400)
+        .map(|i| (format!("memory number {i} about things"), "w"))
+        .collect();
+    let pairs: Vec<(&str, &str)> = many.iter().map(|(t, w)| (t.as_str(), *w)).collect();
+    ok(dir.path(), &["ingest"], &inputs(&pairs));
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--store")
+        .arg(dir.path())
+        .arg("export")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end at once: the export (far above a pipe's buffer)
+    // then hits a broken pipe.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    assert!(out.status.success());
+}
