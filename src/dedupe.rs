@@ -157,6 +157,7 @@ mod tests {
             last_used_at: None,
             usage_count: 0,
             merged_from: vec![],
+            follows: None,
             deleted_at: None,
         }
     }

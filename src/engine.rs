@@ -24,7 +24,7 @@ use crate::item::{
     Tenant, Timestamp,
 };
 use crate::policy::{self, Exclusion, Visibility};
-use crate::rank::{self, RankKey, ScoreBreakdown};
+use crate::rank::{self, RankKey, RankParams, ScoreBreakdown};
 use crate::storage::Batch;
 use crate::text::{self, Capture};
 
@@ -81,25 +81,8 @@ pub struct Config {
     pub bm25: Bm25Params,
     /// Near-duplicate detection.
     pub near_duplicate: NearDuplicateConfig,
-    /// Scope preference (default 0.1): the narrowest scope's score is
-    /// multiplied by `1 + scopeBoost`, see [`crate::rank`].
-    #[serde(default = "default_scope_boost")]
-    pub scope_boost: ScopeBoost,
-}
-
-/// Scope preference strength, see [`Config::scope_boost`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ScopeBoost(pub f32);
-
-impl Default for ScopeBoost {
-    fn default() -> Self {
-        ScopeBoost(0.1)
-    }
-}
-
-fn default_scope_boost() -> ScopeBoost {
-    ScopeBoost::default()
+    /// Ranking parameters, see [`crate::rank`].
+    pub rank: RankParams,
 }
 
 /// One memory to ingest.
@@ -111,25 +94,18 @@ pub struct MemoryInput {
     /// Where it belongs.
     pub scope: Scope,
     /// Kind (default `episodic`).
-    #[serde(default)]
     pub kind: Option<Kind>,
     /// Review status (default `approved`).
-    #[serde(default)]
     pub status: Option<Status>,
     /// Curated hot memory (default false).
-    #[serde(default)]
     pub pinned: Option<bool>,
     /// Provenance (default `{kind: "manual", ref: ""}`).
-    #[serde(default)]
     pub source: Option<Source>,
     /// Labels.
-    #[serde(default)]
     pub tags: Option<Vec<String>>,
     /// Privacy markers.
-    #[serde(default)]
     pub privacy: Option<Privacy>,
     /// When it was said (default: now).
-    #[serde(default)]
     pub created_at: Option<Timestamp>,
 }
 
@@ -203,19 +179,14 @@ pub struct RetrieveQuery {
     /// The scope the query is made in; only memories visible from it return.
     pub scope: Scope,
     /// Most hits to return (default 10).
-    #[serde(default)]
     pub limit: Option<usize>,
     /// Only these kinds.
-    #[serde(default)]
     pub kinds: Option<Vec<Kind>>,
     /// Only memories with at least one of these tags.
-    #[serde(default)]
     pub tags: Option<Vec<String>>,
     /// Only memories created at or after this time.
-    #[serde(default)]
     pub since: Option<Timestamp>,
     /// Only memories created before this time.
-    #[serde(default)]
     pub until: Option<Timestamp>,
     /// Do not mark returned memories as used.
     #[serde(default)]
@@ -331,28 +302,20 @@ impl<'de> Deserialize<'de> for InjectQuery {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemoryPatch {
     /// New text (redacted and normalized like ingested text; re-indexed).
-    #[serde(default)]
     pub text: Option<String>,
     /// New kind.
-    #[serde(default)]
     pub kind: Option<Kind>,
     /// New review status (approve / reject).
-    #[serde(default)]
     pub status: Option<Status>,
     /// Pin or unpin.
-    #[serde(default)]
     pub pinned: Option<bool>,
     /// Replace the tags.
-    #[serde(default)]
     pub tags: Option<Vec<String>>,
     /// Replace the privacy markers.
-    #[serde(default)]
     pub privacy: Option<Privacy>,
     /// Replace the provenance.
-    #[serde(default)]
     pub source: Option<Source>,
     /// `true` soft-deletes, `false` restores a soft-deleted memory.
-    #[serde(default)]
     pub deleted: Option<bool>,
 }
 
@@ -467,6 +430,8 @@ pub struct Engine {
     free_docs: Vec<u32>,
     by_hash: HashMap<(Scope, String), String>,
     by_created: BTreeSet<(i64, String)>,
+    by_scope_time: BTreeSet<(Scope, i64, String)>,
+    followers: HashMap<String, Vec<String>>,
     pinned: BTreeSet<String>,
     lexical: HashMap<Tenant, Bm25Index>,
     digest: SetDigest,
@@ -482,6 +447,8 @@ impl Engine {
             free_docs: Vec::new(),
             by_hash: HashMap::new(),
             by_created: BTreeSet::new(),
+            by_scope_time: BTreeSet::new(),
+            followers: HashMap::new(),
             pinned: BTreeSet::new(),
             lexical: HashMap::new(),
             digest: SetDigest::default(),
@@ -579,6 +546,16 @@ impl Engine {
                 self.by_hash.remove(&key);
             }
             self.by_created.remove(&(item.created_at.0, id.to_string()));
+            self.by_scope_time
+                .remove(&(item.scope.clone(), item.created_at.0, id.to_string()));
+            if let Some(prev) = &item.follows {
+                if let Some(list) = self.followers.get_mut(prev) {
+                    list.retain(|f| f != id);
+                    if list.is_empty() {
+                        self.followers.remove(prev);
+                    }
+                }
+            }
             self.pinned.remove(id);
             let unchanged_text = new.as_ref().is_some_and(|n| {
                 n.text == item.text
@@ -615,6 +592,14 @@ impl Engine {
                     id.to_string(),
                 );
                 self.by_created.insert((item.created_at.0, id.to_string()));
+                self.by_scope_time
+                    .insert((item.scope.clone(), item.created_at.0, id.to_string()));
+                if let Some(prev) = &item.follows {
+                    self.followers
+                        .entry(prev.clone())
+                        .or_default()
+                        .push(id.to_string());
+                }
                 if item.pinned {
                     self.pinned.insert(id.to_string());
                 }
@@ -774,6 +759,7 @@ impl Engine {
         }
 
         let id = self.fresh_id(env);
+        let follows = self.thread_predecessor(&input.scope, created_at);
         let item = MemoryItem {
             id: id.clone(),
             text,
@@ -790,6 +776,7 @@ impl Engine {
             last_used_at: None,
             usage_count: 0,
             merged_from: Vec::new(),
+            follows,
             deleted_at: None,
         };
         self.write(txn, &id, Some(item));
@@ -898,6 +885,25 @@ impl Engine {
         best.map(|(_, id)| id.to_string())
     }
 
+    /// The live memory a new memory of `scope` created at `created_at`
+    /// follows: the latest one of the same scope created at most
+    /// `threadGapMinutes` earlier (ids break ties, in capture order).
+    fn thread_predecessor(&self, scope: &Scope, created_at: Timestamp) -> Option<String> {
+        let gap = i64::from(self.config.rank.thread_gap_minutes) * 60_000;
+        let from = (
+            scope.clone(),
+            created_at.0.saturating_sub(gap),
+            String::new(),
+        );
+        let to = (scope.clone(), created_at.0.saturating_add(1), String::new());
+        self.by_scope_time
+            .range(from..to)
+            .rev()
+            .map(|(_, _, id)| id)
+            .find(|id| self.entries.get(*id).is_some_and(|e| !e.item.is_deleted()))
+            .cloned()
+    }
+
     fn entry_of(&self, doc: u32) -> Option<&Entry> {
         let id = self.doc_owner.get(doc as usize)?.as_ref()?;
         self.entries.get(id)
@@ -994,22 +1000,87 @@ impl Engine {
         Ok(())
     }
 
-    /// Ranks the memories visible to `query` without marking them used.
+    /// Ranks the memories visible to `query` without marking them used
+    /// (the algorithm is described in [`crate::rank`]).
     fn search(&self, query: &RetrieveQuery, limit: usize, now: Timestamp) -> Vec<RetrieveHit> {
-        let terms = text::terms(&query.text);
-        let Some(index) = self.lexical.get(&query.scope.tenant()) else {
-            return Vec::new();
-        };
+        let params = self.config.rank;
         let vis = query.visibility(now);
-        let boost = self.config.scope_boost.0;
-        let mut hits: Vec<(ScoreBreakdown, &MemoryItem)> = index
-            .search(&terms)
-            .into_iter()
-            .filter_map(|(doc, lexical)| {
-                let item = &self.entry_of(doc)?.item;
-                policy::check(item, &vis).ok()?;
-                Some((rank::fuse(lexical, item.scope.specificity(), boost), item))
+        let visible = |doc: u32| -> Option<&MemoryItem> {
+            let item = &self.entry_of(doc)?.item;
+            policy::check(item, &vis).ok().map(|()| item)
+        };
+        let lexical: HashMap<u32, f32> = self
+            .lexical
+            .get(&query.scope.tenant())
+            .map(|ix| ix.search(&text::terms(&query.text)).into_iter().collect())
+            .unwrap_or_default();
+        let bm25_max = lexical.values().copied().fold(0.0f32, f32::max);
+
+        // Step 1 over the matches, then their replies as inheritance candidates.
+        // Per candidate: the memory, its BM25 score and its step-1 score.
+        let mut combined: HashMap<&str, (&MemoryItem, f32, f32)> = HashMap::new();
+        for (&doc, &score) in &lexical {
+            if let Some(item) = visible(doc) {
+                let f = rank::combine(score, bm25_max, None, &params);
+                combined.insert(&item.id, (item, score, f));
+            }
+        }
+        let questions: Vec<&str> = combined
+            .values()
+            .filter(|(item, _, _)| rank::asks_question(&item.text))
+            .map(|(item, _, _)| item.id.as_str())
+            .collect();
+        for question in questions {
+            for reply in self.followers.get(question).into_iter().flatten() {
+                if let Some(entry) = self.entries.get(reply) {
+                    if !combined.contains_key(reply.as_str())
+                        && policy::check(&entry.item, &vis).is_ok()
+                    {
+                        combined.insert(&entry.item.id, (&entry.item, 0.0, 0.0));
+                    }
+                }
+            }
+        }
+
+        // Step 3 needs the speakers the query names among the candidates.
+        let words = rank::query_words(&query.text);
+        let named: BTreeSet<&str> = combined
+            .values()
+            .filter_map(|(item, _, _)| rank::speaker_label(&item.text))
+            .filter(|label| rank::names_speaker(&words, label))
+            .collect();
+
+        let mut hits: Vec<(ScoreBreakdown, &MemoryItem)> = combined
+            .values()
+            .map(|&(item, lexical, f)| {
+                let inherited_score = item
+                    .follows
+                    .as_deref()
+                    .and_then(|prev| combined.get(prev))
+                    .filter(|(prev, _, _)| rank::asks_question(&prev.text))
+                    .map(|(_, _, pf)| params.answer_inheritance * pf)
+                    .unwrap_or(0.0);
+                let g = f.max(inherited_score);
+                let speaker_factor = match rank::speaker_label(&item.text) {
+                    Some(label) if !named.is_empty() && !named.contains(label) => {
+                        1.0 - params.speaker_penalty.clamp(0.0, 1.0)
+                    }
+                    _ => 1.0,
+                };
+                let scope_multiplier =
+                    rank::scope_multiplier(item.scope.specificity(), params.scope_boost);
+                let breakdown = ScoreBreakdown {
+                    lexical,
+                    semantic: None,
+                    combined: f,
+                    inherited: inherited_score > f,
+                    speaker_factor,
+                    scope_multiplier,
+                    fused: g * speaker_factor * scope_multiplier,
+                };
+                (breakdown, item)
             })
+            .filter(|(b, _)| b.fused > 0.0)
             .collect();
         fn key<'a>((s, item): &(ScoreBreakdown, &'a MemoryItem)) -> RankKey<'a> {
             RankKey {

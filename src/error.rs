@@ -46,6 +46,9 @@ pub enum Error {
         /// Newest version this build reads.
         supported: u32,
     },
+    /// The embedding model could not be loaded or run.
+    #[error("model error: {0}")]
+    Model(String),
 }
 
 impl Error {
@@ -70,7 +73,7 @@ impl Error {
 
     /// Stable machine-readable code: `INVALID_INPUT`, `TOO_LARGE`,
     /// `NOT_FOUND`, `STORAGE`, `QUOTA_EXCEEDED`, `CORRUPT`,
-    /// `VERSION_MISMATCH`.
+    /// `VERSION_MISMATCH`, `MODEL`.
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidInput(_) => "INVALID_INPUT",
@@ -80,6 +83,7 @@ impl Error {
             Error::QuotaExceeded(_) => "QUOTA_EXCEEDED",
             Error::Corrupt(_) => "CORRUPT",
             Error::VersionMismatch { .. } => "VERSION_MISMATCH",
+            Error::Model(_) => "MODEL",
         }
     }
 }

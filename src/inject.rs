@@ -362,6 +362,7 @@ mod tests {
             last_used_at: None,
             usage_count: 0,
             merged_from: Vec::new(),
+            follows: None,
             deleted_at: None,
         }
     }

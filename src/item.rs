@@ -431,6 +431,11 @@ pub struct MemoryItem {
     /// Duplicates merged into this item.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<MergeRecord>,
+    /// The memory captured just before this one in the same conversation
+    /// (same scope, at most 30 minutes earlier): the thread link ranking uses
+    /// to let an answer inherit the relevance of the question it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follows: Option<String>,
     /// Soft-delete marker: when set the item is suppressed (never retrieved,
     /// and re-ingesting the same text does not bring it back).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,30 +1,147 @@
-//! Ranking: turns lexical evidence into one ordered list of hits.
+//! Ranking: turns lexical and semantic evidence into one ordered list.
 //!
-//! The fused score is the BM25 score multiplied by a scope preference: a
-//! memory of a narrower scope (card > project > session > workspace, see
-//! [`Scope::specificity`](crate::item::Scope::specificity)) gets up to
-//! `1 + scope_boost` times the score of a workspace-wide one, so at equal
-//! relevance the narrower scope ranks first. Ties are broken by specificity,
-//! then recency, then id, so the order is total and deterministic.
+//! For a query, every candidate memory `i` (a BM25 match, a semantic
+//! neighbour, or the reply that follows a matching question) is scored in
+//! four steps, with the parameters of [`RankParams`]:
+//!
+//! 1. **Fusion** — `f(i) = W · bm25(i) / max bm25 + (1 − W) · max(0, cos(q, i))`.
+//!    BM25 is normalized by the best BM25 score of the query, the cosine is
+//!    used raw. Without an embedding model `W = 1` (lexical only).
+//! 2. **Answer inheritance** — conversations answer questions in the next
+//!    turn ("How long have you been married?" / "5 years already!"): when the
+//!    memory `i` [follows](crate::MemoryItem::follows) a memory `p` whose text
+//!    asks a question, `g(i) = max(f(i), A · f(p))`.
+//! 3. **Speaker match** — memories written as `Name: text` carry a speaker
+//!    label (one to three capitalised words before the first `": "`). When the
+//!    query names a speaker of the candidates, memories by another speaker are
+//!    scaled by `1 − S`.
+//! 4. **Scope preference** — the score is multiplied by up to `1 + scopeBoost`
+//!    for the narrowest scopes (card > project > session > workspace, see
+//!    [`Scope::specificity`](crate::item::Scope::specificity)), so at equal
+//!    relevance the narrower scope ranks first.
+//!
+//! Ties are broken by specificity, then recency, then id, so the order is total
+//! and deterministic. The parameters were chosen on the LoCoMo development set
+//! with leave-one-conversation-out validation and sit on broad plateaus (see
+//! `docs/ranking.md`).
 
 use std::cmp::Ordering;
+use std::collections::BTreeSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Highest value of `Scope::specificity` (card + project + session).
 const MAX_SPECIFICITY: f32 = 7.0;
+
+/// Ranking parameters. The defaults are the documented ones.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct RankParams {
+    /// `W`: weight of the normalized BM25 score when a semantic score exists
+    /// (default 0.4; the cosine gets `1 − W`).
+    pub lexical_weight: f32,
+    /// `A`: share of a question's score the reply that follows it inherits
+    /// (default 1.0; 0 turns inheritance off).
+    pub answer_inheritance: f32,
+    /// `S`: score reduction of memories by another speaker when the query
+    /// names a speaker (default 0.3; 0 turns it off).
+    pub speaker_penalty: f32,
+    /// Strength of the scope preference (default 0.1).
+    pub scope_boost: f32,
+    /// Longest gap, in minutes, between two memories of one scope for the
+    /// later to follow the earlier in a conversation (default 30).
+    pub thread_gap_minutes: u32,
+}
+
+impl Default for RankParams {
+    fn default() -> Self {
+        RankParams {
+            lexical_weight: 0.4,
+            answer_inheritance: 1.0,
+            speaker_penalty: 0.3,
+            scope_boost: 0.1,
+            thread_gap_minutes: 30,
+        }
+    }
+}
 
 /// The evidence behind one hit's score, returned when a query asks to
 /// `explain`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScoreBreakdown {
-    /// BM25 score of the memory for the query.
+    /// BM25 score of the memory for the query (0 when it has no query term).
     pub lexical: f32,
-    /// Scope preference multiplier applied to it.
+    /// Cosine similarity of the query and the memory (with the memory it
+    /// follows), when a model is loaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<f32>,
+    /// Step 1: the fused lexical and semantic score.
+    pub combined: f32,
+    /// Step 2: true when the score was inherited from the question this
+    /// memory answers.
+    pub inherited: bool,
+    /// Step 3: the speaker factor applied (1 when no speaker was named).
+    pub speaker_factor: f32,
+    /// Step 4: the scope preference multiplier.
     pub scope_multiplier: f32,
-    /// The final score (`lexical × scopeMultiplier`).
+    /// The final score.
     pub fused: f32,
+}
+
+/// Step 1 for one memory: `bm25_max` is the query's best BM25 score.
+pub fn combine(lexical: f32, bm25_max: f32, semantic: Option<f32>, params: &RankParams) -> f32 {
+    let normalized = if bm25_max > 0.0 {
+        lexical / bm25_max
+    } else {
+        0.0
+    };
+    match semantic {
+        None => normalized,
+        Some(cos) => {
+            let w = params.lexical_weight.clamp(0.0, 1.0);
+            w * normalized + (1.0 - w) * cos.max(0.0)
+        }
+    }
+}
+
+/// True when a text asks something (its reply may inherit its relevance).
+pub fn asks_question(text: &str) -> bool {
+    text.contains('?') || text.contains('\u{FF1F}')
+}
+
+/// The speaker label of a `Name: text` memory: one to three words, each
+/// starting with an uppercase letter, before the first `": "`.
+pub fn speaker_label(text: &str) -> Option<&str> {
+    let (label, _) = text.split_once(": ")?;
+    let words: Vec<&str> = label.split(' ').collect();
+    let well_formed = (1..=3).contains(&words.len())
+        && words.iter().all(|w| {
+            let mut chars = w.chars();
+            chars.next().is_some_and(char::is_uppercase) && chars.all(char::is_alphanumeric)
+        });
+    well_formed.then_some(label)
+}
+
+/// The lowercase ASCII-alphanumeric words of a query, for speaker matching.
+pub fn query_words(text: &str) -> BTreeSet<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// True when every word of the speaker label appears in the query.
+pub fn names_speaker(query_words: &BTreeSet<String>, label: &str) -> bool {
+    query_words_of_label(label).all(|w| query_words.contains(&w))
+}
+
+fn query_words_of_label(label: &str) -> impl Iterator<Item = String> + '_ {
+    label
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
 }
 
 /// The scope preference multiplier for a memory of the given specificity.
@@ -32,20 +149,10 @@ pub fn scope_multiplier(specificity: u8, scope_boost: f32) -> f32 {
     1.0 + scope_boost * f32::from(specificity.min(7)) / MAX_SPECIFICITY
 }
 
-/// Scores one lexical match.
-pub fn fuse(lexical: f32, specificity: u8, scope_boost: f32) -> ScoreBreakdown {
-    let scope_multiplier = scope_multiplier(specificity, scope_boost);
-    ScoreBreakdown {
-        lexical,
-        scope_multiplier,
-        fused: lexical * scope_multiplier,
-    }
-}
-
 /// The sort key of a candidate hit.
 #[derive(Debug, Clone, Copy)]
 pub struct RankKey<'a> {
-    /// Fused score.
+    /// Final score.
     pub score: f32,
     /// Scope specificity of the memory.
     pub specificity: u8,
@@ -70,10 +177,8 @@ mod tests {
 
     #[test]
     fn narrower_scope_wins_at_equal_relevance() {
-        let card = fuse(2.0, 6, 0.1);
-        let workspace = fuse(2.0, 0, 0.1);
-        assert!(card.fused > workspace.fused);
-        assert_eq!(workspace.fused, 2.0);
+        assert!(scope_multiplier(6, 0.1) > scope_multiplier(2, 0.1));
+        assert_eq!(scope_multiplier(0, 0.1), 1.0);
         let key = |score, specificity, id| RankKey {
             score,
             specificity,
@@ -83,10 +188,36 @@ mod tests {
         let mut keys = [key(1.0, 0, "a"), key(1.0, 6, "b"), key(1.0, 2, "c")];
         keys.sort_by(compare);
         assert_eq!(keys.map(|k| k.id), ["b", "c", "a"]);
+        assert!(3.0 * scope_multiplier(0, 0.1) > 2.0 * scope_multiplier(7, 0.1));
     }
 
     #[test]
-    fn relevance_dominates_a_small_scope_boost() {
-        assert!(fuse(3.0, 0, 0.1).fused > fuse(2.0, 7, 0.1).fused);
+    fn fusion_normalizes_bm25_and_weights_the_cosine() {
+        let p = RankParams::default();
+        assert_eq!(combine(2.0, 4.0, None, &p), 0.5);
+        assert!((combine(2.0, 4.0, Some(0.5), &p) - (0.4 * 0.5 + 0.6 * 0.5)).abs() < 1e-6);
+        assert!(
+            (combine(0.0, 4.0, Some(-0.3), &p)).abs() < 1e-6,
+            "negative cosines count as 0"
+        );
+        assert_eq!(combine(1.0, 0.0, None, &p), 0.0);
+    }
+
+    #[test]
+    fn speaker_labels_and_questions_are_recognised() {
+        assert_eq!(
+            speaker_label("Caroline: I went to a support group"),
+            Some("Caroline")
+        );
+        assert_eq!(speaker_label("Mary Ann Lee: hi"), Some("Mary Ann Lee"));
+        assert_eq!(speaker_label("note: lowercase label"), None);
+        assert_eq!(speaker_label("A B C D: too many words"), None);
+        assert_eq!(speaker_label("no label here"), None);
+        let words = query_words("When did Caroline's sister visit?");
+        assert!(names_speaker(&words, "Caroline"));
+        assert!(!names_speaker(&words, "Melanie"));
+        assert!(!names_speaker(&query_words("Mary went"), "Mary Ann"));
+        assert!(asks_question("How long have you been married?"));
+        assert!(!asks_question("Five years."));
     }
 }

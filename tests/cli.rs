@@ -148,7 +148,14 @@ fn ingest_retrieve_and_inject_round_trip() {
     assert_eq!(explained["id"], "m000001");
     assert_eq!(
         keys(&explained["explain"]),
-        ["fused", "lexical", "scopeMultiplier"]
+        [
+            "combined",
+            "fused",
+            "inherited",
+            "lexical",
+            "scopeMultiplier",
+            "speakerFactor"
+        ]
     );
     assert_eq!(explained["explain"]["fused"], explained["score"]);
 

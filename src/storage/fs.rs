@@ -19,7 +19,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use super::{validate_key, Batch, Storage, StorageError};
+use super::{scan_map, validate_key, Batch, Storage, StorageError};
 
 const LOG_FILE: &str = "store.log";
 const TMP_FILE: &str = "store.log.tmp";
@@ -209,12 +209,7 @@ impl Storage for FsStorage {
     }
 
     fn scan(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        Ok(self
-            .map
-            .range(prefix.to_string()..)
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect())
+        Ok(scan_map(&self.map, prefix))
     }
 
     fn commit(&mut self, batch: &Batch) -> Result<(), StorageError> {

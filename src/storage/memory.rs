@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{validate_key, Batch, Storage, StorageError};
+use super::{scan_map, validate_key, Batch, Storage, StorageError};
 
 /// Keeps everything in a `BTreeMap`; lost when dropped.
 #[derive(Debug, Clone, Default)]
@@ -28,12 +28,7 @@ impl Storage for MemoryStorage {
     }
 
     fn scan(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        Ok(self
-            .map
-            .range(prefix.to_string()..)
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect())
+        Ok(scan_map(&self.map, prefix))
     }
 
     fn commit(&mut self, batch: &Batch) -> Result<(), StorageError> {

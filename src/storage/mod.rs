@@ -7,6 +7,15 @@
 //! JavaScript package adds IndexedDB and injected adapters implementing the
 //! same contract.
 //!
+//! The trait is synchronous, as native backends are. It is also shaped for
+//! asynchronous hosts: the engine never calls storage in the middle of an
+//! operation, so a host whose storage is async (IndexedDB, an injected
+//! JavaScript object, the WIT-imported interface) runs the operation on
+//! [`crate::Engine`] with a [`crate::engine::Txn`], awaits the commit of
+//! [`crate::Engine::batch_for`], and calls [`crate::Engine::rollback`] if it
+//! fails — the same protocol [`crate::Memory`] follows synchronously. Opening
+//! needs only one `scan` and one `get`.
+//!
 //! # Contract
 //!
 //! * Keys are non-empty UTF-8 strings of at most [`MAX_KEY_BYTES`] bytes; values
@@ -120,6 +129,15 @@ impl<S: Storage + ?Sized> Storage for Box<S> {
     fn commit(&mut self, batch: &Batch) -> Result<(), StorageError> {
         (**self).commit(batch)
     }
+}
+
+/// The pairs of a sorted map whose key starts with `prefix`, in key order
+/// (the `scan` of map-backed backends).
+pub fn scan_map(map: &BTreeMap<String, Vec<u8>>, prefix: &str) -> Vec<(String, Vec<u8>)> {
+    map.range(prefix.to_string()..)
+        .take_while(|(k, _)| k.starts_with(prefix))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// Checks a key against the contract's limits.
