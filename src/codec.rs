@@ -6,14 +6,16 @@
 //! |-------:|-----:|-------|
 //! | 0 | 4 | magic `MNMO` (`4D 4E 4D 4F`) |
 //! | 4 | 2 | format version, u16 little-endian (currently 1) |
-//! | 6 | 1 | record type: 1 = memory item, 2 = manifest |
+//! | 6 | 1 | record type: 1 = memory item, 2 = manifest, 3 = vector |
 //! | 7 | 1 | flags, reserved, 0 |
 //! | 8 | 4 | payload length `N`, u32 little-endian |
 //! | 12 | N | payload: UTF-8 JSON of the record (see below) |
 //! | 12+N | 4 | CRC-32 (IEEE) of bytes `0..12+N`, u32 little-endian |
 //!
 //! Payloads: a memory item is the JSON of [`MemoryItem`] (the same camelCase
-//! JSON as the API); the manifest is the JSON of [`Manifest`]. A reader rejects
+//! JSON as the API); the manifest is the JSON of [`Manifest`]; a vector (the
+//! embedding of one item) is its dimension count as a u32 little-endian
+//! followed by that many f32 little-endian components. A reader rejects
 //! a record whose magic, length or checksum is wrong ([`CodecError`] →
 //! `CORRUPT`) and one whose version is newer than [`FORMAT_VERSION`]
 //! (`VERSION_MISMATCH`). `docs/format.md` describes the keys these records
@@ -39,6 +41,8 @@ pub enum RecordType {
     Item = 1,
     /// The store's [`Manifest`].
     Manifest = 2,
+    /// An item's embedding.
+    Vector = 3,
 }
 
 /// Why a record failed to decode.
@@ -125,6 +129,7 @@ pub fn decode(bytes: &[u8]) -> Result<(RecordType, &[u8]), CodecError> {
     let record_type = match bytes[6] {
         1 => RecordType::Item,
         2 => RecordType::Manifest,
+        3 => RecordType::Vector,
         other => return Err(CodecError::UnknownType(other)),
     };
     Ok((record_type, &bytes[HEADER_LEN..end]))
@@ -157,6 +162,45 @@ pub fn decode_item(bytes: &[u8]) -> Result<MemoryItem, CodecError> {
     decode_json(bytes, RecordType::Item)
 }
 
+/// Encodes an embedding record.
+pub fn encode_vector(vector: &[f32]) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(4 + 4 * vector.len());
+    let dims = u32::try_from(vector.len()).unwrap_or(u32::MAX);
+    payload.extend_from_slice(&dims.to_le_bytes());
+    for x in vector {
+        payload.extend_from_slice(&x.to_le_bytes());
+    }
+    encode(RecordType::Vector, &payload)
+}
+
+/// Decodes an embedding record; every component must be finite.
+pub fn decode_vector(bytes: &[u8]) -> Result<Vec<f32>, CodecError> {
+    let (found, payload) = decode(bytes)?;
+    if found != RecordType::Vector {
+        return Err(CodecError::WrongType {
+            expected: RecordType::Vector,
+            found,
+        });
+    }
+    let bad = |m: &str| CodecError::Payload(m.to_string());
+    let (dims, rest) = payload
+        .split_first_chunk::<4>()
+        .ok_or_else(|| bad("vector without length"))?;
+    let dims = u32::from_le_bytes(*dims) as usize;
+    if rest.len() != dims.saturating_mul(4) {
+        return Err(bad("vector length does not match its components"));
+    }
+    let vector: Vec<f32> = rest
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    if vector.iter().all(|x| x.is_finite()) {
+        Ok(vector)
+    } else {
+        Err(bad("vector has a non-finite component"))
+    }
+}
+
 /// The store's self-description, rewritten by every commit that changes an
 /// item. On open, the items found must match it exactly; a mismatch means a
 /// backend broke the all-or-nothing contract.
@@ -167,9 +211,16 @@ pub struct Manifest {
     pub format_version: u16,
     /// Number of item records.
     pub item_count: u64,
-    /// XOR of the sha256 of every item record's bytes, lowercase hex: order
-    /// independent and updatable one item at a time.
+    /// Number of vector records.
+    #[serde(default)]
+    pub vector_count: u64,
+    /// XOR of the sha256 of every item and vector record's bytes, lowercase
+    /// hex: order independent and updatable one record at a time.
     pub items_digest: String,
+    /// The embedding model every vector record comes from, when there are
+    /// vectors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
 }
 
 /// Encodes the manifest record.
@@ -248,6 +299,17 @@ mod tests {
             Error::from(CodecError::UnsupportedVersion(2)).code(),
             "VERSION_MISMATCH"
         );
+    }
+
+    #[test]
+    fn vectors_round_trip_and_reject_bad_lengths_and_non_finite_values() {
+        let v = vec![0.5f32, -0.25, 1e-7];
+        assert_eq!(decode_vector(&encode_vector(&v)).unwrap(), v);
+        let mut bad = encode(RecordType::Vector, &[2, 0, 0, 0, 0, 0, 0, 0]);
+        assert!(decode_vector(&bad).is_err(), "length says 2, holds 1");
+        bad = encode_vector(&[f32::NAN]);
+        assert!(decode_vector(&bad).is_err());
+        assert!(decode_vector(&encode_manifest(&Manifest::default())).is_err());
     }
 
     #[test]

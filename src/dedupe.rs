@@ -2,11 +2,17 @@
 //!
 //! Exact duplicates (same normalized text, so the same `contentHash`, in the
 //! same scope) never create a second item: they merge into the existing one.
-//! Near-duplicates are found deterministically by lexical overlap (Jaccard
-//! similarity of the analysed term sets) among the best lexical matches in the
-//! same scope; depending on [`NearDuplicateAction`] they merge (the variant's
-//! text is kept in the provenance record, never dropped) or are added and
-//! reported.
+//! Near-duplicates are found deterministically among the best lexical (and,
+//! with a model, semantic) matches in the same scope by two gates: the
+//! lexical gate (Jaccard similarity of the analysed term sets ≥
+//! `lexicalThreshold`) or, when both memories have embeddings, the semantic
+//! gate (cosine ≥ `semanticThreshold` *and* Jaccard ≥
+//! `semanticLexicalThreshold`). The second condition of the semantic gate
+//! keeps a changed value ("I drink cortado" → "I drink flat white", cosine
+//! high, overlap 0.5) a separate memory. Texts of opposite polarity are never
+//! near-duplicates. Depending on [`NearDuplicateAction`] a near-duplicate
+//! merges (its text is kept in the provenance record, never dropped) or is
+//! added and reported.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,9 +33,14 @@ pub enum NearDuplicateAction {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NearDuplicateConfig {
-    /// Minimum Jaccard overlap of the term sets (0..=1) to call two texts
-    /// near-duplicates. Values above 1 turn detection off.
+    /// Lexical gate: minimum Jaccard overlap of the term sets (default
+    /// 0.85). Values above 1 turn the gate off.
     pub lexical_threshold: f32,
+    /// Semantic gate: minimum cosine of the embeddings (default 0.9).
+    pub semantic_threshold: f32,
+    /// Semantic gate: minimum Jaccard overlap that must come with the high
+    /// cosine (default 0.6).
+    pub semantic_lexical_threshold: f32,
     /// How many of the best lexical matches to compare against.
     pub candidates: usize,
     /// Merge or report.
@@ -40,9 +51,22 @@ impl Default for NearDuplicateConfig {
     fn default() -> Self {
         NearDuplicateConfig {
             lexical_threshold: 0.85,
+            semantic_threshold: 0.9,
+            semantic_lexical_threshold: 0.6,
             candidates: 8,
             action: NearDuplicateAction::Merge,
         }
+    }
+}
+
+impl NearDuplicateConfig {
+    /// True when two texts with this term overlap (and embedding cosine, when
+    /// both have embeddings) pass a gate.
+    pub fn is_near_duplicate(&self, overlap: f32, cosine: Option<f32>) -> bool {
+        overlap >= self.lexical_threshold
+            || cosine.is_some_and(|c| {
+                c >= self.semantic_threshold && overlap >= self.semantic_lexical_threshold
+            })
     }
 }
 
@@ -189,6 +213,19 @@ mod tests {
         assert_eq!(it.status, Status::Pending);
         assert_eq!(it.merged_from[0].source.reference, "turn-2");
         assert_eq!(it.merged_from[0].text.as_deref(), Some("variant"));
+    }
+
+    #[test]
+    fn the_gates_keep_changed_values_apart() {
+        let cfg = NearDuplicateConfig::default();
+        assert!(cfg.is_near_duplicate(0.9, None));
+        assert!(!cfg.is_near_duplicate(0.7, None));
+        assert!(cfg.is_near_duplicate(0.7, Some(0.95)), "paraphrase");
+        assert!(
+            !cfg.is_near_duplicate(0.5, Some(0.97)),
+            "cortado -> flat white"
+        );
+        assert!(!cfg.is_near_duplicate(0.7, Some(0.8)));
     }
 
     #[test]

@@ -9,15 +9,17 @@
 //! commit.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::codec::{self, Manifest, SetDigest, FORMAT_VERSION};
 use crate::dedupe::{self, Duplicate, NearDuplicateAction, NearDuplicateConfig};
+use crate::embed::Embedder;
 use crate::env::Environment;
 use crate::error::{Error, Result};
-use crate::index::{Bm25Index, Bm25Params};
+use crate::index::{Bm25Index, Bm25Params, VectorIndex, VectorParams};
 use crate::inject::{self, InjectFormat, Injection, TokenCounter};
 use crate::item::{
     validate_id, validate_item_id, Kind, MemoryItem, Privacy, Scope, ScopeFilter, Source, Status,
@@ -30,6 +32,12 @@ use crate::text::{self, Capture};
 
 /// Storage key prefix of item records.
 pub const ITEM_PREFIX: &str = "item/";
+/// Fewest semantic neighbours a hybrid query considers.
+const DENSE_CANDIDATES: usize = 100;
+/// Texts embedded per model call.
+const EMBED_CHUNK: usize = 64;
+/// Storage key prefix of embedding records.
+pub const VECTOR_PREFIX: &str = "vec/";
 /// Storage key of the manifest record.
 pub const MANIFEST_KEY: &str = "meta/manifest";
 /// Export file format name.
@@ -399,10 +407,15 @@ pub struct Stats {
     pub tenants: usize,
     /// Distinct terms in the lexical indexes of those tenants.
     pub indexed_terms: usize,
-    /// Bytes of the stored item records.
+    /// Bytes of the stored item and embedding records.
     pub stored_bytes: usize,
-    /// `"lexical"` until an embedding model is loaded.
+    /// Memories with an embedding.
+    pub embedded: usize,
+    /// `"hybrid"` with an embedding model attached, `"lexical"` without.
     pub retrieval_mode: String,
+    /// The model of the stored embeddings, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// `"estimate"` or `"tokenizer"`: how injection counts tokens.
     pub token_counting: String,
     /// Record format version.
@@ -414,7 +427,24 @@ pub struct Stats {
 /// the commit fails.
 #[derive(Debug, Default)]
 pub struct Txn {
-    undo: Vec<(String, Option<MemoryItem>)>,
+    undo: Vec<Undo>,
+}
+
+/// One recorded change and what it replaced.
+enum Undo {
+    Item(String, Option<Box<MemoryItem>>),
+    Vector(String, Option<Vec<f32>>),
+    Model(Option<String>, Option<Arc<dyn Embedder>>),
+}
+
+impl std::fmt::Debug for Undo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Undo::Item(id, _) => write!(f, "Item({id})"),
+            Undo::Vector(id, _) => write!(f, "Vector({id})"),
+            Undo::Model(model, _) => write!(f, "Model({model:?})"),
+        }
+    }
 }
 
 struct Entry {
@@ -434,6 +464,16 @@ pub struct Engine {
     followers: HashMap<String, Vec<String>>,
     pinned: BTreeSet<String>,
     lexical: HashMap<Tenant, Bm25Index>,
+    /// Own embedding of each memory that has one (key `vec/<id>`).
+    embeddings: HashMap<String, Vec<f32>>,
+    /// Per tenant, the context vectors of its live memories (see
+    /// [`crate::rank`]): the embedding plus the one of the memory it follows.
+    vectors: HashMap<Tenant, VectorIndex>,
+    /// Docs present in `vectors`, with their tenant.
+    vector_docs: HashMap<u32, Tenant>,
+    /// The model the stored embeddings come from.
+    model_id: Option<String>,
+    embedder: Option<Arc<dyn Embedder>>,
     digest: SetDigest,
 }
 
@@ -451,20 +491,27 @@ impl Engine {
             followers: HashMap::new(),
             pinned: BTreeSet::new(),
             lexical: HashMap::new(),
+            embeddings: HashMap::new(),
+            vectors: HashMap::new(),
+            vector_docs: HashMap::new(),
+            model_id: None,
+            embedder: None,
             digest: SetDigest::default(),
         }
     }
 
-    /// Rebuilds an engine from stored records (`item/…` pairs and the
-    /// manifest) and verifies they agree with the manifest.
+    /// Rebuilds an engine from stored records (`item/…` and `vec/…` pairs
+    /// and the manifest) and verifies they agree with the manifest.
     pub fn load(
         config: Config,
         item_records: Vec<(String, Vec<u8>)>,
+        vector_records: Vec<(String, Vec<u8>)>,
         manifest: Option<&[u8]>,
     ) -> Result<Engine> {
         let mut engine = Engine::new(config);
         let mut stored = SetDigest::default();
         let count = item_records.len();
+        let vector_count = vector_records.len();
         for (key, bytes) in item_records {
             let item = codec::decode_item(&bytes).map_err(|e| match Error::from(e) {
                 Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
@@ -479,21 +526,37 @@ impl Engine {
             stored.toggle(&bytes);
             engine.set(&item.id.clone(), Some(item));
         }
+        for (key, bytes) in vector_records {
+            let vector = codec::decode_vector(&bytes).map_err(|e| match Error::from(e) {
+                Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
+                other => other,
+            })?;
+            let id = key.strip_prefix(VECTOR_PREFIX).unwrap_or_default();
+            if !engine.entries.contains_key(id) {
+                return Err(Error::Corrupt(format!("record `{key}` has no memory")));
+            }
+            stored.toggle(&bytes);
+            engine.set_vector(id, Some(vector));
+        }
         match manifest.map(codec::decode_manifest).transpose()? {
-            None if count == 0 => {}
+            None if count == 0 && vector_count == 0 => {}
             None => {
                 return Err(Error::Corrupt(format!(
                     "{count} memory records but no manifest"
                 )))
             }
             Some(m) => {
+                engine.model_id = m.model_id.clone();
                 if m.format_version > FORMAT_VERSION {
                     return Err(Error::VersionMismatch {
                         found: u32::from(m.format_version),
                         supported: u32::from(FORMAT_VERSION),
                     });
                 }
-                if m.item_count != count as u64 || m.items_digest != stored.to_hex() {
+                if m.item_count != count as u64
+                    || m.vector_count != vector_count as u64
+                    || m.items_digest != stored.to_hex()
+                {
                     return Err(Error::Corrupt(format!(
                         "the manifest lists {} memories with digest {}, storage holds {count} with digest {}: a write was torn",
                         m.item_count,
@@ -557,6 +620,14 @@ impl Engine {
                 }
             }
             self.pinned.remove(id);
+            let same_context = new.as_ref().is_some_and(|n| {
+                n.scope.tenant() == item.scope.tenant()
+                    && n.is_deleted() == item.is_deleted()
+                    && n.follows == item.follows
+            });
+            if !same_context {
+                self.unindex_vector(*d);
+            }
             let unchanged_text = new.as_ref().is_some_and(|n| {
                 n.text == item.text
                     && n.scope.tenant() == item.scope.tenant()
@@ -577,7 +648,7 @@ impl Engine {
             Some(item) => {
                 self.digest.toggle(&codec::encode_item(&item));
                 let (d, already_indexed) = match doc {
-                    Some((d, unchanged)) => (d, unchanged),
+                    Some(state) => state,
                     None => (self.allocate_doc(id), false),
                 };
                 if !item.is_deleted() && !already_indexed {
@@ -604,6 +675,7 @@ impl Engine {
                     self.pinned.insert(id.to_string());
                 }
                 self.entries.insert(id.to_string(), Entry { item, doc: d });
+                self.index_vector(id);
             }
             None => {
                 if let Some((d, _)) = doc {
@@ -628,16 +700,109 @@ impl Engine {
         }
     }
 
+    /// Replaces (or removes) the embedding of memory `id`, keeping the
+    /// vector index and the digest in step. Returns the previous embedding.
+    fn set_vector(&mut self, id: &str, new: Option<Vec<f32>>) -> Option<Vec<f32>> {
+        if let Some(doc) = self.entries.get(id).map(|e| e.doc) {
+            self.unindex_vector(doc);
+        }
+        let old = self.embeddings.remove(id);
+        if let Some(v) = &old {
+            self.digest.toggle(&codec::encode_vector(v));
+        }
+        if let Some(v) = new {
+            self.digest.toggle(&codec::encode_vector(&v));
+            self.embeddings.insert(id.to_string(), v);
+        }
+        self.index_vector(id);
+        old
+    }
+
+    /// Removes a doc from the vector index it sits in, if any.
+    fn unindex_vector(&mut self, doc: u32) {
+        if let Some(tenant) = self.vector_docs.remove(&doc) {
+            if let Some(ix) = self.vectors.get_mut(&tenant) {
+                ix.remove(doc);
+                if ix.is_empty() {
+                    self.vectors.remove(&tenant);
+                }
+            }
+        }
+    }
+
+    /// Puts a live memory that has an embedding into its tenant's vector
+    /// index, as its context vector.
+    fn index_vector(&mut self, id: &str) {
+        let Some(entry) = self.entries.get(id) else {
+            return;
+        };
+        if entry.item.is_deleted() || self.vector_docs.contains_key(&entry.doc) {
+            return;
+        }
+        let Some(context) = self.context_vector(&entry.item) else {
+            return;
+        };
+        let tenant = entry.item.scope.tenant();
+        let doc = entry.doc;
+        let index = self
+            .vectors
+            .entry(tenant.clone())
+            .or_insert_with(|| VectorIndex::new(context.len(), VectorParams::default()));
+        if index.insert(doc, &context).is_ok() {
+            self.vector_docs.insert(doc, tenant);
+        }
+    }
+
+    /// The context vector of a memory: its embedding plus the embedding of
+    /// the memory it follows, normalized (see [`crate::rank`]).
+    fn context_vector(&self, item: &MemoryItem) -> Option<Vec<f32>> {
+        let own = self.embeddings.get(&item.id)?;
+        let previous = item
+            .follows
+            .as_ref()
+            .and_then(|p| self.embeddings.get(p))
+            .filter(|p| p.len() == own.len());
+        let mut context = own.clone();
+        if let Some(p) = previous {
+            for (c, x) in context.iter_mut().zip(p) {
+                *c += x;
+            }
+        }
+        let norm = context.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            context.iter_mut().for_each(|x| *x /= norm);
+        }
+        Some(context)
+    }
+
     /// [`Engine::set`] that records the undo step.
     fn write(&mut self, txn: &mut Txn, id: &str, new: Option<MemoryItem>) {
         let previous = self.set(id, new);
-        txn.undo.push((id.to_string(), previous));
+        txn.undo
+            .push(Undo::Item(id.to_string(), previous.map(Box::new)));
+    }
+
+    /// [`Engine::set_vector`] that records the undo step.
+    fn write_vector(&mut self, txn: &mut Txn, id: &str, new: Option<Vec<f32>>) {
+        let previous = self.set_vector(id, new);
+        txn.undo.push(Undo::Vector(id.to_string(), previous));
     }
 
     /// Undoes every change recorded in `txn`, newest first.
     pub fn rollback(&mut self, txn: Txn) {
-        for (id, previous) in txn.undo.into_iter().rev() {
-            self.set(&id, previous);
+        for step in txn.undo.into_iter().rev() {
+            match step {
+                Undo::Item(id, previous) => {
+                    self.set(&id, previous.map(|item| *item));
+                }
+                Undo::Vector(id, previous) => {
+                    self.set_vector(&id, previous);
+                }
+                Undo::Model(model_id, embedder) => {
+                    self.model_id = model_id;
+                    self.embedder = embedder;
+                }
+            }
         }
     }
 
@@ -645,12 +810,33 @@ impl Engine {
     /// every touched item plus the manifest. Empty when nothing changed.
     pub fn batch_for(&self, txn: &Txn) -> Batch {
         let mut batch = Batch::new();
-        let touched: BTreeSet<&str> = txn.undo.iter().map(|(id, _)| id.as_str()).collect();
-        for id in touched {
+        let mut items = BTreeSet::new();
+        // Vector keys, with whether one existed before the transaction.
+        let mut vectors: BTreeMap<&str, bool> = BTreeMap::new();
+        for step in &txn.undo {
+            match step {
+                Undo::Item(id, _) => {
+                    items.insert(id.as_str());
+                }
+                Undo::Vector(id, before) => {
+                    vectors.entry(id.as_str()).or_insert(before.is_some());
+                }
+                Undo::Model(..) => {}
+            }
+        }
+        for id in items {
             let key = format!("{ITEM_PREFIX}{id}");
             match self.entries.get(id) {
                 Some(entry) => batch.put(key, codec::encode_item(&entry.item)),
                 None => batch.delete(key),
+            }
+        }
+        for (id, existed) in vectors {
+            let key = format!("{VECTOR_PREFIX}{id}");
+            match self.embeddings.get(id) {
+                Some(v) => batch.put(key, codec::encode_vector(v)),
+                None if existed => batch.delete(key),
+                None => {}
             }
         }
         if !batch.is_empty() {
@@ -664,7 +850,12 @@ impl Engine {
         Manifest {
             format_version: FORMAT_VERSION,
             item_count: self.entries.len() as u64,
+            vector_count: self.embeddings.len() as u64,
             items_digest: self.digest.to_hex(),
+            model_id: self
+                .model_id
+                .clone()
+                .filter(|_| !self.embeddings.is_empty()),
         }
     }
 
@@ -688,24 +879,43 @@ impl Engine {
             });
         }
         let now = env.now();
-        let mut results = Vec::with_capacity(inputs.len());
+        let mut prepared = Vec::with_capacity(inputs.len());
         for (i, input) in inputs.into_iter().enumerate() {
-            let result = self
-                .ingest_one(input, now, env, txn)
-                .map_err(|e| e.at(&format!("inputs[{i}]")))?;
-            results.push(result);
+            let at = |e: Error| e.at(&format!("inputs[{i}]"));
+            let tags = self.validate_fields(&input).map_err(at)?;
+            let captured = capture(&input.text).map_err(at)?;
+            prepared.push((input, tags, captured));
+        }
+        let texts: Vec<&str> = prepared
+            .iter()
+            .filter_map(|(_, _, captured)| match captured {
+                Captured::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut vectors = self.embed(&texts)?.map(Vec::into_iter);
+        let mut results = Vec::with_capacity(prepared.len());
+        for (input, tags, captured) in prepared {
+            let vector = match captured {
+                Captured::Text(_) => vectors.as_mut().and_then(Iterator::next),
+                _ => None,
+            };
+            results.push(self.ingest_one(input, tags, captured, vector, now, env, txn));
         }
         Ok(results)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn ingest_one(
         &mut self,
         input: MemoryInput,
+        tags: Vec<String>,
+        captured: Captured,
+        vector: Option<Vec<f32>>,
         now: Timestamp,
         env: &mut dyn Environment,
         txn: &mut Txn,
-    ) -> Result<IngestResult> {
-        let tags = self.validate_fields(&input)?;
+    ) -> IngestResult {
         let source = input.source.unwrap_or_default();
         let skipped = |reason| IngestResult {
             id: None,
@@ -713,9 +923,9 @@ impl Engine {
             reason: Some(reason),
             similar_to: None,
         };
-        let text = match capture(&input.text)? {
-            Captured::NoMemory => return Ok(skipped(IngestReason::NoMemory)),
-            Captured::OnlyPrivate => return Ok(skipped(IngestReason::Private)),
+        let text = match captured {
+            Captured::NoMemory => return skipped(IngestReason::NoMemory),
+            Captured::OnlyPrivate => return skipped(IngestReason::Private),
             Captured::Text(t) => t,
         };
         let content_hash = text::content_hash(&text);
@@ -731,30 +941,24 @@ impl Engine {
 
         let hash_key = (input.scope.clone(), content_hash.clone());
         if let Some(existing) = self.by_hash.get(&hash_key).cloned() {
-            return Ok(self.merge_duplicate(
-                &existing,
-                duplicate,
-                IngestReason::Duplicate,
-                now,
-                txn,
-            ));
+            return self.merge_duplicate(&existing, duplicate, IngestReason::Duplicate, now, txn);
         }
 
         let terms = text::terms(&text);
-        let similar = self.find_near_duplicate(&input.scope, &text, &terms);
+        let similar = self.find_near_duplicate(&input.scope, &text, &terms, vector.as_deref());
         if let Some(similar) = &similar {
             if self.config.near_duplicate.action == NearDuplicateAction::Merge {
                 let duplicate = Duplicate {
                     text: Some(text),
                     ..duplicate
                 };
-                return Ok(self.merge_duplicate(
+                return self.merge_duplicate(
                     similar,
                     duplicate,
                     IngestReason::NearDuplicate,
                     now,
                     txn,
-                ));
+                );
             }
         }
 
@@ -780,12 +984,88 @@ impl Engine {
             deleted_at: None,
         };
         self.write(txn, &id, Some(item));
-        Ok(IngestResult {
+        if vector.is_some() {
+            self.write_vector(txn, &id, vector);
+        }
+        IngestResult {
             id: Some(id),
             outcome: IngestOutcome::Added,
             reason: similar.is_some().then_some(IngestReason::NearDuplicate),
             similar_to: similar,
-        })
+        }
+    }
+
+    /// Embeds texts with the attached model (`None` without one), checking
+    /// every vector's length and values.
+    fn embed(&self, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>> {
+        let Some(embedder) = &self.embedder else {
+            return Ok(None);
+        };
+        let mut vectors = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(EMBED_CHUNK) {
+            vectors.extend(embedder.embed_batch(chunk)?);
+        }
+        let dims = embedder.dimensions();
+        if vectors.len() != texts.len()
+            || vectors
+                .iter()
+                .any(|v| v.len() != dims || v.iter().any(|x| !x.is_finite()))
+        {
+            return Err(Error::Model(format!(
+                "the model returned malformed embeddings (expected {} vectors of {dims} finite values)",
+                texts.len()
+            )));
+        }
+        Ok(Some(vectors))
+    }
+
+    /// The query's embedding when a model is attached and the tenant has
+    /// vectors to compare it with.
+    fn query_vector(&self, query: &RetrieveQuery) -> Result<Option<Vec<f32>>> {
+        if !self.vectors.contains_key(&query.scope.tenant()) {
+            return Ok(None);
+        }
+        Ok(self
+            .embed(&[query.text.as_str()])?
+            .and_then(|mut v| v.pop()))
+    }
+
+    /// Attaches an embedding model: from now on memories are embedded at
+    /// ingest and retrieval is hybrid. Memories without an embedding, or with
+    /// one from another model, are embedded now (a store never mixes
+    /// models). Returns how many memories were embedded.
+    pub fn attach_embedder(&mut self, embedder: Arc<dyn Embedder>, txn: &mut Txn) -> Result<usize> {
+        let model = embedder.model_id().to_string();
+        txn.undo
+            .push(Undo::Model(self.model_id.clone(), self.embedder.clone()));
+        if self.model_id.as_deref() != Some(model.as_str()) {
+            let stale: Vec<String> = self.embeddings.keys().cloned().collect();
+            for id in stale {
+                self.write_vector(txn, &id, None);
+            }
+        }
+        self.model_id = Some(model);
+        self.embedder = Some(embedder);
+        let mut missing: Vec<(String, String)> = self
+            .entries
+            .values()
+            .filter(|e| !self.embeddings.contains_key(&e.item.id))
+            .map(|e| (e.item.id.clone(), e.item.text.clone()))
+            .collect();
+        missing.sort();
+        for chunk in missing.chunks(EMBED_CHUNK) {
+            let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = self.embed(&texts)?.unwrap_or_default();
+            for ((id, _), vector) in chunk.iter().zip(vectors) {
+                self.write_vector(txn, id, Some(vector));
+            }
+        }
+        Ok(missing.len())
+    }
+
+    /// The attached embedding model, if any.
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
     }
 
     /// Checks one input as [`Engine::ingest`] would, without changing
@@ -857,32 +1137,63 @@ impl Engine {
         }
     }
 
-    /// The most similar live memory of exactly `scope` whose term overlap
-    /// reaches the threshold and whose polarity (negated or not) is the same,
-    /// among the best lexical matches.
-    fn find_near_duplicate(&self, scope: &Scope, text: &str, terms: &[String]) -> Option<String> {
+    /// The most similar live memory of exactly `scope` that passes the
+    /// near-duplicate gates (see [`crate::dedupe`]), among the best lexical
+    /// and, when the new memory has an embedding, the nearest semantic
+    /// matches.
+    fn find_near_duplicate(
+        &self,
+        scope: &Scope,
+        text: &str,
+        terms: &[String],
+        vector: Option<&[f32]>,
+    ) -> Option<String> {
         let cfg = self.config.near_duplicate;
-        if terms.is_empty() || cfg.lexical_threshold > 1.0 || cfg.candidates == 0 {
+        if terms.is_empty() || cfg.candidates == 0 {
             return None;
         }
-        let index = self.lexical.get(&scope.tenant())?;
-        let mut best: Option<(f32, &str)> = None;
-        for (doc, _) in index
-            .search(terms)
+        let tenant = scope.tenant();
+        let same_scope = |doc: u32| {
+            self.entry_of(doc)
+                .is_some_and(|e| &e.item.scope == scope && !e.item.is_deleted())
+        };
+        let mut candidates: Vec<u32> = self
+            .lexical
+            .get(&tenant)
+            .map(|ix| ix.search(terms))
+            .unwrap_or_default()
             .into_iter()
-            .filter_map(|(doc, s)| Some((self.entry_of(doc)?, s)))
-            .filter(|(e, _)| &e.item.scope == scope && !e.item.is_deleted())
+            .map(|(doc, _)| doc)
+            .filter(|&doc| same_scope(doc))
             .take(cfg.candidates)
-        {
-            if dedupe::negated(text) != dedupe::negated(&doc.item.text) {
+            .collect();
+        if let (Some(v), Some(ix)) = (vector, self.vectors.get(&tenant)) {
+            candidates.extend(
+                ix.search(v, cfg.candidates, &same_scope)
+                    .into_iter()
+                    .map(|(d, _)| d),
+            );
+        }
+        let negated = dedupe::negated(text);
+        let mut best: Option<(f32, f32, &str)> = None;
+        for doc in candidates {
+            let Some(entry) = self.entry_of(doc) else {
+                continue;
+            };
+            let other = &entry.item;
+            if dedupe::negated(&other.text) != negated {
                 continue;
             }
-            let overlap = text::term_overlap(terms, &text::terms(&doc.item.text));
-            if overlap >= cfg.lexical_threshold && best.is_none_or(|(b, _)| overlap > b) {
-                best = Some((overlap, &doc.item.id));
+            let overlap = text::term_overlap(terms, &text::terms(&other.text));
+            let cosine = vector
+                .zip(self.embeddings.get(&other.id))
+                .map(|(a, b)| dot(a, b));
+            let key = (overlap, cosine.unwrap_or(0.0));
+            if cfg.is_near_duplicate(overlap, cosine) && best.is_none_or(|(o, c, _)| key > (o, c)) {
+                best = Some((key.0, key.1, &other.id));
             }
         }
-        best.map(|(_, id)| id.to_string())
+        best.map(|(_, _, id)| id.to_string())
     }
 
     /// The live memory a new memory of `scope` created at `created_at`
@@ -1002,8 +1313,15 @@ impl Engine {
 
     /// Ranks the memories visible to `query` without marking them used
     /// (the algorithm is described in [`crate::rank`]).
-    fn search(&self, query: &RetrieveQuery, limit: usize, now: Timestamp) -> Vec<RetrieveHit> {
+    fn search(
+        &self,
+        query: &RetrieveQuery,
+        query_vector: Option<&[f32]>,
+        limit: usize,
+        now: Timestamp,
+    ) -> Vec<RetrieveHit> {
         let params = self.config.rank;
+        let tenant = query.scope.tenant();
         let vis = query.visibility(now);
         let visible = |doc: u32| -> Option<&MemoryItem> {
             let item = &self.entry_of(doc)?.item;
@@ -1011,54 +1329,74 @@ impl Engine {
         };
         let lexical: HashMap<u32, f32> = self
             .lexical
-            .get(&query.scope.tenant())
+            .get(&tenant)
             .map(|ix| ix.search(&text::terms(&query.text)).into_iter().collect())
             .unwrap_or_default();
         let bm25_max = lexical.values().copied().fold(0.0f32, f32::max);
 
-        // Step 1 over the matches, then their replies as inheritance candidates.
-        // Per candidate: the memory, its BM25 score and its step-1 score.
-        let mut combined: HashMap<&str, (&MemoryItem, f32, f32)> = HashMap::new();
+        // Candidates: lexical matches, semantic neighbours, then the replies
+        // of candidate questions (they may inherit); with their BM25 score.
+        let mut candidates: HashMap<&str, (&MemoryItem, f32)> = HashMap::new();
         for (&doc, &score) in &lexical {
             if let Some(item) = visible(doc) {
-                let f = rank::combine(score, bm25_max, None, &params);
-                combined.insert(&item.id, (item, score, f));
+                candidates.insert(&item.id, (item, score));
             }
         }
-        let questions: Vec<&str> = combined
+        if let (Some(q), Some(ix)) = (query_vector, self.vectors.get(&tenant)) {
+            let k = limit.saturating_mul(4).max(DENSE_CANDIDATES);
+            for (doc, _) in ix.search(q, k, &|doc| visible(doc).is_some()) {
+                if let Some(item) = visible(doc) {
+                    candidates.entry(&item.id).or_insert((item, 0.0));
+                }
+            }
+        }
+        let questions: Vec<&str> = candidates
             .values()
-            .filter(|(item, _, _)| rank::asks_question(&item.text))
-            .map(|(item, _, _)| item.id.as_str())
+            .filter(|(item, _)| rank::asks_question(&item.text))
+            .map(|(item, _)| item.id.as_str())
             .collect();
         for question in questions {
             for reply in self.followers.get(question).into_iter().flatten() {
                 if let Some(entry) = self.entries.get(reply) {
-                    if !combined.contains_key(reply.as_str())
-                        && policy::check(&entry.item, &vis).is_ok()
-                    {
-                        combined.insert(&entry.item.id, (&entry.item, 0.0, 0.0));
+                    if policy::check(&entry.item, &vis).is_ok() {
+                        candidates
+                            .entry(&entry.item.id)
+                            .or_insert((&entry.item, 0.0));
                     }
                 }
             }
         }
 
+        // Step 1 for every candidate: (memory, BM25, cosine, fused score).
+        let combined: HashMap<&str, (&MemoryItem, f32, Option<f32>, f32)> = candidates
+            .into_iter()
+            .map(|(id, (item, lexical))| {
+                let semantic = query_vector.map(|q| {
+                    self.context_vector(item)
+                        .map_or(0.0, |context| dot(q, &context))
+                });
+                let f = rank::combine(lexical, bm25_max, semantic, &params);
+                (id, (item, lexical, semantic, f))
+            })
+            .collect();
+
         // Step 3 needs the speakers the query names among the candidates.
         let words = rank::query_words(&query.text);
         let named: BTreeSet<&str> = combined
             .values()
-            .filter_map(|(item, _, _)| rank::speaker_label(&item.text))
+            .filter_map(|(item, ..)| rank::speaker_label(&item.text))
             .filter(|label| rank::names_speaker(&words, label))
             .collect();
 
         let mut hits: Vec<(ScoreBreakdown, &MemoryItem)> = combined
             .values()
-            .map(|&(item, lexical, f)| {
+            .map(|&(item, lexical, semantic, f)| {
                 let inherited_score = item
                     .follows
                     .as_deref()
                     .and_then(|prev| combined.get(prev))
-                    .filter(|(prev, _, _)| rank::asks_question(&prev.text))
-                    .map(|(_, _, pf)| params.answer_inheritance * pf)
+                    .filter(|(prev, ..)| rank::asks_question(&prev.text))
+                    .map(|(.., pf)| params.answer_inheritance * pf)
                     .unwrap_or(0.0);
                 let g = f.max(inherited_score);
                 let speaker_factor = match rank::speaker_label(&item.text) {
@@ -1071,7 +1409,7 @@ impl Engine {
                     rank::scope_multiplier(item.scope.specificity(), params.scope_boost);
                 let breakdown = ScoreBreakdown {
                     lexical,
-                    semantic: None,
+                    semantic,
                     combined: f,
                     inherited: inherited_score > f,
                     speaker_factor,
@@ -1127,7 +1465,13 @@ impl Engine {
         txn: &mut Txn,
     ) -> Result<Vec<RetrieveHit>> {
         self.check_query(query)?;
-        let mut hits = self.search(query, query.limit.unwrap_or(10), now);
+        let query_vector = self.query_vector(query)?;
+        let mut hits = self.search(
+            query,
+            query_vector.as_deref(),
+            query.limit.unwrap_or(10),
+            now,
+        );
         if !query.dry_run {
             self.mark_used(hits.iter().map(|h| h.item.id.as_str()), now, txn);
             for hit in &mut hits {
@@ -1159,7 +1503,13 @@ impl Engine {
             .filter(|item| policy::check(item, &vis).is_ok())
             .collect();
         pinned.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
-        let ranked = self.search(query, query.limit.unwrap_or(20), now);
+        let query_vector = self.query_vector(query)?;
+        let ranked = self.search(
+            query,
+            query_vector.as_deref(),
+            query.limit.unwrap_or(20),
+            now,
+        );
         let mut candidates = pinned;
         candidates.extend(ranked.iter().map(|h| &h.item).filter(|i| !i.pinned));
         let injection = inject::render(&candidates, request.budget_tokens, request.format, counter);
@@ -1243,6 +1593,7 @@ impl Engine {
         txn: &mut Txn,
     ) -> Result<MemoryItem> {
         let mut item = self.get(id)?.clone();
+        let mut new_vector = None;
         if let Some(raw) = &patch.text {
             if raw.len() > self.config.limits.max_text_bytes {
                 return Err(Error::TooLarge {
@@ -1271,6 +1622,9 @@ impl Engine {
                         "the new text is identical to memory `{other}` in the same scope"
                     )));
                 }
+            }
+            if text != item.text {
+                new_vector = Some(self.embed(&[text.as_str()])?.and_then(|mut v| v.pop()));
             }
             item.text = text;
             item.content_hash = hash;
@@ -1301,6 +1655,12 @@ impl Engine {
         }
         item.updated_at = now;
         self.write(txn, id, Some(item.clone()));
+        // A changed text gets a fresh embedding (or loses its stale one).
+        if let Some(vector) = new_vector {
+            if vector.is_some() || self.embeddings.contains_key(id) {
+                self.write_vector(txn, id, vector);
+            }
+        }
         Ok(item)
     }
 
@@ -1311,6 +1671,9 @@ impl Engine {
         let item = self.get(id)?.clone();
         if hard {
             self.write(txn, id, None);
+            if self.embeddings.contains_key(id) {
+                self.write_vector(txn, id, None);
+            }
         } else if !item.is_deleted() {
             let mut item = item;
             item.deleted_at = Some(now);
@@ -1360,7 +1723,14 @@ impl Engine {
             tenants: 0,
             indexed_terms: 0,
             stored_bytes: 0,
-            retrieval_mode: "lexical".to_string(),
+            embedded: 0,
+            retrieval_mode: if self.embedder.is_some() {
+                "hybrid"
+            } else {
+                "lexical"
+            }
+            .to_string(),
+            model: self.model_id.clone(),
             token_counting: if token_counting_is_estimate {
                 "estimate"
             } else {
@@ -1382,6 +1752,10 @@ impl Engine {
                 .entry(item.kind.as_str().to_string())
                 .or_default() += 1;
             stats.stored_bytes += codec::encode_item(item).len();
+            if let Some(vector) = self.embeddings.get(&item.id) {
+                stats.embedded += 1;
+                stats.stored_bytes += codec::encode_vector(vector).len();
+            }
             tenants.insert(item.scope.tenant());
         }
         stats.tenants = tenants.len();
@@ -1429,6 +1803,8 @@ impl Engine {
             replaced: 0,
             merged: 0,
         };
+        // Memories whose text is new to this store: they need an embedding.
+        let mut new_texts: Vec<(String, String)> = Vec::new();
         for item in items {
             let hash_key = (item.scope.clone(), item.content_hash.clone());
             let existing_same_text = self
@@ -1444,6 +1820,9 @@ impl Engine {
                     )));
                 }
                 result.replaced += 1;
+                if self.get(&item.id)?.text != item.text {
+                    new_texts.push((item.id.clone(), item.text.clone()));
+                }
                 self.write(txn, &item.id.clone(), Some(item));
             } else if let Some(other) = existing_same_text {
                 let duplicate = Duplicate {
@@ -1458,7 +1837,16 @@ impl Engine {
                 result.merged += 1;
             } else {
                 result.added += 1;
+                new_texts.push((item.id.clone(), item.text.clone()));
                 self.write(txn, &item.id.clone(), Some(item));
+            }
+        }
+        let texts: Vec<&str> = new_texts.iter().map(|(_, t)| t.as_str()).collect();
+        let mut vectors = self.embed(&texts)?.map(Vec::into_iter);
+        for (id, _) in &new_texts {
+            let vector = vectors.as_mut().and_then(Iterator::next);
+            if vector.is_some() || self.embeddings.contains_key(id) {
+                self.write_vector(txn, id, vector);
             }
         }
         Ok(result)
@@ -1493,6 +1881,11 @@ impl Engine {
         }
         self.validate_source(&item.source)
     }
+}
+
+/// Dot product (the cosine of unit vectors).
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 enum Captured {

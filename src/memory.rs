@@ -6,10 +6,14 @@
 //! error the in-memory state equals what storage holds, and a reopen yields
 //! the state before or after the operation, never a mixture.
 
+use crate::embed::{Embedder, ModelTokens};
 use crate::engine::{
     Config, DeleteAllResult, Engine, ImportResult, IngestResult, InjectQuery, ListPage, ListQuery,
     MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats, Txn, ITEM_PREFIX, MANIFEST_KEY,
+    VECTOR_PREFIX,
 };
+use std::sync::Arc;
+
 use crate::env::Environment;
 use crate::error::Result;
 use crate::inject::{EstimatedTokens, Injection, TokenCounter};
@@ -21,7 +25,7 @@ pub struct Memory<S: Storage, E: Environment> {
     engine: Engine,
     storage: S,
     env: E,
-    tokens: Box<dyn TokenCounter + Send + Sync>,
+    tokens: Option<Box<dyn TokenCounter + Send + Sync>>,
 }
 
 impl<S: Storage, E: Environment> Memory<S, E> {
@@ -29,20 +33,29 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     /// manifest (a torn write or damaged record is reported as `CORRUPT`).
     pub fn open(storage: S, env: E, config: Config) -> Result<Self> {
         let items = storage.scan(ITEM_PREFIX)?;
+        let vectors = storage.scan(VECTOR_PREFIX)?;
         let manifest = storage.get(MANIFEST_KEY)?;
-        let engine = Engine::load(config, items, manifest.as_deref())?;
+        let engine = Engine::load(config, items, vectors, manifest.as_deref())?;
         Ok(Memory {
             engine,
             storage,
             env,
-            tokens: Box::new(EstimatedTokens),
+            tokens: None,
         })
     }
 
-    /// Replaces the token counter used by [`Memory::inject`] (the default is
-    /// [`EstimatedTokens`]).
+    /// Attaches an embedding model (retrieval becomes hybrid and injection
+    /// counts tokens with the model's tokenizer). Memories without an
+    /// embedding from this model are embedded now, in one commit; returns
+    /// how many.
+    pub fn set_embedder(&mut self, embedder: Arc<dyn Embedder>) -> Result<usize> {
+        self.write(|engine, _, txn| engine.attach_embedder(embedder, txn))
+    }
+
+    /// Replaces the token counter used by [`Memory::inject`] (by default the
+    /// attached model's tokenizer, or [`EstimatedTokens`] without a model).
     pub fn set_token_counter(&mut self, counter: Box<dyn TokenCounter + Send + Sync>) {
-        self.tokens = counter;
+        self.tokens = Some(counter);
     }
 
     /// The engine, for read-only inspection.
@@ -87,10 +100,12 @@ impl<S: Storage, E: Environment> Memory<S, E> {
 
     /// Renders a bounded, cited block; see [`Engine::inject`].
     pub fn inject(&mut self, query: &InjectQuery) -> Result<Injection> {
-        let tokens = &*self.tokens;
         let mut txn = Txn::default();
         let now = self.env.now();
-        let result = self.engine.inject(query, tokens, now, &mut txn);
+        let model = self.engine.embedder().cloned();
+        let model_tokens = model.as_deref().map(ModelTokens);
+        let counter = token_counter(&self.tokens, model_tokens.as_ref());
+        let result = self.engine.inject(query, counter, now, &mut txn);
         self.finish(txn, result)
     }
 
@@ -150,6 +165,21 @@ impl<S: Storage, E: Environment> Memory<S, E> {
 
     /// Counts over the memories the filter selects.
     pub fn stats(&self, filter: &ScopeFilter) -> Stats {
-        self.engine.stats(filter, self.tokens.is_estimate())
+        let model_tokens = self.engine.embedder().map(|m| ModelTokens(m.as_ref()));
+        let estimate = token_counter(&self.tokens, model_tokens.as_ref()).is_estimate();
+        self.engine.stats(filter, estimate)
+    }
+}
+
+/// The counter injection uses: the caller's, else the model's tokenizer,
+/// else the documented estimate.
+fn token_counter<'a>(
+    custom: &'a Option<Box<dyn TokenCounter + Send + Sync>>,
+    model: Option<&'a ModelTokens<'a>>,
+) -> &'a dyn TokenCounter {
+    match (custom, model) {
+        (Some(counter), _) => counter.as_ref(),
+        (None, Some(model)) => model,
+        (None, None) => &EstimatedTokens,
     }
 }

@@ -3,7 +3,12 @@
 //!
 //! [`Bm25Index`] is the lexical index: an incremental inverted index over the
 //! terms of [`crate::text::terms`], scored with Okapi BM25.
+//!
+//! [`VectorIndex`] is the semantic index: cosine similarity over int8
+//! vectors, an exactly scanned tail plus HNSW segments.
 
 pub mod bm25;
+pub mod vector;
 
 pub use bm25::{Bm25Index, Bm25Params};
+pub use vector::{VectorIndex, VectorParams};

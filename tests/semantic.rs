@@ -1,0 +1,299 @@
+//! The engine's semantic layer with a small deterministic embedder (so these
+//! tests need no model file): hybrid retrieval, persisted embeddings, model
+//! changes, re-embedding on edits, the semantic near-duplicate gate.
+//! `tests/embed_golden.rs` covers the real MiniLM.
+
+use std::sync::Arc;
+
+use mnemo::embed::Embedder;
+use mnemo::env::FixedEnvironment;
+use mnemo::storage::{Batch, MemoryStorage, Storage, StorageError};
+use mnemo::{
+    IngestOutcome, IngestReason, Memory, MemoryInput, MemoryPatch, RetrieveQuery, Scope,
+    ScopeFilter, Timestamp,
+};
+
+const T0: i64 = 1_700_000_000_000;
+const DIMS: usize = 32;
+
+/// Embeds a text as the normalized sum of one-hot vectors of its words'
+/// concepts; words of one synonym group share a concept, other words of
+/// three letters or fewer are ignored (a crude stopword list).
+struct ConceptEmbedder {
+    id: String,
+}
+
+const SYNONYMS: &[&[&str]] = &[
+    &["car", "automobile", "vehicle", "sedan"],
+    &["doctor", "physician", "gp"],
+    &["work", "job", "employed", "engineer"],
+];
+
+fn concept(word: &str) -> Option<usize> {
+    if let Some(group) = SYNONYMS.iter().position(|g| g.contains(&word)) {
+        return Some(group);
+    }
+    if word.len() <= 3 {
+        return None;
+    }
+    let hash = word
+        .bytes()
+        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+    Some(SYNONYMS.len() + hash as usize % (DIMS - SYNONYMS.len()))
+}
+
+impl Embedder for ConceptEmbedder {
+    fn model_id(&self) -> &str {
+        &self.id
+    }
+    fn dimensions(&self) -> usize {
+        DIMS
+    }
+    fn embed_batch(&self, texts: &[&str]) -> mnemo::Result<Vec<Vec<f32>>> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0.0f32; DIMS];
+                for word in t.to_lowercase().split(|c: char| !c.is_alphanumeric()) {
+                    if let Some(c) = concept(word) {
+                        v[c] += 1.0;
+                    }
+                }
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                v.iter().map(|x| x / norm).collect()
+            })
+            .collect())
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        text.split_whitespace().count()
+    }
+}
+
+fn model(id: &str) -> Arc<dyn Embedder> {
+    Arc::new(ConceptEmbedder { id: id.to_string() })
+}
+
+fn ws() -> Scope {
+    Scope::workspace("u", "w")
+}
+
+fn open<S: Storage>(storage: S) -> Memory<S, FixedEnvironment> {
+    Memory::open(
+        storage,
+        FixedEnvironment::new(Timestamp(T0)),
+        Default::default(),
+    )
+    .unwrap()
+}
+
+fn add<S: Storage>(mem: &mut Memory<S, FixedEnvironment>, text: &str) -> String {
+    mem.ingest(vec![MemoryInput::new(text, ws())])
+        .unwrap()
+        .remove(0)
+        .id
+        .unwrap()
+}
+
+fn top<S: Storage>(mem: &mut Memory<S, FixedEnvironment>, text: &str) -> Vec<String> {
+    let query = RetrieveQuery {
+        dry_run: true,
+        explain: true,
+        ..RetrieveQuery::new(text, ws())
+    };
+    mem.retrieve(&query)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.item.id)
+        .collect()
+}
+
+fn vector_keys(storage: &MemoryStorage) -> Vec<String> {
+    storage
+        .entries()
+        .map(|(k, _)| k.to_string())
+        .filter(|k| k.starts_with("vec/"))
+        .collect()
+}
+
+#[test]
+fn hybrid_retrieval_finds_meaning_without_shared_words() {
+    let mut mem = open(MemoryStorage::new());
+    let car = add(&mut mem, "my sedan is parked in the garage");
+    add(&mut mem, "the garden needs watering");
+    assert!(
+        top(&mut mem, "where is the automobile").is_empty(),
+        "lexical mode has no match"
+    );
+    assert_eq!(mem.stats(&ScopeFilter::default()).retrieval_mode, "lexical");
+
+    assert_eq!(mem.set_embedder(model("concepts-v1")).unwrap(), 2);
+    let stats = mem.stats(&ScopeFilter::default());
+    assert_eq!(
+        (stats.retrieval_mode.as_str(), stats.embedded),
+        ("hybrid", 2)
+    );
+    assert_eq!(stats.token_counting, "tokenizer");
+    assert_eq!(top(&mut mem, "where is the automobile")[0], car);
+    let hit = mem
+        .retrieve(&RetrieveQuery {
+            dry_run: true,
+            explain: true,
+            ..RetrieveQuery::new("where is the automobile", ws())
+        })
+        .unwrap()
+        .remove(0);
+    let explained = hit.explain.unwrap();
+    assert_eq!(explained.lexical, 0.0);
+    assert!(explained.semantic.unwrap() > 0.3);
+}
+
+#[test]
+fn embeddings_persist_and_a_store_never_mixes_models() {
+    let mut mem = open(MemoryStorage::new());
+    mem.set_embedder(model("concepts-v1")).unwrap();
+    let a = add(&mut mem, "the physician said to rest");
+    let b = add(&mut mem, "my job starts at nine");
+    assert_eq!(vector_keys(mem.storage()).len(), 2);
+
+    let mut reopened = open(mem.storage().clone());
+    let stats = reopened.stats(&ScopeFilter::default());
+    assert_eq!(stats.embedded, 2);
+    assert_eq!(stats.model.as_deref(), Some("concepts-v1"));
+    assert_eq!(stats.retrieval_mode, "lexical", "no model attached yet");
+    assert_eq!(
+        reopened.set_embedder(model("concepts-v1")).unwrap(),
+        0,
+        "same model: nothing to redo"
+    );
+    assert_eq!(top(&mut reopened, "what did the doctor say")[0], a);
+
+    let mut other = open(mem.storage().clone());
+    assert_eq!(
+        other.set_embedder(model("concepts-v2")).unwrap(),
+        2,
+        "another model re-embeds all"
+    );
+    assert_eq!(
+        other.stats(&ScopeFilter::default()).model.as_deref(),
+        Some("concepts-v2")
+    );
+    let again = open(other.storage().clone());
+    assert_eq!(
+        again.stats(&ScopeFilter::default()).model.as_deref(),
+        Some("concepts-v2")
+    );
+    assert_eq!(top(&mut other, "when does work start")[0], b);
+}
+
+#[test]
+fn edits_re_embed_and_hard_deletes_erase_the_vector() {
+    let mut mem = open(MemoryStorage::new());
+    mem.set_embedder(model("concepts-v1")).unwrap();
+    let id = add(&mut mem, "I see my gp on mondays");
+    assert_eq!(top(&mut mem, "doctor appointment")[0], id);
+    mem.update(
+        &id,
+        MemoryPatch {
+            text: Some("I wash the sedan on mondays".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(top(&mut mem, "vehicle cleaning")[0], id);
+    assert!(
+        top(&mut mem, "physician").is_empty(),
+        "the old embedding is gone"
+    );
+
+    mem.delete(&id, false).unwrap();
+    assert!(top(&mut mem, "vehicle cleaning").is_empty());
+    assert_eq!(
+        vector_keys(mem.storage()).len(),
+        1,
+        "a soft delete keeps the vector for a restore"
+    );
+    mem.delete(&id, true).unwrap();
+    assert!(vector_keys(mem.storage()).is_empty());
+    assert_eq!(
+        open(mem.storage().clone())
+            .stats(&ScopeFilter::default())
+            .items,
+        0
+    );
+}
+
+#[test]
+fn the_semantic_gate_merges_paraphrases_but_keeps_changed_values() {
+    let mut mem = open(MemoryStorage::new());
+    mem.set_embedder(model("concepts-v1")).unwrap();
+    let first = add(&mut mem, "I work at Acme as an engineer");
+    let paraphrase = mem
+        .ingest(vec![MemoryInput::new(
+            "I work at Acme as engineer, my job",
+            ws(),
+        )])
+        .unwrap()
+        .remove(0);
+    assert_eq!(paraphrase.outcome, IngestOutcome::Merged);
+    assert_eq!(paraphrase.reason, Some(IngestReason::NearDuplicate));
+    assert_eq!(paraphrase.id, Some(first));
+
+    add(&mut mem, "I drink cortado every morning");
+    let changed = mem
+        .ingest(vec![MemoryInput::new(
+            "I drink flat white every morning",
+            ws(),
+        )])
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        changed.outcome,
+        IngestOutcome::Added,
+        "a changed value is a new memory"
+    );
+}
+
+/// Fails every commit once armed.
+#[derive(Clone, Default)]
+struct Failing {
+    inner: MemoryStorage,
+    fail: bool,
+}
+
+impl Storage for Failing {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        self.inner.get(key)
+    }
+    fn scan(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        self.inner.scan(prefix)
+    }
+    fn commit(&mut self, batch: &Batch) -> Result<(), StorageError> {
+        if self.fail {
+            return Err(StorageError::Backend("injected failure".into()));
+        }
+        self.inner.commit(batch)
+    }
+}
+
+#[test]
+fn a_failed_model_change_leaves_the_old_model_and_vectors() {
+    let mut mem = open(Failing::default());
+    mem.set_embedder(model("concepts-v1")).unwrap();
+    let id = add(&mut mem, "the sedan needs new tyres");
+    let before = mem.export();
+    let mut storage = mem.into_storage();
+    storage.fail = true;
+    let mut mem = open(storage);
+    assert_eq!(
+        mem.set_embedder(model("concepts-v2")).unwrap_err().code(),
+        "STORAGE"
+    );
+    let stats = mem.stats(&ScopeFilter::default());
+    assert_eq!(stats.model.as_deref(), Some("concepts-v1"));
+    assert_eq!(
+        stats.retrieval_mode, "lexical",
+        "the failed attach was rolled back"
+    );
+    assert_eq!(mem.export(), before);
+    assert_eq!(top(&mut mem, "sedan tyres")[0], id);
+}
