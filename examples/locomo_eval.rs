@@ -1,8 +1,11 @@
 //! Evidence recall of mnemo's retrieval on the LoCoMo development set.
 //!
 //! ```text
-//! cargo run --release --example locomo_eval [-- path/to/locomo_dev.json]
+//! cargo run --release --example locomo_eval [-- [--model DIR] [path/to/locomo_dev.json]]
 //! ```
+//!
+//! With `--model DIR` (the directory `scripts/fetch-model.sh` prints) the
+//! MiniLM model is attached and retrieval is hybrid; without it, lexical.
 //!
 //! Protocol: each conversation is its own scope; every dialog turn becomes one
 //! memory (`Speaker: text`, plus ` [shares <caption>]` when the turn shares an
@@ -13,7 +16,9 @@
 //! turn merged into it as a duplicate.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
+use mnemo::embed::Embedder;
 use mnemo::env::FixedEnvironment;
 use mnemo::storage::MemoryStorage;
 use mnemo::{Memory, MemoryInput, RetrieveQuery, Scope, Source, SourceKind, Timestamp};
@@ -104,12 +109,16 @@ pub fn parse_session_date(date: &str) -> Option<Timestamp> {
     Timestamp::parse_rfc3339(&text).ok()
 }
 
-/// Runs the protocol over a LoCoMo JSON document.
-pub fn evaluate(json: &str) -> Result<Recall, String> {
+/// Runs the protocol over a LoCoMo JSON document, hybrid when a model is
+/// given.
+pub fn evaluate(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Recall, String> {
     let data: Dataset = serde_json::from_str(json).map_err(|e| e.to_string())?;
     let env = FixedEnvironment::new(Timestamp(1_800_000_000_000));
     let mut mem =
         Memory::open(MemoryStorage::new(), env, Default::default()).map_err(|e| e.to_string())?;
+    if let Some(model) = model {
+        mem.set_embedder(model).map_err(|e| e.to_string())?;
+    }
     let (mut questions, mut sum1, mut sum5, mut sum10) = (0usize, 0.0, 0.0, 0.0);
     for conv in &data.conversations {
         let scope = Scope::workspace("locomo", conv.conversation_id.as_str());
@@ -179,20 +188,49 @@ pub fn evaluate(json: &str) -> Result<Recall, String> {
 
 #[allow(dead_code)]
 fn main() {
-    let path = std::env::args()
-        .nth(1)
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let model_dir = match args.iter().position(|a| a == "--model") {
+        Some(i) if i + 1 < args.len() => {
+            let dir = args.remove(i + 1);
+            args.remove(i);
+            Some(dir)
+        }
+        _ => None,
+    };
+    let path = args
+        .pop()
         .unwrap_or_else(|| "tests/data/locomo_dev.json".to_string());
-    let run = std::fs::read_to_string(&path)
-        .map_err(|e| format!("{path}: {e}"))
-        .and_then(|json| evaluate(&json));
+    let run = load_model(model_dir.as_deref()).and_then(|model| {
+        let mode = if model.is_some() { "hybrid" } else { "lexical" };
+        let json = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+        evaluate(&json, model).map(|r| (mode, r))
+    });
     match run {
-        Ok(r) => println!(
-            "LoCoMo dev ({} questions, lexical): recall@1 {:.3}  recall@5 {:.3}  recall@10 {:.3}",
+        Ok((mode, r)) => println!(
+            "LoCoMo dev ({} questions, {mode}): recall@1 {:.3}  recall@5 {:.3}  recall@10 {:.3}",
             r.questions, r.at1, r.at5, r.at10
         ),
         Err(e) => {
             eprintln!("error: {e}");
             std::process::exit(1);
         }
+    }
+}
+
+/// Loads MiniLM from a model directory, if one was given.
+#[allow(dead_code)]
+fn load_model(dir: Option<&str>) -> Result<Option<Arc<dyn Embedder>>, String> {
+    let Some(dir) = dir else { return Ok(None) };
+    #[cfg(feature = "semantic")]
+    {
+        mnemo::embed::MiniLm::from_dir(std::path::Path::new(dir))
+            .map(|m| Some(Arc::new(m) as Arc<dyn Embedder>))
+            .map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "semantic"))]
+    {
+        Err(format!(
+            "cannot load {dir}: built without the `semantic` feature"
+        ))
     }
 }

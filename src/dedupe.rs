@@ -90,7 +90,10 @@ pub struct Duplicate {
 /// Merges a duplicate into `item`: provenance appended (the oldest records are
 /// dropped beyond `max_records`), `createdAt` becomes the earlier of the two,
 /// `updatedAt` becomes `now`, tags are unioned up to `max_tags`, pinning and
-/// privacy take the stricter value. Review status is left as it is.
+/// the PII and private markers take the stricter value. Retention is renewed,
+/// never shortened: the merged memory expires at the later of the two
+/// expiries (never, when either has no retention), so restating a memory
+/// keeps it alive. Review status is left as it is.
 pub fn merge_into(
     item: &mut MemoryItem,
     duplicate: Duplicate,
@@ -98,6 +101,14 @@ pub fn merge_into(
     max_records: usize,
     max_tags: usize,
 ) {
+    let expiry = |created: Timestamp, days: Option<u32>| days.map(|d| created.plus_days(d));
+    let latest_expiry = match (
+        expiry(item.created_at, item.privacy.retention_days),
+        expiry(duplicate.created_at, duplicate.privacy.retention_days),
+    ) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        _ => None,
+    };
     item.merged_from.push(MergeRecord {
         source: duplicate.source,
         merged_at: now,
@@ -119,7 +130,12 @@ pub fn merge_into(
         }
     }
     item.pinned |= duplicate.pinned;
-    item.privacy = stricter(item.privacy, duplicate.privacy);
+    item.privacy.pii |= duplicate.privacy.pii;
+    item.privacy.private |= duplicate.privacy.private;
+    item.privacy.retention_days = latest_expiry.map(|end| {
+        let days = (end.0 - item.created_at.0 + Timestamp::DAY_MS - 1) / Timestamp::DAY_MS;
+        u32::try_from(days.max(0)).unwrap_or(u32::MAX)
+    });
 }
 
 /// Words that flip a statement's meaning; stopword removal drops most of
@@ -141,18 +157,6 @@ pub fn negated(text: &str) -> bool {
         })
         .count();
     count % 2 == 1
-}
-
-/// The stricter combination of two privacy settings.
-fn stricter(a: Privacy, b: Privacy) -> Privacy {
-    Privacy {
-        pii: a.pii || b.pii,
-        private: a.private || b.private,
-        retention_days: match (a.retention_days, b.retention_days) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
-        },
-    }
 }
 
 #[cfg(test)]
@@ -209,7 +213,10 @@ mod tests {
         assert_eq!(it.updated_at, Timestamp(200));
         assert_eq!(it.tags, ["x", "y"]);
         assert!(it.pinned && it.privacy.pii);
-        assert_eq!(it.privacy.retention_days, Some(7));
+        // Expiries: the item's at 100 ms + 30 days, the duplicate's at 50 ms +
+        // 7 days; the later one is kept, counted in whole days from the new
+        // createdAt (50 ms), so 31.
+        assert_eq!(it.privacy.retention_days, Some(31));
         assert_eq!(it.status, Status::Pending);
         assert_eq!(it.merged_from[0].source.reference, "turn-2");
         assert_eq!(it.merged_from[0].text.as_deref(), Some("variant"));
@@ -236,6 +243,36 @@ mod tests {
         assert!(negated("I don\u{2019}t like cats"));
         assert!(!negated("It is not that I never liked cats"));
         assert!(negated("No sugar in my tea"));
+    }
+
+    #[test]
+    fn restating_a_memory_renews_its_retention() {
+        let mut it = item();
+        it.privacy.retention_days = Some(1);
+        let restated = |days, created| Duplicate {
+            source: Source::default(),
+            created_at: Timestamp(created),
+            tags: vec![],
+            pinned: false,
+            privacy: Privacy {
+                retention_days: days,
+                ..Privacy::default()
+            },
+            text: None,
+        };
+        let late = 100 + 10 * Timestamp::DAY_MS;
+        merge_into(&mut it, restated(Some(3), late), Timestamp(late), 10, 10);
+        assert_eq!(
+            it.privacy.retention_days,
+            Some(13),
+            "10 days later + 3 days"
+        );
+        assert!(!it.is_expired(Timestamp(late)));
+        merge_into(&mut it, restated(None, late), Timestamp(late), 10, 10);
+        assert_eq!(
+            it.privacy.retention_days, None,
+            "a restatement without retention keeps it"
+        );
     }
 
     #[test]

@@ -1670,6 +1670,15 @@ impl Engine {
     pub fn delete(&mut self, id: &str, hard: bool, now: Timestamp, txn: &mut Txn) -> Result<()> {
         let item = self.get(id)?.clone();
         if hard {
+            // Erasing leaves no trace: the memories that followed this one
+            // forget the link.
+            for follower in self.followers.get(id).cloned().unwrap_or_default() {
+                if let Some(entry) = self.entries.get(&follower) {
+                    let mut unlinked = entry.item.clone();
+                    unlinked.follows = None;
+                    self.write(txn, &follower, Some(unlinked));
+                }
+            }
             self.write(txn, id, None);
             if self.embeddings.contains_key(id) {
                 self.write_vector(txn, id, None);

@@ -554,3 +554,82 @@ fn a_closed_stdout_is_not_a_crash() {
     assert!(stderr.is_empty(), "{stderr}");
     assert!(out.status.success());
 }
+
+#[cfg(feature = "semantic")]
+mod common;
+
+/// Runs `mnemo --model DIR embed` (no store) with `stdin`.
+#[cfg(feature = "semantic")]
+fn embed(model: &Path, stdin: &str) -> Output {
+    run(
+        Command::new(env!("CARGO_BIN_EXE_mnemo"))
+            .env_remove("MNEMO_STORE")
+            .env_remove("MNEMO_MODEL_DIR")
+            .arg("--model")
+            .arg(model)
+            .arg("embed"),
+        stdin,
+    )
+}
+
+#[cfg(feature = "semantic")]
+#[test]
+fn embed_prints_the_reference_ids_and_embeddings() {
+    let golden: Value = common::golden();
+    let cases = &golden["cases"].as_array().unwrap()[..2];
+    let stdin: String = cases
+        .iter()
+        .map(|case| json!({"text": case["text"]}).to_string() + "\n")
+        .collect();
+    let out = embed(common::model_dir(), &stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let lines = stdout_lines(&out);
+    assert_eq!(lines.len(), 2);
+    for (line, case) in lines.iter().zip(cases) {
+        assert_eq!(keys(line), ["embedding", "ids"]);
+        assert_eq!(line["ids"], case["ids"]);
+        let floats = |value: &Value| -> Vec<f64> {
+            let values = value.as_array().unwrap();
+            values.iter().map(|x| x.as_f64().unwrap()).collect()
+        };
+        let (got, expected) = (floats(&line["embedding"]), floats(&case["embedding"]));
+        assert_eq!(got.len(), 384);
+        let dot: f64 = got.iter().zip(&expected).map(|(a, b)| a * b).sum();
+        let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let cosine = dot / (norm(&got) * norm(&expected));
+        assert!(cosine >= 0.9999, "cosine {cosine} for {}", case["text"]);
+    }
+}
+
+#[cfg(feature = "semantic")]
+#[test]
+fn embed_reports_bad_lines_before_loading_and_model_errors() {
+    let missing = tempfile::tempdir().unwrap();
+    // The bad line is reported even though the model cannot load: input is
+    // parsed first.
+    let out = embed(
+        missing.path(),
+        "{\"text\":\"fine\"}\n\n{\"txt\":\"typo\"}\n",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
+    assert!(stderr.contains("line 3: unknown field `txt`"), "{stderr}");
+
+    let out = embed(missing.path(), "{\"text\":\"fine\"}\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.starts_with("error[MODEL]: "), "{stderr}");
+    assert!(stderr.contains("model.onnx"), "{stderr}");
+
+    let out = run(
+        Command::new(env!("CARGO_BIN_EXE_mnemo"))
+            .env_remove("MNEMO_MODEL_DIR")
+            .arg("embed"),
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--model"));
+}

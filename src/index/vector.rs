@@ -58,14 +58,21 @@
 //!
 //! # Costs (384-d, measured)
 //!
-//! A graph insertion costs about 10 ms of CPU: `instant-distance` fixes
-//! `M` = 32 (64 links on layer 0) and re-selects every neighbour's links with
-//! the diversity heuristic, some 10⁵ distance computations per point. (Its
-//! simple selection, without the heuristic, is cheap but loses recall as
-//! graphs grow, so it is not used.) A graph search costs about as much as an
-//! exact scan of 10 000 rows (≈ 40 ns per row), so segments only pay off
-//! above that size: hence the default threshold of 16 384, which keeps most
-//! tenants exact and never builds a graph for them.
+//! - **Exact scan**: about 120 ns of CPU per row on a busy 2-core x86-64
+//!   (1.2 ms at 10 000 rows, 13 ms at 100 000); 388 bytes per row plus the
+//!   doc map.
+//! - **Graph build**: about 12 ms of CPU per vector. `instant-distance` fixes
+//!   `M` = 32 (64 links on layer 0) and re-selects the links of every
+//!   neighbour of a new point with the diversity heuristic: some 10⁵ distance
+//!   computations per point. Its simple selection is cheap but loses recall
+//!   as graphs grow (0.75 at 20 000 random vectors), so it is not used. A
+//!   graph adds about 330 bytes per vector.
+//! - **Graph search**: random 384-d vectors need `ef_search` ≈ 300 for a
+//!   recall@10 above 0.95 on a graph of 10 000 (0.95 at 200, 0.977 at 300,
+//!   0.983 at 400), and such a search visits most of the graph: 4.4 ms at
+//!   `ef_search` 200, several times the exact scan. Graphs only pay off well
+//!   above 10 000 vectors, hence the default threshold of 16 384: most
+//!   tenants stay exact and never pay for a build.
 //!
 //! # Determinism
 //!
@@ -97,7 +104,7 @@ pub struct VectorParams {
     pub max_segments: usize,
     /// Candidate list size while building a graph (default 64).
     pub ef_construction: usize,
-    /// Candidates a segment's graph returns per search (default 200); a
+    /// Candidates a segment's graph returns per search (default 300); a
     /// search for more than this many results scans segments exactly.
     pub ef_search: usize,
     /// Seed of every random choice of the graph builder.
@@ -110,7 +117,7 @@ impl Default for VectorParams {
             segment_threshold: 16384,
             max_segments: 8,
             ef_construction: 64,
-            ef_search: 200,
+            ef_search: 300,
             seed: 0x6d6e_656d_6f5f_7663,
         }
     }
