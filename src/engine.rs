@@ -1075,17 +1075,23 @@ impl Engine {
         capture(&input.text).map(|_| ())
     }
 
+    /// Refuses a text longer than `maxTextBytes`.
+    fn check_text_size(&self, what: &str, text: &str) -> Result<()> {
+        let limit = self.config.limits.max_text_bytes;
+        if text.len() > limit {
+            return Err(Error::TooLarge {
+                what: what.into(),
+                size: text.len(),
+                limit,
+            });
+        }
+        Ok(())
+    }
+
     /// Validates everything of an input but its text's content; returns the
     /// cleaned tags.
     fn validate_fields(&self, input: &MemoryInput) -> Result<Vec<String>> {
-        let limits = self.config.limits;
-        if input.text.len() > limits.max_text_bytes {
-            return Err(Error::TooLarge {
-                what: "text".into(),
-                size: input.text.len(),
-                limit: limits.max_text_bytes,
-            });
-        }
+        self.check_text_size("text", &input.text)?;
         input.scope.validate()?;
         if let Some(source) = &input.source {
             self.validate_source(source)?;
@@ -1288,13 +1294,7 @@ impl Engine {
         if query.text.trim().is_empty() {
             return Err(Error::invalid("query text must not be empty"));
         }
-        if query.text.len() > self.config.limits.max_text_bytes {
-            return Err(Error::TooLarge {
-                what: "query text".into(),
-                size: query.text.len(),
-                limit: self.config.limits.max_text_bytes,
-            });
-        }
+        self.check_text_size("query text", &query.text)?;
         if let Some(limit) = query.limit {
             if limit == 0 || limit > self.config.limits.max_results {
                 return Err(Error::invalid(format!(
@@ -1595,13 +1595,7 @@ impl Engine {
         let mut item = self.get(id)?.clone();
         let mut new_vector = None;
         if let Some(raw) = &patch.text {
-            if raw.len() > self.config.limits.max_text_bytes {
-                return Err(Error::TooLarge {
-                    what: "text".into(),
-                    size: raw.len(),
-                    limit: self.config.limits.max_text_bytes,
-                });
-            }
+            self.check_text_size("text", raw)?;
             let text = match capture(raw)? {
                 Captured::Text(t) => t,
                 Captured::NoMemory => {
@@ -1864,13 +1858,7 @@ impl Engine {
     fn validate_imported(&self, item: &MemoryItem) -> Result<()> {
         validate_item_id(&item.id)?;
         item.scope.validate()?;
-        if item.text.len() > self.config.limits.max_text_bytes {
-            return Err(Error::TooLarge {
-                what: "text".into(),
-                size: item.text.len(),
-                limit: self.config.limits.max_text_bytes,
-            });
-        }
+        self.check_text_size("text", &item.text)?;
         match capture(&item.text)? {
             Captured::Text(t) if t == item.text => {}
             _ => {
