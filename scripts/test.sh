@@ -39,6 +39,7 @@ cargo_tests() {
 
 step "toolchain"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
 
 step "model files"
 MNEMO_MODEL_DIR=$(bash scripts/fetch-model.sh | tail -n 1) || { echo "fetching the model failed" >&2; exit 1; }
@@ -46,7 +47,9 @@ export MNEMO_MODEL_DIR
 
 check "cargo fmt --check" cargo fmt --all -- --check
 check "cargo clippy -D warnings" cargo clippy --all-targets --locked -- -D warnings
-cargo_tests "cargo test (unit, integration, examples)" test --all-targets --locked --no-fail-fast
+check "cargo check wasm32 (library with the model)" \
+  cargo check --lib --locked --target wasm32-unknown-unknown --no-default-features --features semantic
+cargo_tests "cargo test (unit, integration, examples)" test --lib --bins --tests --examples --locked --no-fail-fast
 cargo_tests "doc tests" test --doc --locked
 
 echo

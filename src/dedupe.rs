@@ -60,6 +60,16 @@ impl Default for NearDuplicateConfig {
 }
 
 impl NearDuplicateConfig {
+    /// The lowest term overlap either gate accepts (in 0..=1).
+    pub fn min_overlap(&self) -> f32 {
+        let lowest = self.lexical_threshold.min(self.semantic_lexical_threshold);
+        if lowest.is_nan() {
+            0.0
+        } else {
+            lowest.clamp(0.0, 1.0)
+        }
+    }
+
     /// True when two texts with this term overlap (and embedding cosine, when
     /// both have embeddings) pass a gate.
     pub fn is_near_duplicate(&self, overlap: f32, cosine: Option<f32>) -> bool {

@@ -34,6 +34,9 @@ use crate::text::{self, Capture};
 pub const ITEM_PREFIX: &str = "item/";
 /// Fewest semantic neighbours a hybrid query considers.
 const DENSE_CANDIDATES: usize = 100;
+/// Fewest best lexical matches a query considers (more lose to the fused
+/// ranking's first places only when both signals are weak).
+const LEXICAL_CANDIDATES: usize = 200;
 /// Texts embedded per model call.
 const EMBED_CHUNK: usize = 64;
 /// Storage key prefix of embedding records.
@@ -1166,7 +1169,7 @@ impl Engine {
         let mut candidates: Vec<u32> = self
             .lexical
             .get(&tenant)
-            .map(|ix| ix.search(terms))
+            .map(|ix| ix.search(&rarest_required_terms(ix, terms, cfg.min_overlap())))
             .unwrap_or_default()
             .into_iter()
             .map(|(doc, _)| doc)
@@ -1327,20 +1330,24 @@ impl Engine {
             let item = &self.entry_of(doc)?.item;
             policy::check(item, &vis).ok().map(|()| item)
         };
-        let lexical: HashMap<u32, f32> = self
+        let lexical: Vec<(u32, f32)> = self
             .lexical
             .get(&tenant)
-            .map(|ix| ix.search(&text::terms(&query.text)).into_iter().collect())
+            .map(|ix| ix.search(&text::terms(&query.text)))
             .unwrap_or_default();
-        let bm25_max = lexical.values().copied().fold(0.0f32, f32::max);
+        let bm25_max = lexical.first().map_or(0.0, |&(_, score)| score);
 
-        // Candidates: lexical matches, semantic neighbours, then the replies
-        // of candidate questions (they may inherit); with their BM25 score.
+        // Candidates: the best visible lexical matches, the semantic
+        // neighbours, then the replies of candidate questions (they may
+        // inherit); with their BM25 score.
         let mut candidates: HashMap<&str, (&MemoryItem, f32)> = HashMap::new();
-        for (&doc, &score) in &lexical {
-            if let Some(item) = visible(doc) {
-                candidates.insert(&item.id, (item, score));
-            }
+        let lexical_candidates = limit.saturating_mul(4).max(LEXICAL_CANDIDATES);
+        for (item, score) in lexical
+            .iter()
+            .filter_map(|&(doc, score)| Some((visible(doc)?, score)))
+            .take(lexical_candidates)
+        {
+            candidates.insert(&item.id, (item, score));
         }
         if let (Some(q), Some(ix)) = (query_vector, self.vectors.get(&tenant)) {
             let k = limit.saturating_mul(4).max(DENSE_CANDIDATES);
@@ -1881,6 +1888,33 @@ impl Engine {
 }
 
 /// Dot product (the cosine of unit vectors).
+/// The distinct terms of `terms` a near-duplicate must share at least one
+/// of: a memory whose term set has a Jaccard overlap of at least
+/// `min_overlap` with `terms` holds at least `⌈min_overlap · t⌉` of its `t`
+/// distinct terms, so it holds one of any `t − ⌈min_overlap · t⌉ + 1` of
+/// them. These are the rarest ones, whose postings are the shortest: the
+/// near-duplicate search scores few docs however common the other words are.
+fn rarest_required_terms(index: &Bm25Index, terms: &[String], min_overlap: f32) -> Vec<String> {
+    let mut distinct: Vec<(usize, &String)> = terms
+        .iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|term| (index.doc_frequency(term), term))
+        .collect();
+    distinct.sort();
+    let count = distinct.len();
+    // Rounded down a little, so float error can only widen the search.
+    let needed = (f64::from(min_overlap.clamp(0.0, 1.0)) * count as f64 - 1e-6).ceil() as usize;
+    let wanted = (count + 1)
+        .saturating_sub(needed.max(1))
+        .clamp(1, count.max(1));
+    distinct
+        .into_iter()
+        .take(wanted)
+        .map(|(_, term)| term.clone())
+        .collect()
+}
+
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

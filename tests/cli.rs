@@ -9,9 +9,17 @@ use serde_json::{json, Value};
 
 const NOW: &str = "2024-05-01T12:00:00Z";
 
+/// A `mnemo` command that ignores the caller's `MNEMO_MODEL_DIR` (the test
+/// script sets it), so it runs lexical-only unless given `--model`.
+fn mnemo_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+    command.env_remove("MNEMO_MODEL_DIR");
+    command
+}
+
 /// Runs `mnemo --store DIR --now NOW ARGS…` with `stdin` as standard input.
 fn mnemo(store: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+    let mut command = mnemo_command();
     command.arg("--store").arg(store).args(["--now", NOW]);
     run(command.args(args), stdin)
 }
@@ -469,7 +477,7 @@ fn a_second_process_sees_the_first_ones_data() {
     let item = &ok(&store, &["get", "m000001"], "")[0];
     assert_eq!(item["text"], "persisted across processes");
     // A later process without `--now` uses the system clock and random ids.
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+    let mut command = mnemo_command();
     let out = run(
         command.arg("--store").arg(&store).arg("ingest"),
         &inputs(&[("fresh", "w")]),
@@ -488,18 +496,11 @@ fn bad_ids_and_usage_errors_are_reported() {
     let stderr = fails(dir.path(), &["list", "--limit", "0"], "");
     assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
 
-    let out = run(
-        Command::new(env!("CARGO_BIN_EXE_mnemo"))
-            .env_remove("MNEMO_STORE")
-            .arg("list"),
-        "",
-    );
+    let out = run(mnemo_command().env_remove("MNEMO_STORE").arg("list"), "");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--store"));
     let out = run(
-        Command::new(env!("CARGO_BIN_EXE_mnemo"))
-            .arg("stats")
-            .env("MNEMO_STORE", dir.path()),
+        mnemo_command().arg("stats").env("MNEMO_STORE", dir.path()),
         "",
     );
     assert!(out.status.success());
@@ -516,13 +517,7 @@ fn bad_ids_and_usage_errors_are_reported() {
         );
     }
     let out = run(
-        Command::new(env!("CARGO_BIN_EXE_mnemo")).args([
-            "--store",
-            "x",
-            "--now",
-            "yesterday",
-            "list",
-        ]),
+        mnemo_command().args(["--store", "x", "--now", "yesterday", "list"]),
         "",
     );
     assert_eq!(out.status.code(), Some(2));
@@ -537,7 +532,7 @@ fn a_closed_stdout_is_not_a_crash() {
     let pairs: Vec<(&str, &str)> = many.iter().map(|(t, w)| (t.as_str(), *w)).collect();
     ok(dir.path(), &["ingest"], &inputs(&pairs));
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+    let mut child = mnemo_command()
         .arg("--store")
         .arg(dir.path())
         .arg("export")
@@ -562,9 +557,8 @@ mod common;
 #[cfg(feature = "semantic")]
 fn embed(model: &Path, stdin: &str) -> Output {
     run(
-        Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        mnemo_command()
             .env_remove("MNEMO_STORE")
-            .env_remove("MNEMO_MODEL_DIR")
             .arg("--model")
             .arg(model)
             .arg("embed"),
@@ -624,12 +618,60 @@ fn embed_reports_bad_lines_before_loading_and_model_errors() {
     assert!(stderr.starts_with("error[MODEL]: "), "{stderr}");
     assert!(stderr.contains("model.onnx"), "{stderr}");
 
-    let out = run(
-        Command::new(env!("CARGO_BIN_EXE_mnemo"))
-            .env_remove("MNEMO_MODEL_DIR")
-            .arg("embed"),
-        "",
-    );
+    let out = run(mnemo_command().arg("embed"), "");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--model"));
+}
+
+#[cfg(feature = "semantic")]
+#[test]
+fn store_commands_with_a_model_embed_and_retrieve_by_meaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let model = common::model_dir().to_str().unwrap();
+    let memories = [
+        ("We adopted a golden retriever puppy named Biscuit", "w"),
+        ("My sister moved to Lisbon for her new job", "w"),
+    ];
+    // Stored lexical-only first: no embeddings, and the query shares no
+    // word with either memory, so lexical retrieval finds nothing.
+    ok(store, &["ingest"], &inputs(&memories[..1]));
+    let question = query("which animal lives with us at home?", json!({}));
+    let lexical = ok(store, &["retrieve"], &question);
+    assert_eq!(lexical[0]["results"], json!([]));
+    let stats = &ok(store, &["stats"], "")[0];
+    assert_eq!(stats["retrievalMode"], "lexical");
+    assert_eq!(stats["embedded"], 0);
+
+    // With the model, the new memory is embedded at ingest and the old one
+    // when the model is attached; retrieval becomes hybrid.
+    ok(
+        store,
+        &["--model", model, "ingest"],
+        &inputs(&memories[1..]),
+    );
+    let stats = &ok(store, &["--model", model, "stats"], "")[0];
+    assert_eq!(stats["retrievalMode"], "hybrid");
+    assert_eq!(stats["embedded"], 2);
+    let model_id = stats["model"].as_str().unwrap().to_string();
+    let hybrid = ok(store, &["--model", model, "retrieve"], &question);
+    let results = hybrid[0]["results"].as_array().unwrap();
+    assert_eq!(results[0]["id"], "m000001", "{results:?}");
+
+    // MNEMO_MODEL_DIR works like --model; the embeddings stay stored, and a
+    // later run without a model is lexical-only but keeps them.
+    let out = run(
+        Command::new(env!("CARGO_BIN_EXE_mnemo"))
+            .env("MNEMO_MODEL_DIR", model)
+            .arg("--store")
+            .arg(store)
+            .args(["--now", NOW, "retrieve"]),
+        &question,
+    );
+    assert!(out.status.success());
+    assert_eq!(stdout_lines(&out), hybrid);
+    let stats = &ok(store, &["stats"], "")[0];
+    assert_eq!(stats["retrievalMode"], "lexical");
+    assert_eq!(stats["embedded"], 2);
+    assert_eq!(stats["model"], model_id.as_str());
 }

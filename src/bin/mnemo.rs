@@ -37,6 +37,10 @@ struct Cli {
     store: Option<PathBuf>,
     /// Model directory holding `model.onnx` and `tokenizer.json`, as
     /// `scripts/fetch-model.sh` makes it [default: $MNEMO_MODEL_DIR].
+    /// Required by `embed`. With a store, `ingest`, `retrieve`, `inject`,
+    /// `update`, `import` and `stats` load it: memories are embedded (those
+    /// stored without an embedding, or with another model's, at once) and
+    /// retrieval is hybrid. Without it they run lexical-only.
     #[cfg(feature = "semantic")]
     #[arg(long, global = true, value_name = "DIR")]
     model: Option<PathBuf>,
@@ -293,15 +297,23 @@ fn main() -> ExitCode {
         }
         Command::Store(command) => {
             let store = required_dir(cli.store, "--store", "MNEMO_STORE", "store");
+            #[cfg(feature = "semantic")]
+            let model = optional_dir(cli.model, "MNEMO_MODEL_DIR");
+            #[cfg(not(feature = "semantic"))]
+            let model: Option<PathBuf> = None;
+            let target = Target {
+                store: &store,
+                model: model.as_deref(),
+            };
             match cli.now {
                 Some(now) => run(
                     *command,
-                    &store,
+                    target,
                     FixedEnvironment::new(now),
                     &mut input,
                     &mut out,
                 ),
-                None => run(*command, &store, SystemEnvironment, &mut input, &mut out),
+                None => run(*command, target, SystemEnvironment, &mut input, &mut out),
             }
         }
     };
@@ -319,11 +331,17 @@ fn main() -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// The directory given by an option, else by the environment variable
+/// `variable` if set and non-empty.
+fn optional_dir(given: Option<PathBuf>, variable: &str) -> Option<PathBuf> {
+    let from_env = std::env::var_os(variable).filter(|dir| !dir.is_empty());
+    given.or_else(|| from_env.map(PathBuf::from))
+}
+
 /// The directory given by `option`, else by the environment variable
 /// `variable` if set and non-empty; exits with a usage error when neither is.
 fn required_dir(given: Option<PathBuf>, option: &str, variable: &str, what: &str) -> PathBuf {
-    let from_env = std::env::var_os(variable).filter(|dir| !dir.is_empty());
-    match given.or_else(|| from_env.map(PathBuf::from)) {
+    match optional_dir(given, variable) {
         Some(dir) => dir,
         None => Cli::command()
             .error(
@@ -334,22 +352,49 @@ fn required_dir(given: Option<PathBuf>, option: &str, variable: &str, what: &str
     }
 }
 
-/// Runs one command against the store in `store`.
+/// Where a store command works: the store directory and, for semantic
+/// retrieval, the model directory.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    store: &'a Path,
+    model: Option<&'a Path>,
+}
+
+/// Opens the store; with a model directory and a command that embeds or
+/// searches (`uses_model`), attaches the model first, which embeds the
+/// memories that lack an embedding from it.
+fn open_store<E: Environment>(
+    target: Target<'_>,
+    env: E,
+    uses_model: bool,
+) -> Result<Memory<FsStorage, E>, Error> {
+    let mut memory = Memory::open(FsStorage::open(target.store)?, env, Config::default())?;
+    #[cfg(feature = "semantic")]
+    if let (true, Some(dir)) = (uses_model, target.model) {
+        let model = mnemo::embed::MiniLm::from_dir(dir)?;
+        memory.set_embedder(std::sync::Arc::new(model))?;
+    }
+    #[cfg(not(feature = "semantic"))]
+    let _ = uses_model;
+    Ok(memory)
+}
+
+/// Runs one command against the store (and model) of `target`.
 fn run<E: Environment>(
     command: StoreCommand,
-    store: &Path,
+    target: Target<'_>,
     env: E,
     input: &mut dyn Read,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
     // Parse stdin before taking the store's lock, so bad input touches nothing.
-    let open = |env: E| -> Result<Memory<FsStorage, E>, Error> {
-        Memory::open(FsStorage::open(store)?, env, Config::default())
-    };
+    // Commands that embed or search load the model; the others never need it.
+    let open = |env: E| open_store(target, env, false);
+    let open_with_model = |env: E| open_store(target, env, true);
     match command {
         StoreCommand::Ingest => {
             let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
-            let mut memory = open(env)?;
+            let mut memory = open_with_model(env)?;
             let inputs: Vec<MemoryInput> = check_lines(lines, |i| memory.engine().check_input(i))?;
             let batch_size = memory.engine().config().limits.max_batch.max(1);
             let mut remaining = inputs.into_iter().peekable();
@@ -362,7 +407,7 @@ fn run<E: Environment>(
         }
         StoreCommand::Retrieve => {
             let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
-            let mut memory = open(env)?;
+            let mut memory = open_with_model(env)?;
             let queries: Vec<RetrieveQuery> =
                 check_lines(lines, |q| memory.engine().check_query(q))?;
             for query in &queries {
@@ -373,7 +418,7 @@ fn run<E: Environment>(
         }
         StoreCommand::Inject => {
             let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
-            let mut memory = open(env)?;
+            let mut memory = open_with_model(env)?;
             let queries: Vec<InjectQuery> = check_lines(lines, |q: &InjectQuery| {
                 memory.engine().check_query(&q.query)
             })?;
@@ -410,7 +455,7 @@ fn run<E: Environment>(
             let bytes = read_limited(input, MAX_STDIN_BYTES)?;
             let patch: MemoryPatch = serde_json::from_slice(&bytes)
                 .map_err(|e| Error::invalid(format!("patch: {e}")))?;
-            print_json(out, &open(env)?.update(&id, patch)?)?;
+            print_json(out, &open_with_model(env)?.update(&id, patch)?)?;
         }
         StoreCommand::Delete { id, hard } => {
             open(env)?.delete(&id, hard)?;
@@ -435,9 +480,11 @@ fn run<E: Environment>(
             let bytes = read_limited(input, MAX_STDIN_BYTES)?;
             let text = String::from_utf8(bytes)
                 .map_err(|e| Error::invalid(format!("standard input is not UTF-8: {e}")))?;
-            print_json(out, &open(env)?.import(&text)?)?;
+            print_json(out, &open_with_model(env)?.import(&text)?)?;
         }
-        StoreCommand::Stats { scope } => print_json(out, &open(env)?.stats(&scope.into()))?,
+        StoreCommand::Stats { scope } => {
+            print_json(out, &open_with_model(env)?.stats(&scope.into()))?
+        }
     }
     Ok(())
 }

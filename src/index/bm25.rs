@@ -174,6 +174,13 @@ impl Bm25Index {
         ranked
     }
 
+    /// Number of docs containing `term`.
+    pub fn doc_frequency(&self, term: &str) -> usize {
+        self.term_ids
+            .get(term)
+            .map_or(0, |&id| self.slots[id].postings.len())
+    }
+
     /// Number of indexed docs.
     pub fn doc_count(&self) -> usize {
         self.docs.len()

@@ -392,9 +392,8 @@ impl Segment {
             return;
         }
         for (row, (code, scale)) in self.rows.iter().enumerate() {
-            let doc = self.docs[row];
-            if self.live[row] && accept(doc) {
-                top.offer(doc, query.score(code, scale));
+            if self.live[row] {
+                top.offer_accepted(self.docs[row], query.score(code, scale), accept);
             }
         }
     }
@@ -414,6 +413,9 @@ impl Segment {
 struct TopK {
     k: usize,
     held: Vec<(u32, f32)>,
+    /// The `k`-th best offer at the last selection: an offer ranking after
+    /// it can no longer make the top `k`.
+    floor: Option<(u32, f32)>,
 }
 
 impl TopK {
@@ -422,6 +424,7 @@ impl TopK {
         TopK {
             k,
             held: Vec::new(),
+            floor: None,
         }
     }
 
@@ -430,6 +433,19 @@ impl TopK {
         if self.held.len() >= self.k.saturating_mul(2).max(64) {
             self.held.select_nth_unstable_by(self.k - 1, rank_order);
             self.held.truncate(self.k);
+            self.floor = self.held.last().copied();
+        }
+    }
+
+    /// Offers `doc` if it could still make the top `k` and `accept` lets it
+    /// through; `accept` (the caller's filter, possibly costly) runs only
+    /// for such docs, a few per thousand rows once the top fills.
+    fn offer_accepted(&mut self, doc: u32, score: f32, accept: &dyn Fn(u32) -> bool) {
+        let could_enter = self
+            .floor
+            .is_none_or(|floor| rank_order(&(doc, score), &floor).is_lt());
+        if could_enter && accept(doc) {
+            self.offer(doc, score);
         }
     }
 
@@ -549,9 +565,7 @@ impl VectorIndex {
         };
         let mut top = TopK::new(k);
         for ((code, scale), &doc) in self.tail.iter().zip(&self.tail_docs) {
-            if accept(doc) {
-                top.offer(doc, query.score(code, scale));
-            }
+            top.offer_accepted(doc, query.score(code, scale), accept);
         }
         for segment in &self.segments {
             segment.search(&query, k, accept, &mut top);
@@ -816,6 +830,32 @@ mod tests {
             }
             let want: Vec<_> = sorted.iter().copied().take(k).collect();
             assert_eq!(top.into_sorted(), want, "k {k}");
+
+            // With a filter, consulted only for docs that could still enter.
+            let odd = |doc: u32| doc % 2 == 1;
+            let consulted = std::cell::Cell::new(0);
+            let counting_odd = |doc: u32| {
+                consulted.set(consulted.get() + 1);
+                odd(doc)
+            };
+            let mut top = TopK::new(k);
+            for &(doc, score) in &offers {
+                top.offer_accepted(doc, score, &counting_odd);
+            }
+            let want: Vec<_> = sorted
+                .iter()
+                .copied()
+                .filter(|&(d, _)| odd(d))
+                .take(k)
+                .collect();
+            assert_eq!(top.into_sorted(), want, "k {k}, filtered");
+            if k <= 3 {
+                assert!(
+                    consulted.get() < offers.len() / 2,
+                    "k {k}: {}",
+                    consulted.get()
+                );
+            }
         }
     }
 
