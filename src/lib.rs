@@ -34,6 +34,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(all(target_arch = "wasm32", feature = "js"))]
+pub mod bindings;
 pub mod codec;
 pub mod dedupe;
 pub mod embed;
@@ -58,7 +60,7 @@ pub use inject::{InjectFormat, Injection};
 pub use item::{
     Kind, MemoryItem, Privacy, Scope, ScopeFilter, Source, SourceKind, Status, Timestamp,
 };
-pub use memory::Memory;
+pub use memory::{AsyncMemory, Memory};
 
 /// The README's Rust examples, compiled and run as doc tests.
 #[cfg(doctest)]

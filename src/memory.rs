@@ -1,10 +1,21 @@
-//! [`Memory`]: the engine bound to a storage backend and an environment.
+//! The engine bound to storage and an environment: [`AsyncMemory`] for
+//! storage that answers asynchronously (the WebAssembly package), and
+//! [`Memory`], its blocking form for synchronous backends (native programs).
 //!
-//! Every write runs the same protocol: the engine applies the operation and
-//! records its undo log, the resulting batch is committed to storage in one
-//! atomic call, and if that call fails the engine rolls back. So after any
-//! error the in-memory state equals what storage holds, and a reopen yields
-//! the state before or after the operation, never a mixture.
+//! Every write runs the same protocol, implemented once in
+//! [`AsyncMemory`]: the engine applies the operation and records its undo
+//! log; the resulting batch is committed to storage in one atomic call,
+//! guarded by the manifest this store last saw; if the call fails, the engine
+//! rolls back. So after any error the in-memory state equals what storage
+//! holds, and a reopen yields the state before or after the operation, never
+//! a mixture. When another writer changed the store first (another browser
+//! tab on the same IndexedDB database), the commit reports a conflict, the
+//! store reloads from storage and runs the operation again.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use crate::embed::{Embedder, ModelTokens};
 use crate::engine::{
@@ -12,35 +23,47 @@ use crate::engine::{
     MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats, Txn, ITEM_PREFIX, MANIFEST_KEY,
     VECTOR_PREFIX,
 };
-use std::sync::Arc;
-
 use crate::env::Environment;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::inject::{EstimatedTokens, Injection, TokenCounter};
 use crate::item::{MemoryItem, ScopeFilter};
-use crate::storage::Storage;
+use crate::storage::{AsyncStorage, Expect, Storage, StorageError};
 
-/// A memory store: the public Rust API.
-pub struct Memory<S: Storage, E: Environment> {
+/// How many times a write is tried when other writers keep changing the
+/// store first.
+const WRITE_ATTEMPTS: usize = 8;
+
+/// A token counter chosen by the caller.
+type CustomCounter = Box<dyn TokenCounter + Send + Sync>;
+
+/// A memory store over asynchronous storage: the public API of the
+/// WebAssembly bindings. Calls take `&mut self`, so one runs at a time; a
+/// host that shares the store between tasks serializes them (the JavaScript
+/// bindings use an async mutex).
+pub struct AsyncMemory<S, E> {
     engine: Engine,
     storage: S,
     env: E,
-    tokens: Option<Box<dyn TokenCounter + Send + Sync>>,
+    tokens: Option<CustomCounter>,
+    /// The manifest record as storage holds it after this store's last
+    /// load or commit: the expectation of the next commit.
+    stored_manifest: Option<Vec<u8>>,
+    /// A model detached by a reload, attached again by the next write.
+    reattach: Option<Arc<dyn Embedder>>,
 }
 
-impl<S: Storage, E: Environment> Memory<S, E> {
+impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
     /// Opens the store held by `storage`, verifying its records against the
     /// manifest (a torn write or damaged record is reported as `CORRUPT`).
-    pub fn open(storage: S, env: E, config: Config) -> Result<Self> {
-        let items = storage.scan(ITEM_PREFIX)?;
-        let vectors = storage.scan(VECTOR_PREFIX)?;
-        let manifest = storage.get(MANIFEST_KEY)?;
-        let engine = Engine::load(config, items, vectors, manifest.as_deref())?;
-        Ok(Memory {
+    pub async fn open(storage: S, env: E, config: Config) -> Result<Self> {
+        let (engine, stored_manifest) = load(&storage, config).await?;
+        Ok(AsyncMemory {
             engine,
             storage,
             env,
             tokens: None,
+            stored_manifest,
+            reattach: None,
         })
     }
 
@@ -48,13 +71,15 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     /// counts tokens with the model's tokenizer). Memories without an
     /// embedding from this model are embedded now, in one commit; returns
     /// how many.
-    pub fn set_embedder(&mut self, embedder: Arc<dyn Embedder>) -> Result<usize> {
-        self.write(|engine, _, txn| engine.attach_embedder(embedder, txn))
+    pub async fn set_embedder(&mut self, embedder: Arc<dyn Embedder>) -> Result<usize> {
+        self.reattach = None;
+        self.write(|engine, _, txn| engine.attach_embedder(embedder.clone(), txn))
+            .await
     }
 
-    /// Replaces the token counter used by [`Memory::inject`] (by default the
-    /// attached model's tokenizer, or [`EstimatedTokens`] without a model).
-    pub fn set_token_counter(&mut self, counter: Box<dyn TokenCounter + Send + Sync>) {
+    /// Replaces the token counter used by [`AsyncMemory::inject`] (by
+    /// default the attached model's tokenizer, or [`EstimatedTokens`]).
+    pub fn set_token_counter(&mut self, counter: CustomCounter) {
         self.tokens = Some(counter);
     }
 
@@ -78,54 +103,112 @@ impl<S: Storage, E: Environment> Memory<S, E> {
         self.storage
     }
 
-    /// Runs one write operation under the commit-or-rollback protocol.
-    fn write<T>(
+    /// The manifest record storage holds as of this store's last load or
+    /// commit: it changes with every committed write, so hosts compare it to
+    /// tell other instances that the store changed.
+    pub fn stored_manifest(&self) -> Option<&[u8]> {
+        self.stored_manifest.as_deref()
+    }
+
+    /// Reloads from storage if another writer changed it since this store
+    /// last looked; returns whether it did. Hosts call it when told of a
+    /// change (the JavaScript bindings on a `BroadcastChannel` message).
+    pub async fn refresh(&mut self) -> Result<bool> {
+        let current = self.storage.get(MANIFEST_KEY).await?;
+        if current == self.stored_manifest {
+            return Ok(false);
+        }
+        self.reload().await?;
+        if self.reattach.is_some() {
+            self.write(|_, _, _| Ok(())).await?;
+        }
+        Ok(true)
+    }
+
+    /// Replaces the in-memory state with what storage holds.
+    async fn reload(&mut self) -> Result<()> {
+        let (engine, manifest) = load(&self.storage, *self.engine.config()).await?;
+        let model = self.engine.embedder().cloned();
+        self.engine = engine;
+        self.stored_manifest = manifest;
+        self.reattach = model.or(self.reattach.take());
+        Ok(())
+    }
+
+    /// Runs one write operation under the commit-or-rollback protocol,
+    /// again after a reload when another writer committed first.
+    async fn write<T>(
         &mut self,
-        op: impl FnOnce(&mut Engine, &mut E, &mut Txn) -> Result<T>,
+        mut op: impl FnMut(&mut Engine, &mut E, &mut Txn) -> Result<T>,
     ) -> Result<T> {
-        let mut txn = Txn::default();
-        let result = op(&mut self.engine, &mut self.env, &mut txn);
-        self.finish(txn, result)
+        for _ in 0..WRITE_ATTEMPTS {
+            let mut txn = Txn::default();
+            let mut result = Ok(0);
+            if let Some(model) = &self.reattach {
+                result = self.engine.attach_embedder(model.clone(), &mut txn);
+            }
+            let result = result.and_then(|_| op(&mut self.engine, &mut self.env, &mut txn));
+            let value = match result {
+                Ok(value) => value,
+                Err(e) => {
+                    self.engine.rollback(txn);
+                    return Err(e);
+                }
+            };
+            let batch = self.engine.batch_for(&txn);
+            if batch.is_empty() {
+                return Ok(value);
+            }
+            let expect = Expect {
+                key: MANIFEST_KEY,
+                value: self.stored_manifest.as_deref(),
+            };
+            match self.storage.commit(&batch, Some(expect)).await {
+                Ok(()) => {
+                    self.stored_manifest = batch.put_value(MANIFEST_KEY).map(<[u8]>::to_vec);
+                    self.reattach = None;
+                    return Ok(value);
+                }
+                Err(StorageError::Conflict(_)) => {
+                    self.engine.rollback(txn);
+                    self.reload().await?;
+                }
+                Err(e) => {
+                    self.engine.rollback(txn);
+                    return Err(e.into());
+                }
+            }
+        }
+        Err(Error::Storage(format!(
+            "other writers changed the store before each of {WRITE_ATTEMPTS} attempts to commit"
+        )))
     }
 
     /// Ingests memories; see [`Engine::ingest`].
-    pub fn ingest(&mut self, inputs: Vec<MemoryInput>) -> Result<Vec<IngestResult>> {
-        self.write(|engine, env, txn| engine.ingest(inputs, env, txn))
+    pub async fn ingest(&mut self, inputs: Vec<MemoryInput>) -> Result<Vec<IngestResult>> {
+        self.write(|engine, env, txn| engine.ingest(inputs.clone(), env, txn))
+            .await
     }
 
     /// Retrieves relevant memories; see [`Engine::retrieve`].
-    pub fn retrieve(&mut self, query: &RetrieveQuery) -> Result<Vec<RetrieveHit>> {
+    pub async fn retrieve(&mut self, query: &RetrieveQuery) -> Result<Vec<RetrieveHit>> {
         self.write(|engine, env, txn| engine.retrieve(query, env.now(), txn))
+            .await
     }
 
     /// Renders a bounded, cited block; see [`Engine::inject`].
-    pub fn inject(&mut self, query: &InjectQuery) -> Result<Injection> {
-        let mut txn = Txn::default();
-        let now = self.env.now();
-        let model = self.engine.embedder().cloned();
-        let model_tokens = model.as_deref().map(ModelTokens);
-        let counter = token_counter(&self.tokens, model_tokens.as_ref());
-        let result = self.engine.inject(query, counter, now, &mut txn);
-        self.finish(txn, result)
-    }
-
-    /// Commits `txn` when `result` is `Ok`, rolls it back otherwise.
-    fn finish<T>(&mut self, txn: Txn, result: Result<T>) -> Result<T> {
-        let value = match result {
-            Ok(v) => v,
-            Err(e) => {
-                self.engine.rollback(txn);
-                return Err(e);
-            }
-        };
-        let batch = self.engine.batch_for(&txn);
-        if !batch.is_empty() {
-            if let Err(e) = self.storage.commit(&batch) {
-                self.engine.rollback(txn);
-                return Err(e.into());
-            }
-        }
-        Ok(value)
+    pub async fn inject(&mut self, query: &InjectQuery) -> Result<Injection> {
+        let custom = self.tokens.take();
+        let result = self
+            .write(|engine, env, txn| {
+                let model = engine.embedder().cloned();
+                let model_tokens = model.as_deref().map(ModelTokens);
+                let counter = token_counter(&custom, model_tokens.as_ref());
+                engine.inject(query, counter, env.now(), txn)
+            })
+            .await;
+        self.tokens = custom;
+        result
     }
 
     /// One memory by id.
@@ -139,18 +222,25 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     }
 
     /// Changes one memory; see [`Engine::update`].
-    pub fn update(&mut self, id: &str, patch: MemoryPatch) -> Result<MemoryItem> {
-        self.write(|engine, env, txn| engine.update(id, patch, env.now(), txn))
+    pub async fn update(&mut self, id: &str, patch: MemoryPatch) -> Result<MemoryItem> {
+        self.write(|engine, env, txn| engine.update(id, patch.clone(), env.now(), txn))
+            .await
     }
 
     /// Soft- or hard-deletes one memory; see [`Engine::delete`].
-    pub fn delete(&mut self, id: &str, hard: bool) -> Result<()> {
+    pub async fn delete(&mut self, id: &str, hard: bool) -> Result<()> {
         self.write(|engine, env, txn| engine.delete(id, hard, env.now(), txn))
+            .await
     }
 
     /// Deletes every memory the filter selects; see [`Engine::delete_all`].
-    pub fn delete_all(&mut self, filter: &ScopeFilter, hard: bool) -> Result<DeleteAllResult> {
+    pub async fn delete_all(
+        &mut self,
+        filter: &ScopeFilter,
+        hard: bool,
+    ) -> Result<DeleteAllResult> {
         self.write(|engine, env, txn| engine.delete_all(filter, hard, env.now(), txn))
+            .await
     }
 
     /// The whole store as a versioned, checksummed JSON document.
@@ -159,8 +249,9 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     }
 
     /// Imports an export atomically; see [`Engine::import`].
-    pub fn import(&mut self, data: &str) -> Result<ImportResult> {
+    pub async fn import(&mut self, data: &str) -> Result<ImportResult> {
         self.write(|engine, env, txn| engine.import(data, env.now(), txn))
+            .await
     }
 
     /// Counts over the memories the filter selects.
@@ -171,15 +262,139 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     }
 }
 
+/// Reads the records and the manifest and rebuilds the engine.
+async fn load<S: AsyncStorage>(storage: &S, config: Config) -> Result<(Engine, Option<Vec<u8>>)> {
+    let items = storage.scan(ITEM_PREFIX).await?;
+    let vectors = storage.scan(VECTOR_PREFIX).await?;
+    let manifest = storage.get(MANIFEST_KEY).await?;
+    let engine = Engine::load(config, items, vectors, manifest.as_deref())?;
+    Ok((engine, manifest))
+}
+
 /// The counter injection uses: the caller's, else the model's tokenizer,
 /// else the documented estimate.
 fn token_counter<'a>(
-    custom: &'a Option<Box<dyn TokenCounter + Send + Sync>>,
+    custom: &'a Option<CustomCounter>,
     model: Option<&'a ModelTokens<'a>>,
 ) -> &'a dyn TokenCounter {
     match (custom, model) {
         (Some(counter), _) => counter.as_ref(),
         (None, Some(model)) => model,
         (None, None) => &EstimatedTokens,
+    }
+}
+
+/// Runs a future that completes without waiting — every future of a
+/// synchronous [`Storage`] does — and returns its output.
+pub(crate) fn block_on<F: Future>(future: F) -> Result<F::Output> {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => Ok(output),
+        Poll::Pending => Err(Error::Storage(
+            "a synchronous storage call did not complete".into(),
+        )),
+    }
+}
+
+/// A memory store over a synchronous backend: the public Rust API of native
+/// programs. Each call is the [`AsyncMemory`] call of the same name,
+/// completed at once.
+pub struct Memory<S: Storage, E: Environment> {
+    inner: AsyncMemory<S, E>,
+}
+
+impl<S: Storage, E: Environment> Memory<S, E> {
+    /// Opens the store held by `storage`; see [`AsyncMemory::open`].
+    pub fn open(storage: S, env: E, config: Config) -> Result<Self> {
+        let inner = block_on(AsyncMemory::open(storage, env, config))??;
+        Ok(Memory { inner })
+    }
+
+    /// Attaches an embedding model; see [`AsyncMemory::set_embedder`].
+    pub fn set_embedder(&mut self, embedder: Arc<dyn Embedder>) -> Result<usize> {
+        block_on(self.inner.set_embedder(embedder))?
+    }
+
+    /// Replaces the token counter; see [`AsyncMemory::set_token_counter`].
+    pub fn set_token_counter(&mut self, counter: CustomCounter) {
+        self.inner.set_token_counter(counter);
+    }
+
+    /// The engine, for read-only inspection.
+    pub fn engine(&self) -> &Engine {
+        self.inner.engine()
+    }
+
+    /// The storage backend.
+    pub fn storage(&self) -> &S {
+        self.inner.storage()
+    }
+
+    /// The environment (clock and ids).
+    pub fn env_mut(&mut self) -> &mut E {
+        self.inner.env_mut()
+    }
+
+    /// Closes the store and hands back its storage.
+    pub fn into_storage(self) -> S {
+        self.inner.into_storage()
+    }
+
+    /// Ingests memories; see [`Engine::ingest`].
+    pub fn ingest(&mut self, inputs: Vec<MemoryInput>) -> Result<Vec<IngestResult>> {
+        block_on(self.inner.ingest(inputs))?
+    }
+
+    /// Retrieves relevant memories; see [`Engine::retrieve`].
+    pub fn retrieve(&mut self, query: &RetrieveQuery) -> Result<Vec<RetrieveHit>> {
+        block_on(self.inner.retrieve(query))?
+    }
+
+    /// Renders a bounded, cited block; see [`Engine::inject`].
+    pub fn inject(&mut self, query: &InjectQuery) -> Result<Injection> {
+        block_on(self.inner.inject(query))?
+    }
+
+    /// One memory by id.
+    pub fn get(&self, id: &str) -> Result<MemoryItem> {
+        self.inner.get(id)
+    }
+
+    /// One page of memories, newest first.
+    pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
+        self.inner.list(query)
+    }
+
+    /// Changes one memory; see [`Engine::update`].
+    pub fn update(&mut self, id: &str, patch: MemoryPatch) -> Result<MemoryItem> {
+        block_on(self.inner.update(id, patch))?
+    }
+
+    /// Soft- or hard-deletes one memory; see [`Engine::delete`].
+    pub fn delete(&mut self, id: &str, hard: bool) -> Result<()> {
+        block_on(self.inner.delete(id, hard))?
+    }
+
+    /// Deletes every memory the filter selects; see [`Engine::delete_all`].
+    pub fn delete_all(&mut self, filter: &ScopeFilter, hard: bool) -> Result<DeleteAllResult> {
+        block_on(self.inner.delete_all(filter, hard))?
+    }
+
+    /// The whole store as a versioned, checksummed JSON document.
+    pub fn export(&self) -> String {
+        self.inner.export()
+    }
+
+    /// Imports an export atomically; see [`Engine::import`].
+    pub fn import(&mut self, data: &str) -> Result<ImportResult> {
+        block_on(self.inner.import(data))?
+    }
+
+    /// Counts over the memories the filter selects.
+    pub fn stats(&self, filter: &ScopeFilter) -> Stats {
+        self.inner.stats(filter)
     }
 }

@@ -7,14 +7,14 @@
 //! JavaScript package adds IndexedDB and injected adapters implementing the
 //! same contract.
 //!
-//! The trait is synchronous, as native backends are. It is also shaped for
-//! asynchronous hosts: the engine never calls storage in the middle of an
-//! operation, so a host whose storage is async (IndexedDB, an injected
-//! JavaScript object, the WIT-imported interface) runs the operation on
-//! [`crate::Engine`] with a [`crate::engine::Txn`], awaits the commit of
-//! [`crate::Engine::batch_for`], and calls [`crate::Engine::rollback`] if it
-//! fails — the same protocol [`crate::Memory`] follows synchronously. Opening
-//! needs only one `scan` and one `get`.
+//! [`Storage`] is synchronous, as native backends are. [`AsyncStorage`] is the
+//! same contract for hosts whose storage answers later (IndexedDB, an injected
+//! JavaScript object): every [`Storage`] is also an [`AsyncStorage`], and
+//! [`crate::AsyncMemory`] drives either. The engine never calls storage in
+//! the middle of an operation, so opening needs one `scan` per prefix and one
+//! `get`, and each write one `commit`. [`KvStorage`] builds an
+//! [`AsyncStorage`] from a store that only has single-key writes, using a
+//! roll-forward journal for atomicity.
 //!
 //! # Contract
 //!
@@ -31,15 +31,34 @@
 //!   committed batch and nothing uncommitted.
 //! * Errors are reported as [`StorageError`]; quota exhaustion is
 //!   [`StorageError::QuotaExceeded`] and leaves the state unchanged.
+//! * [`AsyncStorage::commit`] may carry an [`Expect`]ation: the batch applies
+//!   only if the expected key still holds the expected value, checked
+//!   atomically with the write where the backend shares itself between
+//!   writers (IndexedDB across tabs). Otherwise it fails with
+//!   [`StorageError::Conflict`] and changes nothing; mnemo then reloads and
+//!   retries. Backends owned by one writer check it with a plain `get`.
 
 use std::collections::BTreeMap;
 
+mod frame;
+mod journal;
+#[cfg(all(target_arch = "wasm32", feature = "js"))]
+mod js;
 mod memory;
+pub use journal::{AsyncKeyValue, KvOp, KvStorage, JOURNAL_PREFIX};
+#[cfg(all(target_arch = "wasm32", feature = "js"))]
+pub(crate) use js::bytes_of;
+#[cfg(all(target_arch = "wasm32", feature = "js"))]
+pub use js::JsKeyValue;
 pub use memory::MemoryStorage;
 #[cfg(feature = "fs")]
 mod fs;
 #[cfg(feature = "fs")]
 pub use fs::FsStorage;
+#[cfg(all(target_arch = "wasm32", feature = "js"))]
+mod indexeddb;
+#[cfg(all(target_arch = "wasm32", feature = "js"))]
+pub use indexeddb::IndexedDbStorage;
 
 /// Longest key a backend must accept, in bytes.
 pub const MAX_KEY_BYTES: usize = 512;
@@ -56,6 +75,10 @@ pub enum StorageError {
     /// What the backend holds fails its own integrity checks.
     #[error("{0}")]
     Corrupt(String),
+    /// A commit's [`Expect`]ation did not hold: another writer changed the
+    /// store first. Nothing was written.
+    #[error("{0}")]
+    Conflict(String),
     /// Any other backend failure, described.
     #[error("{0}")]
     Backend(String),
@@ -100,6 +123,11 @@ impl Batch {
         self.ops.iter().map(|(k, v)| (k.as_str(), v.as_deref()))
     }
 
+    /// The value the batch puts under `key` (`None` when it does not put it).
+    pub fn put_value(&self, key: &str) -> Option<&[u8]> {
+        self.ops.get(key).and_then(|v| v.as_deref())
+    }
+
     /// True when the batch deletes at least one key.
     pub fn has_deletes(&self) -> bool {
         self.ops.values().any(Option::is_none)
@@ -128,6 +156,74 @@ impl<S: Storage + ?Sized> Storage for Box<S> {
     }
     fn commit(&mut self, batch: &Batch) -> Result<(), StorageError> {
         (**self).commit(batch)
+    }
+}
+
+/// A precondition of [`AsyncStorage::commit`]: `key` must hold `value`
+/// (`None`: must be absent) when the batch applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expect<'a> {
+    /// The key to check.
+    pub key: &'a str,
+    /// The value it must hold, or `None` for "absent".
+    pub value: Option<&'a [u8]>,
+}
+
+impl Expect<'_> {
+    /// `Ok` when `current` (the key's value now) is the expected one, else
+    /// [`StorageError::Conflict`].
+    pub fn check(&self, current: Option<&[u8]>) -> Result<(), StorageError> {
+        if current == self.value {
+            Ok(())
+        } else {
+            Err(StorageError::Conflict(format!(
+                "`{}` was changed by another writer",
+                self.key
+            )))
+        }
+    }
+}
+
+/// The storage contract for hosts whose storage answers asynchronously. See
+/// the module documentation; the futures need not be `Send` (JavaScript
+/// hosts are single-threaded).
+#[allow(async_fn_in_trait)]
+pub trait AsyncStorage {
+    /// The value stored under `key`, if any.
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError>;
+
+    /// Every pair whose key starts with `prefix`, sorted by key.
+    async fn scan(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
+
+    /// Applies the whole batch or none of it, provided `expect` (when given)
+    /// holds; otherwise fails with [`StorageError::Conflict`].
+    async fn commit(
+        &mut self,
+        batch: &Batch,
+        expect: Option<Expect<'_>>,
+    ) -> Result<(), StorageError>;
+}
+
+/// A synchronous backend is owned by its one writer, so the expectation is a
+/// plain read before the commit.
+impl<S: Storage> AsyncStorage for S {
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        Storage::get(self, key)
+    }
+
+    async fn scan(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        Storage::scan(self, prefix)
+    }
+
+    async fn commit(
+        &mut self,
+        batch: &Batch,
+        expect: Option<Expect<'_>>,
+    ) -> Result<(), StorageError> {
+        if let Some(expect) = expect {
+            expect.check(Storage::get(self, expect.key)?.as_deref())?;
+        }
+        Storage::commit(self, batch)
     }
 }
 

@@ -1,0 +1,432 @@
+//! The wasm-bindgen surface of the npm package: `MemoryCore`, wrapped by the
+//! typed `Memory` class of `pkg-template/`.
+//!
+//! Conversion and error mapping only: values cross as plain JavaScript
+//! objects through `serde-wasm-bindgen` (the same camelCase JSON as the Rust
+//! API and the CLI), every failure becomes a `MnemoError` with a stable
+//! `code`, and every call is a promise. Calls on one store run one at a time
+//! in call order (an async mutex), because a write awaits its storage commit.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use futures_util::lock::Mutex;
+use js_sys::{Array, Function, JsString, Object, Promise, Reflect};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::future_to_promise;
+
+use crate::embed::MiniLm;
+use crate::env::JsEnvironment;
+use crate::item::ScopeFilter;
+use crate::storage::{
+    bytes_of, AsyncStorage, Batch, Expect, JsKeyValue, KvStorage, MemoryStorage, StorageError,
+};
+use crate::{AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch, RetrieveQuery};
+
+/// Deepest nesting of objects and arrays accepted from JavaScript.
+const MAX_INPUT_DEPTH: usize = 32;
+
+/// What a binding call can fail with.
+#[derive(Debug, thiserror::Error)]
+enum BindingError {
+    /// An error of the memory API.
+    #[error(transparent)]
+    Core(#[from] crate::Error),
+    /// A JavaScript value that does not convert.
+    #[error("invalid input: {0}")]
+    Value(String),
+    /// The store was closed.
+    #[error("the memory store is closed")]
+    Closed,
+}
+
+impl BindingError {
+    fn code(&self) -> &'static str {
+        match self {
+            BindingError::Core(e) => e.code(),
+            BindingError::Value(_) => "INVALID_INPUT",
+            BindingError::Closed => "CLOSED",
+        }
+    }
+}
+
+impl From<StorageError> for BindingError {
+    fn from(e: StorageError) -> Self {
+        BindingError::Core(e.into())
+    }
+}
+
+thread_local! {
+    /// The class errors are constructed with (`new Class(message, code)`),
+    /// set by the package's JavaScript wrapper.
+    static ERROR_CLASS: std::cell::RefCell<Option<Function>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Sets the class mnemo constructs its errors with: `new errorClass(message,
+/// code)`. Without one, errors are plain `Error`s with a `code` property.
+#[wasm_bindgen(js_name = setErrorClass)]
+pub fn set_error_class(error_class: Function) {
+    ERROR_CLASS.with(|class| *class.borrow_mut() = Some(error_class));
+}
+
+/// The JavaScript error for `error`: an instance of the registered class
+/// with `code` and `message`.
+fn to_js_error(error: BindingError) -> JsValue {
+    let message = JsValue::from_str(&error.to_string());
+    let code = JsValue::from_str(error.code());
+    let registered = ERROR_CLASS.with(|class| class.borrow().clone());
+    if let Some(class) = registered {
+        if let Ok(made) = Reflect::construct(&class, &Array::of2(&message, &code)) {
+            return made;
+        }
+    }
+    let plain = js_sys::Error::new(&error.to_string());
+    let _ = Reflect::set(&plain, &JsValue::from_str("code"), &code);
+    plain.into()
+}
+
+/// Converts a JavaScript value to `T`, refusing lone surrogates (which
+/// would silently become U+FFFD), excessive nesting and anything `T` does not
+/// accept.
+fn from_js<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T, BindingError> {
+    check_value(value, what, 0)?;
+    serde_wasm_bindgen::from_value(value.clone())
+        .map_err(|e| BindingError::Value(format!("{what}: {e}")))
+}
+
+/// Walks strings, arrays and plain objects of `value` for
+/// [`from_js`]'s checks.
+fn check_value(value: &JsValue, what: &str, depth: usize) -> Result<(), BindingError> {
+    if depth > MAX_INPUT_DEPTH {
+        return Err(BindingError::Value(format!(
+            "{what} is nested more than {MAX_INPUT_DEPTH} levels deep"
+        )));
+    }
+    if let Some(text) = value.dyn_ref::<JsString>() {
+        if !text.is_valid_utf16() {
+            return Err(BindingError::Value(format!(
+                "{what} contains a lone surrogate (not valid Unicode)"
+            )));
+        }
+    } else if let Some(array) = value.dyn_ref::<Array>() {
+        for item in array.iter() {
+            check_value(&item, what, depth + 1)?;
+        }
+    } else if value.is_object() && !value.is_function() && bytes_of(value).is_none() {
+        for entry in Object::entries(value.unchecked_ref()).iter() {
+            let pair: Array = entry.unchecked_into();
+            check_value(&pair.get(0), what, depth + 1)?;
+            check_value(&pair.get(1), what, depth + 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// Converts `value` to a plain JavaScript value (objects, not `Map`s).
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, BindingError> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| BindingError::Value(format!("cannot convert the result: {e}")))
+}
+
+/// `object[name]`, `undefined` when absent.
+fn field(object: &JsValue, name: &str) -> JsValue {
+    if !object.is_object() {
+        return JsValue::UNDEFINED;
+    }
+    Reflect::get(object, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// A boolean option, `false` when absent.
+fn bool_field(object: &JsValue, name: &str) -> Result<bool, BindingError> {
+    let value = field(object, name);
+    if value.is_undefined() {
+        return Ok(false);
+    }
+    value
+        .as_bool()
+        .ok_or_else(|| BindingError::Value(format!("{name} must be a boolean")))
+}
+
+/// The storage behind a JavaScript store.
+#[derive(Debug)]
+enum HostStorage {
+    /// Kept in the WebAssembly instance's memory; gone when it is closed.
+    Memory(MemoryStorage),
+    /// An injected `{get, put, delete, list, batch?}` object.
+    Adapter(KvStorage<JsKeyValue>),
+}
+
+impl AsyncStorage for HostStorage {
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        match self {
+            HostStorage::Memory(s) => AsyncStorage::get(s, key).await,
+            HostStorage::Adapter(s) => s.get(key).await,
+        }
+    }
+
+    async fn scan(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        match self {
+            HostStorage::Memory(s) => AsyncStorage::scan(s, prefix).await,
+            HostStorage::Adapter(s) => s.scan(prefix).await,
+        }
+    }
+
+    async fn commit(
+        &mut self,
+        batch: &Batch,
+        expect: Option<Expect<'_>>,
+    ) -> Result<(), StorageError> {
+        match self {
+            HostStorage::Memory(s) => AsyncStorage::commit(s, batch, expect).await,
+            HostStorage::Adapter(s) => s.commit(batch, expect).await,
+        }
+    }
+}
+
+/// Opens the storage the `storage` option names: `"memory"`, or an adapter
+/// object.
+async fn open_storage(option: &JsValue) -> Result<HostStorage, BindingError> {
+    if option.is_undefined() || option.as_string().as_deref() == Some("memory") {
+        return Ok(HostStorage::Memory(MemoryStorage::new()));
+    }
+    if option.is_object() {
+        let kv = JsKeyValue::new(option.clone())?;
+        return Ok(HostStorage::Adapter(KvStorage::open(kv).await?));
+    }
+    Err(BindingError::Value(
+        "storage must be \"memory\" or an adapter object {get, put, delete, list, batch?}".into(),
+    ))
+}
+
+/// Loads the model from `{onnx: Uint8Array | ArrayBuffer, tokenizer: string
+/// | Uint8Array}`.
+fn load_model(model: &JsValue) -> Result<MiniLm, BindingError> {
+    let onnx = bytes_of(&field(model, "onnx")).ok_or_else(|| {
+        BindingError::Value("model.onnx must be a Uint8Array or an ArrayBuffer".into())
+    })?;
+    let tokenizer = field(model, "tokenizer");
+    let tokenizer = match (tokenizer.as_string(), bytes_of(&tokenizer)) {
+        (Some(text), _) => text,
+        (None, Some(bytes)) => String::from_utf8(bytes)
+            .map_err(|_| BindingError::Value("model.tokenizer is not UTF-8".into()))?,
+        (None, None) => {
+            return Err(BindingError::Value(
+                "model.tokenizer must be the text (or bytes) of tokenizer.json".into(),
+            ))
+        }
+    };
+    Ok(MiniLm::from_bytes(onnx, &tokenizer)?)
+}
+
+/// Calls `options.onProgress({stage, ...})` if given; its errors are
+/// ignored (progress reporting must not fail an open).
+fn progress(options: &JsValue, stage: &str, extra: &[(&str, JsValue)]) {
+    let Ok(callback) = field(options, "onProgress").dyn_into::<Function>() else {
+        return;
+    };
+    let event = Object::new();
+    let _ = Reflect::set(&event, &"stage".into(), &stage.into());
+    for (name, value) in extra {
+        let _ = Reflect::set(&event, &JsValue::from_str(name), value);
+    }
+    let _ = callback.call1(&JsValue::UNDEFINED, &event);
+}
+
+type Store = AsyncMemory<HostStorage, JsEnvironment>;
+
+/// A memory store, for the typed `Memory` class of the npm package. Every
+/// method returns a promise; see the package's TypeScript declarations for
+/// the shapes of arguments and results.
+#[wasm_bindgen(js_name = MemoryCore)]
+pub struct JsMemory {
+    store: Rc<Mutex<Option<Store>>>,
+}
+
+#[wasm_bindgen(js_class = MemoryCore)]
+impl JsMemory {
+    /// Opens a store: `{storage?, model?, config?, now?, onProgress?}`.
+    pub fn open(options: JsValue) -> Promise {
+        future_to_promise(async move {
+            let opened = async {
+                let config: Config = match field(&options, "config") {
+                    v if v.is_undefined() => Config::default(),
+                    v => from_js(&v, "config")?,
+                };
+                let clock = field(&options, "now").dyn_into::<Function>().ok();
+                progress(&options, "storage", &[]);
+                let storage = open_storage(&field(&options, "storage")).await?;
+                let mut store = Store::open(storage, JsEnvironment::new(clock), config).await?;
+                let model = field(&options, "model");
+                if !model.is_undefined() && !model.is_null() {
+                    progress(&options, "model", &[]);
+                    let model = load_model(&model)?;
+                    let embedded = store.set_embedder(Arc::new(model)).await?;
+                    progress(&options, "embedded", &[("count", embedded.into())]);
+                }
+                progress(&options, "ready", &[]);
+                Ok::<_, BindingError>(JsMemory {
+                    store: Rc::new(Mutex::new(Some(store))),
+                })
+            };
+            opened.await.map(JsValue::from).map_err(to_js_error)
+        })
+    }
+
+    /// Runs `op` on the open store once the calls before it are done.
+    fn run(
+        &self,
+        op: impl AsyncFnOnce(&mut Store) -> Result<JsValue, BindingError> + 'static,
+    ) -> Promise {
+        let store = self.store.clone();
+        future_to_promise(async move {
+            let mut guard = store.lock().await;
+            let Some(store) = guard.as_mut() else {
+                return Err(to_js_error(BindingError::Closed));
+            };
+            op(store).await.map_err(to_js_error)
+        })
+    }
+
+    /// Attaches the embedding model `{onnx, tokenizer}`; resolves to how
+    /// many stored memories were embedded.
+    #[wasm_bindgen(js_name = setModel)]
+    pub fn set_model(&self, model: JsValue) -> Promise {
+        self.run(async move |store| {
+            let model = load_model(&model)?;
+            let embedded = store.set_embedder(Arc::new(model)).await?;
+            Ok(JsValue::from(embedded))
+        })
+    }
+
+    /// Ingests one input or an array of inputs; resolves to one result per
+    /// input.
+    pub fn ingest(&self, inputs: JsValue) -> Promise {
+        self.run(async move |store| {
+            let inputs: Vec<MemoryInput> = if Array::is_array(&inputs) {
+                from_js(&inputs, "inputs")?
+            } else {
+                vec![from_js(&inputs, "input")?]
+            };
+            to_js(&store.ingest(inputs).await?)
+        })
+    }
+
+    /// Retrieves the hits for a query, best first.
+    pub fn retrieve(&self, query: JsValue) -> Promise {
+        self.run(async move |store| {
+            let query: RetrieveQuery = from_js(&query, "query")?;
+            to_js(&store.retrieve(&query).await?)
+        })
+    }
+
+    /// Renders the cited block for a query within its token budget.
+    pub fn inject(&self, query: JsValue) -> Promise {
+        self.run(async move |store| {
+            let query: InjectQuery = from_js(&query, "query")?;
+            to_js(&store.inject(&query).await?)
+        })
+    }
+
+    /// One memory by id.
+    pub fn get(&self, id: JsValue) -> Promise {
+        self.run(async move |store| {
+            let id: String = from_js(&id, "id")?;
+            to_js(&store.get(&id)?)
+        })
+    }
+
+    /// One page of memories, newest first.
+    pub fn list(&self, query: JsValue) -> Promise {
+        self.run(async move |store| {
+            let query: ListQuery = match query {
+                q if q.is_undefined() => ListQuery::default(),
+                q => from_js(&q, "query")?,
+            };
+            to_js(&store.list(&query)?)
+        })
+    }
+
+    /// Changes one memory; resolves to the memory after the change.
+    pub fn update(&self, id: JsValue, patch: JsValue) -> Promise {
+        self.run(async move |store| {
+            let id: String = from_js(&id, "id")?;
+            let patch: MemoryPatch = from_js(&patch, "patch")?;
+            to_js(&store.update(&id, patch).await?)
+        })
+    }
+
+    /// Deletes one memory: `{hard?: boolean}` (soft by default).
+    pub fn delete(&self, id: JsValue, options: JsValue) -> Promise {
+        self.run(async move |store| {
+            let id: String = from_js(&id, "id")?;
+            store.delete(&id, bool_field(&options, "hard")?).await?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// Deletes every memory a scope filter selects: `{scope, hard?}`.
+    #[wasm_bindgen(js_name = deleteAll)]
+    pub fn delete_all(&self, options: JsValue) -> Promise {
+        self.run(async move |store| {
+            let filter: ScopeFilter = from_js(&field(&options, "scope"), "scope")?;
+            let hard = bool_field(&options, "hard")?;
+            to_js(&store.delete_all(&filter, hard).await?)
+        })
+    }
+
+    /// The whole store as a versioned, checksummed JSON document (a string).
+    pub fn export(&self) -> Promise {
+        self.run(async move |store| Ok(JsValue::from_str(&store.export())))
+    }
+
+    /// Imports an export (its text or bytes) atomically.
+    pub fn import(&self, data: JsValue) -> Promise {
+        self.run(async move |store| {
+            let text = match (data.as_string(), bytes_of(&data)) {
+                (Some(text), _) => {
+                    check_value(&data, "data", 0)?;
+                    text
+                }
+                (None, Some(bytes)) => String::from_utf8(bytes)
+                    .map_err(|_| BindingError::Value("data is not UTF-8".into()))?,
+                (None, None) => {
+                    return Err(BindingError::Value(
+                        "data must be the text or the bytes of an export".into(),
+                    ))
+                }
+            };
+            to_js(&store.import(&text).await?)
+        })
+    }
+
+    /// Counts over the memories a scope filter selects (all when absent).
+    pub fn stats(&self, filter: JsValue) -> Promise {
+        self.run(async move |store| {
+            let filter: ScopeFilter = match filter {
+                f if f.is_undefined() => ScopeFilter::default(),
+                f => from_js(&f, "filter")?,
+            };
+            to_js(&store.stats(&filter))
+        })
+    }
+
+    /// Reloads from storage if another instance changed it; resolves to
+    /// whether it did.
+    pub fn refresh(&self) -> Promise {
+        self.run(async move |store| Ok(JsValue::from(store.refresh().await?)))
+    }
+
+    /// Closes the store once pending calls finish; later calls fail with
+    /// `CLOSED`.
+    pub fn close(&self) -> Promise {
+        let store = self.store.clone();
+        future_to_promise(async move {
+            store.lock().await.take();
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+}

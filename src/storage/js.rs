@@ -1,0 +1,163 @@
+//! [`JsKeyValue`]: an injected JavaScript storage object as an
+//! [`AsyncKeyValue`], so [`super::KvStorage`] makes it a full backend.
+//!
+//! The object has `get(key)`, `put(key, bytes)`, `delete(key)` and
+//! `list(prefix)`, and optionally `batch(ops)`; each may return a value or a
+//! promise. `get` answers a `Uint8Array`, an `ArrayBuffer`, or
+//! `null`/`undefined`; `list` an array of key strings; `batch` receives an
+//! array of `{type: "put", key, value}` and `{type: "delete", key}` and must
+//! apply all of them or none. A thrown error whose `name` is
+//! `QuotaExceededError` or whose `code` is `QUOTA_EXCEEDED` is reported as
+//! [`StorageError::QuotaExceeded`]; any other as [`StorageError::Backend`].
+
+use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+
+use super::journal::{AsyncKeyValue, KvOp};
+use super::StorageError;
+
+/// The methods every adapter must have.
+const REQUIRED_METHODS: [&str; 4] = ["get", "put", "delete", "list"];
+
+/// An injected JavaScript storage object (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct JsKeyValue {
+    adapter: Object,
+}
+
+impl JsKeyValue {
+    /// Wraps `adapter`, checking that it has the required methods.
+    pub fn new(adapter: JsValue) -> Result<JsKeyValue, StorageError> {
+        let adapter: Object = adapter
+            .dyn_into()
+            .map_err(|_| StorageError::Backend("the storage adapter must be an object".into()))?;
+        for name in REQUIRED_METHODS {
+            if method(&adapter, name).is_none() {
+                return Err(StorageError::Backend(format!(
+                    "the storage adapter has no `{name}` method (it needs get, put, delete and list)"
+                )));
+            }
+        }
+        Ok(JsKeyValue { adapter })
+    }
+
+    /// Calls `adapter[name](...args)` and awaits the result if it is a
+    /// promise.
+    async fn call(&self, name: &str, args: &[JsValue]) -> Result<JsValue, StorageError> {
+        let function = method(&self.adapter, name).ok_or_else(|| {
+            StorageError::Backend(format!("the storage adapter lost its `{name}` method"))
+        })?;
+        let args: Array = args.iter().collect();
+        let returned = function
+            .apply(&self.adapter, &args)
+            .map_err(|e| adapter_error(name, &e))?;
+        JsFuture::from(Promise::resolve(&returned))
+            .await
+            .map_err(|e| adapter_error(name, &e))
+    }
+}
+
+fn method(object: &Object, name: &str) -> Option<Function> {
+    Reflect::get(object, &JsValue::from_str(name))
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok())
+}
+
+/// Maps what an adapter threw to a [`StorageError`].
+fn adapter_error(method: &str, thrown: &JsValue) -> StorageError {
+    let field = |name: &str| {
+        Reflect::get(thrown, &JsValue::from_str(name))
+            .ok()
+            .and_then(|v| v.as_string())
+    };
+    let message = field("message")
+        .or_else(|| thrown.as_string())
+        .unwrap_or_else(|| "unknown error".into());
+    let message = format!("storage adapter `{method}` failed: {message}");
+    if field("name").as_deref() == Some("QuotaExceededError")
+        || field("code").as_deref() == Some("QUOTA_EXCEEDED")
+    {
+        StorageError::QuotaExceeded(message)
+    } else {
+        StorageError::Backend(message)
+    }
+}
+
+/// Copies a `Uint8Array` or `ArrayBuffer` into Rust; `None` for other values.
+pub(crate) fn bytes_of(value: &JsValue) -> Option<Vec<u8>> {
+    if let Some(array) = value.dyn_ref::<Uint8Array>() {
+        Some(array.to_vec())
+    } else if value.is_instance_of::<js_sys::ArrayBuffer>() {
+        Some(Uint8Array::new(value).to_vec())
+    } else {
+        None
+    }
+}
+
+impl AsyncKeyValue for JsKeyValue {
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        let value = self.call("get", &[key.into()]).await?;
+        if value.is_null() || value.is_undefined() {
+            return Ok(None);
+        }
+        bytes_of(&value).map(Some).ok_or_else(|| {
+            StorageError::Backend(format!(
+                "storage adapter `get({key:?})` returned neither bytes (Uint8Array, ArrayBuffer) nor null"
+            ))
+        })
+    }
+
+    async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), StorageError> {
+        let bytes = Uint8Array::from(value);
+        self.call("put", &[key.into(), bytes.into()]).await?;
+        Ok(())
+    }
+
+    async fn delete(&mut self, key: &str) -> Result<(), StorageError> {
+        self.call("delete", &[key.into()]).await?;
+        Ok(())
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
+        let value = self.call("list", &[prefix.into()]).await?;
+        let not_keys = || {
+            StorageError::Backend(format!(
+                "storage adapter `list({prefix:?})` must return an array of key strings"
+            ))
+        };
+        let keys: Array = value.dyn_into().map_err(|_| not_keys())?;
+        keys.iter()
+            .map(|key| key.as_string().ok_or_else(not_keys))
+            .collect()
+    }
+
+    fn has_atomic_batch(&self) -> bool {
+        method(&self.adapter, "batch").is_some()
+    }
+
+    async fn batch(&mut self, ops: &[KvOp<'_>]) -> Result<(), StorageError> {
+        let list = Array::new();
+        for (key, value) in ops {
+            let op = Object::new();
+            let set = |field: &str, v: &JsValue| {
+                Reflect::set(&op, &JsValue::from_str(field), v)
+                    .map(|_| ())
+                    .map_err(|e| adapter_error("batch", &e))
+            };
+            set("key", &JsValue::from_str(key))?;
+            match value {
+                Some(bytes) => {
+                    set("type", &JsValue::from_str("put"))?;
+                    set("value", &Uint8Array::from(*bytes).into())?;
+                }
+                None => {
+                    set("type", &JsValue::from_str("delete"))?;
+                }
+            }
+            list.push(&op);
+        }
+        self.call("batch", &[list.into()]).await?;
+        Ok(())
+    }
+}
