@@ -18,13 +18,14 @@ check() {
   if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
 }
 
-# Runs a cargo test invocation and adds its per-test counts.
-cargo_tests() {
+# Runs a command printing libtest summaries (cargo test, wasm-bindgen-test)
+# and adds its per-test counts.
+rust_tests() {
   local name=$1; shift
   step "$name"
   local log
   log=$(mktemp)
-  cargo "$@" 2>&1 | tee "$log"
+  "$@" 2>&1 | tee "$log"
   local status=${PIPESTATUS[0]}
   local p f
   p=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
@@ -37,9 +38,29 @@ cargo_tests() {
   rm -f "$log"
 }
 
+# Runs a `node --test` invocation and adds its per-test counts.
+node_tests() {
+  local name=$1; shift
+  step "$name"
+  local log
+  log=$(mktemp)
+  node --test --test-reporter=tap "$@" 2>&1 | tee "$log"
+  local status=${PIPESTATUS[0]}
+  local p f
+  p=$(awk '/^# pass / {print $3}' "$log" | tail -n 1)
+  f=$(awk '/^# fail / {print $3}' "$log" | tail -n 1)
+  p=${p:-0}; f=${f:-0}
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+    failed=$((failed + 1))
+  fi
+  [ "$status" -eq 0 ] || failures+=("$name")
+  rm -f "$log"
+}
+
 step "toolchain"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
-rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
+bash scripts/install-tools.sh --browser || { echo "installing the tools failed" >&2; exit 1; }
 
 step "model files"
 MNEMO_MODEL_DIR=$(bash scripts/fetch-model.sh | tail -n 1) || { echo "fetching the model failed" >&2; exit 1; }
@@ -47,10 +68,15 @@ export MNEMO_MODEL_DIR
 
 check "cargo fmt --check" cargo fmt --all -- --check
 check "cargo clippy -D warnings" cargo clippy --all-targets --locked -- -D warnings
-check "cargo check wasm32 (library with the model)" \
-  cargo check --lib --locked --target wasm32-unknown-unknown --no-default-features --features semantic
-cargo_tests "cargo test (unit, integration, examples)" test --lib --bins --tests --examples --locked --no-fail-fast
-cargo_tests "doc tests" test --doc --locked
+check "cargo clippy wasm32 (library with the JS bindings) -D warnings" \
+  cargo clippy --lib --locked --target wasm32-unknown-unknown --no-default-features --features js -- -D warnings
+rust_tests "cargo test (unit, integration, examples)" \
+  cargo test --lib --bins --tests --examples --locked --no-fail-fast
+rust_tests "doc tests" cargo test --doc --locked
+rust_tests "browser tests (headless Chromium)" bash scripts/test-browser.sh --no-fail-fast
+
+check "build the npm package (wasm32 + wasm-bindgen)" bash scripts/build-pkg.sh
+node_tests "node tests of the npm package" tests/js/
 
 echo
 if [ "$failed" -ne 0 ]; then

@@ -264,9 +264,11 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
 
 /// Reads the records and the manifest and rebuilds the engine.
 async fn load<S: AsyncStorage>(storage: &S, config: Config) -> Result<(Engine, Option<Vec<u8>>)> {
-    let items = storage.scan(ITEM_PREFIX).await?;
-    let vectors = storage.scan(VECTOR_PREFIX).await?;
-    let manifest = storage.get(MANIFEST_KEY).await?;
+    let (mut scans, manifest) = storage
+        .snapshot(&[ITEM_PREFIX, VECTOR_PREFIX], MANIFEST_KEY)
+        .await?;
+    let vectors = scans.pop().unwrap_or_default();
+    let items = scans.pop().unwrap_or_default();
     let engine = Engine::load(config, items, vectors, manifest.as_deref())?;
     Ok((engine, manifest))
 }

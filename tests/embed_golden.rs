@@ -2,8 +2,15 @@
 //! tokenizers + onnxruntime on the same ONNX file) on
 //! `tests/data/minilm-int8-golden.json`: the same token ids, embeddings within
 //! cosine 0.9999; batching must not change results; no input may panic.
+//!
+//! The same tests run natively and, built for `wasm32-unknown-unknown` with
+//! the `js` feature, inside headless Chromium (`scripts/test-browser.sh`),
+//! where the model files are compiled into the test module.
 
 #![cfg(feature = "semantic")]
+
+#[cfg(target_arch = "wasm32")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 mod common;
 
@@ -28,7 +35,10 @@ struct Case {
 /// The model, loaded once for all tests.
 fn model() -> &'static MiniLm {
     static MODEL: OnceLock<MiniLm> = OnceLock::new();
-    MODEL.get_or_init(|| MiniLm::from_dir(common::model_dir()).expect("load the model"))
+    MODEL.get_or_init(|| {
+        let (onnx, tokenizer) = common::model_files();
+        MiniLm::from_bytes(onnx, &tokenizer).expect("load the model")
+    })
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
@@ -46,7 +56,8 @@ fn assert_unit_vector(embedding: &[f32], text: &str) {
     assert!((norm - 1.0).abs() < 1e-4, "norm {norm} for {text:?}");
 }
 
-#[test]
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn ids_and_embeddings_match_the_reference() {
     let golden: Golden = common::golden();
     let model = model();
@@ -75,7 +86,8 @@ fn ids_and_embeddings_match_the_reference() {
     println!("minimum cosine against the reference: {min_cosine:.7}");
 }
 
-#[test]
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn a_batch_equals_one_text_at_a_time() {
     let golden: Golden = common::golden();
     let model = model();
@@ -90,7 +102,8 @@ fn a_batch_equals_one_text_at_a_time() {
     assert!(model.embed_batch(&[]).expect("embed nothing").is_empty());
 }
 
-#[test]
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn the_empty_string_and_adversarial_texts_embed() {
     let long_word = "a".repeat(10_000);
     let long_text = "memory ".repeat(5_000);
@@ -121,11 +134,10 @@ fn the_empty_string_and_adversarial_texts_embed() {
     assert_eq!(model.count_tokens(&long_text), 5_000);
 }
 
-#[test]
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn bad_model_files_are_model_errors() {
-    let dir = common::model_dir();
-    let onnx = std::fs::read(dir.join("model.onnx")).expect("read model.onnx");
-    let tokenizer = std::fs::read_to_string(dir.join("tokenizer.json")).expect("read tokenizer");
+    let (onnx, tokenizer) = common::model_files();
 
     let truncated = onnx[..onnx.len() / 2].to_vec();
     for bytes in [Vec::new(), b"not an onnx file".to_vec(), truncated] {
@@ -134,6 +146,10 @@ fn bad_model_files_are_model_errors() {
     }
     let error = MiniLm::from_bytes(onnx, "{}").expect_err("a bad tokenizer must fail");
     assert_eq!(error.code(), "INVALID_INPUT", "{error}");
-    let error = MiniLm::from_dir(&dir.join("missing")).expect_err("a missing dir must fail");
-    assert_eq!(error.code(), "MODEL", "{error}");
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let missing = common::model_dir().join("missing");
+        let error = MiniLm::from_dir(&missing).expect_err("a missing dir must fail");
+        assert_eq!(error.code(), "MODEL", "{error}");
+    }
 }

@@ -30,7 +30,6 @@ fn lexical_recall_stays_above_the_bm25_reference() {
 }
 
 #[cfg(feature = "semantic")]
-#[allow(dead_code)] // the golden-file helper is for other tests
 mod common;
 
 /// Hybrid retrieval (BM25 + MiniLM + the conversational signals of

@@ -1,33 +1,39 @@
 //! The wasm-bindgen surface of the npm package: `MemoryCore`, wrapped by the
 //! typed `Memory` class of `pkg-template/`.
 //!
-//! Conversion and error mapping only: values cross as plain JavaScript
-//! objects through `serde-wasm-bindgen` (the same camelCase JSON as the Rust
-//! API and the CLI), every failure becomes a `MnemoError` with a stable
-//! `code`, and every call is a promise. Calls on one store run one at a time
+//! Conversion and error mapping only: arguments and results cross as JSON
+//! text (`JSON.stringify` into `serde_json`, and back through `JSON.parse`),
+//! the same camelCase JSON as the Rust API and the CLI; model bytes and
+//! stored values cross as typed arrays. JSON rather than
+//! `serde-wasm-bindgen`, which reads only the fields a struct declares and
+//! so would let misspelled options pass silently; through JSON, unknown
+//! fields, lone surrogates, `NaN` and infinities are refused. Every failure
+//! becomes a `MnemoError` with a stable `code`, and every call is a promise. Calls on one store run one at a time
 //! in call order (an async mutex), because a write awaits its storage commit.
 
 use std::rc::Rc;
 use std::sync::Arc;
 
 use futures_util::lock::Mutex;
-use js_sys::{Array, Function, JsString, Object, Promise, Reflect};
+use js_sys::{Array, Function, JsString, Object, Promise, Reflect, JSON};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::future_to_promise;
+use web_sys::{BroadcastChannel, MessageEvent};
 
 use crate::embed::MiniLm;
 use crate::env::JsEnvironment;
 use crate::item::ScopeFilter;
 use crate::storage::{
-    bytes_of, AsyncStorage, Batch, Expect, JsKeyValue, KvStorage, MemoryStorage, StorageError,
+    bytes_of, AsyncStorage, Batch, Expect, IndexedDbStorage, JsKeyValue, KvStorage, MemoryStorage,
+    Snapshot, StorageError,
 };
 use crate::{AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch, RetrieveQuery};
 
-/// Deepest nesting of objects and arrays accepted from JavaScript.
-const MAX_INPUT_DEPTH: usize = 32;
+/// The IndexedDB database name when the `name` option is absent.
+const DEFAULT_NAME: &str = "mnemo";
 
 /// What a binding call can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -88,48 +94,61 @@ fn to_js_error(error: BindingError) -> JsValue {
     plain.into()
 }
 
-/// Converts a JavaScript value to `T`, refusing lone surrogates (which
-/// would silently become U+FFFD), excessive nesting and anything `T` does not
-/// accept.
+thread_local! {
+    /// The `JSON.stringify` replacer of [`from_js`]: JSON would write `NaN`
+    /// and infinities as `null`, which reads as "absent"; refuse them.
+    static FINITE_NUMBERS: Closure<dyn Fn(JsValue, JsValue) -> Result<JsValue, JsValue>> =
+        Closure::new(|_key: JsValue, value: JsValue| match value.as_f64() {
+            Some(n) if !n.is_finite() => Err(js_sys::TypeError::new(&format!(
+                "{n} is not a finite number"
+            ))
+            .into()),
+            _ => Ok(value),
+        });
+}
+
+/// Converts a JavaScript value to `T` through its JSON text, so unknown
+/// fields are refused like everywhere else (`deny_unknown_fields`), and so
+/// are lone surrogates, `NaN`, infinities, cycles and excessive nesting.
 fn from_js<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T, BindingError> {
-    check_value(value, what, 0)?;
-    serde_wasm_bindgen::from_value(value.clone())
-        .map_err(|e| BindingError::Value(format!("{what}: {e}")))
+    let json = FINITE_NUMBERS
+        .with(|replacer| JSON::stringify_with_replacer(value, replacer.as_ref().unchecked_ref()));
+    let json = json.map_err(|e| {
+        BindingError::Value(format!("{what} cannot be read as JSON: {}", describe(&e)))
+    })?;
+    let text = json
+        .as_string()
+        .ok_or_else(|| BindingError::Value(format!("{what} is missing")))?;
+    serde_json::from_str(&text).map_err(|e| BindingError::Value(format!("{what}: {e}")))
 }
 
-/// Walks strings, arrays and plain objects of `value` for
-/// [`from_js`]'s checks.
-fn check_value(value: &JsValue, what: &str, depth: usize) -> Result<(), BindingError> {
-    if depth > MAX_INPUT_DEPTH {
-        return Err(BindingError::Value(format!(
-            "{what} is nested more than {MAX_INPUT_DEPTH} levels deep"
-        )));
-    }
-    if let Some(text) = value.dyn_ref::<JsString>() {
-        if !text.is_valid_utf16() {
-            return Err(BindingError::Value(format!(
-                "{what} contains a lone surrogate (not valid Unicode)"
-            )));
-        }
-    } else if let Some(array) = value.dyn_ref::<Array>() {
-        for item in array.iter() {
-            check_value(&item, what, depth + 1)?;
-        }
-    } else if value.is_object() && !value.is_function() && bytes_of(value).is_none() {
-        for entry in Object::entries(value.unchecked_ref()).iter() {
-            let pair: Array = entry.unchecked_into();
-            check_value(&pair.get(0), what, depth + 1)?;
-            check_value(&pair.get(1), what, depth + 1)?;
-        }
-    }
-    Ok(())
-}
-
-/// Converts `value` to a plain JavaScript value (objects, not `Map`s).
+/// Converts `value` to a plain JavaScript value through its JSON text.
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, BindingError> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| BindingError::Value(format!("cannot convert the result: {e}")))
+    let text = serde_json::to_string(value)
+        .map_err(|e| BindingError::Value(format!("cannot convert the result: {e}")))?;
+    JSON::parse(&text)
+        .map_err(|e| BindingError::Value(format!("cannot convert the result: {}", describe(&e))))
+}
+
+/// The message of a thrown JavaScript value.
+fn describe(thrown: &JsValue) -> String {
+    Reflect::get(thrown, &JsValue::from_str("message"))
+        .ok()
+        .and_then(|m| m.as_string())
+        .or_else(|| thrown.as_string())
+        .unwrap_or_else(|| "unknown error".into())
+}
+
+/// A JavaScript string as Rust text, refusing lone surrogates (which would
+/// otherwise silently become U+FFFD).
+fn string_of(value: &JsValue, what: &str) -> Result<Option<String>, BindingError> {
+    match value.dyn_ref::<JsString>() {
+        Some(text) if !text.is_valid_utf16() => Err(BindingError::Value(format!(
+            "{what} contains a lone surrogate (not valid Unicode)"
+        ))),
+        Some(text) => Ok(Some(String::from(text))),
+        None => Ok(None),
+    }
 }
 
 /// `object[name]`, `undefined` when absent.
@@ -158,6 +177,8 @@ enum HostStorage {
     Memory(MemoryStorage),
     /// An injected `{get, put, delete, list, batch?}` object.
     Adapter(KvStorage<JsKeyValue>),
+    /// An IndexedDB database (the browser default).
+    IndexedDb(IndexedDbStorage),
 }
 
 impl AsyncStorage for HostStorage {
@@ -165,6 +186,7 @@ impl AsyncStorage for HostStorage {
         match self {
             HostStorage::Memory(s) => AsyncStorage::get(s, key).await,
             HostStorage::Adapter(s) => s.get(key).await,
+            HostStorage::IndexedDb(s) => s.get(key).await,
         }
     }
 
@@ -172,6 +194,15 @@ impl AsyncStorage for HostStorage {
         match self {
             HostStorage::Memory(s) => AsyncStorage::scan(s, prefix).await,
             HostStorage::Adapter(s) => s.scan(prefix).await,
+            HostStorage::IndexedDb(s) => s.scan(prefix).await,
+        }
+    }
+
+    async fn snapshot(&self, prefixes: &[&str], key: &str) -> Result<Snapshot, StorageError> {
+        match self {
+            HostStorage::Memory(s) => AsyncStorage::snapshot(s, prefixes, key).await,
+            HostStorage::Adapter(s) => s.snapshot(prefixes, key).await,
+            HostStorage::IndexedDb(s) => s.snapshot(prefixes, key).await,
         }
     }
 
@@ -183,23 +214,100 @@ impl AsyncStorage for HostStorage {
         match self {
             HostStorage::Memory(s) => AsyncStorage::commit(s, batch, expect).await,
             HostStorage::Adapter(s) => s.commit(batch, expect).await,
+            HostStorage::IndexedDb(s) => s.commit(batch, expect).await,
         }
     }
 }
 
-/// Opens the storage the `storage` option names: `"memory"`, or an adapter
-/// object.
-async fn open_storage(option: &JsValue) -> Result<HostStorage, BindingError> {
-    if option.is_undefined() || option.as_string().as_deref() == Some("memory") {
-        return Ok(HostStorage::Memory(MemoryStorage::new()));
+/// Opens the storage the `storage` option names: `"indexeddb"` (the default
+/// where an `indexedDB` global exists), `"memory"`, or an adapter object.
+async fn open_storage(options: &JsValue) -> Result<HostStorage, BindingError> {
+    let option = field(options, "storage");
+    let name = match field(options, "name") {
+        n if n.is_undefined() => DEFAULT_NAME.to_string(),
+        n => string_of(&n, "name")?
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| BindingError::Value("name must be a non-empty string".into()))?,
+    };
+    let has_indexed_db = !field(&js_sys::global(), "indexedDB").is_undefined();
+    let kind = match option.as_string() {
+        None if option.is_undefined() && has_indexed_db => "indexeddb".to_string(),
+        None if option.is_undefined() => "memory".to_string(),
+        None if option.is_object() => {
+            progress(options, "storage", &[]);
+            let kv = JsKeyValue::new(option.clone())?;
+            return Ok(HostStorage::Adapter(KvStorage::open(kv).await?));
+        }
+        None => String::new(),
+        Some(kind) => kind,
+    };
+    match kind.as_str() {
+        "memory" => {
+            progress(options, "storage", &[]);
+            Ok(HostStorage::Memory(MemoryStorage::new()))
+        }
+        "indexeddb" => {
+            let storage = IndexedDbStorage::open(&name).await?;
+            let persisted = IndexedDbStorage::request_persistence().await.unwrap_or(false);
+            progress(options, "storage", &[("persisted", persisted.into())]);
+            Ok(HostStorage::IndexedDb(storage))
+        }
+        _ => Err(BindingError::Value(
+            "storage must be \"indexeddb\", \"memory\" or an adapter object {get, put, delete, list, batch?}"
+                .into(),
+        )),
     }
-    if option.is_object() {
-        let kv = JsKeyValue::new(option.clone())?;
-        return Ok(HostStorage::Adapter(KvStorage::open(kv).await?));
+}
+
+/// Tells other instances on the same IndexedDB database (other tabs,
+/// workers) of this one's writes, and reloads on theirs.
+struct ChangeChannel {
+    channel: BroadcastChannel,
+    _on_message: Closure<dyn FnMut(MessageEvent)>,
+}
+
+impl ChangeChannel {
+    /// Joins the channel `mnemo:<name>`; on a message, `store` refreshes
+    /// and, if it reloaded, calls `on_change`.
+    fn join(
+        name: &str,
+        store: &Rc<Mutex<Option<Store>>>,
+        on_change: Option<Function>,
+    ) -> Result<ChangeChannel, BindingError> {
+        let channel = BroadcastChannel::new(&format!("mnemo:{name}")).map_err(|e| {
+            BindingError::Value(format!("cannot open a BroadcastChannel: {}", describe(&e)))
+        })?;
+        let store = Rc::downgrade(store);
+        let on_message = Closure::new(move |_: MessageEvent| {
+            let (Some(store), on_change) = (store.upgrade(), on_change.clone()) else {
+                return;
+            };
+            wasm_bindgen_futures::spawn_local(async move {
+                let mut guard = store.lock().await;
+                let Some(store) = guard.as_mut() else { return };
+                // A failed refresh is retried by the next write's conflict.
+                if let (Ok(true), Some(callback)) = (store.refresh().await, on_change) {
+                    let _ = callback.call0(&JsValue::UNDEFINED);
+                }
+            });
+        });
+        channel.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        // In Node, an open channel would keep the process alive.
+        if let Ok(unref) = field(&channel, "unref").dyn_into::<Function>() {
+            let _ = unref.call0(&channel);
+        }
+        Ok(ChangeChannel {
+            channel,
+            _on_message: on_message,
+        })
     }
-    Err(BindingError::Value(
-        "storage must be \"memory\" or an adapter object {get, put, delete, list, batch?}".into(),
-    ))
+}
+
+impl Drop for ChangeChannel {
+    fn drop(&mut self) {
+        self.channel.set_onmessage(None);
+        self.channel.close();
+    }
 }
 
 /// Loads the model from `{onnx: Uint8Array | ArrayBuffer, tokenizer: string
@@ -209,7 +317,10 @@ fn load_model(model: &JsValue) -> Result<MiniLm, BindingError> {
         BindingError::Value("model.onnx must be a Uint8Array or an ArrayBuffer".into())
     })?;
     let tokenizer = field(model, "tokenizer");
-    let tokenizer = match (tokenizer.as_string(), bytes_of(&tokenizer)) {
+    let tokenizer = match (
+        string_of(&tokenizer, "model.tokenizer")?,
+        bytes_of(&tokenizer),
+    ) {
         (Some(text), _) => text,
         (None, Some(bytes)) => String::from_utf8(bytes)
             .map_err(|_| BindingError::Value("model.tokenizer is not UTF-8".into()))?,
@@ -244,11 +355,14 @@ type Store = AsyncMemory<HostStorage, JsEnvironment>;
 #[wasm_bindgen(js_name = MemoryCore)]
 pub struct JsMemory {
     store: Rc<Mutex<Option<Store>>>,
+    /// For IndexedDB stores: the channel to other instances.
+    channel: Rc<std::cell::RefCell<Option<ChangeChannel>>>,
 }
 
 #[wasm_bindgen(js_class = MemoryCore)]
 impl JsMemory {
-    /// Opens a store: `{storage?, model?, config?, now?, onProgress?}`.
+    /// Opens a store: `{name?, storage?, model?, config?, now?, onProgress?,
+    /// onChange?}`.
     pub fn open(options: JsValue) -> Promise {
         future_to_promise(async move {
             let opened = async {
@@ -257,8 +371,8 @@ impl JsMemory {
                     v => from_js(&v, "config")?,
                 };
                 let clock = field(&options, "now").dyn_into::<Function>().ok();
-                progress(&options, "storage", &[]);
-                let storage = open_storage(&field(&options, "storage")).await?;
+                let storage = open_storage(&options).await?;
+                let shared = matches!(storage, HostStorage::IndexedDb(_));
                 let mut store = Store::open(storage, JsEnvironment::new(clock), config).await?;
                 let model = field(&options, "model");
                 if !model.is_undefined() && !model.is_null() {
@@ -268,26 +382,48 @@ impl JsMemory {
                     progress(&options, "embedded", &[("count", embedded.into())]);
                 }
                 progress(&options, "ready", &[]);
+                let name = match &store.storage() {
+                    HostStorage::IndexedDb(db) => db.name().to_string(),
+                    _ => String::new(),
+                };
+                let store = Rc::new(Mutex::new(Some(store)));
+                let on_change = field(&options, "onChange").dyn_into::<Function>().ok();
+                let channel = match shared {
+                    true => Some(ChangeChannel::join(&name, &store, on_change)?),
+                    false => None,
+                };
                 Ok::<_, BindingError>(JsMemory {
-                    store: Rc::new(Mutex::new(Some(store))),
+                    store,
+                    channel: Rc::new(std::cell::RefCell::new(channel)),
                 })
             };
             opened.await.map(JsValue::from).map_err(to_js_error)
         })
     }
 
-    /// Runs `op` on the open store once the calls before it are done.
+    /// Runs `op` on the open store once the calls before it are done; other
+    /// instances on the same database are told when it changed the store.
     fn run(
         &self,
         op: impl AsyncFnOnce(&mut Store) -> Result<JsValue, BindingError> + 'static,
     ) -> Promise {
         let store = self.store.clone();
+        let channel = self.channel.clone();
         future_to_promise(async move {
             let mut guard = store.lock().await;
             let Some(store) = guard.as_mut() else {
                 return Err(to_js_error(BindingError::Closed));
             };
-            op(store).await.map_err(to_js_error)
+            let before = store.stored_manifest().map(<[u8]>::to_vec);
+            let result = op(store).await;
+            if store.stored_manifest() != before.as_deref() {
+                if let Some(joined) = channel.borrow().as_ref() {
+                    // Best effort: a missed message is caught up by the
+                    // other instance's next commit (a conflict, then a reload).
+                    let _ = joined.channel.post_message(&JsValue::from_str("changed"));
+                }
+            }
+            result.map_err(to_js_error)
         })
     }
 
@@ -386,11 +522,8 @@ impl JsMemory {
     /// Imports an export (its text or bytes) atomically.
     pub fn import(&self, data: JsValue) -> Promise {
         self.run(async move |store| {
-            let text = match (data.as_string(), bytes_of(&data)) {
-                (Some(text), _) => {
-                    check_value(&data, "data", 0)?;
-                    text
-                }
+            let text = match (string_of(&data, "data")?, bytes_of(&data)) {
+                (Some(text), _) => text,
                 (None, Some(bytes)) => String::from_utf8(bytes)
                     .map_err(|_| BindingError::Value("data is not UTF-8".into()))?,
                 (None, None) => {
@@ -424,8 +557,13 @@ impl JsMemory {
     /// `CLOSED`.
     pub fn close(&self) -> Promise {
         let store = self.store.clone();
+        let channel = self.channel.clone();
         future_to_promise(async move {
-            store.lock().await.take();
+            let closed = store.lock().await.take();
+            channel.borrow_mut().take();
+            if let Some(HostStorage::IndexedDb(db)) = closed.as_ref().map(Store::storage) {
+                db.close();
+            }
             Ok(JsValue::UNDEFINED)
         })
     }

@@ -184,6 +184,10 @@ impl Expect<'_> {
     }
 }
 
+/// What [`AsyncStorage::snapshot`] reads: the pairs under each prefix, then
+/// the value of the key.
+pub type Snapshot = (Vec<Vec<(String, Vec<u8>)>>, Option<Vec<u8>>);
+
 /// The storage contract for hosts whose storage answers asynchronously. See
 /// the module documentation; the futures need not be `Send` (JavaScript
 /// hosts are single-threaded).
@@ -194,6 +198,19 @@ pub trait AsyncStorage {
 
     /// Every pair whose key starts with `prefix`, sorted by key.
     async fn scan(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
+
+    /// The `scan` of each prefix and the `get` of `key`, read from one
+    /// state of the store: a commit of another writer lands entirely before
+    /// or after. The default reads one after another, which is that when
+    /// one writer owns the storage; backends shared between writers
+    /// override it.
+    async fn snapshot(&self, prefixes: &[&str], key: &str) -> Result<Snapshot, StorageError> {
+        let mut scans = Vec::with_capacity(prefixes.len());
+        for prefix in prefixes {
+            scans.push(self.scan(prefix).await?);
+        }
+        Ok((scans, self.get(key).await?))
+    }
 
     /// Applies the whole batch or none of it, provided `expect` (when given)
     /// holds; otherwise fails with [`StorageError::Conflict`].

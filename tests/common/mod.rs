@@ -5,12 +5,38 @@
 //! runs the script when a file is missing, so a fresh machine needs python3
 //! and PyPI access.
 
+#![allow(dead_code)] // each test binary uses a part
+
+#[cfg(not(target_arch = "wasm32"))]
 use std::path::{Path, PathBuf};
+#[cfg(not(target_arch = "wasm32"))]
 use std::process::Command;
+#[cfg(not(target_arch = "wasm32"))]
 use std::sync::OnceLock;
 
 use serde::de::DeserializeOwned;
 
+/// The bytes of `model.onnx` and the text of `tokenizer.json`. In
+/// WebAssembly tests they are compiled in from `$MNEMO_MODEL_DIR` (set by
+/// `scripts/test-browser.sh` at build time).
+pub fn model_files() -> (Vec<u8>, String) {
+    #[cfg(target_arch = "wasm32")]
+    {
+        let onnx = include_bytes!(concat!(env!("MNEMO_MODEL_DIR"), "/model.onnx"));
+        let tokenizer = include_str!(concat!(env!("MNEMO_MODEL_DIR"), "/tokenizer.json"));
+        (onnx.to_vec(), tokenizer.to_string())
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let dir = model_dir();
+        let onnx = std::fs::read(dir.join("model.onnx")).expect("read model.onnx");
+        let tokenizer =
+            std::fs::read_to_string(dir.join("tokenizer.json")).expect("read tokenizer.json");
+        (onnx, tokenizer)
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
 /// Runs the fetch script with `args` and returns the last line it printed.
 fn run_fetch_script(args: &[&str]) -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-model.sh");
@@ -33,6 +59,7 @@ fn run_fetch_script(args: &[&str]) -> PathBuf {
     )
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 /// The directory holding `model.onnx` and `tokenizer.json`, fetched (once per
 /// test binary) if either is missing.
 pub fn model_dir() -> &'static Path {
@@ -49,7 +76,6 @@ pub fn model_dir() -> &'static Path {
 
 /// `tests/data/minilm-int8-golden.json`, parsed into the caller's type.
 pub fn golden<T: DeserializeOwned>() -> T {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minilm-int8-golden.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("read golden file"))
-        .expect("parse golden file")
+    let text = include_str!("../data/minilm-int8-golden.json");
+    serde_json::from_str(text).expect("parse golden file")
 }

@@ -1,0 +1,356 @@
+// Types of the mnemo npm package. The same camelCase shapes as the Rust API
+// (serde) and the CLI's JSON; timestamps are RFC 3339 strings.
+
+/** What sort of memory an item is. */
+export type Kind = "episodic" | "semantic" | "preference" | "document" | "summary" | "fact";
+/** Review state: only `approved` memories are retrieved unless a query opts in to `pending`. */
+export type Status = "approved" | "pending" | "rejected";
+/** Where a memory came from. */
+export type SourceKind = "message" | "file" | "tool" | "import" | "manual";
+
+/**
+ * Who and what a memory belongs to. A memory is visible to a query when every
+ * field the memory sets is equal in the query's scope (a workspace memory is
+ * visible in all its projects, never the other way round).
+ */
+export interface Scope {
+  userId: string;
+  workspaceId: string;
+  projectId?: string;
+  cardId?: string;
+  sessionId?: string;
+}
+
+/** Selects memories by scope fields; absent fields match anything. */
+export interface ScopeFilter {
+  userId?: string;
+  workspaceId?: string;
+  projectId?: string;
+  cardId?: string;
+  sessionId?: string;
+}
+
+/** Provenance: the kind of source, a reference into it, an optional locator. */
+export interface Source {
+  kind: SourceKind;
+  ref?: string;
+  uri?: string;
+}
+
+/** Privacy markers. `private` memories are never retrieved; `pii` only when a query sets `includePii`. */
+export interface Privacy {
+  pii?: boolean;
+  private?: boolean;
+  /** Days after `createdAt` when the memory expires (never retrieved after). */
+  retentionDays?: number;
+}
+
+/** One memory to ingest. `<private>…</private>` spans are removed; text containing `<no-memory>` is not stored. */
+export interface MemoryInput {
+  text: string;
+  scope: Scope;
+  /** Default `"episodic"`. */
+  kind?: Kind;
+  /** Default `"approved"`. */
+  status?: Status;
+  /** Curated hot memory, injected first. Default false. */
+  pinned?: boolean;
+  /** Default `{kind: "manual", ref: ""}`. */
+  source?: Source;
+  tags?: string[];
+  privacy?: Privacy;
+  /** When it was said (RFC 3339); default now. */
+  createdAt?: string;
+}
+
+/** A duplicate merged into a memory. */
+export interface MergeRecord {
+  source: Source;
+  mergedAt: string;
+  createdAt: string;
+  /** The duplicate's own text when it differed (near-duplicates). */
+  text?: string;
+}
+
+/** One stored memory. */
+export interface MemoryItem {
+  id: string;
+  text: string;
+  kind: Kind;
+  scope: Scope;
+  status: Status;
+  pinned: boolean;
+  source: Required<Pick<Source, "kind" | "ref">> & Pick<Source, "uri">;
+  /** SHA-256 of `text`, lowercase hex. */
+  contentHash: string;
+  tags: string[];
+  privacy: { pii: boolean; private: boolean; retentionDays?: number };
+  createdAt: string;
+  updatedAt: string;
+  lastUsedAt?: string;
+  usageCount: number;
+  mergedFrom?: MergeRecord[];
+  /** The memory said just before this one in the same conversation. */
+  follows?: string;
+  /** Set when soft-deleted. */
+  deletedAt?: string;
+}
+
+/** What ingest did with one input. */
+export interface IngestResult {
+  /** The memory added or merged into; absent when nothing was stored. */
+  id?: string;
+  outcome: "added" | "merged" | "skipped";
+  reason?: "duplicate" | "nearDuplicate" | "noMemory" | "private" | "suppressed";
+  /** For a reported near-duplicate: the similar memory. */
+  similarTo?: string;
+}
+
+/** A retrieval query. */
+export interface RetrieveQuery {
+  /** What to look for, usually the user's next message. */
+  text: string;
+  /** Only memories visible from this scope are returned. */
+  scope: Scope;
+  /** Most hits (default 10). */
+  limit?: number;
+  kinds?: Kind[];
+  /** Only memories with at least one of these tags. */
+  tags?: string[];
+  /** Created at or after (RFC 3339). */
+  since?: string;
+  /** Created before (RFC 3339). */
+  until?: string;
+  /** Do not mark returned memories as used. */
+  dryRun?: boolean;
+  /** Attach a score breakdown to each hit. */
+  explain?: boolean;
+  includePending?: boolean;
+  includePii?: boolean;
+}
+
+/** How a hit's score was made (with `explain: true`). */
+export interface ScoreBreakdown {
+  /** BM25 score. */
+  lexical: number;
+  /** Cosine similarity, when a model is loaded. */
+  semantic?: number;
+  /** Fused lexical and semantic score. */
+  combined: number;
+  /** True when inherited from the question this memory answers. */
+  inherited: boolean;
+  speakerFactor: number;
+  scopeMultiplier: number;
+  /** The final score. */
+  fused: number;
+}
+
+/** One retrieved memory. */
+export interface RetrieveHit {
+  item: MemoryItem;
+  score: number;
+  explain?: ScoreBreakdown;
+}
+
+/** An injection request: a retrieval query plus a budget. */
+export interface InjectQuery extends RetrieveQuery {
+  /** Most tokens the block may take (the model's tokenizer when loaded, else an over-estimate). */
+  budgetTokens: number;
+  /** Default `"markdown"`. */
+  format?: "markdown" | "xml";
+}
+
+/** A rendered block for the prompt. */
+export interface Injection {
+  /** The block; "" when nothing fits. Each entry is cited `[memory:<id>]`. */
+  block: string;
+  /** Ids in the block, in block order (pinned first). */
+  used: string[];
+  tokens: number;
+  /** Candidates that did not fit. */
+  dropped: { id: string; tokens: number }[];
+  /** True when `tokens` is an estimate (no model loaded). */
+  estimated: boolean;
+}
+
+/** A listing request; results are newest first. */
+export interface ListQuery {
+  scope?: ScopeFilter;
+  kinds?: Kind[];
+  statuses?: Status[];
+  tags?: string[];
+  pinned?: boolean;
+  includeDeleted?: boolean;
+  since?: string;
+  until?: string;
+  /** Page size (default 50). */
+  limit?: number;
+  /** `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface ListPage {
+  items: MemoryItem[];
+  nextCursor?: string | null;
+}
+
+/** Changes to one memory; absent fields stay. */
+export interface MemoryPatch {
+  text?: string;
+  kind?: Kind;
+  status?: Status;
+  pinned?: boolean;
+  tags?: string[];
+  privacy?: Privacy;
+  source?: Source;
+  /** `true` soft-deletes, `false` restores. */
+  deleted?: boolean;
+}
+
+export interface Stats {
+  items: number;
+  active: number;
+  deleted: number;
+  pending: number;
+  rejected: number;
+  pinned: number;
+  byKind: Record<string, number>;
+  tenants: number;
+  indexedTerms: number;
+  storedBytes: number;
+  embedded: number;
+  retrievalMode: "hybrid" | "lexical";
+  model?: string;
+  tokenCounting: "estimate" | "tokenizer";
+  formatVersion: number;
+}
+
+/**
+ * Storage injected by the host (Cloudflare KV, Deno KV, files, localStorage…).
+ * Every method may return a promise. `list` returns the keys that start with
+ * `prefix`, in any order. With `batch`, which must apply every op or none, a
+ * write is one call; without it, mnemo writes a journal first (keys under
+ * `journal/`) so a write interrupted at any point is completed or undone
+ * when the store is next used or opened. A thrown error whose `name` is
+ * `QuotaExceededError` or whose `code` is `QUOTA_EXCEEDED` surfaces as
+ * `QUOTA_EXCEEDED`.
+ */
+export interface StorageAdapter {
+  get(key: string): Uint8Array | ArrayBuffer | null | undefined | Promise<Uint8Array | ArrayBuffer | null | undefined>;
+  put(key: string, value: Uint8Array): void | Promise<void>;
+  delete(key: string): void | Promise<void>;
+  list(prefix: string): string[] | Promise<string[]>;
+  batch?(ops: ({ type: "put"; key: string; value: Uint8Array } | { type: "delete"; key: string })[]): void | Promise<void>;
+}
+
+/** The model files: `model.onnx` (int8 all-MiniLM-L6-v2) and `tokenizer.json`. */
+export interface ModelFiles {
+  onnx: Uint8Array | ArrayBuffer;
+  tokenizer: string | Uint8Array;
+}
+
+/** Progress of `Memory.open`. */
+export type OpenProgress =
+  /** `persisted`: IndexedDB only, whether the browser granted persistent storage. */
+  | { stage: "storage"; persisted?: boolean }
+  | { stage: "model" }
+  | { stage: "embedded"; count: number }
+  | { stage: "ready" };
+
+/** Engine settings; every field has a documented default (see the Rust `Config`). */
+export interface Config {
+  limits?: Partial<{
+    maxTextBytes: number;
+    maxBatch: number;
+    maxTags: number;
+    maxTagBytes: number;
+    maxSourceBytes: number;
+    maxResults: number;
+    maxMergeRecords: number;
+  }>;
+  bm25?: Partial<{ k1: number; b: number }>;
+  nearDuplicate?: Partial<{
+    lexicalThreshold: number;
+    semanticThreshold: number;
+    semanticLexicalThreshold: number;
+    candidates: number;
+    action: "merge" | "report";
+  }>;
+  rank?: Partial<{
+    lexicalWeight: number;
+    answerInheritance: number;
+    speakerPenalty: number;
+    scopeBoost: number;
+    threadGapMinutes: number;
+  }>;
+}
+
+export interface OpenOptions {
+  /**
+   * Where memories live: `"indexeddb"` (the default where an `indexedDB`
+   * global exists: browsers, workers), `"memory"` (the default elsewhere;
+   * gone when closed), or a host adapter.
+   */
+  storage?: "indexeddb" | "memory" | StorageAdapter;
+  /** The IndexedDB database name (default `"mnemo"`). */
+  name?: string;
+  /** The embedding model; without it retrieval is lexical-only (`stats().retrievalMode`). */
+  model?: ModelFiles;
+  config?: Config;
+  /** The clock, in milliseconds since the Unix epoch (default `Date.now`). */
+  now?: () => number;
+  onProgress?: (progress: OpenProgress) => void;
+  /**
+   * IndexedDB only: called after this store reloaded because another
+   * instance on the same database (another tab, a worker) wrote to it.
+   */
+  onChange?: () => void;
+}
+
+/** Stable error codes. */
+export type ErrorCode =
+  | "INVALID_INPUT"
+  | "TOO_LARGE"
+  | "NOT_FOUND"
+  | "STORAGE"
+  | "QUOTA_EXCEEDED"
+  | "CORRUPT"
+  | "VERSION_MISMATCH"
+  | "MODEL"
+  | "CLOSED";
+
+/** Every failure of a mnemo call; the store stays usable after it. */
+export class MnemoError extends Error {
+  readonly name: "MnemoError";
+  readonly code: ErrorCode;
+}
+
+/** A memory store. Calls run one at a time, in call order. */
+export class Memory {
+  private constructor();
+  static open(options?: OpenOptions): Promise<Memory>;
+  /** Attaches the model later; resolves to how many stored memories it embedded. */
+  setModel(model: ModelFiles): Promise<number>;
+  /** Redacts, deduplicates, embeds, indexes and persists; one result per input. */
+  ingest(input: MemoryInput | MemoryInput[]): Promise<IngestResult[]>;
+  /** Hits best first; marks them used unless `dryRun`. */
+  retrieve(query: RetrieveQuery): Promise<RetrieveHit[]>;
+  /** A cited block within the token budget, pinned memories first. */
+  inject(query: InjectQuery): Promise<Injection>;
+  get(id: string): Promise<MemoryItem>;
+  list(query?: ListQuery): Promise<ListPage>;
+  update(id: string, patch: MemoryPatch): Promise<MemoryItem>;
+  /** Soft delete by default (the text stays suppressed); `hard` erases every stored byte of it. */
+  delete(id: string, options?: { hard?: boolean }): Promise<void>;
+  /** Deletes what the filter selects (`scope.userId` is required). */
+  deleteAll(options: { scope: ScopeFilter; hard?: boolean }): Promise<{ deleted: number; hard: boolean }>;
+  /** The whole store as a versioned, checksummed JSON document. */
+  export(): Promise<string>;
+  /** Imports an export atomically (a damaged file is `CORRUPT`, a newer one `VERSION_MISMATCH`). */
+  import(data: string | Uint8Array): Promise<{ added: number; replaced: number; merged: number }>;
+  stats(filter?: ScopeFilter): Promise<Stats>;
+  /** Reloads if another instance changed the storage; resolves to whether it did. */
+  refresh(): Promise<boolean>;
+  /** Later calls fail with `CLOSED`. */
+  close(): Promise<void>;
+}

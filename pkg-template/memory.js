@@ -1,0 +1,51 @@
+// The typed JavaScript API of mnemo: a thin class over the WebAssembly
+// `MemoryCore`. Every method forwards to the core; this file only picks
+// defaults (which storage) and gives errors their class.
+import { MemoryCore, setErrorClass } from "./wasm/mnemo.js";
+
+/** An error from mnemo; `code` is stable, `message` says what to do. */
+export class MnemoError extends Error {
+  constructor(message, code) {
+    super(message);
+    this.name = "MnemoError";
+    this.code = code;
+  }
+}
+
+const opening = Symbol("opening");
+
+/** A memory store. Create one with `await Memory.open(options)`. */
+export class Memory {
+  #core;
+
+  constructor(token, core) {
+    if (token !== opening) {
+      throw new MnemoError("use `await Memory.open(options)` to create a Memory", "INVALID_INPUT");
+    }
+    this.#core = core;
+  }
+
+  static async open(options = {}) {
+    setErrorClass(MnemoError);
+    if (options === null || typeof options !== "object") {
+      throw new MnemoError("invalid input: options must be an object", "INVALID_INPUT");
+    }
+    const core = await MemoryCore.open(options);
+    return new Memory(opening, core);
+  }
+
+  setModel(model) { return this.#core.setModel(model); }
+  ingest(input) { return this.#core.ingest(input); }
+  retrieve(query) { return this.#core.retrieve(query); }
+  inject(query) { return this.#core.inject(query); }
+  get(id) { return this.#core.get(id); }
+  list(query) { return this.#core.list(query); }
+  update(id, patch) { return this.#core.update(id, patch); }
+  delete(id, options) { return this.#core.delete(id, options); }
+  deleteAll(options) { return this.#core.deleteAll(options); }
+  export() { return this.#core.export(); }
+  import(data) { return this.#core.import(data); }
+  stats(filter) { return this.#core.stats(filter); }
+  refresh() { return this.#core.refresh(); }
+  close() { return this.#core.close(); }
+}

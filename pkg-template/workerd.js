@@ -1,0 +1,7 @@
+// Cloudflare Workers entry point: the bundler hands over the compiled module.
+import wasmModule from "./wasm/mnemo_bg.wasm";
+import { initSync } from "./wasm/mnemo.js";
+
+initSync({ module: wasmModule });
+
+export { Memory, MnemoError } from "./memory.js";

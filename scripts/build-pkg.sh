@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds the npm package into dist/mnemo: the library for wasm32 (feature
+# `js`, SIMD on through .cargo/config.toml), wasm-bindgen's `--target web`
+# glue, and pkg-template/ (typed wrapper, entry points per runtime, types).
+# Prints the .wasm size raw and gzipped. Usage: bash scripts/build-pkg.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-tools.sh
+
+out=dist/mnemo
+cargo rustc --quiet --locked --lib --release --target wasm32-unknown-unknown \
+    --no-default-features --features js --crate-type cdylib
+rm -rf "$out"
+mkdir -p "$out"
+wasm-bindgen --target web --out-dir "$out/wasm" --out-name mnemo \
+    target/wasm32-unknown-unknown/release/mnemo.wasm
+cp pkg-template/* "$out/"
+
+wasm="$out/wasm/mnemo_bg.wasm"
+raw=$(stat -c %s "$wasm")
+gz=$(gzip -9 -c "$wasm" | wc -c)
+awk -v f="$wasm" -v r="$raw" -v g="$gz" 'BEGIN {
+    printf "build-pkg: %s: %.2f MiB raw, %.2f MiB gzipped (no model inside)\n", f, r / 1048576, g / 1048576
+}' >&2

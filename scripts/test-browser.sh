@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs mnemo's Rust tests inside headless Chromium (wasm-bindgen-test-runner
+# driving Debian's chromium through chromedriver, flags in webdriver.json):
+#
+#   storage_conformance   the storage contract on IndexedDB (and the in-memory
+#                         and journaled backends) in the browser, reopen after
+#                         close, conflicts between two connections, aborted
+#                         transactions, a real QuotaExceededError
+#   embed_golden          the MiniLM golden vectors, run by tract in wasm
+#
+# Installs chromium/chromedriver and wasm-bindgen-cli if missing. Prints the
+# runner's output; exits non-zero on a failure.
+# Usage: bash scripts/test-browser.sh [cargo test args…]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-tools.sh --browser
+MNEMO_MODEL_DIR=${MNEMO_MODEL_DIR:-$(bash scripts/fetch-model.sh | tail -n 1)}
+export MNEMO_MODEL_DIR # compiled into the golden test's wasm module
+export PATH="$HOME/.cargo/bin:$PATH"
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
+export CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver}
+export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-600}
+# Keep the browser's profile out of the home directory.
+export TMPDIR=${TMPDIR:-/tmp}
+
+exec cargo test --locked --target wasm32-unknown-unknown --no-default-features --features js \
+    --test storage_conformance --test embed_golden "$@"

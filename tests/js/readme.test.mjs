@@ -1,0 +1,31 @@
+// The JavaScript examples of README.md and of the npm package's README run
+// as tests against the built package: each ```js block becomes a module
+// whose `from "mnemo"` imports dist/mnemo, with console.assert made to throw.
+import { test } from "node:test";
+import { readFile, writeFile, mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const root = new URL("../../", import.meta.url);
+const entry = new URL("dist/mnemo/node.js", root).href;
+
+console.assert = (condition, ...message) => {
+  if (!condition) throw new Error(`console.assert failed: ${message.join(" ")}`);
+};
+
+for (const readme of ["README.md", "pkg-template/README.md"]) {
+  const text = await readFile(new URL(readme, root), "utf8");
+  const blocks = [...text.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+  test(`${readme} has JavaScript examples`, () => {
+    if (blocks.length === 0) throw new Error(`no \`\`\`js block in ${readme}`);
+  });
+  blocks.forEach((code, i) => {
+    test(`${readme} example ${i + 1} runs`, async () => {
+      const dir = await mkdtemp(join(tmpdir(), "mnemo-readme-"));
+      const file = join(dir, "example.mjs");
+      await writeFile(file, code.replaceAll('from "mnemo"', `from "${entry}"`));
+      await import(pathToFileURL(file).href);
+    });
+  });
+}
