@@ -1,0 +1,175 @@
+// The built package in a real browser tab: headless Debian Chromium driven by
+// playwright-core. A local server serves dist/mnemo and the model files; the
+// page imports the package's browser entry point. Checks the default
+// IndexedDB storage across a page reload, fetchModel's progress and its
+// Cache API copy on the second load, two tabs on one database, and errors.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { readFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { extname } from "node:path";
+import { chromium } from "playwright-core";
+
+const root = new URL("../../", import.meta.url);
+const modelDir = process.env.MNEMO_MODEL_DIR ??
+  execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" }).trim().split("\n").pop();
+const types = { ".js": "text/javascript", ".wasm": "application/wasm", ".html": "text/html", ".json": "application/json" };
+const page = `<!doctype html><meta charset="utf-8"><title>mnemo package test</title>
+<script type="module">
+  import { Memory, MnemoError } from "/dist/mnemo/browser.js";
+  import { fetchModel } from "/dist/mnemo/model.js";
+  window.mnemo = { Memory, MnemoError, fetchModel };
+  document.title = "ready";
+</script>`;
+
+let server;
+let base;
+let browser;
+const requests = [];
+
+before(async () => {
+  server = createServer(async (req, res) => {
+    const path = new URL(req.url, "http://x").pathname;
+    requests.push(path);
+    try {
+      let body;
+      if (path === "/") body = page;
+      else if (path.startsWith("/model/")) body = await readFile(`${modelDir}/${path.slice(7)}`);
+      else if (path.startsWith("/dist/mnemo/")) body = await readFile(new URL(path.slice(1), root));
+      else throw new Error("not found");
+      res.writeHead(200, { "content-type": types[extname(path)] ?? "text/html", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+      "--disable-sync", "--no-first-run", "--disable-quic"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await new Promise((resolve) => server?.close(resolve));
+});
+
+async function openTab(context) {
+  const tab = await context.newPage();
+  tab.on("pageerror", (e) => console.error("page error:", e));
+  await tab.goto(base);
+  await tab.waitForFunction(() => document.title === "ready");
+  return tab;
+}
+
+test("IndexedDB by default, kept across a reload; the model cached after the first load", async () => {
+  const context = await browser.newContext();
+  const tab = await openTab(context);
+  const first = await tab.evaluate(async () => {
+    const { Memory, fetchModel } = window.mnemo;
+    const progress = [];
+    const model = await fetchModel({
+      onnxUrl: "/model/model.onnx",
+      tokenizerUrl: "/model/tokenizer.json",
+      onProgress: (p) => progress.push(p.loaded),
+    });
+    const stages = [];
+    const mem = await Memory.open({ name: "reload", model, onProgress: (p) => stages.push(p.stage) });
+    const home = { userId: "ann", workspaceId: "home" };
+    const work = { userId: "ann", workspaceId: "work" };
+    await mem.ingest([
+      { text: "My sister's birthday is on the ninth of March.", scope: home },
+      { text: "The quarterly report is due on the ninth of March.", scope: work },
+      { text: "I water the ferns every Sunday morning.", scope: home },
+    ]);
+    const hits = await mem.retrieve({ text: "when is my sister's birthday?", scope: home });
+    const stats = await mem.stats();
+    await mem.close();
+    return {
+      fromCache: model.fromCache, progressEvents: progress.length, stages,
+      top: hits[0].item.text, workspaces: hits.map((h) => h.item.scope.workspaceId), stats,
+    };
+  });
+  assert.equal(first.fromCache, false);
+  assert.ok(first.progressEvents > 2);
+  assert.deepEqual(first.stages, ["storage", "model", "embedded", "ready"]);
+  assert.equal(first.top, "My sister's birthday is on the ninth of March.");
+  assert.ok(first.workspaces.every((w) => w === "home"), "the other workspace's memory is absent");
+  assert.equal(first.stats.retrievalMode, "hybrid");
+
+  const modelRequests = requests.filter((r) => r === "/model/model.onnx").length;
+  await tab.reload();
+  await tab.waitForFunction(() => document.title === "ready");
+  const second = await tab.evaluate(async () => {
+    const { Memory, fetchModel } = window.mnemo;
+    const model = await fetchModel({ onnxUrl: "/model/model.onnx", tokenizerUrl: "/model/tokenizer.json" });
+    const mem = await Memory.open({ name: "reload", model });
+    const home = { userId: "ann", workspaceId: "home" };
+    const hits = await mem.retrieve({ text: "plants watering day", scope: home });
+    const items = (await mem.stats()).items;
+    await mem.close();
+    return { fromCache: model.fromCache, items, top: hits[0]?.item.text };
+  });
+  assert.equal(second.fromCache, true);
+  assert.equal(requests.filter((r) => r === "/model/model.onnx").length, modelRequests, "no second download");
+  assert.equal(second.items, 3);
+  assert.equal(second.top, "I water the ferns every Sunday morning.");
+  await context.close();
+});
+
+test("two tabs on one database see each other's writes", async () => {
+  const context = await browser.newContext();
+  const [tabA, tabB] = [await openTab(context), await openTab(context)];
+  await tabB.evaluate(async () => {
+    window.changes = 0;
+    window.mem = await window.mnemo.Memory.open({ name: "tabs", onChange: () => window.changes++ });
+  });
+  await tabA.evaluate(async () => {
+    window.mem = await window.mnemo.Memory.open({ name: "tabs" });
+  });
+  const scope = { userId: "ann", workspaceId: "shared" };
+  await Promise.all([
+    tabA.evaluate(async (scope) => {
+      for (let i = 0; i < 8; i++) await window.mem.ingest({ text: `Tab A note ${i} about apples.`, scope });
+    }, scope),
+    tabB.evaluate(async (scope) => {
+      for (let i = 0; i < 8; i++) await window.mem.ingest({ text: `Tab B note ${i} about pears.`, scope });
+    }, scope),
+  ]);
+  await tabA.evaluate((scope) => window.mem.ingest({ text: "Tab A's last word on plums.", scope }), scope);
+  await tabB.waitForFunction(() => window.changes > 0);
+  const seen = await tabB.evaluate(async (scope) => {
+    await window.mem.refresh();
+    const hits = await window.mem.retrieve({ text: "plums", scope, dryRun: true });
+    return { items: (await window.mem.stats()).items, top: hits[0]?.item.text };
+  }, scope);
+  assert.equal(seen.items, 17);
+  assert.equal(seen.top, "Tab A's last word on plums.");
+  await context.close();
+});
+
+test("errors in the browser are MnemoErrors with codes", async () => {
+  const context = await browser.newContext();
+  const tab = await openTab(context);
+  const codes = await tab.evaluate(async () => {
+    const { Memory, MnemoError } = window.mnemo;
+    const mem = await Memory.open({ storage: "memory" });
+    const codes = [];
+    for (const call of [
+      () => mem.ingest({ text: "x" }),
+      () => mem.retrieve({ text: "q", scope: { userId: "a", workspaceId: "b" }, limit: NaN }),
+      () => mem.get("missing"),
+    ]) {
+      try { await call(); codes.push("resolved"); } catch (e) { codes.push(e instanceof MnemoError ? e.code : String(e)); }
+    }
+    await mem.close();
+    try { await mem.stats(); } catch (e) { codes.push(e.code); }
+    return codes;
+  });
+  assert.deepEqual(codes, ["INVALID_INPUT", "INVALID_INPUT", "NOT_FOUND", "CLOSED"]);
+  await context.close();
+});
