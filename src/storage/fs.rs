@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use super::frame::{
     declared_frame_len, encode_frame, intact_frame_len, op_len, parse_frame, MIN_FRAME_LEN,
 };
-use super::{scan_map, validate_key, Batch, Storage, StorageError};
+use super::{scan_map, Batch, Storage, StorageError};
 
 const LOG_FILE: &str = "store.log";
 const TMP_FILE: &str = "store.log.tmp";
@@ -207,9 +207,7 @@ impl Storage for FsStorage {
     }
 
     fn commit(&mut self, batch: &Batch) -> Result<(), StorageError> {
-        for (key, _) in batch.ops() {
-            validate_key(key)?;
-        }
+        batch.validate_keys()?;
         if batch.is_empty() {
             return Ok(());
         }

@@ -410,9 +410,7 @@ impl AsyncStorage for IndexedDbStorage {
         batch: &Batch,
         expect: Option<Expect<'_>>,
     ) -> Result<(), StorageError> {
-        for (key, _) in batch.ops() {
-            validate_key(key)?;
-        }
+        batch.validate_keys()?;
         if let Some(expect) = &expect {
             validate_key(expect.key)?;
         }

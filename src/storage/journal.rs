@@ -22,7 +22,7 @@
 use sha2::{Digest, Sha256};
 
 use super::frame::{encode_frame, intact_frame_len, parse_frame, Op};
-use super::{validate_key, AsyncStorage, Batch, Expect, StorageError};
+use super::{AsyncStorage, Batch, Expect, StorageError};
 
 /// Prefix of the journal's keys; mnemo never stores data under it.
 pub const JOURNAL_PREFIX: &str = "journal/";
@@ -192,8 +192,8 @@ impl<K: AsyncKeyValue> AsyncStorage for KvStorage<K> {
         batch: &Batch,
         expect: Option<Expect<'_>>,
     ) -> Result<(), StorageError> {
+        batch.validate_keys()?;
         for (key, _) in batch.ops() {
-            validate_key(key)?;
             if key.starts_with(JOURNAL_PREFIX) {
                 return Err(StorageError::Backend(format!(
                     "key `{key}` is under the reserved prefix `{JOURNAL_PREFIX}`"

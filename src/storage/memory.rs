@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{scan_map, validate_key, Batch, Storage, StorageError};
+use super::{scan_map, Batch, Storage, StorageError};
 
 /// Keeps everything in a `BTreeMap`; lost when dropped.
 #[derive(Debug, Clone, Default)]
@@ -32,9 +32,7 @@ impl Storage for MemoryStorage {
     }
 
     fn commit(&mut self, batch: &Batch) -> Result<(), StorageError> {
-        for (key, _) in batch.ops() {
-            validate_key(key)?;
-        }
+        batch.validate_keys()?;
         for (key, value) in batch.ops() {
             match value {
                 Some(v) => {

@@ -123,6 +123,12 @@ impl Batch {
         self.ops.iter().map(|(k, v)| (k.as_str(), v.as_deref()))
     }
 
+    /// Checks every key against the contract's limits (backends call it
+    /// before writing anything).
+    pub fn validate_keys(&self) -> Result<(), StorageError> {
+        self.ops.keys().try_for_each(|key| validate_key(key))
+    }
+
     /// The value the batch puts under `key` (`None` when it does not put it).
     pub fn put_value(&self, key: &str) -> Option<&[u8]> {
         self.ops.get(key).and_then(|v| v.as_deref())
