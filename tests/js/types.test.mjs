@@ -1,0 +1,78 @@
+// The package's TypeScript declarations (pkg-template/index.d.ts, written by
+// hand) checked against what the package really returns: every call's result
+// is written into a TypeScript file as a literal of its declared type and
+// compiled strictly. A field the runtime adds, renames or retypes without the
+// declarations following is a compile error here. The inputs the tests use
+// are checked the same way against the input types.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+
+import { Memory } from "../../dist/mnemo/node.js";
+
+const declarations = fileURLToPath(new URL("../../pkg-template/index.d.ts", import.meta.url));
+
+test("index.d.ts describes every result the package returns", async () => {
+  const home = { userId: "alice", workspaceId: "home", projectId: "p1" };
+  const inputs = [
+    { text: "I take my coffee as a cortado.", scope: home, kind: "preference", tags: ["drinks"],
+      source: { kind: "message", ref: "m1", uri: "chat://1" }, privacy: { pii: false, retentionDays: 30 },
+      createdAt: "2026-01-02T03:04:05Z", pinned: true, status: "approved" },
+    { text: "I take my coffee as a cortado.", scope: home },
+    { text: "Buy oat milk on Friday.", scope: { userId: "alice", workspaceId: "home" } },
+  ];
+  const mem = await Memory.open({ storage: "memory" });
+  const ingested = await mem.ingest(inputs);
+  const query = { text: "coffee", scope: home, explain: true, limit: 5, kinds: ["preference"], includePending: true };
+  const hits = await mem.retrieve(query);
+  const injectQuery = { text: "coffee", scope: home, budgetTokens: 200, format: "xml" };
+  const injection = await mem.inject(injectQuery);
+  const tight = await mem.inject({ text: "coffee", scope: home, budgetTokens: 3 });
+  const item = await mem.get(ingested[0].id);
+  const patch = { tags: ["drinks", "morning"], deleted: false };
+  const updated = await mem.update(ingested[2].id, patch);
+  const listQuery = { scope: { userId: "alice" }, limit: 1, includeDeleted: true };
+  const page = await mem.list(listQuery);
+  const next = await mem.list({ ...listQuery, cursor: page.nextCursor });
+  const stats = await mem.stats();
+  const exported = await mem.export();
+  const imported = await (await Memory.open({ storage: "memory" })).import(exported);
+  const deleted = await mem.deleteAll({ scope: { userId: "alice", workspaceId: "home" } });
+  assert.ok(item.mergedFrom.length === 1 && hits[0].explain && tight.dropped.length > 0);
+
+  const literal = (value) => JSON.stringify(value, null, 1);
+  const source = `import type * as M from ${JSON.stringify(declarations.replace(/\.d\.ts$/, ".js"))};
+const inputs: M.MemoryInput[] = ${literal(inputs)};
+const ingested: M.IngestResult[] = ${literal(ingested)};
+const query: M.RetrieveQuery = ${literal(query)};
+const hits: M.RetrieveHit[] = ${literal(hits)};
+const injectQuery: M.InjectQuery = ${literal(injectQuery)};
+const injections: M.Injection[] = ${literal([injection, tight])};
+const items: M.MemoryItem[] = ${literal([item, updated])};
+const patch: M.MemoryPatch = ${literal(patch)};
+const listQuery: M.ListQuery = ${literal(listQuery)};
+const pages: M.ListPage[] = ${literal([page, next])};
+const stats: M.Stats = ${literal(stats)};
+const imported: Awaited<ReturnType<M.Memory["import"]>> = ${literal(imported)};
+const deleted: Awaited<ReturnType<M.Memory["deleteAll"]>> = ${literal(deleted)};
+export { inputs, ingested, query, hits, injectQuery, injections, items, patch, listQuery, pages, stats, imported, deleted };
+`;
+  const dir = await mkdtemp(join(tmpdir(), "mnemo-types-"));
+  const file = join(dir, "check.ts");
+  await writeFile(file, source);
+  const program = ts.createProgram([file], {
+    strict: true, noEmit: true, exactOptionalPropertyTypes: true, skipLibCheck: false,
+    target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
+    lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
+  });
+  const problems = ts.getPreEmitDiagnostics(program).map((d) => {
+    const where = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : undefined;
+    const line = where ? source.split("\n")[where.line]?.slice(0, 80) : "";
+    return `${ts.flattenDiagnosticMessageText(d.messageText, "\n")}${where ? ` (check.ts:${where.line + 1}: ${line})` : ""}`;
+  });
+  assert.deepEqual(problems, []);
+});
