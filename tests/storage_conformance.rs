@@ -24,7 +24,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use mnemo::storage::{AsyncKeyValue, Batch, KvOp, KvStorage, MemoryStorage, StorageError};
+use mnemo::storage::{AsyncKeyValue, Batch, Expect, KvOp, KvStorage, MemoryStorage, StorageError};
 use mnemo::storage::{JOURNAL_PREFIX, MAX_KEY_BYTES};
 
 #[cfg(all(target_arch = "wasm32", feature = "js"))]
@@ -100,7 +100,11 @@ impl<const ATOMIC: bool> AsyncKeyValue for MapKv<ATOMIC> {
     fn has_atomic_batch(&self) -> bool {
         ATOMIC
     }
-    async fn batch(&mut self, ops: &[KvOp<'_>]) -> Result<(), StorageError> {
+    async fn batch(
+        &mut self,
+        ops: &[KvOp<'_>],
+        _expect: Option<Expect<'_>>,
+    ) -> Result<(), StorageError> {
         assert!(ATOMIC, "batch called on a store without atomic batches");
         let mut map = self.map.borrow_mut();
         for (key, value) in ops {
@@ -590,7 +594,6 @@ async fn a_random_history_matches_a_model_across_reopens<B: Backend>() {
 /// expected value (or is absent, for `None`); otherwise it is a `Conflict`
 /// and changes nothing.
 async fn expectations_guard_commits<B: Backend>() {
-    use mnemo::storage::Expect;
     let mut store = B::fresh().await;
     let absent = Expect {
         key: "meta/manifest",

@@ -3,8 +3,12 @@
 //! `{get, put, delete, list}`, Cloudflare KV, Deno KV, `localStorage`.
 //!
 //! When the store applies a batch atomically ([`AsyncKeyValue::batch`]), a
-//! commit is that one call. Otherwise a commit of more than one op is made
-//! all-or-nothing by a roll-forward journal (`docs/format.md`, section 4):
+//! commit is that one call, and a store that can compare-and-set checks the
+//! commit's [`Expect`]ation in it (safe with several writers, like Deno KV's
+//! `atomic().check()`). Otherwise — or when the store answers that a batch
+//! is too large to apply atomically ([`StorageError::BatchTooLarge`]) — a
+//! commit of more than one op is made all-or-nothing by a roll-forward
+//! journal (`docs/format.md`, section 4):
 //!
 //! 1. the ops are written as frames under `journal/op/<n>`;
 //! 2. the commit record `journal/commit` (frame count and SHA-256 of the
@@ -56,8 +60,17 @@ pub trait AsyncKeyValue {
     /// True when [`AsyncKeyValue::batch`] applies a list of ops atomically.
     fn has_atomic_batch(&self) -> bool;
     /// Applies every op or none; only called when
-    /// [`AsyncKeyValue::has_atomic_batch`] is true.
-    async fn batch(&mut self, ops: &[KvOp<'_>]) -> Result<(), StorageError>;
+    /// [`AsyncKeyValue::has_atomic_batch`] is true. A store that can
+    /// compare-and-set applies the ops only if `expect` holds, else fails
+    /// with [`StorageError::Conflict`] (others may ignore it: [`KvStorage`]
+    /// has checked it just before). A batch the store cannot apply
+    /// atomically (too many or too large ops) fails with
+    /// [`StorageError::BatchTooLarge`], having changed nothing.
+    async fn batch(
+        &mut self,
+        ops: &[KvOp<'_>],
+        expect: Option<Expect<'_>>,
+    ) -> Result<(), StorageError>;
 }
 
 /// [`AsyncStorage`] over an [`AsyncKeyValue`]; see the module documentation.
@@ -208,7 +221,10 @@ impl<K: AsyncKeyValue> AsyncStorage for KvStorage<K> {
         match ops.as_slice() {
             [] => return Ok(()),
             [(key, value)] => return self.apply_one(key, *value).await,
-            _ if self.kv.has_atomic_batch() => return self.kv.batch(&ops).await,
+            _ if self.kv.has_atomic_batch() => match self.kv.batch(&ops, expect).await {
+                Err(StorageError::BatchTooLarge(_)) => {}
+                other => return other,
+            },
             _ => {}
         }
         self.write_journal(&ops).await?;
@@ -295,12 +311,25 @@ mod tests {
     /// An in-memory [`AsyncKeyValue`] whose `fail_at`-th write (put or
     /// delete, counting from 0) fails, and every later one too while
     /// `fail_after` is set (a process that died).
-    #[derive(Clone, Default)]
+    #[derive(Clone)]
     struct FaultyKv {
         map: Rc<RefCell<BTreeMap<String, Vec<u8>>>>,
         writes: Rc<Cell<usize>>,
         fail_at: Option<usize>,
         atomic: bool,
+        max_batch_ops: usize,
+    }
+
+    impl Default for FaultyKv {
+        fn default() -> Self {
+            FaultyKv {
+                map: Rc::default(),
+                writes: Rc::default(),
+                fail_at: None,
+                atomic: false,
+                max_batch_ops: usize::MAX,
+            }
+        }
     }
 
     impl FaultyKv {
@@ -343,7 +372,14 @@ mod tests {
         fn has_atomic_batch(&self) -> bool {
             self.atomic
         }
-        async fn batch(&mut self, ops: &[KvOp<'_>]) -> Result<(), StorageError> {
+        async fn batch(
+            &mut self,
+            ops: &[KvOp<'_>],
+            _expect: Option<Expect<'_>>,
+        ) -> Result<(), StorageError> {
+            if ops.len() > self.max_batch_ops {
+                return Err(StorageError::BatchTooLarge(format!("{} ops", ops.len())));
+            }
             self.write()?;
             let mut map = self.map.borrow_mut();
             for (key, value) in ops {
@@ -463,6 +499,23 @@ mod tests {
         commit(&mut store, &batch(&[("a", Some(b"1")), ("b", Some(b"2"))])).unwrap();
         assert_eq!(kv.writes.get(), 1);
         assert_eq!(data(&kv).len(), 2);
+    }
+
+    #[test]
+    fn a_batch_too_large_for_the_store_goes_through_the_journal() {
+        let kv = FaultyKv {
+            atomic: true,
+            max_batch_ops: 2,
+            ..FaultyKv::default()
+        };
+        let mut store = open(kv.clone());
+        commit(&mut store, &batch(&[("a", Some(b"1")), ("b", Some(b"2"))])).unwrap();
+        assert_eq!(kv.writes.get(), 1, "two ops fit one atomic batch");
+        let three = batch(&[("c", Some(b"3")), ("d", Some(b"4")), ("e", Some(b"5"))]);
+        commit(&mut store, &three).unwrap();
+        // One frame, the commit record, three puts, two deletes.
+        assert_eq!(kv.writes.get(), 1 + 7);
+        assert_eq!(data(&kv).len(), 5);
     }
 
     #[test]

@@ -6,16 +6,23 @@
 //! promise. `get` answers a `Uint8Array`, an `ArrayBuffer`, or
 //! `null`/`undefined`; `list` an array of key strings; `batch` receives an
 //! array of `{type: "put", key, value}` and `{type: "delete", key}` and must
-//! apply all of them or none. A thrown error whose `name` is
-//! `QuotaExceededError` or whose `code` is `QUOTA_EXCEEDED` is reported as
-//! [`StorageError::QuotaExceeded`]; any other as [`StorageError::Backend`].
+//! apply all of them or none, and a second argument `{key, value}` (value a
+//! `Uint8Array` or `null` for "absent"): an adapter that can compare-and-set
+//! applies the ops only if `key` holds `value`, else throws an error with
+//! `code: "CONFLICT"`. A thrown error whose `name` is `QuotaExceededError` or
+//! whose `code` is `QUOTA_EXCEEDED` is reported as
+//! [`StorageError::QuotaExceeded`]; `code: "BATCH_TOO_LARGE"` (the ops do not
+//! fit one transaction of the store; nothing written) as
+//! [`StorageError::BatchTooLarge`], after which mnemo journals the batch;
+//! `code: "CONFLICT"` as [`StorageError::Conflict`]; any other as
+//! [`StorageError::Backend`].
 
 use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
 use super::journal::{AsyncKeyValue, KvOp};
-use super::StorageError;
+use super::{Expect, StorageError};
 
 /// The methods every adapter must have.
 const REQUIRED_METHODS: [&str; 4] = ["get", "put", "delete", "list"];
@@ -75,12 +82,13 @@ fn adapter_error(method: &str, thrown: &JsValue) -> StorageError {
         .or_else(|| thrown.as_string())
         .unwrap_or_else(|| "unknown error".into());
     let message = format!("storage adapter `{method}` failed: {message}");
-    if field("name").as_deref() == Some("QuotaExceededError")
-        || field("code").as_deref() == Some("QUOTA_EXCEEDED")
-    {
-        StorageError::QuotaExceeded(message)
-    } else {
-        StorageError::Backend(message)
+    match (field("name").as_deref(), field("code").as_deref()) {
+        (Some("QuotaExceededError"), _) | (_, Some("QUOTA_EXCEEDED")) => {
+            StorageError::QuotaExceeded(message)
+        }
+        (_, Some("BATCH_TOO_LARGE")) => StorageError::BatchTooLarge(message),
+        (_, Some("CONFLICT")) => StorageError::Conflict(message),
+        _ => StorageError::Backend(message),
     }
 }
 
@@ -136,7 +144,11 @@ impl AsyncKeyValue for JsKeyValue {
         method(&self.adapter, "batch").is_some()
     }
 
-    async fn batch(&mut self, ops: &[KvOp<'_>]) -> Result<(), StorageError> {
+    async fn batch(
+        &mut self,
+        ops: &[KvOp<'_>],
+        expect: Option<Expect<'_>>,
+    ) -> Result<(), StorageError> {
         let list = Array::new();
         for (key, value) in ops {
             let op = Object::new();
@@ -157,7 +169,22 @@ impl AsyncKeyValue for JsKeyValue {
             }
             list.push(&op);
         }
-        self.call("batch", &[list.into()]).await?;
+        let expect = match expect {
+            None => JsValue::UNDEFINED,
+            Some(expect) => {
+                let object = Object::new();
+                let value = match expect.value {
+                    Some(bytes) => Uint8Array::from(bytes).into(),
+                    None => JsValue::NULL,
+                };
+                for (name, v) in [("key", JsValue::from_str(expect.key)), ("value", value)] {
+                    Reflect::set(&object, &JsValue::from_str(name), &v)
+                        .map_err(|e| adapter_error("batch", &e))?;
+                }
+                object.into()
+            }
+        };
+        self.call("batch", &[list.into(), expect]).await?;
         Ok(())
     }
 }

@@ -75,6 +75,10 @@ pub enum StorageError {
     /// What the backend holds fails its own integrity checks.
     #[error("{0}")]
     Corrupt(String),
+    /// The store cannot apply this batch atomically (too many or too large
+    /// ops for one of its transactions); nothing was written.
+    #[error("{0}")]
+    BatchTooLarge(String),
     /// A commit's [`Expect`]ation did not hold: another writer changed the
     /// store first. Nothing was written.
     #[error("{0}")]
