@@ -228,19 +228,32 @@ export interface Stats {
 /**
  * Storage injected by the host (Cloudflare KV, Deno KV, files, localStorage…).
  * Every method may return a promise. `list` returns the keys that start with
- * `prefix`, in any order. With `batch`, which must apply every op or none, a
- * write is one call; without it, mnemo writes a journal first (keys under
- * `journal/`) so a write interrupted at any point is completed or undone
- * when the store is next used or opened. A thrown error whose `name` is
- * `QuotaExceededError` or whose `code` is `QUOTA_EXCEEDED` surfaces as
- * `QUOTA_EXCEEDED`.
+ * `prefix`, in any order.
+ *
+ * With `batch`, which must apply every op or none, a write is one call. Its
+ * second argument is the write's precondition: a store that can
+ * compare-and-set (Deno KV's `atomic().check()`, a SQL transaction) applies
+ * the ops only if `expect.key` holds `expect.value` (`null`: absent) and
+ * otherwise throws an error with `code: "CONFLICT"`; mnemo then reloads and
+ * retries, so several writers never lose each other's writes. A batch the
+ * store cannot apply in one transaction throws `code: "BATCH_TOO_LARGE"`
+ * having written nothing, and mnemo journals it instead.
+ *
+ * Without `batch`, mnemo writes a journal first (keys under `journal/`) so a
+ * write interrupted at any point is completed or undone when the store is
+ * next used or opened; that keeps one writer's writes atomic, it is not a
+ * lock between writers. A thrown error whose `name` is `QuotaExceededError`
+ * or whose `code` is `QUOTA_EXCEEDED` surfaces as `QUOTA_EXCEEDED`.
  */
 export interface StorageAdapter {
   get(key: string): Uint8Array | ArrayBuffer | null | undefined | Promise<Uint8Array | ArrayBuffer | null | undefined>;
   put(key: string, value: Uint8Array): void | Promise<void>;
   delete(key: string): void | Promise<void>;
   list(prefix: string): string[] | Promise<string[]>;
-  batch?(ops: ({ type: "put"; key: string; value: Uint8Array } | { type: "delete"; key: string })[]): void | Promise<void>;
+  batch?(
+    ops: ({ type: "put"; key: string; value: Uint8Array } | { type: "delete"; key: string })[],
+    expect?: { key: string; value: Uint8Array | null },
+  ): void | Promise<void>;
 }
 
 /** The model files: `model.onnx` (int8 all-MiniLM-L6-v2) and `tokenizer.json`. */

@@ -77,6 +77,7 @@ rust_tests "browser tests (headless Chromium)" bash scripts/test-browser.sh --no
 
 check "build the npm package (wasm32 + wasm-bindgen)" bash scripts/build-pkg.sh
 node_tests "node tests of the npm package" tests/js/
+rust_tests "deno tests (examples/deno)" bash scripts/test-deno.sh
 
 echo
 if [ "$failed" -ne 0 ]; then
