@@ -2,7 +2,7 @@
 # Installs what building and testing mnemo's WebAssembly package needs, from
 # package registries only, idempotently (each step is skipped when present):
 #
-#   rustup targets       wasm32-unknown-unknown
+#   rustup targets       wasm32-unknown-unknown, wasm32-wasip2
 #   wasm-bindgen-cli     the exact version of the wasm-bindgen crate in
 #                        Cargo.lock (cargo install, cached in ~/.cargo/bin)
 #   npm packages         package.json's devDependencies (npm install)
@@ -14,8 +14,8 @@ cd "$(dirname "$0")/.."
 
 log() { echo "install-tools: $*" >&2; }
 
-rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || {
-    log "rustup could not add the wasm32-unknown-unknown target"
+rustup target add wasm32-unknown-unknown wasm32-wasip2 >/dev/null 2>&1 || {
+    log "rustup could not add the wasm32-unknown-unknown and wasm32-wasip2 targets"
     exit 1
 }
 

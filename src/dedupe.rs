@@ -31,7 +31,7 @@ pub enum NearDuplicateAction {
 
 /// Near-duplicate detection settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct NearDuplicateConfig {
     /// Lexical gate: minimum Jaccard overlap of the term sets (default
     /// 0.85). Values above 1 turn the gate off.

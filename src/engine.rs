@@ -49,8 +49,9 @@ pub const EXPORT_FORMAT: &str = "mnemo-export";
 pub const EXPORT_VERSION: u32 = 1;
 
 /// Size limits; inputs beyond them are refused with [`Error::TooLarge`].
+/// In JSON every field is optional (absent: the default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Limits {
     /// Longest memory text (before redaction), in bytes.
     pub max_text_bytes: usize,

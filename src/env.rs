@@ -63,13 +63,14 @@ impl Environment for FixedEnvironment {
     }
 }
 
-/// The operating system's clock and random numbers (native targets only;
-/// the WebAssembly bindings supply their own).
-#[cfg(not(target_arch = "wasm32"))]
+/// The operating system's clock and random numbers: native targets, and
+/// WASI (`wasm32-wasip2`: the host's `wasi:clocks` and `wasi:random`). The
+/// JavaScript bindings (`wasm32-unknown-unknown`) supply their own.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemEnvironment;
 
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 impl Environment for SystemEnvironment {
     fn now(&self) -> Timestamp {
         let ms = std::time::SystemTime::now()
@@ -101,13 +102,13 @@ impl Environment for SystemEnvironment {
 /// The JavaScript host's clock (`Date.now()`, or a function the host
 /// injects) and ULIDs from `crypto.getRandomValues` (WebAssembly with the
 /// `js` feature).
-#[cfg(all(target_arch = "wasm32", feature = "js"))]
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
 #[derive(Debug, Clone, Default)]
 pub struct JsEnvironment {
     clock: Option<js_sys::Function>,
 }
 
-#[cfg(all(target_arch = "wasm32", feature = "js"))]
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
 impl JsEnvironment {
     /// Reads time from `clock()` (milliseconds since the Unix epoch) when
     /// given, else from `Date.now()`.
@@ -116,7 +117,7 @@ impl JsEnvironment {
     }
 }
 
-#[cfg(all(target_arch = "wasm32", feature = "js"))]
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
 impl Environment for JsEnvironment {
     /// A clock that throws or answers something other than a finite number
     /// falls back to `Date.now()`.

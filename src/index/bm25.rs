@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 /// The BM25 free parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Bm25Params {
     /// Term-frequency saturation: how quickly repeats of a term stop adding
     /// to the score (default 1.2).

@@ -42,22 +42,22 @@ use std::collections::BTreeMap;
 
 mod frame;
 mod journal;
-#[cfg(all(target_arch = "wasm32", feature = "js"))]
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
 mod js;
 mod memory;
 pub use journal::{AsyncKeyValue, KvOp, KvStorage, JOURNAL_PREFIX};
-#[cfg(all(target_arch = "wasm32", feature = "js"))]
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
 pub(crate) use js::bytes_of;
-#[cfg(all(target_arch = "wasm32", feature = "js"))]
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
 pub use js::JsKeyValue;
 pub use memory::MemoryStorage;
 #[cfg(feature = "fs")]
 mod fs;
 #[cfg(feature = "fs")]
 pub use fs::FsStorage;
-#[cfg(all(target_arch = "wasm32", feature = "js"))]
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
 mod indexeddb;
-#[cfg(all(target_arch = "wasm32", feature = "js"))]
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
 pub use indexeddb::IndexedDbStorage;
 
 /// Longest key a backend must accept, in bytes.

@@ -234,6 +234,9 @@ test("bad input is INVALID_INPUT or TOO_LARGE and the instance stays usable", as
   await rejectsWith(Memory.open({ storage: "indexeddb" }), "STORAGE"); // no indexedDB in plain Node
   await rejectsWith(Memory.open({ storage: { get() {} } }), "STORAGE");
   await rejectsWith(Memory.open({ config: { limits: { maxBatch: "ten" } } }), "INVALID_INPUT");
+  await rejectsWith(Memory.open({ config: { limits: { maxTextByte: 10 } } }), "INVALID_INPUT");
+  const strict = await Memory.open({ config: { limits: { maxTextBytes: 10 } } }); // the rest default
+  await rejectsWith(strict.ingest({ text: "longer than ten bytes", scope: home }), "TOO_LARGE");
   assert.throws(() => new Memory(), MnemoError);
 
   const [ok] = await mem.ingest({ text: "Still works after all that.", scope: home });

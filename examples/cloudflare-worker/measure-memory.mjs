@@ -1,0 +1,69 @@
+// Measures the Worker example's memory in workerd (through miniflare) with
+// the model loaded and 10,000 memories ingested, against Workers' 128 MB
+// isolate limit. Reports the resident memory of the workerd process (an
+// upper bound of the isolate's: it also holds the runtime itself), measured
+// with no memories, after the model loaded, and after the ingest.
+//
+//   bash scripts/build-pkg.sh && node examples/cloudflare-worker/measure-memory.mjs [COUNT]
+//
+// Memories are pairs of LoCoMo turns (tests/data/locomo_dev.json), ingested
+// 250 per request. Results go to docs/edge.md by hand.
+import { readFile, readdir } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { Miniflare } from "miniflare";
+import { assembleWorker } from "./assemble.mjs";
+
+const count = Number(process.argv[2] ?? 10_000);
+const root = new URL("../../", import.meta.url);
+const modelDir = process.env.MNEMO_MODEL_DIR ??
+  execFileSync("bash", ["scripts/fetch-model.sh"], { cwd: root, encoding: "utf8" }).trim().split("\n").pop();
+
+async function workerdRss() {
+  let kib = 0;
+  for (const pid of await readdir("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const status = await readFile(`/proc/${pid}/status`, "utf8");
+      if (/^Name:\s+workerd$/m.test(status)) kib += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    } catch { /* the process ended */ }
+  }
+  return (kib / 1024).toFixed(1) + " MiB";
+}
+
+const { bundle } = await assembleWorker();
+const mf = new Miniflare({
+  modules: true, scriptPath: `${bundle}/worker.js`, modulesRoot: bundle,
+  modulesRules: [{ type: "ESModule", include: ["**/*.js"] }, { type: "CompiledWasm", include: ["**/*.wasm"] }],
+  kvNamespaces: ["MEMORIES", "MODEL"], compatibilityDate: "2026-04-01", host: "127.0.0.1", cf: false,
+});
+const post = async (path, body) => (await mf.dispatchFetch(`http://127.0.0.1${path}`, {
+  method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" },
+})).json();
+console.log(`workerd before any request: ${await workerdRss()}`);
+const model = await mf.getKVNamespace("MODEL");
+const onnx = await readFile(`${modelDir}/model.onnx`);
+await model.put("model.onnx", onnx.buffer.slice(onnx.byteOffset, onnx.byteOffset + onnx.length));
+await model.put("tokenizer.json", await readFile(`${modelDir}/tokenizer.json`, "utf8"));
+
+const scope = { userId: "load", workspaceId: "test" };
+await post("/retrieve", { text: "warm up", scope });
+console.log(`after the model loaded: ${await workerdRss()}`);
+
+const data = JSON.parse(await readFile(new URL("tests/data/locomo_dev.json", root), "utf8"));
+const turns = data.conversations.flatMap((c) => c.sessions.flatMap((s) => s.turns.map((t) => t.text)));
+const started = Date.now();
+let added = 0;
+for (let i = 0; i < count; i += 250) {
+  const batch = [];
+  for (let k = i; k < Math.min(count, i + 250); k++) {
+    batch.push({ text: `${turns[k % turns.length]} ${turns[(k * 7 + 3) % turns.length]}`, scope });
+  }
+  const results = await post("/ingest", batch);
+  if (!Array.isArray(results)) throw new Error(JSON.stringify(results));
+  added += results.filter((r) => r.outcome === "added").length;
+}
+const seconds = (Date.now() - started) / 1000;
+const hits = await post("/retrieve", { text: "adoption agencies", scope });
+console.log(`after ${added} memories (${count} inputs, ${seconds.toFixed(0)} s): ${await workerdRss()}; ` +
+  `a query answers ${hits.length} hits`);
+await mf.dispose();

@@ -1,0 +1,643 @@
+//! The WebAssembly component of `wit/` (`mnemo:memory`): the `store`
+//! resource of the exported `memory` interface over the host's imported
+//! `storage`.
+//!
+//! Conversion and error mapping only, like the JavaScript bindings: the WIT
+//! records and variants become mnemo's request types (RFC 3339 timestamps
+//! parsed as the JSON API parses them) and its results become WIT records;
+//! every failure becomes the WIT `error` record with its stable code. The
+//! imported storage is an [`AsyncKeyValue`] whose futures complete at once,
+//! wrapped by [`KvStorage`] (its journal makes each write all-or-nothing),
+//! and the store is an [`AsyncMemory`] driven by `block_on`. Time and ids
+//! come from WASI ([`SystemEnvironment`]).
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use crate::embed::MiniLm;
+use crate::env::SystemEnvironment;
+use crate::inject::Dropped;
+use crate::item::{MergeRecord, ScopeFilter};
+use crate::memory::block_on;
+use crate::rank::ScoreBreakdown;
+use crate::storage::{AsyncKeyValue, Expect, KvOp, KvStorage, StorageError};
+use crate::{
+    AsyncMemory, Config, DeleteAllResult, ImportResult, IngestOutcome, IngestReason, IngestResult,
+    InjectFormat, InjectQuery, Injection, Kind, ListPage, ListQuery, MemoryInput, MemoryItem,
+    MemoryPatch, Privacy, RetrieveHit, RetrieveQuery, Scope, Source, SourceKind, Stats, Status,
+    Timestamp,
+};
+
+/// The code `wit-bindgen` generates from `wit/`, and the component's
+/// exports: the only `unsafe` code of the crate (the canonical ABI glue).
+#[allow(missing_docs, unsafe_code, clippy::all)]
+mod generated {
+    wit_bindgen::generate!({
+        path: "wit",
+        world: "mnemo",
+    });
+
+    use super::Component;
+    export!(Component with_types_in self);
+}
+
+use generated::exports::mnemo::memory::memory::{Guest, GuestStore, Store};
+use generated::exports::mnemo::memory::types as w;
+use generated::mnemo::memory::storage as host;
+
+/// The component's exports.
+struct Component;
+
+impl Guest for Component {
+    type Store = WitStore;
+}
+
+/// What a call can fail with, as the WIT `error` record.
+type WitResult<T> = Result<T, w::Error>;
+
+/// The memory store behind the WIT `store` resource.
+type Inner = AsyncMemory<KvStorage<HostKeyValue>, SystemEnvironment>;
+
+/// The host's imported `storage` interface as an [`AsyncKeyValue`]: each
+/// call is one synchronous import call, so its futures complete at once.
+#[derive(Debug, Default)]
+struct HostKeyValue;
+
+/// The storage error of a failed import call.
+fn storage_error(error: host::StorageError) -> StorageError {
+    match error {
+        host::StorageError::QuotaExceeded(message) => StorageError::QuotaExceeded(message),
+        host::StorageError::Other(message) => StorageError::Backend(message),
+    }
+}
+
+impl AsyncKeyValue for HostKeyValue {
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        host::get(key).map_err(storage_error)
+    }
+
+    async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), StorageError> {
+        host::put(key, value).map_err(storage_error)
+    }
+
+    async fn delete(&mut self, key: &str) -> Result<(), StorageError> {
+        host::delete(key).map_err(storage_error)
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
+        host::list(prefix).map_err(storage_error)
+    }
+
+    /// The interface has single-key writes only: mnemo journals.
+    fn has_atomic_batch(&self) -> bool {
+        false
+    }
+
+    async fn batch(
+        &mut self,
+        _ops: &[KvOp<'_>],
+        _expect: Option<Expect<'_>>,
+    ) -> Result<(), StorageError> {
+        Err(StorageError::Backend(
+            "the host storage has no atomic batch".into(),
+        ))
+    }
+}
+
+/// The WIT `store` resource: one [`AsyncMemory`] over the host's storage.
+struct WitStore {
+    inner: RefCell<Inner>,
+}
+
+impl WitStore {
+    /// Runs `op` on the store. The component model refuses to re-enter an
+    /// instance, so the store is never borrowed twice; should it be, the
+    /// call fails instead of panicking.
+    fn with<T>(&self, op: impl FnOnce(&mut Inner) -> crate::Result<T>) -> WitResult<T> {
+        let mut inner = self.inner.try_borrow_mut().map_err(|_| {
+            error(crate::Error::Storage(
+                "the store is already running a call".into(),
+            ))
+        })?;
+        op(&mut inner).map_err(error)
+    }
+}
+
+impl GuestStore for WitStore {
+    fn open(config: Option<String>) -> WitResult<Store> {
+        let opened = (|| {
+            let config: Config = match config {
+                Some(text) => serde_json::from_str(&text)
+                    .map_err(|e| crate::Error::invalid(format!("config: {e}")))?,
+                None => Config::default(),
+            };
+            block_on(async {
+                let storage = KvStorage::open(HostKeyValue).await?;
+                Inner::open(storage, SystemEnvironment, config).await
+            })?
+        })();
+        let inner = opened.map_err(error)?;
+        Ok(Store::new(WitStore {
+            inner: RefCell::new(inner),
+        }))
+    }
+
+    fn set_model(&self, onnx: Vec<u8>, tokenizer: String) -> WitResult<u32> {
+        self.with(|store| {
+            let model = MiniLm::from_bytes(onnx, &tokenizer)?;
+            block_on(store.set_embedder(Arc::new(model)))?.map(count)
+        })
+    }
+
+    fn ingest(&self, inputs: Vec<w::MemoryInput>) -> WitResult<Vec<w::IngestResult>> {
+        let inputs = inputs
+            .into_iter()
+            .enumerate()
+            .map(|(i, input)| memory_input(input).map_err(|e| e.at(&format!("inputs[{i}]"))))
+            .collect::<crate::Result<Vec<_>>>()
+            .map_err(error)?;
+        self.with(|store| block_on(store.ingest(inputs))?)
+            .map(|results| results.into_iter().map(Into::into).collect())
+    }
+
+    fn retrieve(&self, query: w::RetrieveQuery) -> WitResult<Vec<w::RetrieveHit>> {
+        let query = retrieve_query(query).map_err(error)?;
+        self.with(|store| block_on(store.retrieve(&query))?)
+            .map(|hits| hits.into_iter().map(Into::into).collect())
+    }
+
+    fn inject(&self, query: w::InjectQuery) -> WitResult<w::Injection> {
+        let query = InjectQuery {
+            query: retrieve_query(query.query).map_err(error)?,
+            budget_tokens: size(query.budget_tokens),
+            format: query.format.map(Into::into).unwrap_or_default(),
+        };
+        self.with(|store| block_on(store.inject(&query))?)
+            .map(Into::into)
+    }
+
+    fn get(&self, id: String) -> WitResult<w::MemoryItem> {
+        self.with(|store| store.get(&id)).map(Into::into)
+    }
+
+    fn list(&self, query: w::ListQuery) -> WitResult<w::ListPage> {
+        let query = list_query(query).map_err(error)?;
+        self.with(|store| store.list(&query)).map(Into::into)
+    }
+
+    fn update(&self, id: String, patch: w::MemoryPatch) -> WitResult<w::MemoryItem> {
+        let patch = MemoryPatch::from(patch);
+        self.with(|store| block_on(store.update(&id, patch))?)
+            .map(Into::into)
+    }
+
+    fn delete(&self, id: String, hard: bool) -> WitResult<()> {
+        self.with(|store| block_on(store.delete(&id, hard))?)
+    }
+
+    fn delete_all(&self, scope: w::ScopeFilter, hard: bool) -> WitResult<w::DeleteAllResult> {
+        let filter = ScopeFilter::from(scope);
+        self.with(|store| block_on(store.delete_all(&filter, hard))?)
+            .map(Into::into)
+    }
+
+    fn export(&self) -> WitResult<String> {
+        self.with(|store| Ok(store.export()))
+    }
+
+    fn import(&self, data: String) -> WitResult<w::ImportResult> {
+        self.with(|store| block_on(store.import(&data))?)
+            .map(Into::into)
+    }
+
+    fn stats(&self, filter: Option<w::ScopeFilter>) -> WitResult<w::Stats> {
+        let filter = filter.map(ScopeFilter::from).unwrap_or_default();
+        self.with(|store| Ok(store.stats(&filter))).map(Into::into)
+    }
+
+    fn refresh(&self) -> WitResult<bool> {
+        self.with(|store| block_on(store.refresh())?)
+    }
+}
+
+/// The WIT `error` record of `error`: its stable code and its message.
+fn error(error: crate::Error) -> w::Error {
+    use crate::Error as E;
+    let code = match &error {
+        E::InvalidInput(_) => w::ErrorCode::InvalidInput,
+        E::TooLarge { .. } => w::ErrorCode::TooLarge,
+        E::NotFound(_) => w::ErrorCode::NotFound,
+        E::Storage(_) => w::ErrorCode::Storage,
+        E::QuotaExceeded(_) => w::ErrorCode::QuotaExceeded,
+        E::Corrupt(_) => w::ErrorCode::Corrupt,
+        E::VersionMismatch { .. } => w::ErrorCode::VersionMismatch,
+        E::Model(_) => w::ErrorCode::Model,
+    };
+    w::Error {
+        code,
+        message: error.to_string(),
+    }
+}
+
+/// A count for WIT (`usize` is 32 bits in wasm32: never saturates there).
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A WIT count as `usize` (lossless in wasm32).
+fn size(n: u32) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// Parses an optional RFC 3339 timestamp; errors name the field.
+fn timestamp(text: Option<String>, field: &str) -> crate::Result<Option<Timestamp>> {
+    text.map(|t| Timestamp::parse_rfc3339(&t).map_err(|e| e.at(field)))
+        .transpose()
+}
+
+fn memory_input(input: w::MemoryInput) -> crate::Result<MemoryInput> {
+    Ok(MemoryInput {
+        text: input.text,
+        scope: input.scope.into(),
+        kind: input.kind.map(Into::into),
+        status: input.status.map(Into::into),
+        pinned: input.pinned,
+        source: input.source.map(Into::into),
+        tags: input.tags,
+        privacy: input.privacy.map(Into::into),
+        created_at: timestamp(input.created_at, "createdAt")?,
+    })
+}
+
+fn retrieve_query(query: w::RetrieveQuery) -> crate::Result<RetrieveQuery> {
+    Ok(RetrieveQuery {
+        text: query.text,
+        scope: query.scope.into(),
+        limit: query.limit.map(size),
+        kinds: kinds(query.kinds),
+        tags: query.tags,
+        since: timestamp(query.since, "since")?,
+        until: timestamp(query.until, "until")?,
+        dry_run: query.dry_run,
+        explain: query.explain,
+        include_pending: query.include_pending,
+        include_pii: query.include_pii,
+    })
+}
+
+fn list_query(query: w::ListQuery) -> crate::Result<ListQuery> {
+    Ok(ListQuery {
+        scope: query.scope.map(Into::into).unwrap_or_default(),
+        kinds: kinds(query.kinds),
+        statuses: query
+            .statuses
+            .map(|statuses| statuses.into_iter().map(Into::into).collect()),
+        tags: query.tags,
+        pinned: query.pinned,
+        include_deleted: query.include_deleted,
+        since: timestamp(query.since, "since")?,
+        until: timestamp(query.until, "until")?,
+        limit: query.limit.map(size),
+        cursor: query.cursor,
+    })
+}
+
+fn kinds(kinds: Option<Vec<w::Kind>>) -> Option<Vec<Kind>> {
+    kinds.map(|kinds| kinds.into_iter().map(Into::into).collect())
+}
+
+impl From<w::MemoryPatch> for MemoryPatch {
+    fn from(patch: w::MemoryPatch) -> Self {
+        MemoryPatch {
+            text: patch.text,
+            kind: patch.kind.map(Into::into),
+            status: patch.status.map(Into::into),
+            pinned: patch.pinned,
+            tags: patch.tags,
+            privacy: patch.privacy.map(Into::into),
+            source: patch.source.map(Into::into),
+            deleted: patch.deleted,
+        }
+    }
+}
+
+impl From<w::Scope> for Scope {
+    fn from(scope: w::Scope) -> Self {
+        Scope {
+            user_id: scope.user_id,
+            workspace_id: scope.workspace_id,
+            project_id: scope.project_id,
+            card_id: scope.card_id,
+            session_id: scope.session_id,
+        }
+    }
+}
+
+impl From<Scope> for w::Scope {
+    fn from(scope: Scope) -> Self {
+        w::Scope {
+            user_id: scope.user_id,
+            workspace_id: scope.workspace_id,
+            project_id: scope.project_id,
+            card_id: scope.card_id,
+            session_id: scope.session_id,
+        }
+    }
+}
+
+impl From<w::ScopeFilter> for ScopeFilter {
+    fn from(filter: w::ScopeFilter) -> Self {
+        ScopeFilter {
+            user_id: filter.user_id,
+            workspace_id: filter.workspace_id,
+            project_id: filter.project_id,
+            card_id: filter.card_id,
+            session_id: filter.session_id,
+        }
+    }
+}
+
+impl From<w::Source> for Source {
+    fn from(source: w::Source) -> Self {
+        Source {
+            kind: source.kind.into(),
+            reference: source.ref_,
+            uri: source.uri,
+        }
+    }
+}
+
+impl From<Source> for w::Source {
+    fn from(source: Source) -> Self {
+        w::Source {
+            kind: source.kind.into(),
+            ref_: source.reference,
+            uri: source.uri,
+        }
+    }
+}
+
+impl From<w::Privacy> for Privacy {
+    fn from(privacy: w::Privacy) -> Self {
+        Privacy {
+            pii: privacy.pii,
+            private: privacy.private,
+            retention_days: privacy.retention_days,
+        }
+    }
+}
+
+impl From<Privacy> for w::Privacy {
+    fn from(privacy: Privacy) -> Self {
+        w::Privacy {
+            pii: privacy.pii,
+            private: privacy.private,
+            retention_days: privacy.retention_days,
+        }
+    }
+}
+
+impl From<w::Kind> for Kind {
+    fn from(kind: w::Kind) -> Self {
+        match kind {
+            w::Kind::Episodic => Kind::Episodic,
+            w::Kind::Semantic => Kind::Semantic,
+            w::Kind::Preference => Kind::Preference,
+            w::Kind::Document => Kind::Document,
+            w::Kind::Summary => Kind::Summary,
+            w::Kind::Fact => Kind::Fact,
+        }
+    }
+}
+
+impl From<Kind> for w::Kind {
+    fn from(kind: Kind) -> Self {
+        match kind {
+            Kind::Episodic => w::Kind::Episodic,
+            Kind::Semantic => w::Kind::Semantic,
+            Kind::Preference => w::Kind::Preference,
+            Kind::Document => w::Kind::Document,
+            Kind::Summary => w::Kind::Summary,
+            Kind::Fact => w::Kind::Fact,
+        }
+    }
+}
+
+impl From<w::Status> for Status {
+    fn from(status: w::Status) -> Self {
+        match status {
+            w::Status::Approved => Status::Approved,
+            w::Status::Pending => Status::Pending,
+            w::Status::Rejected => Status::Rejected,
+        }
+    }
+}
+
+impl From<Status> for w::Status {
+    fn from(status: Status) -> Self {
+        match status {
+            Status::Approved => w::Status::Approved,
+            Status::Pending => w::Status::Pending,
+            Status::Rejected => w::Status::Rejected,
+        }
+    }
+}
+
+impl From<w::SourceKind> for SourceKind {
+    fn from(kind: w::SourceKind) -> Self {
+        match kind {
+            w::SourceKind::Message => SourceKind::Message,
+            w::SourceKind::File => SourceKind::File,
+            w::SourceKind::Tool => SourceKind::Tool,
+            w::SourceKind::Import => SourceKind::Import,
+            w::SourceKind::Manual => SourceKind::Manual,
+        }
+    }
+}
+
+impl From<SourceKind> for w::SourceKind {
+    fn from(kind: SourceKind) -> Self {
+        match kind {
+            SourceKind::Message => w::SourceKind::Message,
+            SourceKind::File => w::SourceKind::File,
+            SourceKind::Tool => w::SourceKind::Tool,
+            SourceKind::Import => w::SourceKind::Import,
+            SourceKind::Manual => w::SourceKind::Manual,
+        }
+    }
+}
+
+impl From<w::InjectFormat> for InjectFormat {
+    fn from(format: w::InjectFormat) -> Self {
+        match format {
+            w::InjectFormat::Markdown => InjectFormat::Markdown,
+            w::InjectFormat::Xml => InjectFormat::Xml,
+        }
+    }
+}
+
+impl From<MergeRecord> for w::MergeRecord {
+    fn from(record: MergeRecord) -> Self {
+        w::MergeRecord {
+            source: record.source.into(),
+            merged_at: record.merged_at.to_rfc3339(),
+            created_at: record.created_at.to_rfc3339(),
+            text: record.text,
+        }
+    }
+}
+
+impl From<MemoryItem> for w::MemoryItem {
+    fn from(item: MemoryItem) -> Self {
+        w::MemoryItem {
+            id: item.id,
+            text: item.text,
+            kind: item.kind.into(),
+            scope: item.scope.into(),
+            status: item.status.into(),
+            pinned: item.pinned,
+            source: item.source.into(),
+            content_hash: item.content_hash,
+            tags: item.tags,
+            privacy: item.privacy.into(),
+            created_at: item.created_at.to_rfc3339(),
+            updated_at: item.updated_at.to_rfc3339(),
+            last_used_at: item.last_used_at.map(Timestamp::to_rfc3339),
+            usage_count: item.usage_count,
+            merged_from: item.merged_from.into_iter().map(Into::into).collect(),
+            follows: item.follows,
+            deleted_at: item.deleted_at.map(Timestamp::to_rfc3339),
+        }
+    }
+}
+
+impl From<IngestResult> for w::IngestResult {
+    fn from(result: IngestResult) -> Self {
+        w::IngestResult {
+            id: result.id,
+            outcome: match result.outcome {
+                IngestOutcome::Added => w::IngestOutcome::Added,
+                IngestOutcome::Merged => w::IngestOutcome::Merged,
+                IngestOutcome::Skipped => w::IngestOutcome::Skipped,
+            },
+            reason: result.reason.map(|reason| match reason {
+                IngestReason::Duplicate => w::IngestReason::Duplicate,
+                IngestReason::NearDuplicate => w::IngestReason::NearDuplicate,
+                IngestReason::NoMemory => w::IngestReason::NoMemory,
+                IngestReason::Private => w::IngestReason::Private,
+                IngestReason::Suppressed => w::IngestReason::Suppressed,
+            }),
+            similar_to: result.similar_to,
+        }
+    }
+}
+
+impl From<ScoreBreakdown> for w::ScoreBreakdown {
+    fn from(score: ScoreBreakdown) -> Self {
+        w::ScoreBreakdown {
+            lexical: score.lexical,
+            semantic: score.semantic,
+            combined: score.combined,
+            inherited: score.inherited,
+            speaker_factor: score.speaker_factor,
+            scope_multiplier: score.scope_multiplier,
+            fused: score.fused,
+        }
+    }
+}
+
+impl From<RetrieveHit> for w::RetrieveHit {
+    fn from(hit: RetrieveHit) -> Self {
+        w::RetrieveHit {
+            item: hit.item.into(),
+            score: hit.score,
+            explain: hit.explain.map(Into::into),
+        }
+    }
+}
+
+impl From<Dropped> for w::Dropped {
+    fn from(dropped: Dropped) -> Self {
+        w::Dropped {
+            id: dropped.id,
+            tokens: count(dropped.tokens),
+        }
+    }
+}
+
+impl From<Injection> for w::Injection {
+    fn from(injection: Injection) -> Self {
+        w::Injection {
+            block: injection.block,
+            used: injection.used,
+            tokens: count(injection.tokens),
+            dropped: injection.dropped.into_iter().map(Into::into).collect(),
+            estimated: injection.estimated,
+        }
+    }
+}
+
+impl From<ListPage> for w::ListPage {
+    fn from(page: ListPage) -> Self {
+        w::ListPage {
+            items: page.items.into_iter().map(Into::into).collect(),
+            next_cursor: page.next_cursor,
+        }
+    }
+}
+
+impl From<DeleteAllResult> for w::DeleteAllResult {
+    fn from(result: DeleteAllResult) -> Self {
+        w::DeleteAllResult {
+            deleted: count(result.deleted),
+            hard: result.hard,
+        }
+    }
+}
+
+impl From<ImportResult> for w::ImportResult {
+    fn from(result: ImportResult) -> Self {
+        w::ImportResult {
+            added: count(result.added),
+            replaced: count(result.replaced),
+            merged: count(result.merged),
+        }
+    }
+}
+
+impl From<Stats> for w::Stats {
+    fn from(stats: Stats) -> Self {
+        w::Stats {
+            items: count(stats.items),
+            active: count(stats.active),
+            deleted: count(stats.deleted),
+            pending: count(stats.pending),
+            rejected: count(stats.rejected),
+            pinned: count(stats.pinned),
+            by_kind: Kind::ALL
+                .into_iter()
+                .filter_map(|kind| {
+                    let n = stats.by_kind.get(kind.as_str())?;
+                    Some(w::KindCount {
+                        kind: kind.into(),
+                        count: count(*n),
+                    })
+                })
+                .collect(),
+            tenants: count(stats.tenants),
+            indexed_terms: count(stats.indexed_terms),
+            stored_bytes: u64::try_from(stats.stored_bytes).unwrap_or(u64::MAX),
+            embedded: count(stats.embedded),
+            retrieval_mode: match stats.retrieval_mode.as_str() {
+                "hybrid" => w::RetrievalMode::Hybrid,
+                _ => w::RetrievalMode::Lexical,
+            },
+            model: stats.model,
+            token_counting: match stats.token_counting.as_str() {
+                "tokenizer" => w::TokenCounting::Tokenizer,
+                _ => w::TokenCounting::Estimate,
+            },
+            format_version: stats.format_version,
+        }
+    }
+}

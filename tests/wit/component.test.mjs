@@ -1,0 +1,275 @@
+// Node tests of mnemo's WebAssembly component (wit/), transpiled by jco,
+// with the storage import implemented in JavaScript over a Map: every verb,
+// a reopen over the same storage, bad input, storage failures, and the
+// semantic model. Run by scripts/test-wit.sh (which builds and transpiles
+// the component first).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+
+import {
+  MapStorage,
+  errorOf,
+  instantiateMnemo,
+  listQuery,
+  retrieveQuery,
+  scope,
+} from "./host.mjs";
+
+const home = scope("alice", "home");
+const work = scope("alice", "work", { projectId: "apollo" });
+
+const inputs = [
+  { text: "I take my coffee as a cortado, no sugar.", scope: home, kind: "preference", tags: ["coffee"] },
+  { text: "The spare key is under the blue flower pot.", scope: home, kind: "fact", pinned: true },
+  {
+    text: "The Apollo launch review moved to Thursday at 10am.",
+    scope: work,
+    kind: "episodic",
+    source: { kind: "message", ref: "msg-42", uri: "chat://apollo/42" },
+    createdAt: "2024-05-08T13:56:00+02:00",
+  },
+  { text: "My phone number is 555-0100.", scope: home, privacy: { pii: true, private: false } },
+];
+
+/** Opens a store over `storage` in a new instance of the component. */
+async function open(storage, config) {
+  const { Store } = await instantiateMnemo(storage);
+  return Store.open(config);
+}
+
+test("every verb round-trips through the component", async () => {
+  const storage = new MapStorage();
+  const store = await open(storage);
+
+  const results = store.ingest(inputs);
+  assert.deepEqual(results.map((r) => r.outcome), ["added", "added", "added", "added"]);
+  const [coffee, key, launch, phone] = results.map((r) => r.id);
+  assert.match(coffee, /^[0-9A-Z]{26}$/, "ULID ids from WASI's clock and random numbers");
+  assert.equal(new Set(results.map((r) => r.id)).size, 4);
+  const again = store.ingest([{ text: inputs[0].text, scope: home }]);
+  assert.equal(again[0].outcome, "merged");
+  assert.equal(again[0].reason, "duplicate");
+  assert.equal(again[0].id, coffee);
+  const skipped = store.ingest([{ text: "remember nothing <no-memory>", scope: home }]);
+  assert.deepEqual(skipped[0], { id: undefined, outcome: "skipped", reason: "no-memory", similarTo: undefined });
+
+  const hits = store.retrieve(retrieveQuery("how do I like my coffee?", home, { explain: true }));
+  assert.equal(hits[0].item.id, coffee);
+  assert.equal(hits[0].item.kind, "preference");
+  assert.deepEqual(hits[0].item.tags, ["coffee"]);
+  assert.ok(hits[0].score > 0);
+  assert.ok(hits[0].explain.lexical > 0);
+  assert.equal(hits[0].explain.semantic, undefined, "lexical-only without a model");
+  assert.ok(!hits.some((h) => h.item.id === phone), "PII only when asked for");
+  assert.ok(!hits.some((h) => h.item.id === launch), "other workspaces never leak");
+  const withPii = store.retrieve(retrieveQuery("phone number", home, { includePii: true, dryRun: true }));
+  assert.equal(withPii[0].item.id, phone);
+  assert.equal(store.get(coffee).usageCount, 1n, "retrieval marks what it returned as used");
+  assert.ok(store.get(coffee).lastUsedAt);
+  assert.equal(store.get(phone).usageCount, 0n, "a dry run does not");
+
+  const injection = store.inject({ query: retrieveQuery("coffee order", home), budgetTokens: 200 });
+  assert.equal(injection.used[0], key, "pinned first");
+  assert.ok(injection.used.includes(coffee));
+  assert.ok(injection.block.includes(`[memory:${coffee}]`));
+  assert.equal(injection.estimated, true);
+  assert.ok(injection.tokens > 0 && injection.tokens <= 200);
+  const xml = store.inject({ query: retrieveQuery("coffee", home), budgetTokens: 200, format: "xml" });
+  assert.match(xml.block, /<memory /);
+  const tight = store.inject({ query: retrieveQuery("coffee", home), budgetTokens: 1 });
+  assert.equal(tight.block, "");
+  assert.ok(tight.dropped.length > 0 && tight.dropped.every((d) => d.tokens > 1));
+
+  const item = store.get(launch);
+  assert.equal(item.text, inputs[2].text);
+  assert.deepEqual(item.scope, { userId: "alice", workspaceId: "work", projectId: "apollo", cardId: undefined, sessionId: undefined });
+  assert.deepEqual(item.source, { kind: "message", ref: "msg-42", uri: "chat://apollo/42" });
+  assert.equal(item.createdAt, "2024-05-08T11:56:00.000Z");
+  assert.match(item.contentHash, /^[0-9a-f]{64}$/);
+
+  const page = store.list(listQuery({ scope: { userId: "alice", workspaceId: "home" }, limit: 2 }));
+  assert.equal(page.items.length, 2);
+  assert.ok(page.nextCursor);
+  const rest = store.list(listQuery({ scope: { userId: "alice", workspaceId: "home" }, cursor: page.nextCursor }));
+  assert.equal(page.items.length + rest.items.length, 3);
+  assert.deepEqual(store.list(listQuery({ kinds: ["fact"] })).items.map((i) => i.id), [key]);
+
+  const updated = store.update(coffee, { text: "I take my coffee as a flat white.", tags: ["coffee", "milk"], status: "pending" });
+  assert.equal(updated.text, "I take my coffee as a flat white.");
+  assert.equal(updated.status, "pending");
+  assert.deepEqual(store.get(coffee).tags, ["coffee", "milk"]);
+  assert.equal(store.retrieve(retrieveQuery("flat white", home)).length, 0, "pending is not retrieved");
+  store.update(coffee, { status: "approved" });
+  assert.equal(store.retrieve(retrieveQuery("flat white", home))[0].item.id, coffee);
+
+  store.delete(phone, false);
+  assert.ok(store.get(phone).deletedAt, "soft delete keeps a suppressed item");
+  assert.equal(store.ingest([{ text: inputs[3].text, scope: home }])[0].reason, "suppressed");
+  store.delete(phone, true);
+  assert.equal(errorOf(() => store.get(phone)).code, "not-found");
+
+  const stats = store.stats(undefined);
+  assert.equal(stats.items, 3);
+  assert.equal(stats.active, 3);
+  assert.equal(stats.pinned, 1);
+  assert.equal(stats.tenants, 2);
+  assert.equal(stats.retrievalMode, "lexical");
+  assert.equal(stats.tokenCounting, "estimate");
+  assert.deepEqual(stats.byKind, [
+    { kind: "episodic", count: 1 },
+    { kind: "preference", count: 1 },
+    { kind: "fact", count: 1 },
+  ]);
+  assert.ok(stats.storedBytes > 0n);
+  assert.equal(store.stats({ workspaceId: "work" }).items, 1);
+
+  const exported = store.export();
+  assert.equal(JSON.parse(exported).format, "mnemo-export");
+  const copy = await open(new MapStorage());
+  assert.deepEqual(copy.import(exported), { added: 3, replaced: 0, merged: 0 });
+  assert.deepEqual(copy.get(coffee), store.get(coffee));
+  assert.deepEqual(copy.import(exported), { added: 0, replaced: 3, merged: 0 });
+
+  assert.deepEqual(store.deleteAll({ userId: "alice", workspaceId: "work" }, true), { deleted: 1, hard: true });
+  assert.equal(errorOf(() => store.get(launch)).code, "not-found");
+  assert.equal(store.refresh(), false, "nobody else wrote");
+  assert.ok([...storage.map.keys()].every((k) => !k.startsWith("journal/")), "no journal left behind");
+  store[Symbol.dispose]();
+});
+
+test("a store reopened over the same storage has everything", async () => {
+  const storage = new MapStorage();
+  const first = await open(storage);
+  const ids = first.ingest(inputs).map((r) => r.id);
+  first.update(ids[0], { pinned: true });
+  first.delete(ids[3], false);
+  first.retrieve(retrieveQuery("coffee", home));
+  const before = {
+    items: ids.map((id) => first.get(id)),
+    page: first.list(listQuery({ includeDeleted: true })),
+    stats: first.stats(undefined),
+    export: JSON.parse(first.export()),
+  };
+  first[Symbol.dispose]();
+
+  const reopened = await open(storage);
+  assert.deepEqual(ids.map((id) => reopened.get(id)), before.items);
+  assert.deepEqual(reopened.list(listQuery({ includeDeleted: true })), before.page);
+  assert.deepEqual(reopened.stats(undefined), before.stats);
+  const after = JSON.parse(reopened.export());
+  assert.deepEqual(after.items, before.export.items);
+  assert.equal(reopened.retrieve(retrieveQuery("coffee", home, { dryRun: true }))[0].item.id, ids[0]);
+  const pinned = reopened.inject({ query: retrieveQuery("anything", home), budgetTokens: 500 });
+  assert.deepEqual(pinned.used.slice(0, 2).sort(), [ids[0], ids[1]].sort());
+  assert.equal(reopened.ingest([{ text: inputs[3].text, scope: home }])[0].reason, "suppressed");
+
+  // The same instance can open a second store over the same storage, too.
+  reopened.ingest([{ text: "Another memory after the reopen.", scope: home }]);
+  const { Store } = await instantiateMnemo(storage);
+  assert.equal(Store.open(undefined).stats(undefined).items, 5);
+});
+
+test("bad input is an invalid-input error and the store stays usable", async () => {
+  const storage = new MapStorage();
+  const store = await open(storage);
+  store.ingest([inputs[0]]);
+  const before = storage.snapshot();
+
+  const badTime = errorOf(() => store.ingest([{ ...inputs[1] }, { ...inputs[2], createdAt: "yesterday" }]));
+  assert.equal(badTime.code, "invalid-input");
+  assert.match(badTime.message, /inputs\[1\]: createdAt: `yesterday` is not an RFC 3339 date-time/);
+  assert.equal(errorOf(() => store.ingest([{ text: "x", scope: scope("", "home") }])).code, "invalid-input");
+  assert.equal(errorOf(() => store.retrieve(retrieveQuery("x", home, { since: "2024-13-01T00:00:00Z" }))).code, "invalid-input");
+  assert.equal(errorOf(() => store.get("../etc/passwd")).code, "invalid-input");
+  assert.equal(errorOf(() => store.update("nope", { pinned: true })).code, "not-found");
+  assert.equal(errorOf(() => store.ingest([{ text: "x".repeat(70_000), scope: home }])).code, "too-large");
+  assert.equal(errorOf(() => store.import("{not json")).code, "corrupt");
+  assert.equal(errorOf(() => store.deleteAll({}, true)).code, "invalid-input");
+  assert.deepEqual(storage.snapshot(), before, "failed calls wrote nothing");
+  assert.equal(store.stats(undefined).items, 1);
+
+  const ok = store.ingest([inputs[1]]);
+  assert.equal(ok[0].outcome, "added");
+  assert.equal(store.stats(undefined).items, 2);
+
+  const { Store } = await instantiateMnemo(new MapStorage());
+  const badConfig = errorOf(() => Store.open('{"limits":{"maxTextBytes":"ten"}}'));
+  assert.equal(badConfig.code, "invalid-input");
+  assert.match(badConfig.message, /^invalid input: config: /);
+  assert.equal(errorOf(() => Store.open('{"unknownSetting":1}')).code, "invalid-input");
+  const limits = {
+    maxTextBytes: 10, maxBatch: 10, maxTags: 4, maxTagBytes: 16, maxSourceBytes: 64, maxResults: 10, maxMergeRecords: 4,
+  };
+  const small = Store.open(JSON.stringify({ limits }));
+  assert.equal(errorOf(() => small.ingest([{ text: "more than ten bytes", scope: home }])).code, "too-large");
+});
+
+test("a storage quota error is quota-exceeded and changes nothing", async () => {
+  const storage = new MapStorage();
+  const store = await open(storage);
+  const [coffee] = store.ingest([inputs[0], inputs[1]]).map((r) => r.id);
+  const before = storage.snapshot();
+  const listed = store.list(listQuery());
+
+  storage.failPut = () => ({ tag: "quota-exceeded", val: "the host store is full" });
+  const full = errorOf(() => store.ingest([inputs[2], inputs[3]]));
+  assert.equal(full.code, "quota-exceeded");
+  assert.match(full.message, /the host store is full/);
+  assert.equal(errorOf(() => store.update(coffee, { pinned: true })).code, "quota-exceeded");
+  assert.deepEqual(storage.snapshot(), before, "storage unchanged");
+  assert.deepEqual(store.list(listQuery()), listed, "memory unchanged");
+  assert.equal(store.get(coffee).pinned, false);
+
+  // Other failures are the storage code; the write after the failure works.
+  storage.failPut = (key) => (key.startsWith("journal/commit") ? { tag: "other", val: "disk on fire" } : null);
+  assert.equal(errorOf(() => store.ingest([inputs[2], inputs[3]])).code, "storage");
+  assert.deepEqual(storage.snapshot(), before);
+  storage.failPut = null;
+  assert.equal(store.ingest([inputs[2]])[0].outcome, "added");
+
+  const reopened = await open(storage);
+  assert.equal(reopened.stats(undefined).items, 3);
+});
+
+test("with the model, stats say hybrid and a semantic query ranks right", async () => {
+  const dir = process.env.MNEMO_MODEL_DIR ??
+    execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" }).trim().split("\n").pop();
+  const onnx = await readFile(`${dir}/model.onnx`);
+  const tokenizer = await readFile(`${dir}/tokenizer.json`, "utf8");
+
+  const storage = new MapStorage();
+  const store = await open(storage);
+  const [car] = store.ingest([
+    { text: "I parked the car on level three of the garage.", scope: home },
+    { text: "The quarterly tax forms are due in April.", scope: home },
+    { text: "Lunch with Sam on Friday at the noodle bar.", scope: home },
+  ]).map((r) => r.id);
+  const question = retrieveQuery("where is my automobile?", home, { explain: true, dryRun: true });
+  assert.ok(!store.retrieve(question).some((h) => h.explain.lexical > 0), "no shared words with the query");
+
+  assert.equal(errorOf(() => store.setModel(new Uint8Array([1, 2, 3]), tokenizer)).code, "model");
+  assert.equal(store.stats(undefined).retrievalMode, "lexical");
+
+  assert.equal(store.setModel(onnx, tokenizer), 3, "the stored memories are embedded");
+  const stats = store.stats(undefined);
+  assert.equal(stats.retrievalMode, "hybrid");
+  assert.equal(stats.tokenCounting, "tokenizer");
+  assert.equal(stats.embedded, 3);
+  assert.match(stats.model, /^all-MiniLM-L6-v2-int8\//);
+
+  const hits = store.retrieve(question);
+  assert.equal(hits[0].item.id, car);
+  assert.equal(hits[0].explain.lexical, 0);
+  assert.ok(hits[0].explain.semantic > 0.3, `cosine ${hits[0].explain.semantic}`);
+  assert.equal(store.inject({ query: question, budgetTokens: 100 }).estimated, false);
+
+  // The embeddings persist: a reopened store with the model does not
+  // embed again.
+  store[Symbol.dispose]();
+  const reopened = await open(storage);
+  assert.equal(reopened.stats(undefined).embedded, 3);
+  assert.equal(reopened.setModel(onnx, tokenizer), 0);
+  assert.equal(reopened.retrieve(question)[0].item.id, car);
+});

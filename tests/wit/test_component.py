@@ -1,0 +1,425 @@
+"""Python tests of mnemo's WebAssembly component (wit/) run by wasmtime.
+
+The host is the PyPI `wasmtime` package (tests/wit/requirements.txt): a
+component linker with WASI p2 and the `mnemo:memory/storage` import
+implemented in Python over a dict. Every verb, a reopen over the same
+storage, bad input and a storage quota error. Run by scripts/test-wit.sh:
+
+    python -m unittest -v tests/wit/test_component.py
+
+The component is target/wasm32-wasip2/release/mnemo.wasm, or
+$MNEMO_WIT_COMPONENT. Compiled code is cached by wasmtime (~/.cache/wasmtime).
+
+wasmtime-py maps WIT values to Python: records are `Record` objects whose
+attributes are the kebab-case field names (set with `setattr`), enums are
+strings, options are the value or None, `list<u8>` is bytes, and a
+`result` or `variant` is a `Variant(tag, payload)` when its cases' Python
+classes overlap and the bare payload otherwise.
+"""
+
+import json
+import os
+import re
+import unittest
+from pathlib import Path
+
+from wasmtime import Config, Engine, Store, WasiConfig
+from wasmtime.component import Component, Linker, Record, ResourceAny, Variant
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPONENT_PATH = os.environ.get(
+    "MNEMO_WIT_COMPONENT", str(ROOT / "target/wasm32-wasip2/release/mnemo.wasm")
+)
+STORAGE = "mnemo:memory/storage@0.1.0"
+MEMORY = "mnemo:memory/memory@0.1.0"
+
+_config = Config()
+_config.cache = True
+ENGINE = Engine(_config)
+COMPONENT = Component.from_file(ENGINE, COMPONENT_PATH)
+
+
+def record(**fields):
+    """A WIT record: Python keyword names, kebab-case attributes."""
+    value = Record()
+    for name, field in fields.items():
+        setattr(value, name.replace("_", "-"), field)
+    return value
+
+
+def plain(value):
+    """A lifted WIT value as plain Python data (records become dicts)."""
+    if isinstance(value, Record):
+        return {k: plain(v) for k, v in vars(value).items()}
+    if isinstance(value, Variant):
+        return {"tag": value.tag, "payload": plain(value.payload)}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+class MnemoError(Exception):
+    """The component's `error` record: a code and a message."""
+
+    def __init__(self, error):
+        super().__init__(f"{error.code}: {error.message}")
+        self.code = error.code
+        self.message = error.message
+
+
+def unwrap(value):
+    """The `ok` payload of a lifted `result<T, error>`; raises MnemoError
+    for `err`."""
+    if isinstance(value, Variant):
+        if value.tag == "err":
+            raise MnemoError(value.payload)
+        return value.payload
+    if isinstance(value, Record) and set(vars(value)) == {"code", "message"}:
+        raise MnemoError(value)
+    return value
+
+
+class DictStorage:
+    """The host's key-value store: a dict of keys to bytes. `fail_put`,
+    when set, is called with the key and returns a storage-error to fail
+    the put with (`Variant("quota-exceeded", message)`), or None."""
+
+    def __init__(self):
+        self.data = {}
+        self.fail_put = None
+
+    def define(self, linker):
+        def get(_store, key):
+            return self.data.get(key)
+
+        def put(_store, key, value):
+            failure = self.fail_put(key) if self.fail_put else None
+            if failure is not None:
+                return failure
+            self.data[key] = bytes(value)
+            return None
+
+        def delete(_store, key):
+            self.data.pop(key, None)
+            return None
+
+        def list_keys(_store, prefix):
+            return [k for k in self.data if k.startswith(prefix)]
+
+        with linker.root() as root:
+            with root.add_instance(STORAGE) as storage:
+                storage.add_func("get", get)
+                storage.add_func("put", put)
+                storage.add_func("delete", delete)
+                storage.add_func("list", list_keys)
+
+
+class Instance:
+    """One instance of the component over `storage`."""
+
+    def __init__(self, storage):
+        linker = Linker(ENGINE)
+        linker.add_wasip2()
+        storage.define(linker)
+        self.store = Store(ENGINE)
+        self.store.set_wasi(WasiConfig())
+        self.instance = linker.instantiate(self.store, COMPONENT)
+        self.memory = self.instance.get_export_index(self.store, MEMORY)
+
+    def call(self, name, *args):
+        """Calls the export `name` of `memory` and lifts its result."""
+        index = self.instance.get_export_index(self.store, name, self.memory)
+        func = self.instance.get_func(self.store, index)
+        result = func(self.store, *args)
+        func.post_return(self.store)
+        return result
+
+    def open(self, config=None):
+        return MemoryStore(self, unwrap(self.call("[static]store.open", config)))
+
+
+class MemoryStore:
+    """The `store` resource: each method calls `[method]store.<name>`."""
+
+    def __init__(self, instance, handle):
+        assert isinstance(handle, ResourceAny)
+        self.instance = instance
+        self.handle = handle
+
+    def __getattr__(self, name):
+        # `import_`: `import` is a Python keyword.
+        method = "[method]store." + name.rstrip("_").replace("_", "-")
+        return lambda *args: unwrap(self.instance.call(method, self.handle, *args))
+
+    def close(self):
+        self.handle.drop(self.instance.store)
+
+
+def scope(user_id, workspace_id, project_id=None):
+    return record(
+        user_id=user_id,
+        workspace_id=workspace_id,
+        project_id=project_id,
+        card_id=None,
+        session_id=None,
+    )
+
+
+def scope_filter(user_id=None, workspace_id=None):
+    return record(
+        user_id=user_id,
+        workspace_id=workspace_id,
+        project_id=None,
+        card_id=None,
+        session_id=None,
+    )
+
+
+def memory_input(text, in_scope, **extra):
+    fields = dict(
+        text=text,
+        scope=in_scope,
+        kind=None,
+        status=None,
+        pinned=None,
+        source=None,
+        tags=None,
+        privacy=None,
+        created_at=None,
+    )
+    fields.update(extra)
+    return record(**fields)
+
+
+def retrieve_query(text, in_scope, **extra):
+    fields = dict(
+        text=text,
+        scope=in_scope,
+        limit=None,
+        kinds=None,
+        tags=None,
+        since=None,
+        until=None,
+        dry_run=False,
+        explain=False,
+        include_pending=False,
+        include_pii=False,
+    )
+    fields.update(extra)
+    return record(**fields)
+
+
+def list_query(**extra):
+    fields = dict(
+        scope=None,
+        kinds=None,
+        statuses=None,
+        tags=None,
+        pinned=None,
+        include_deleted=False,
+        since=None,
+        until=None,
+        limit=None,
+        cursor=None,
+    )
+    fields.update(extra)
+    return record(**fields)
+
+
+def patch(**extra):
+    fields = dict(
+        text=None,
+        kind=None,
+        status=None,
+        pinned=None,
+        tags=None,
+        privacy=None,
+        source=None,
+        deleted=None,
+    )
+    fields.update(extra)
+    return record(**fields)
+
+
+HOME = scope("alice", "home")
+WORK = scope("alice", "work", project_id="apollo")
+
+
+def inputs():
+    return [
+        memory_input(
+            "I take my coffee as a cortado, no sugar.",
+            HOME,
+            kind="preference",
+            tags=["coffee"],
+        ),
+        memory_input("The spare key is under the blue flower pot.", HOME, kind="fact", pinned=True),
+        memory_input(
+            "The Apollo launch review moved to Thursday at 10am.",
+            WORK,
+            source=record(kind="message", ref="msg-42", uri="chat://apollo/42"),
+            created_at="2024-05-08T13:56:00+02:00",
+        ),
+        memory_input(
+            "My phone number is 555-0100.",
+            HOME,
+            privacy=record(pii=True, private=False, retention_days=None),
+        ),
+    ]
+
+
+class ComponentTest(unittest.TestCase):
+    def assert_error(self, code, fn, *args):
+        with self.assertRaises(MnemoError) as caught:
+            fn(*args)
+        self.assertEqual(caught.exception.code, code, caught.exception.message)
+        return caught.exception
+
+    def test_every_verb_round_trips(self):
+        storage = DictStorage()
+        store = Instance(storage).open()
+
+        results = store.ingest(inputs())
+        self.assertEqual([r.outcome for r in results], ["added"] * 4)
+        coffee, key, launch, phone = [r.id for r in results]
+        self.assertRegex(coffee, r"^[0-9A-Z]{26}$")
+        again = store.ingest([memory_input("I take my coffee as a cortado, no sugar.", HOME)])
+        self.assertEqual((again[0].outcome, again[0].reason, again[0].id), ("merged", "duplicate", coffee))
+
+        hits = store.retrieve(retrieve_query("how do I like my coffee?", HOME, explain=True))
+        self.assertEqual(hits[0].item.id, coffee)
+        self.assertEqual(hits[0].item.tags, ["coffee"])
+        self.assertGreater(hits[0].explain.lexical, 0.0)
+        self.assertIsNone(hits[0].explain.semantic)
+        self.assertNotIn(phone, [h.item.id for h in hits])
+        self.assertNotIn(launch, [h.item.id for h in hits])
+        self.assertEqual(getattr(store.get(coffee), "usage-count"), 1)
+
+        injection = store.inject(
+            record(query=retrieve_query("coffee order", HOME), budget_tokens=200, format=None)
+        )
+        self.assertEqual(injection.used[0], key)
+        self.assertIn(coffee, injection.used)
+        self.assertIn(f"[memory:{coffee}]", injection.block)
+        self.assertTrue(injection.estimated)
+        xml = store.inject(record(query=retrieve_query("coffee", HOME), budget_tokens=200, format="xml"))
+        self.assertIn("<memory ", xml.block)
+
+        item = store.get(launch)
+        self.assertEqual(getattr(item, "created-at"), "2024-05-08T11:56:00.000Z")
+        self.assertEqual(plain(item.source), {"kind": "message", "ref": "msg-42", "uri": "chat://apollo/42"})
+        self.assertEqual(getattr(item.scope, "project-id"), "apollo")
+
+        page = store.list(list_query(scope=scope_filter("alice", "home"), limit=2))
+        self.assertEqual(len(page.items), 2)
+        rest = store.list(list_query(scope=scope_filter("alice", "home"), cursor=getattr(page, "next-cursor")))
+        self.assertEqual(len(page.items) + len(rest.items), 3)
+        self.assertEqual([i.id for i in store.list(list_query(kinds=["fact"])).items], [key])
+
+        updated = store.update(coffee, patch(text="I take my coffee as a flat white.", tags=["coffee", "milk"]))
+        self.assertEqual(updated.text, "I take my coffee as a flat white.")
+        self.assertEqual(store.retrieve(retrieve_query("flat white", HOME))[0].item.id, coffee)
+
+        store.delete(phone, False)
+        self.assertIsNotNone(getattr(store.get(phone), "deleted-at"))
+        store.delete(phone, True)
+        self.assert_error("not-found", store.get, phone)
+
+        stats = store.stats(None)
+        self.assertEqual((stats.items, stats.active, stats.pinned, stats.tenants), (3, 3, 1, 2))
+        self.assertEqual(getattr(stats, "retrieval-mode"), "lexical")
+        self.assertEqual(
+            plain(getattr(stats, "by-kind")),
+            [
+                {"kind": "episodic", "count": 1},
+                {"kind": "preference", "count": 1},
+                {"kind": "fact", "count": 1},
+            ],
+        )
+        self.assertEqual(store.stats(scope_filter(workspace_id="work")).items, 1)
+
+        exported = store.export()
+        self.assertEqual(json.loads(exported)["format"], "mnemo-export")
+        copy = Instance(DictStorage()).open()
+        self.assertEqual(plain(copy.import_(exported)), {"added": 3, "replaced": 0, "merged": 0})
+        self.assertEqual(plain(copy.get(coffee)), plain(store.get(coffee)))
+
+        deleted = store.delete_all(scope_filter("alice", "work"), True)
+        self.assertEqual(plain(deleted), {"deleted": 1, "hard": True})
+        self.assertFalse(store.refresh())
+        self.assertFalse(any(k.startswith("journal/") for k in storage.data))
+        store.close()
+
+    def test_reopen_over_the_same_storage(self):
+        storage = DictStorage()
+        first = Instance(storage).open()
+        ids = [r.id for r in first.ingest(inputs())]
+        first.update(ids[0], patch(pinned=True))
+        first.delete(ids[3], False)
+        first.retrieve(retrieve_query("coffee", HOME))
+        before = (
+            [plain(first.get(i)) for i in ids],
+            plain(first.list(list_query(include_deleted=True))),
+            plain(first.stats(None)),
+            json.loads(first.export())["items"],
+        )
+        first.close()
+
+        reopened = Instance(storage).open()
+        after = (
+            [plain(reopened.get(i)) for i in ids],
+            plain(reopened.list(list_query(include_deleted=True))),
+            plain(reopened.stats(None)),
+            json.loads(reopened.export())["items"],
+        )
+        self.assertEqual(after, before)
+        hits = reopened.retrieve(retrieve_query("coffee", HOME, dry_run=True))
+        self.assertEqual(hits[0].item.id, ids[0])
+        suppressed = reopened.ingest([memory_input("My phone number is 555-0100.", HOME)])
+        self.assertEqual(suppressed[0].reason, "suppressed")
+
+    def test_bad_input_is_invalid_input_and_the_store_stays_usable(self):
+        storage = DictStorage()
+        store = Instance(storage).open()
+        store.ingest(inputs()[:1])
+        before = dict(storage.data)
+
+        bad = inputs()[2]
+        setattr(bad, "created-at", "yesterday")
+        error = self.assert_error("invalid-input", store.ingest, [inputs()[1], bad])
+        self.assertRegex(error.message, re.escape("inputs[1]: createdAt: `yesterday`"))
+        self.assert_error("invalid-input", store.ingest, [memory_input("x", scope("", "home"))])
+        self.assert_error("invalid-input", store.get, "../etc/passwd")
+        self.assert_error("too-large", store.ingest, [memory_input("x" * 70_000, HOME)])
+        self.assert_error("corrupt", store.import_, "{not json")
+        self.assertEqual(storage.data, before)
+
+        self.assertEqual(store.ingest(inputs()[1:2])[0].outcome, "added")
+        self.assertEqual(store.stats(None).items, 2)
+        self.assert_error("invalid-input", Instance(DictStorage()).open, '{"nope": 1}')
+
+    def test_storage_quota_error_is_quota_exceeded_and_changes_nothing(self):
+        storage = DictStorage()
+        store = Instance(storage).open()
+        coffee = store.ingest(inputs()[:2])[0].id
+        before = dict(storage.data)
+        listed = plain(store.list(list_query()))
+
+        storage.fail_put = lambda key: Variant("quota-exceeded", "the host store is full")
+        error = self.assert_error("quota-exceeded", store.ingest, inputs()[2:])
+        self.assertIn("the host store is full", error.message)
+        self.assert_error("quota-exceeded", store.update, coffee, patch(pinned=True))
+        self.assertEqual(storage.data, before)
+        self.assertEqual(plain(store.list(list_query())), listed)
+
+        storage.fail_put = lambda key: Variant("other", "disk on fire") if key == "journal/commit" else None
+        self.assert_error("storage", store.ingest, inputs()[2:])
+        self.assertEqual(storage.data, before)
+
+        storage.fail_put = None
+        self.assertEqual(store.ingest(inputs()[2:3])[0].outcome, "added")
+        self.assertEqual(Instance(storage).open().stats(None).items, 3)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
