@@ -4,4 +4,4 @@ import init from "./wasm/mnemo.js";
 
 await init({ module_or_path: new URL("./wasm/mnemo_bg.wasm", import.meta.url) });
 
-export { Memory, MnemoError } from "./memory.js";
+export { Memory, MnemoError, wasmMemoryBytes } from "./memory.js";

@@ -3,4 +3,4 @@ import { initSync } from "./wasm/mnemo.js";
 
 initSync({ module: await Deno.readFile(new URL("./wasm/mnemo_bg.wasm", import.meta.url)) });
 
-export { Memory, MnemoError } from "./memory.js";
+export { Memory, MnemoError, wasmMemoryBytes } from "./memory.js";

@@ -367,3 +367,10 @@ export class Memory {
   /** Later calls fail with `CLOSED`. */
   close(): Promise<void>;
 }
+
+/**
+ * Bytes of the WebAssembly instance's linear memory (mnemo's data and the
+ * loaded model; it never shrinks, so it is also the peak). Useful against
+ * an isolate's memory limit.
+ */
+export function wasmMemoryBytes(): number;

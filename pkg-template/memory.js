@@ -1,7 +1,9 @@
 // The typed JavaScript API of mnemo: a thin class over the WebAssembly
 // `MemoryCore`. Every method forwards to the core; this file only picks
 // defaults (which storage) and gives errors their class.
-import { MemoryCore, setErrorClass } from "./wasm/mnemo.js";
+import { MemoryCore, setErrorClass, wasmMemoryBytes } from "./wasm/mnemo.js";
+
+export { wasmMemoryBytes };
 
 /** An error from mnemo; `code` is stable, `message` says what to do. */
 export class MnemoError extends Error {

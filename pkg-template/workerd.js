@@ -4,4 +4,4 @@ import { initSync } from "./wasm/mnemo.js";
 
 initSync({ module: wasmModule });
 
-export { Memory, MnemoError } from "./memory.js";
+export { Memory, MnemoError, wasmMemoryBytes } from "./memory.js";

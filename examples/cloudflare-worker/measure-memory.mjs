@@ -1,8 +1,9 @@
 // Measures the Worker example's memory in workerd (through miniflare) with
 // the model loaded and 10,000 memories ingested, against Workers' 128 MB
-// isolate limit. Reports the resident memory of the workerd process (an
-// upper bound of the isolate's: it also holds the runtime itself), measured
-// with no memories, after the model loaded, and after the ingest.
+// isolate limit: the WebAssembly instance's linear memory (GET /memory,
+// mnemo's data and the model: the bulk of the isolate), and the resident
+// memory of the workerd process (a loose upper bound: it also holds the
+// runtime, compiled code and miniflare's own services).
 //
 //   bash scripts/build-pkg.sh && node examples/cloudflare-worker/measure-memory.mjs [COUNT]
 //
@@ -17,6 +18,11 @@ const count = Number(process.argv[2] ?? 10_000);
 const root = new URL("../../", import.meta.url);
 const modelDir = process.env.MNEMO_MODEL_DIR ??
   execFileSync("bash", ["scripts/fetch-model.sh"], { cwd: root, encoding: "utf8" }).trim().split("\n").pop();
+
+async function isolateMemory() {
+  const { wasmMemoryBytes } = await (await mf.dispatchFetch("http://127.0.0.1/memory")).json();
+  return `WebAssembly memory ${(wasmMemoryBytes / 2 ** 20).toFixed(1)} MiB, workerd process RSS ${await workerdRss()}`;
+}
 
 async function workerdRss() {
   let kib = 0;
@@ -39,7 +45,6 @@ const mf = new Miniflare({
 const post = async (path, body) => (await mf.dispatchFetch(`http://127.0.0.1${path}`, {
   method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" },
 })).json();
-console.log(`workerd before any request: ${await workerdRss()}`);
 const model = await mf.getKVNamespace("MODEL");
 const onnx = await readFile(`${modelDir}/model.onnx`);
 await model.put("model.onnx", onnx.buffer.slice(onnx.byteOffset, onnx.byteOffset + onnx.length));
@@ -47,7 +52,7 @@ await model.put("tokenizer.json", await readFile(`${modelDir}/tokenizer.json`, "
 
 const scope = { userId: "load", workspaceId: "test" };
 await post("/retrieve", { text: "warm up", scope });
-console.log(`after the model loaded: ${await workerdRss()}`);
+console.log(`after the model loaded: ${await isolateMemory()}`);
 
 const data = JSON.parse(await readFile(new URL("tests/data/locomo_dev.json", root), "utf8"));
 const turns = data.conversations.flatMap((c) => c.sessions.flatMap((s) => s.turns.map((t) => t.text)));
@@ -61,9 +66,13 @@ for (let i = 0; i < count; i += 250) {
   const results = await post("/ingest", batch);
   if (!Array.isArray(results)) throw new Error(JSON.stringify(results));
   added += results.filter((r) => r.outcome === "added").length;
+  if ((i + 250) % 2500 === 0) {
+    console.log(`  ${i + 250} inputs in ${((Date.now() - started) / 1000).toFixed(0)} s: ${await isolateMemory()}`);
+  }
 }
 const seconds = (Date.now() - started) / 1000;
 const hits = await post("/retrieve", { text: "adoption agencies", scope });
 console.log(`after ${added} memories (${count} inputs, ${seconds.toFixed(0)} s): ${await workerdRss()}; ` +
   `a query answers ${hits.length} hits`);
+console.log(`  ${await isolateMemory()}`);
 await mf.dispose();

@@ -3,7 +3,7 @@
 // MODEL KV namespace (keys `model.onnx`, 23 MB, and `tokenizer.json`: too big
 // for the script bundle, within KV's 25 MiB per value) and are read once per
 // isolate; without them retrieval is lexical-only.
-import { Memory } from "mnemo";
+import { Memory, wasmMemoryBytes } from "mnemo";
 import { KvStorage } from "./kv-storage.js";
 import { handleMemoryRequest } from "../http-handler.js";
 
@@ -31,6 +31,10 @@ export default {
     } catch (error) {
       const body = { error: { code: error?.code ?? "STORAGE", message: String(error?.message ?? error) } };
       return new Response(JSON.stringify(body), { status: 503, headers: { "content-type": "application/json" } });
+    }
+    if (new URL(request.url).pathname === "/memory") {
+      // How much of the isolate's 128 MB mnemo holds (WebAssembly memory).
+      return Response.json({ wasmMemoryBytes: wasmMemoryBytes(), stats: await mem.stats() });
     }
     return handleMemoryRequest(mem, request);
   },

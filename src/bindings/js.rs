@@ -71,6 +71,14 @@ thread_local! {
     static ERROR_CLASS: std::cell::RefCell<Option<Function>> = const { std::cell::RefCell::new(None) };
 }
 
+/// Bytes of this WebAssembly instance's linear memory: mnemo's data and the
+/// loaded model, the bulk of what an isolate holds for mnemo. It grows as
+/// needed and never shrinks, so it is also the peak.
+#[wasm_bindgen(js_name = wasmMemoryBytes)]
+pub fn wasm_memory_bytes() -> f64 {
+    core::arch::wasm32::memory_size::<0>() as f64 * 65536.0
+}
+
 /// Sets the class mnemo constructs its errors with: `new errorClass(message,
 /// code)`. Without one, errors are plain `Error`s with a `code` property.
 #[wasm_bindgen(js_name = setErrorClass)]

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 
-import { Memory, MnemoError } from "../../dist/mnemo/node.js";
+import { Memory, MnemoError, wasmMemoryBytes } from "../../dist/mnemo/node.js";
 
 const modelDir = process.env.MNEMO_MODEL_DIR ??
   execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" }).trim().split("\n").pop();
@@ -54,7 +54,9 @@ async function rejectsWith(promise, code) {
 
 test("ingest, retrieve and inject round trip with the model", async () => {
   const stages = [];
+  const before = wasmMemoryBytes();
   const mem = await Memory.open({ model, onProgress: (p) => stages.push(p.stage) });
+  assert.ok(wasmMemoryBytes() > before + 32 * 2 ** 20, "loading the model grows WebAssembly memory");
   assert.deepEqual(stages, ["storage", "model", "embedded", "ready"]);
   const results = await mem.ingest([
     { text: "I take my coffee as a cortado, no sugar.", scope: home, kind: "preference" },

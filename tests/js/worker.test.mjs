@@ -74,6 +74,11 @@ test("the Worker ingests, retrieves and injects, and keeps memories across a res
   assert.ok(injected.body.block.includes("thirty seconds") && injected.body.estimated === false);
   assert.equal(injected.body.used[0], ingested.body[1].id, "pinned first");
 
+  const usage = await (await mf.dispatchFetch("http://127.0.0.1/memory")).json();
+  assert.equal(usage.stats.items, 3);
+  assert.ok(usage.wasmMemoryBytes > 64 * 2 ** 20, "the loaded model lives in WebAssembly memory");
+  console.log(`WebAssembly memory with the model and 3 memories: ${(usage.wasmMemoryBytes / 2 ** 20).toFixed(1)} MiB`);
+
   const bad = await post(mf, "/inject", { text: "x", scope });
   assert.deepEqual([bad.status, bad.body.error.code], [400, "INVALID_INPUT"]);
   const before = await post(mf, "/retrieve", { text: "release notes style", scope, dryRun: true });
