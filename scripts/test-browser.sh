@@ -24,5 +24,7 @@ export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-600}
 # Keep the browser's profile out of the home directory.
 export TMPDIR=${TMPDIR:-/tmp}
 
-exec cargo test --locked --target wasm32-unknown-unknown --no-default-features --features js \
+# --release shares the dependencies scripts/build-pkg.sh compiled (same
+# target, features and profile): one build of tract for wasm32, not two.
+exec cargo test --locked --release --target wasm32-unknown-unknown --no-default-features --features js \
     --test storage_conformance --test embed_golden "$@"

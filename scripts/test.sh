@@ -73,12 +73,12 @@ check "cargo clippy wasm32 (library with the JS bindings) -D warnings" \
 rust_tests "cargo test (unit, integration, examples)" \
   cargo test --lib --bins --tests --examples --locked --no-fail-fast
 rust_tests "doc tests" cargo test --doc --locked
-rust_tests "browser tests (headless Chromium)" bash scripts/test-browser.sh --no-fail-fast
 check "cargo clippy wasm32-wasip2 (the WIT component) -D warnings" \
   cargo clippy --lib --locked --target wasm32-wasip2 --no-default-features --features wit -- -D warnings
 rust_tests "WIT component (jco in Node, wasmtime in Python)" bash scripts/test-wit.sh
 
 check "build the npm package (wasm32 + wasm-bindgen)" bash scripts/build-pkg.sh
+rust_tests "browser tests (headless Chromium)" bash scripts/test-browser.sh --no-fail-fast
 node_tests "node tests of the npm package" tests/js/
 rust_tests "deno tests (examples/deno)" bash scripts/test-deno.sh
 

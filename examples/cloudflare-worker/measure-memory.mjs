@@ -61,7 +61,10 @@ let added = 0;
 for (let i = 0; i < count; i += 250) {
   const batch = [];
   for (let k = i; k < Math.min(count, i + 250); k++) {
-    batch.push({ text: `${turns[k % turns.length]} ${turns[(k * 7 + 3) % turns.length]}`, scope });
+    // Distinct pairs for the first n² inputs (n turns).
+    const first = k % turns.length;
+    const second = (Math.floor(k / turns.length) * 31 + first + 1) % turns.length;
+    batch.push({ text: `${turns[first]} ${turns[second]}`, scope });
   }
   const results = await post("/ingest", batch);
   if (!Array.isArray(results)) throw new Error(JSON.stringify(results));
