@@ -159,6 +159,17 @@ fn string_of(value: &JsValue, what: &str) -> Result<Option<String>, BindingError
     }
 }
 
+/// A string, or the UTF-8 text of a `Uint8Array`/`ArrayBuffer`; anything
+/// else fails saying `what` must be `expected`.
+fn text_of(value: &JsValue, what: &str, expected: &str) -> Result<String, BindingError> {
+    match (string_of(value, what)?, bytes_of(value)) {
+        (Some(text), _) => Ok(text),
+        (None, Some(bytes)) => String::from_utf8(bytes)
+            .map_err(|_| BindingError::Value(format!("{what} is not UTF-8"))),
+        (None, None) => Err(BindingError::Value(format!("{what} must be {expected}"))),
+    }
+}
+
 /// `object[name]`, `undefined` when absent.
 fn field(object: &JsValue, name: &str) -> JsValue {
     if !object.is_object() {
@@ -324,20 +335,11 @@ fn load_model(model: &JsValue) -> Result<MiniLm, BindingError> {
     let onnx = bytes_of(&field(model, "onnx")).ok_or_else(|| {
         BindingError::Value("model.onnx must be a Uint8Array or an ArrayBuffer".into())
     })?;
-    let tokenizer = field(model, "tokenizer");
-    let tokenizer = match (
-        string_of(&tokenizer, "model.tokenizer")?,
-        bytes_of(&tokenizer),
-    ) {
-        (Some(text), _) => text,
-        (None, Some(bytes)) => String::from_utf8(bytes)
-            .map_err(|_| BindingError::Value("model.tokenizer is not UTF-8".into()))?,
-        (None, None) => {
-            return Err(BindingError::Value(
-                "model.tokenizer must be the text (or bytes) of tokenizer.json".into(),
-            ))
-        }
-    };
+    let tokenizer = text_of(
+        &field(model, "tokenizer"),
+        "model.tokenizer",
+        "the text (or bytes) of tokenizer.json",
+    )?;
     Ok(MiniLm::from_bytes(onnx, &tokenizer)?)
 }
 
@@ -530,16 +532,7 @@ impl JsMemory {
     /// Imports an export (its text or bytes) atomically.
     pub fn import(&self, data: JsValue) -> Promise {
         self.run(async move |store| {
-            let text = match (string_of(&data, "data")?, bytes_of(&data)) {
-                (Some(text), _) => text,
-                (None, Some(bytes)) => String::from_utf8(bytes)
-                    .map_err(|_| BindingError::Value("data is not UTF-8".into()))?,
-                (None, None) => {
-                    return Err(BindingError::Value(
-                        "data must be the text or the bytes of an export".into(),
-                    ))
-                }
-            };
+            let text = text_of(&data, "data", "the text or the bytes of an export")?;
             to_js(&store.import(&text).await?)
         })
     }
