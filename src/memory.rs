@@ -29,8 +29,8 @@ use crate::inject::{EstimatedTokens, Injection, TokenCounter};
 use crate::item::{MemoryItem, ScopeFilter};
 use crate::storage::{AsyncStorage, Expect, Storage, StorageError};
 
-/// How many times a write (or a load) is tried when other writers keep
-/// changing the store first.
+/// How many times a write is tried when other writers keep changing the
+/// store first.
 const WRITE_ATTEMPTS: usize = 8;
 
 /// A token counter chosen by the caller.
@@ -262,26 +262,16 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
     }
 }
 
-/// Reads the records and the manifest and rebuilds the engine. A backend
-/// whose snapshot is not one transaction (a host adapter) may be written by
-/// another writer while it is read: the manifest read before and the one
-/// read after the records then differ, and the read is done again.
+/// Reads the records and the manifest, as one snapshot, and rebuilds the
+/// engine.
 async fn load<S: AsyncStorage>(storage: &S, config: Config) -> Result<(Engine, Option<Vec<u8>>)> {
-    let mut attempts = 1;
-    loop {
-        let before = storage.get(MANIFEST_KEY).await?;
-        let (mut scans, manifest) = storage
-            .snapshot(&[ITEM_PREFIX, VECTOR_PREFIX], MANIFEST_KEY)
-            .await?;
-        if manifest != before && attempts < WRITE_ATTEMPTS {
-            attempts += 1;
-            continue;
-        }
-        let vectors = scans.pop().unwrap_or_default();
-        let items = scans.pop().unwrap_or_default();
-        let engine = Engine::load(config, items, vectors, manifest.as_deref())?;
-        return Ok((engine, manifest));
-    }
+    let (mut scans, manifest) = storage
+        .snapshot(&[ITEM_PREFIX, VECTOR_PREFIX], MANIFEST_KEY)
+        .await?;
+    let vectors = scans.pop().unwrap_or_default();
+    let items = scans.pop().unwrap_or_default();
+    let engine = Engine::load(config, items, vectors, manifest.as_deref())?;
+    Ok((engine, manifest))
 }
 
 /// The counter injection uses: the caller's, else the model's tokenizer,

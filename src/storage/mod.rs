@@ -60,6 +60,10 @@ mod indexeddb;
 #[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
 pub use indexeddb::IndexedDbStorage;
 
+/// How many times the default [`AsyncStorage::snapshot`] reads while other
+/// writers keep committing.
+pub const SNAPSHOT_ATTEMPTS: usize = 8;
+
 /// Longest key a backend must accept, in bytes.
 pub const MAX_KEY_BYTES: usize = 512;
 
@@ -211,15 +215,28 @@ pub trait AsyncStorage {
 
     /// The `scan` of each prefix and the `get` of `key`, read from one
     /// state of the store: a commit of another writer lands entirely before
-    /// or after. The default reads one after another, which is that when
-    /// one writer owns the storage; backends shared between writers
-    /// override it.
+    /// or after. `key` is one every commit rewrites (mnemo's manifest).
+    ///
+    /// The default reads `key`, then the prefixes, then `key` again, and
+    /// reads again while the two differ (another writer committed in
+    /// between), at most [`SNAPSHOT_ATTEMPTS`] times; after that it returns
+    /// the last reading, which the caller checks against its `key` (mnemo's
+    /// manifest lists a digest of the records). Backends with read
+    /// transactions override it with one.
     async fn snapshot(&self, prefixes: &[&str], key: &str) -> Result<Snapshot, StorageError> {
-        let mut scans = Vec::with_capacity(prefixes.len());
-        for prefix in prefixes {
-            scans.push(self.scan(prefix).await?);
+        let mut attempts = 1;
+        loop {
+            let before = self.get(key).await?;
+            let mut scans = Vec::with_capacity(prefixes.len());
+            for prefix in prefixes {
+                scans.push(self.scan(prefix).await?);
+            }
+            let after = self.get(key).await?;
+            if after == before || attempts == SNAPSHOT_ATTEMPTS {
+                return Ok((scans, after));
+            }
+            attempts += 1;
         }
-        Ok((scans, self.get(key).await?))
     }
 
     /// Applies the whole batch or none of it, provided `expect` (when given)
