@@ -27,8 +27,8 @@ use crate::embed::MiniLm;
 use crate::env::JsEnvironment;
 use crate::item::ScopeFilter;
 use crate::storage::{
-    bytes_of, AsyncStorage, Batch, Expect, IndexedDbStorage, JsKeyValue, KvStorage, MemoryStorage,
-    Snapshot, StorageError,
+    bytes_of, thrown_message, AsyncStorage, Batch, Expect, IndexedDbStorage, JsKeyValue, KvStorage,
+    MemoryStorage, Snapshot, StorageError,
 };
 use crate::{AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch, RetrieveQuery};
 
@@ -122,7 +122,10 @@ fn from_js<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T, Bindin
     let json = FINITE_NUMBERS
         .with(|replacer| JSON::stringify_with_replacer(value, replacer.as_ref().unchecked_ref()));
     let json = json.map_err(|e| {
-        BindingError::Value(format!("{what} cannot be read as JSON: {}", describe(&e)))
+        BindingError::Value(format!(
+            "{what} cannot be read as JSON: {}",
+            thrown_message(&e)
+        ))
     })?;
     let text = json
         .as_string()
@@ -134,17 +137,9 @@ fn from_js<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T, Bindin
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, BindingError> {
     let text = serde_json::to_string(value)
         .map_err(|e| BindingError::Value(format!("cannot convert the result: {e}")))?;
-    JSON::parse(&text)
-        .map_err(|e| BindingError::Value(format!("cannot convert the result: {}", describe(&e))))
-}
-
-/// The message of a thrown JavaScript value.
-fn describe(thrown: &JsValue) -> String {
-    Reflect::get(thrown, &JsValue::from_str("message"))
-        .ok()
-        .and_then(|m| m.as_string())
-        .or_else(|| thrown.as_string())
-        .unwrap_or_else(|| "unknown error".into())
+    JSON::parse(&text).map_err(|e| {
+        BindingError::Value(format!("cannot convert the result: {}", thrown_message(&e)))
+    })
 }
 
 /// A JavaScript string as Rust text, refusing lone surrogates (which would
@@ -294,7 +289,10 @@ impl ChangeChannel {
         on_change: Option<Function>,
     ) -> Result<ChangeChannel, BindingError> {
         let channel = BroadcastChannel::new(&format!("mnemo:{name}")).map_err(|e| {
-            BindingError::Value(format!("cannot open a BroadcastChannel: {}", describe(&e)))
+            BindingError::Value(format!(
+                "cannot open a BroadcastChannel: {}",
+                thrown_message(&e)
+            ))
         })?;
         let store = Rc::downgrade(store);
         let on_message = Closure::new(move |_: MessageEvent| {

@@ -31,7 +31,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{Event, IdbDatabase, IdbFactory, IdbKeyRange, IdbObjectStore, IdbRequest};
 use web_sys::{IdbTransaction, IdbVersionChangeEvent};
 
-use super::{validate_key, AsyncStorage, Batch, Expect, Snapshot, StorageError};
+use super::{property, validate_key, AsyncStorage, Batch, Expect, Snapshot, StorageError};
 
 /// Version of the database schema, the `version` IndexedDB opens: 1 = one
 /// object store [`STORE`] of string keys and `Uint8Array` values.
@@ -491,16 +491,6 @@ fn factory() -> Result<IdbFactory, StorageError> {
                 .into(),
         )),
     }
-}
-
-/// `target[key]`, or `None` when it is `undefined`/`null` or unreadable.
-fn property(target: &JsValue, key: &str) -> Option<JsValue> {
-    if !target.is_object() {
-        return None;
-    }
-    Reflect::get(target, &JsValue::from_str(key))
-        .ok()
-        .filter(|v| !v.is_undefined() && !v.is_null())
 }
 
 /// Brings a database from schema `old_version` (0: new) to

@@ -66,22 +66,35 @@ impl JsKeyValue {
 }
 
 fn method(object: &Object, name: &str) -> Option<Function> {
-    Reflect::get(object, &JsValue::from_str(name))
+    property(object, name).and_then(|f| f.dyn_into::<Function>().ok())
+}
+
+/// `target[key]`, or `None` when it is `undefined`/`null` or unreadable.
+pub(crate) fn property(target: &JsValue, key: &str) -> Option<JsValue> {
+    if !target.is_object() {
+        return None;
+    }
+    Reflect::get(target, &JsValue::from_str(key))
         .ok()
-        .and_then(|f| f.dyn_into::<Function>().ok())
+        .filter(|v| !v.is_undefined() && !v.is_null())
+}
+
+/// The message of a thrown JavaScript value (an `Error`'s `message`, or the
+/// value itself when it is a string).
+pub(crate) fn thrown_message(thrown: &JsValue) -> String {
+    property(thrown, "message")
+        .and_then(|m| m.as_string())
+        .or_else(|| thrown.as_string())
+        .unwrap_or_else(|| "unknown error".into())
 }
 
 /// Maps what an adapter threw to a [`StorageError`].
 fn adapter_error(method: &str, thrown: &JsValue) -> StorageError {
-    let field = |name: &str| {
-        Reflect::get(thrown, &JsValue::from_str(name))
-            .ok()
-            .and_then(|v| v.as_string())
-    };
-    let message = field("message")
-        .or_else(|| thrown.as_string())
-        .unwrap_or_else(|| "unknown error".into());
-    let message = format!("storage adapter `{method}` failed: {message}");
+    let field = |name: &str| property(thrown, name).and_then(|v| v.as_string());
+    let message = format!(
+        "storage adapter `{method}` failed: {}",
+        thrown_message(thrown)
+    );
     match (field("name").as_deref(), field("code").as_deref()) {
         (Some("QuotaExceededError"), _) | (_, Some("QUOTA_EXCEEDED")) => {
             StorageError::QuotaExceeded(message)

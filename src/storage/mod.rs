@@ -47,9 +47,9 @@ mod js;
 mod memory;
 pub use journal::{AsyncKeyValue, KvOp, KvStorage, JOURNAL_PREFIX};
 #[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
-pub(crate) use js::bytes_of;
-#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
 pub use js::JsKeyValue;
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
+pub(crate) use js::{bytes_of, property, thrown_message};
 pub use memory::MemoryStorage;
 #[cfg(feature = "fs")]
 mod fs;
