@@ -1,7 +1,10 @@
-// Assembles the Worker example as a bundler would — the worker, its modules,
-// and the built package (dist/mnemo) with its .wasm as a compiled module —
-// into a temporary directory, and reports the bundle's size.
+// Runs the Worker example locally: assembles it as a bundler would — the
+// worker, its modules, and the built package (dist/mnemo) with its .wasm as
+// a compiled module — into a directory (reporting the bundle's size), starts
+// it in workerd through miniflare, and uploads the model files to its MODEL
+// namespace. Used by tests/js/worker.test.mjs and measure-memory.mjs.
 import { cp, mkdtemp, readFile, readdir, stat, writeFile } from "node:fs/promises";
+import { Miniflare } from "miniflare";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -34,4 +37,31 @@ export async function assembleWorker(into) {
   await cp(new URL("examples/http-handler.js", root), join(bundle, "http-handler.js"));
   const shipped = (path) => /\.(js|wasm)$/.test(path);
   return { bundle, size: await size(bundle, shipped), wasm: await size(bundle, (p) => p.endsWith(".wasm")) };
+}
+
+/** Starts the assembled Worker in workerd on 127.0.0.1, KV kept in `persist` when given. */
+export function startWorker(bundle, { persist } = {}) {
+  return new Miniflare({
+    modules: true,
+    scriptPath: join(bundle, "worker.js"),
+    modulesRoot: bundle,
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"] },
+    ],
+    kvNamespaces: ["MEMORIES", "MODEL"],
+    kvPersist: persist,
+    compatibilityDate: "2026-04-01",
+    host: "127.0.0.1",
+    cf: false,
+  });
+}
+
+/** Puts `model.onnx` and `tokenizer.json` from `modelDir` into the Worker's MODEL namespace. */
+export async function putModel(mf, modelDir) {
+  const model = await mf.getKVNamespace("MODEL");
+  const onnx = await readFile(`${modelDir}/model.onnx`);
+  // An ArrayBuffer of its own: miniflare refuses a Buffer's pooled view.
+  await model.put("model.onnx", onnx.buffer.slice(onnx.byteOffset, onnx.byteOffset + onnx.length));
+  await model.put("tokenizer.json", await readFile(`${modelDir}/tokenizer.json`, "utf8"));
 }

@@ -11,8 +11,7 @@
 // 250 per request. Results go to docs/edge.md by hand.
 import { readFile, readdir } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
-import { Miniflare } from "miniflare";
-import { assembleWorker } from "./assemble.mjs";
+import { assembleWorker, putModel, startWorker } from "./assemble.mjs";
 
 const count = Number(process.argv[2] ?? 10_000);
 const root = new URL("../../", import.meta.url);
@@ -37,18 +36,11 @@ async function workerdRss() {
 }
 
 const { bundle } = await assembleWorker();
-const mf = new Miniflare({
-  modules: true, scriptPath: `${bundle}/worker.js`, modulesRoot: bundle,
-  modulesRules: [{ type: "ESModule", include: ["**/*.js"] }, { type: "CompiledWasm", include: ["**/*.wasm"] }],
-  kvNamespaces: ["MEMORIES", "MODEL"], compatibilityDate: "2026-04-01", host: "127.0.0.1", cf: false,
-});
+const mf = startWorker(bundle);
 const post = async (path, body) => (await mf.dispatchFetch(`http://127.0.0.1${path}`, {
   method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" },
 })).json();
-const model = await mf.getKVNamespace("MODEL");
-const onnx = await readFile(`${modelDir}/model.onnx`);
-await model.put("model.onnx", onnx.buffer.slice(onnx.byteOffset, onnx.byteOffset + onnx.length));
-await model.put("tokenizer.json", await readFile(`${modelDir}/tokenizer.json`, "utf8"));
+await putModel(mf, modelDir);
 
 const scope = { userId: "load", workspaceId: "test" };
 await post("/retrieve", { text: "warm up", scope });

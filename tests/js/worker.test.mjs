@@ -6,12 +6,11 @@
 // assemble.mjs). Prints its size.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { Miniflare } from "miniflare";
-import { assembleWorker } from "../../examples/cloudflare-worker/assemble.mjs";
+import { assembleWorker, putModel, startWorker } from "../../examples/cloudflare-worker/assemble.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -21,23 +20,6 @@ const modelDir = process.env.MNEMO_MODEL_DIR ??
 const scope = { userId: "wes", workspaceId: "worker" };
 const work = await mkdtemp(join(tmpdir(), "mnemo-worker-"));
 after(() => rm(work, { recursive: true, force: true }));
-
-function start(bundle, persist) {
-  return new Miniflare({
-    modules: true,
-    scriptPath: join(bundle, "worker.js"),
-    modulesRoot: bundle,
-    modulesRules: [
-      { type: "ESModule", include: ["**/*.js"] },
-      { type: "CompiledWasm", include: ["**/*.wasm"] },
-    ],
-    kvNamespaces: ["MEMORIES", "MODEL"],
-    kvPersist: persist,
-    compatibilityDate: "2026-04-01",
-    host: "127.0.0.1",
-    cf: false,
-  });
-}
 
 async function post(mf, path, body) {
   const response = await mf.dispatchFetch(`http://127.0.0.1${path}`, {
@@ -52,11 +34,8 @@ test("the Worker ingests, retrieves and injects, and keeps memories across a res
   console.log(`worker bundle: ${(size.raw / 2 ** 20).toFixed(2)} MiB raw, ${(size.gzipped / 2 ** 20).toFixed(2)} MiB gzipped ` +
     `(.wasm ${(wasm.gzipped / 2 ** 20).toFixed(2)} MiB of it); the model stays in KV`);
 
-  let mf = start(bundle, persist);
-  const model = await mf.getKVNamespace("MODEL");
-  const onnx = await readFile(`${modelDir}/model.onnx`);
-  await model.put("model.onnx", onnx.buffer.slice(onnx.byteOffset, onnx.byteOffset + onnx.length));
-  await model.put("tokenizer.json", await readFile(`${modelDir}/tokenizer.json`, "utf8"));
+  let mf = startWorker(bundle, { persist });
+  await putModel(mf, modelDir);
 
   const ingested = await post(mf, "/ingest", [
     { text: "The billing service retries failed charges three times.", scope, kind: "fact" },
@@ -87,7 +66,7 @@ test("the Worker ingests, retrieves and injects, and keeps memories across a res
   assert.ok(keys.includes("meta/manifest") && keys.every((k) => !k.startsWith("journal/")));
   await mf.dispose();
 
-  mf = start(bundle, persist); // a new isolate: everything comes back from KV
+  mf = startWorker(bundle, { persist }); // a new isolate: everything comes back from KV
   const again = await post(mf, "/retrieve", { text: "release notes style", scope });
   assert.equal(again.body[0].item.text, "I want release notes written in plain English.");
   assert.equal(again.body[0].item.id, before.body[0].item.id);
