@@ -123,7 +123,7 @@ export interface RetrieveQuery {
   until?: string;
   /** Do not mark returned memories as used. */
   dryRun?: boolean;
-  /** Attach a score breakdown to each hit. */
+  /** Attach a score breakdown and the policy admission to each hit. */
   explain?: boolean;
   includePending?: boolean;
   includePii?: boolean;
@@ -145,11 +145,26 @@ export interface ScoreBreakdown {
   fused: number;
 }
 
+/** How a hit met the retrieval policy (with `explain: true`). */
+export interface Admission {
+  /** The scope fields the query had to match: `userId`, `workspaceId`, then each narrowing field the memory sets. */
+  scopeFields: ("userId" | "workspaceId" | "projectId" | "cardId" | "sessionId")[];
+  /** `approved`, or `pending` when the query included pending memories. */
+  status: Status;
+  /** Marked as holding PII, and the query set `includePii`. */
+  pii: boolean;
+  /** When its retention ends, if it has one. */
+  expiresAt?: string;
+  /** The query's filters it satisfied. */
+  filters: ("kinds" | "tags" | "since" | "until")[];
+}
+
 /** One retrieved memory. */
 export interface RetrieveHit {
   item: MemoryItem;
   score: number;
   explain?: ScoreBreakdown;
+  policy?: Admission;
 }
 
 /** An injection request: a retrieval query plus a budget. */

@@ -25,7 +25,7 @@ use crate::item::{
     validate_id, validate_item_id, Kind, MemoryItem, Privacy, Scope, ScopeFilter, Source, Status,
     Tenant, Timestamp,
 };
-use crate::policy::{self, Exclusion, Visibility};
+use crate::policy::{self, Admission, Exclusion, Visibility};
 use crate::rank::{self, RankKey, RankParams, ScoreBreakdown};
 use crate::storage::Batch;
 use crate::text::{self, Capture};
@@ -257,6 +257,9 @@ pub struct RetrieveHit {
     /// Score breakdown, when the query asked to explain.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<ScoreBreakdown>,
+    /// How the memory met the policy, when the query asked to explain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Admission>,
 }
 
 /// An injection request: a retrieval query plus a token budget and format.
@@ -1443,6 +1446,7 @@ impl Engine {
                 item: item.clone(),
                 score: breakdown.fused,
                 explain: query.explain.then_some(breakdown),
+                policy: query.explain.then(|| policy::admission(item, &vis)),
             })
             .collect()
     }

@@ -2,7 +2,7 @@
 //!
 //! One function decides, so retrieval, injection and the `explain` output
 //! agree: [`check`] returns `Ok` for an item a query may see, or the first
-//! rule that excludes it.
+//! rule that excludes it; [`admission`] says which rules an admitted item met.
 
 use serde::Serialize;
 
@@ -53,6 +53,63 @@ pub struct Visibility<'a> {
     pub since: Option<Timestamp>,
     /// Only items created before this time.
     pub until: Option<Timestamp>,
+}
+
+/// How an admitted item met the policy for a query: returned with each hit
+/// of a query that asks to `explain`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Admission {
+    /// The scope fields the query had to match: `userId` and `workspaceId`,
+    /// then each narrowing field (`projectId`, `cardId`, `sessionId`) the
+    /// memory sets.
+    pub scope_fields: Vec<&'static str>,
+    /// `approved`, or `pending` when the query included pending items.
+    pub status: Status,
+    /// True when the item is marked as holding PII and the query included it.
+    pub pii: bool,
+    /// When the item's retention ends, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+    /// The query's filters the item satisfied, of `kinds`, `tags`, `since`
+    /// and `until`, in that order.
+    pub filters: Vec<&'static str>,
+}
+
+/// Describes how `item` met the policy for `vis`; meaningful only for an
+/// item [`check`] admits.
+pub fn admission(item: &MemoryItem, vis: &Visibility<'_>) -> Admission {
+    let narrowing = [
+        ("projectId", &item.scope.project_id),
+        ("cardId", &item.scope.card_id),
+        ("sessionId", &item.scope.session_id),
+    ];
+    let scope_fields = ["userId", "workspaceId"]
+        .into_iter()
+        .chain(
+            narrowing
+                .into_iter()
+                .filter(|(_, value)| value.is_some())
+                .map(|(name, _)| name),
+        )
+        .collect();
+    let filters = [
+        ("kinds", vis.kinds.is_some()),
+        ("tags", vis.tags.is_some()),
+        ("since", vis.since.is_some()),
+        ("until", vis.until.is_some()),
+    ]
+    .into_iter()
+    .filter(|&(_, set)| set)
+    .map(|(name, _)| name)
+    .collect();
+    Admission {
+        scope_fields,
+        status: item.status,
+        pii: item.privacy.pii,
+        expires_at: item.expires_at(),
+        filters,
+    }
 }
 
 /// Decides whether `item` may be returned for the query described by `vis`.

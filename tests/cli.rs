@@ -166,6 +166,11 @@ fn ingest_retrieve_and_inject_round_trip() {
         ]
     );
     assert_eq!(explained["explain"]["fused"], explained["score"]);
+    assert_eq!(
+        explained["policy"],
+        json!({"scopeFields": ["userId", "workspaceId"], "status": "approved", "pii": false, "filters": []})
+    );
+    assert!(answers[0]["results"][0].get("policy").is_none());
 
     let injected = ok(
         store,

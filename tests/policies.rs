@@ -215,6 +215,82 @@ fn filters_on_kind_tag_and_time_range_apply() {
     assert_eq!(ids(&mut mem, &old), vec![fact]);
 }
 
+#[test]
+fn explained_hits_say_how_they_met_the_policy() {
+    let mut mem = open();
+    let project = ws().with_project("garden").with_session("s1");
+    let narrow = add(
+        &mut mem,
+        MemoryInput {
+            kind: Some(Kind::Fact),
+            tags: Some(vec!["plants".into()]),
+            status: Some(Status::Pending),
+            privacy: Some(Privacy {
+                pii: true,
+                retention_days: Some(30),
+                ..Privacy::default()
+            }),
+            ..MemoryInput::new(
+                "the fern needs water on Sundays",
+                ws().with_project("garden"),
+            )
+        },
+    );
+    let wide = add(
+        &mut mem,
+        MemoryInput::new("water bills arrive monthly", ws()),
+    );
+    let query = RetrieveQuery {
+        explain: true,
+        include_pending: true,
+        include_pii: true,
+        kinds: Some(vec![Kind::Fact, Kind::Episodic]),
+        tags: Some(vec!["plants".into(), "home".into()]),
+        ..dry("fern water", project.clone())
+    };
+    let hits = mem.retrieve(&query).unwrap();
+    assert_eq!(
+        hits.len(),
+        1,
+        "the tag filter leaves the workspace memory out"
+    );
+    let admitted = hits[0]
+        .policy
+        .as_ref()
+        .expect("explained hits carry their admission");
+    assert_eq!(hits[0].item.id, narrow);
+    assert_eq!(
+        admitted.scope_fields,
+        ["userId", "workspaceId", "projectId"]
+    );
+    assert_eq!(admitted.status, Status::Pending);
+    assert!(admitted.pii);
+    assert_eq!(
+        admitted.expires_at,
+        Some(Timestamp(T0 + 30 * Timestamp::DAY_MS))
+    );
+    assert_eq!(admitted.filters, ["kinds", "tags"]);
+
+    let plain = mem.retrieve(&dry("water", project.clone())).unwrap();
+    assert!(
+        plain.iter().all(|h| h.policy.is_none()),
+        "only with explain"
+    );
+    let explained = RetrieveQuery {
+        explain: true,
+        since: Some(Timestamp(T0 - 1)),
+        ..dry("water bills", project)
+    };
+    let hit = mem.retrieve(&explained).unwrap().remove(0);
+    assert_eq!(hit.item.id, wide);
+    let admitted = hit.policy.unwrap();
+    assert_eq!(admitted.scope_fields, ["userId", "workspaceId"]);
+    assert_eq!(admitted.status, Status::Approved);
+    assert!(!admitted.pii);
+    assert_eq!(admitted.expires_at, None);
+    assert_eq!(admitted.filters, ["since"]);
+}
+
 // ----- policy 2: narrower scope first ----------------------------------------------
 
 #[test]

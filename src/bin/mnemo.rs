@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use mnemo::env::{Environment, FixedEnvironment, SystemEnvironment};
+use mnemo::policy::Admission;
 use mnemo::rank::ScoreBreakdown;
 use mnemo::storage::FsStorage;
 use mnemo::{
@@ -247,6 +248,8 @@ struct HitOutput<'a> {
     created_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
     explain: Option<&'a ScoreBreakdown>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    policy: Option<&'a Admission>,
 }
 
 impl<'a> From<&'a RetrieveHit> for HitOutput<'a> {
@@ -260,6 +263,7 @@ impl<'a> From<&'a RetrieveHit> for HitOutput<'a> {
             source: &hit.item.source,
             created_at: hit.item.created_at,
             explain: hit.explain.as_ref(),
+            policy: hit.policy.as_ref(),
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::env::SystemEnvironment;
 use crate::inject::Dropped;
 use crate::item::{MergeRecord, ScopeFilter};
 use crate::memory::block_on;
+use crate::policy::Admission;
 use crate::rank::ScoreBreakdown;
 use crate::storage::{AsyncKeyValue, Expect, KvOp, KvStorage, StorageError};
 use crate::{
@@ -546,12 +547,26 @@ impl From<ScoreBreakdown> for w::ScoreBreakdown {
     }
 }
 
+impl From<Admission> for w::Admission {
+    fn from(admission: Admission) -> Self {
+        let names = |names: Vec<&str>| names.into_iter().map(str::to_string).collect();
+        w::Admission {
+            scope_fields: names(admission.scope_fields),
+            status: admission.status.into(),
+            pii: admission.pii,
+            expires_at: admission.expires_at.map(Timestamp::to_rfc3339),
+            filters: names(admission.filters),
+        }
+    }
+}
+
 impl From<RetrieveHit> for w::RetrieveHit {
     fn from(hit: RetrieveHit) -> Self {
         w::RetrieveHit {
             item: hit.item.into(),
             score: hit.score,
             explain: hit.explain.map(Into::into),
+            policy: hit.policy.map(Into::into),
         }
     }
 }

@@ -42,7 +42,7 @@ test("index.d.ts describes every result the package returns", async () => {
   const exported = await mem.export();
   const imported = await (await Memory.open({ storage: "memory" })).import(exported);
   const deleted = await mem.deleteAll({ scope: { userId: "alice", workspaceId: "home" } });
-  assert.ok(item.mergedFrom.length === 1 && hits[0].explain && tight.dropped.length > 0);
+  assert.ok(item.mergedFrom.length === 1 && hits[0].explain && hits[0].policy?.expiresAt && tight.dropped.length > 0);
 
   const literal = (value) => JSON.stringify(value, null, 1);
   const source = `import type * as M from ${JSON.stringify(declarations.replace(/\.d\.ts$/, ".js"))};

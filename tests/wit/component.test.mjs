@@ -62,6 +62,9 @@ test("every verb round-trips through the component", async () => {
   assert.ok(hits[0].score > 0);
   assert.ok(hits[0].explain.lexical > 0);
   assert.equal(hits[0].explain.semantic, undefined, "lexical-only without a model");
+  assert.deepEqual(hits[0].policy, {
+    scopeFields: ["userId", "workspaceId"], status: "approved", pii: false, expiresAt: undefined, filters: [],
+  });
   assert.ok(!hits.some((h) => h.item.id === phone), "PII only when asked for");
   assert.ok(!hits.some((h) => h.item.id === launch), "other workspaces never leak");
   const withPii = store.retrieve(retrieveQuery("phone number", home, { includePii: true, dryRun: true }));

@@ -291,6 +291,9 @@ class ComponentTest(unittest.TestCase):
         self.assertEqual(hits[0].item.tags, ["coffee"])
         self.assertGreater(hits[0].explain.lexical, 0.0)
         self.assertIsNone(hits[0].explain.semantic)
+        admitted = hits[0].policy
+        self.assertEqual(getattr(admitted, "scope-fields"), ["userId", "workspaceId"])
+        self.assertEqual((admitted.pii, getattr(admitted, "expires-at"), admitted.filters), (False, None, []))
         self.assertNotIn(phone, [h.item.id for h in hits])
         self.assertNotIn(launch, [h.item.id for h in hits])
         self.assertEqual(getattr(store.get(coffee), "usage-count"), 1)
