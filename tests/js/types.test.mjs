@@ -22,7 +22,7 @@ test("index.d.ts describes every result the package returns", async () => {
     { text: "I take my coffee as a cortado.", scope: home, kind: "preference", tags: ["drinks"],
       source: { kind: "message", ref: "m1", uri: "chat://1" }, privacy: { pii: false, retentionDays: 30 },
       createdAt: "2026-01-02T03:04:05Z", pinned: true, status: "approved" },
-    { text: "I take my coffee as a cortado.", scope: home },
+    { text: "I take my coffee as a cortado.", scope: home, privacy: { retentionDays: 400 } },
     { text: "Buy oat milk on Friday.", scope: { userId: "alice", workspaceId: "home" } },
   ];
   const mem = await Memory.open({ storage: "memory" });

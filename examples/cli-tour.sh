@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# mnemo's main job for now: a short tour of the CLI over a fresh store.
-# Usage: bash scripts/demo.sh [STORE_DIR]   (default: a temporary directory)
+# A short tour of the mnemo CLI over a fresh store.
+# Usage: bash examples/cli-tour.sh [STORE_DIR]   (default: a temporary directory)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

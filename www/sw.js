@@ -1,0 +1,43 @@
+// The playground's service worker: the page works offline after its first
+// load. Requests go to the network first and refresh the cached copy; when
+// the network fails, the cached copy answers. The model files are left to
+// `fetchModel`, which keeps them in its own Cache API entry.
+const CACHE = "mnemo-playground-v1";
+const SHELL = [
+  "/", "/index.html", "/style.css", "/app.js", "/store-worker.js", "/manifest.webmanifest", "/icon.svg",
+  "/mnemo/browser.js", "/mnemo/memory.js", "/mnemo/model.js", "/mnemo/wasm/mnemo.js", "/mnemo/wasm/mnemo_bg.wasm",
+];
+
+self.addEventListener("install", (event) => {
+  event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil((async () => {
+    for (const name of await caches.keys()) {
+      if (name.startsWith("mnemo-playground-") && name !== CACHE) await caches.delete(name);
+    }
+    await self.clients.claim();
+  })());
+});
+
+async function networkFirst(request) {
+  const cache = await caches.open(CACHE);
+  try {
+    const response = await fetch(request);
+    if (response.ok) await cache.put(request, response.clone());
+    return response;
+  } catch (offline) {
+    const cached = await cache.match(request, { ignoreSearch: true });
+    if (cached) return cached;
+    throw offline;
+  }
+}
+
+self.addEventListener("fetch", (event) => {
+  const url = new URL(event.request.url);
+  if (event.request.method !== "GET" || url.origin !== self.location.origin || url.pathname.startsWith("/model/")) {
+    return;
+  }
+  event.respondWith(networkFirst(event.request));
+});
