@@ -9,7 +9,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { startServer } from "../../www/serve.mjs";
@@ -117,6 +117,103 @@ test("without the model the page says it is lexical-only and still retrieves", a
   const hits = await hitsFor(page, "when do I water the ferns?");
   assert.equal(hits[0].text, FERNS);
   assert.equal(hits[0].semantic, "semantic —", "no semantic score without the model");
+  await context.close();
+});
+
+test("the inspector: filter, edit, pin, reject and approve, erase, export and import; keyboard first", async () => {
+  const context = await browser.newContext({ acceptDownloads: true });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  await page.goto(server.url);
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement.className), "skip", "the first Tab reaches the skip link");
+  await page.keyboard.press("Enter");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "draft", "which moves to the message box");
+  await untilHybrid(page);
+
+  const THERMOSTAT = "The greenhouse thermostat is set to 18 degrees.";
+  const WARMER = "The greenhouse thermostat is set to 21 degrees.";
+  const BASIL = "We repotted the basil on Monday.";
+  await page.fill("#userId", "cy");
+  await page.fill("#workspaceId", "lab");
+  await page.selectOption("#kind", "fact");
+  await page.fill("#tags", "garden");
+  assert.equal(await say(page, THERMOSTAT), "added");
+  await page.selectOption("#kind", "episodic");
+  await page.fill("#tags", "");
+  assert.equal(await say(page, BASIL), "added");
+  assert.equal(await say(page, "The alarm code is <private>5521</private> and the panel is by the north door."), "added");
+  assert.match(await page.textContent(".message:last-child .saved"), /<private> part left out/);
+  const ALARM = "The alarm code is and the panel is by the north door.";
+  await untilRows(page, [THERMOSTAT, BASIL, ALARM]);
+
+  // Filters.
+  await page.selectOption("#filterKind", "fact");
+  await untilRows(page, [THERMOSTAT]);
+  await page.selectOption("#filterKind", "");
+  await page.fill("#filterTag", "garden");
+  await untilRows(page, [THERMOSTAT]);
+  await page.fill("#filterTag", "");
+  await untilRows(page, [THERMOSTAT, BASIL, ALARM]);
+
+  // Edit with the keyboard: Ctrl+Enter saves; retrieval sees the new text.
+  const row = (text) => page.locator("#items tr", { hasText: text });
+  await row(THERMOSTAT).locator('button[data-action="edit"]').click();
+  await page.fill("#items textarea", WARMER);
+  await page.press("#items textarea", "Control+Enter");
+  await untilRows(page, [WARMER, BASIL, ALARM]);
+  assert.equal((await hitsFor(page, "greenhouse temperature"))[0].text, WARMER);
+
+  // Pinned memories come first in the block, whatever the query.
+  await row(BASIL).locator('button[data-action="pin"]').click();
+  await row(BASIL).locator('button[data-action="unpin"]').waitFor();
+  await page.check("#filterPinned");
+  await untilRows(page, [BASIL]);
+  await page.uncheck("#filterPinned");
+  await hitsFor(page, "thermostat degrees");
+  const block = (await injection(page)).text;
+  assert.ok(block.includes(BASIL) && block.indexOf(BASIL) < block.indexOf(WARMER), block);
+
+  // Rejected memories leave retrieval; approving brings them back.
+  await untilRows(page, [WARMER, BASIL, ALARM]);
+  await row(WARMER).locator('button[data-action="reject"]').click();
+  await row(WARMER).locator('button[data-action="approve"]').waitFor();
+  assert.ok(!(await hitsFor(page, "greenhouse thermostat")).some((hit) => hit.text === WARMER));
+  await page.selectOption("#filterStatus", "rejected");
+  await untilRows(page, [WARMER]);
+  await row(WARMER).locator('button[data-action="approve"]').click();
+  await page.selectOption("#filterStatus", "");
+  await untilRows(page, [WARMER, BASIL, ALARM]);
+  assert.equal((await hitsFor(page, "greenhouse thermostat degrees"))[0].text, WARMER);
+
+  // A project memory: seen from its project, not from the workspace.
+  const TRAYS = "Seedling trays go under the grow light.";
+  await page.fill("#projectId", "seedlings");
+  await page.check('input[name=level][value="project"]');
+  assert.equal(await say(page, TRAYS), "added");
+  await page.check('input[name=level][value="workspace"]');
+  await untilRows(page, [WARMER, BASIL, ALARM, TRAYS]);
+  assert.equal(await row(TRAYS).locator("td:nth-child(3)").textContent(), "lab › seedlings");
+  assert.equal((await hitsFor(page, "where do the seedling trays go?"))[0].text, TRAYS);
+  await page.fill("#projectId", "");
+  assert.ok(!(await hitsFor(page, "seedling trays and the grow light")).some((hit) => hit.text === TRAYS));
+
+  // Export, erase (one, then the workspace, both confirmed), import the file back.
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click("#export")]);
+  const exported = await readFile(await download.path(), "utf8");
+  for (const text of [WARMER, BASIL, ALARM, TRAYS]) assert.ok(exported.includes(text));
+  assert.ok(!exported.includes("5521"), "the private span never reached the store");
+  page.once("dialog", (dialog) => dialog.accept());
+  await row(ALARM).locator('button[data-action="erase"]').click();
+  await untilRows(page, [WARMER, BASIL, TRAYS]);
+  page.once("dialog", (dialog) => dialog.accept());
+  await page.click("#eraseAll");
+  await untilRows(page, []);
+  await page.setInputFiles("#importFile", { name: "export.json", mimeType: "application/json", buffer: Buffer.from(exported) });
+  await untilRows(page, [WARMER, BASIL, ALARM, TRAYS]);
+  assert.match(await page.textContent("#toast"), /Imported: 4 added/);
+  assert.deepEqual(errors, []);
   await context.close();
 });
 
