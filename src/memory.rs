@@ -27,7 +27,7 @@ use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::inject::{EstimatedTokens, Injection, TokenCounter};
 use crate::item::{MemoryItem, ScopeFilter};
-use crate::storage::{AsyncStorage, Expect, Storage, StorageError};
+use crate::storage::{AsyncStorage, Batch, Expect, Storage, StorageError};
 
 /// How many times a write is tried when other writers keep changing the
 /// store first.
@@ -135,10 +135,30 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
         Ok(())
     }
 
-    /// Runs one write operation under the commit-or-rollback protocol,
-    /// again after a reload when another writer committed first.
+    /// Runs one change of the store under the commit-or-rollback protocol
+    /// ([`AsyncMemory::run`]), its outcome checked even when it writes
+    /// nothing.
     async fn write<T>(
         &mut self,
+        op: impl FnMut(&mut Engine, &mut E, &mut Txn) -> Result<T>,
+    ) -> Result<T> {
+        self.run(Unwritten::Check, op).await
+    }
+
+    /// Runs one operation under the commit-or-rollback protocol, again
+    /// after a reload when another writer committed first.
+    ///
+    /// Every outcome is decided on this instance's view of the store and
+    /// checked by the storage's compare-and-set of the manifest: a batch
+    /// commits only if the manifest is still the one the view was loaded
+    /// from. With [`Unwritten::Check`], an outcome that writes nothing (a
+    /// duplicate skipped, a delete of nothing, an error such as
+    /// `NOT_FOUND`) is checked with an empty batch under the same
+    /// expectation. On a conflict the view is reloaded and the operation
+    /// decided again, so no change rests on a stale view.
+    async fn run<T>(
+        &mut self,
+        unwritten: Unwritten,
         mut op: impl FnMut(&mut Engine, &mut E, &mut Txn) -> Result<T>,
     ) -> Result<T> {
         for _ in 0..WRITE_ATTEMPTS {
@@ -148,32 +168,35 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
                 result = self.engine.attach_embedder(model.clone(), &mut txn);
             }
             let result = result.and_then(|_| op(&mut self.engine, &mut self.env, &mut txn));
-            let value = match result {
-                Ok(value) => value,
-                Err(e) => {
-                    self.engine.rollback(txn);
-                    return Err(e);
-                }
+            let batch = match &result {
+                Ok(_) => self.engine.batch_for(&txn),
+                Err(_) => Batch::new(),
             };
-            let batch = self.engine.batch_for(&txn);
-            if batch.is_empty() {
-                return Ok(value);
+            if batch.is_empty() && matches!(unwritten, Unwritten::Trust) {
+                self.engine.rollback(txn);
+                return result;
             }
             let expect = Expect {
                 key: MANIFEST_KEY,
                 value: self.stored_manifest.as_deref(),
             };
-            match self.storage.commit(&batch, Some(expect)).await {
-                Ok(()) => {
-                    self.stored_manifest = batch.put_value(MANIFEST_KEY).map(<[u8]>::to_vec);
-                    self.reattach = None;
+            match (self.storage.commit(&batch, Some(expect)).await, result) {
+                (Ok(()), Ok(value)) => {
+                    if let Some(manifest) = batch.put_value(MANIFEST_KEY) {
+                        self.stored_manifest = Some(manifest.to_vec());
+                        self.reattach = None;
+                    }
                     return Ok(value);
                 }
-                Err(StorageError::Conflict(_)) => {
+                (Ok(()), Err(e)) => {
+                    self.engine.rollback(txn);
+                    return Err(e);
+                }
+                (Err(StorageError::Conflict(_)), _) => {
                     self.engine.rollback(txn);
                     self.reload().await?;
                 }
-                Err(e) => {
+                (Err(e), _) => {
                     self.engine.rollback(txn);
                     return Err(e.into());
                 }
@@ -192,15 +215,17 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
 
     /// Retrieves relevant memories; see [`Engine::retrieve`].
     pub async fn retrieve(&mut self, query: &RetrieveQuery) -> Result<Vec<RetrieveHit>> {
-        self.write(|engine, env, txn| engine.retrieve(query, env.now(), txn))
-            .await
+        self.run(Unwritten::Trust, |engine, env, txn| {
+            engine.retrieve(query, env.now(), txn)
+        })
+        .await
     }
 
     /// Renders a bounded, cited block; see [`Engine::inject`].
     pub async fn inject(&mut self, query: &InjectQuery) -> Result<Injection> {
         let custom = self.tokens.take();
         let result = self
-            .write(|engine, env, txn| {
+            .run(Unwritten::Trust, |engine, env, txn| {
                 let model = engine.embedder().cloned();
                 let model_tokens = model.as_deref().map(ModelTokens);
                 let counter = token_counter(&custom, model_tokens.as_ref());
@@ -289,6 +314,18 @@ fn token_counter<'a>(
 
 /// Runs a future that completes without waiting — every future of a
 /// synchronous [`Storage`] does — and returns its output.
+/// Whether [`AsyncMemory::run`] checks an outcome that writes nothing
+/// against the stored manifest.
+#[derive(Debug, Clone, Copy)]
+enum Unwritten {
+    /// Changes: a decision to write nothing, or an error, made on a stale
+    /// view is made again on the current one.
+    Check,
+    /// Reads (retrieval, injection) that write only usage marks: what they
+    /// return comes from this view, like every read.
+    Trust,
+}
+
 pub(crate) fn block_on<F: Future>(future: F) -> Result<F::Output> {
     let mut future = pin!(future);
     match future

@@ -37,9 +37,10 @@ impl Failure {
     }
 }
 
-/// Delegates to `inner`, counting commits; the commit numbered `fail_at`
-/// (from 0) fails without applying anything. Remembers the last applied
-/// batch so tests can replay part of it.
+/// Delegates to `inner`, counting the commits that write (an empty batch
+/// only checks the expectation; `tests/fault_model.rs` fails those too); the
+/// commit numbered `fail_at` (from 0) fails without applying anything.
+/// Remembers the last applied batch so tests can replay part of it.
 #[derive(Debug, Clone)]
 struct FailingStorage<S> {
     inner: S,
@@ -79,6 +80,9 @@ impl<S: Storage> Storage for FailingStorage<S> {
     }
 
     fn commit(&mut self, batch: &Batch) -> Result<(), StorageError> {
+        if batch.is_empty() {
+            return self.inner.commit(batch);
+        }
         let n = self.commits;
         self.commits += 1;
         if self.fail_at == Some(n) {

@@ -18,10 +18,13 @@
 //!
 //! A failure before the commit point removes what was written and returns the
 //! error: nothing changed. A failure after it returns `Ok` (the batch is
-//! durable) and the next call of this [`KvStorage`] — or [`KvStorage::open`]
-//! after a crash — finishes the batch before doing anything else. A reader
-//! therefore sees the whole batch or none of it, provided one writer at a time
-//! uses the store (the journal is not a lock between processes).
+//! durable): until the batch is applied in full, this [`KvStorage`]'s reads
+//! see it over the store's keys, and its next commit (or
+//! [`KvStorage::open`], after a crash) finishes it first. A reader therefore
+//! sees the whole batch or none of it, provided one writer at a time uses the
+//! store (the journal is not a lock between processes).
+
+use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
@@ -77,19 +80,17 @@ pub trait AsyncKeyValue {
 #[derive(Debug)]
 pub struct KvStorage<K> {
     kv: K,
-    /// Set when a committed journal could not be applied in full: the next
-    /// call finishes it first.
-    unfinished: bool,
+    /// The ops of a committed journal not yet applied in full (a write
+    /// failed while applying it): reads see them over the store's keys, and
+    /// the next commit finishes the journal first.
+    pending: Option<BTreeMap<String, Option<Vec<u8>>>>,
 }
 
 impl<K: AsyncKeyValue> KvStorage<K> {
     /// Wraps `kv`, first finishing or discarding a journal a crashed writer
     /// left behind.
     pub async fn open(kv: K) -> Result<KvStorage<K>, StorageError> {
-        let mut storage = KvStorage {
-            kv,
-            unfinished: true,
-        };
+        let mut storage = KvStorage { kv, pending: None };
         storage.recover().await?;
         Ok(storage)
     }
@@ -104,12 +105,17 @@ impl<K: AsyncKeyValue> KvStorage<K> {
         self.kv
     }
 
+    /// Finishes the pending journal, if there is one.
+    async fn finish(&mut self) -> Result<(), StorageError> {
+        match self.pending {
+            Some(_) => self.recover().await,
+            None => Ok(()),
+        }
+    }
+
     /// Applies a committed journal if there is one, then removes every
     /// journal key.
     async fn recover(&mut self) -> Result<(), StorageError> {
-        if !self.unfinished {
-            return Ok(());
-        }
         if let Some(record) = self.kv.get(COMMIT_KEY).await? {
             let (count, digest) = decode_commit_record(&record)?;
             let mut frames = Vec::with_capacity(count);
@@ -136,7 +142,7 @@ impl<K: AsyncKeyValue> KvStorage<K> {
         for key in self.kv.list(JOURNAL_PREFIX).await? {
             self.kv.delete(&key).await?;
         }
-        self.unfinished = false;
+        self.pending = None;
         Ok(())
     }
 
@@ -177,23 +183,23 @@ impl<K: AsyncKeyValue> KvStorage<K> {
 
 impl<K: AsyncKeyValue> AsyncStorage for KvStorage<K> {
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
-        if self.unfinished {
-            return Err(unfinished_error());
+        if let Some(value) = self.pending.as_ref().and_then(|ops| ops.get(key)) {
+            return Ok(value.clone());
         }
         self.kv.get(key).await
     }
 
     async fn scan(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        if self.unfinished {
-            return Err(unfinished_error());
-        }
         let mut keys = self.kv.list(prefix).await?;
+        if let Some(ops) = &self.pending {
+            keys.extend(ops.keys().cloned());
+        }
         keys.retain(|k| k.starts_with(prefix) && !k.starts_with(JOURNAL_PREFIX));
         keys.sort_unstable();
         keys.dedup();
         let mut pairs = Vec::with_capacity(keys.len());
         for key in keys {
-            if let Some(value) = self.kv.get(&key).await? {
+            if let Some(value) = self.get(&key).await? {
                 pairs.push((key, value));
             }
         }
@@ -213,7 +219,7 @@ impl<K: AsyncKeyValue> AsyncStorage for KvStorage<K> {
                 )));
             }
         }
-        self.recover().await?;
+        self.finish().await?;
         if let Some(expect) = expect {
             expect.check(self.kv.get(expect.key).await?.as_deref())?;
         }
@@ -228,17 +234,15 @@ impl<K: AsyncKeyValue> AsyncStorage for KvStorage<K> {
             _ => {}
         }
         self.write_journal(&ops).await?;
-        // Committed. Whatever fails from here on is finished by `recover`.
-        self.unfinished = true;
+        // Committed. Whatever fails from here on is finished later.
+        self.pending = Some(
+            ops.iter()
+                .map(|(key, value)| (key.to_string(), value.map(<[u8]>::to_vec)))
+                .collect(),
+        );
         let _ = self.recover().await;
         Ok(())
     }
-}
-
-fn unfinished_error() -> StorageError {
-    StorageError::Backend(
-        "a committed batch could not be applied yet; the next commit retries it".into(),
-    )
 }
 
 fn frame_key(n: usize) -> String {
@@ -473,13 +477,27 @@ mod tests {
     }
 
     #[test]
-    fn an_unfinished_batch_is_finished_before_the_next_call() {
+    fn an_unfinished_batch_is_read_and_finished_before_the_next_commit() {
         let kv = FaultyKv::default();
         let mut store = open(kv.clone());
+        commit(&mut store, &batch(&[("gone", Some(b"0"))])).unwrap();
+        store.kv.writes.set(0);
         // Frames (1) and the commit record (1) succeed, the first apply fails.
         store.kv.fail_at = Some(2);
-        commit(&mut store, &batch(&[("a", Some(b"1")), ("b", Some(b"2"))])).unwrap();
-        assert!(block_on(store.get("a")).unwrap().is_err());
+        let change = batch(&[("a", Some(b"1")), ("b", Some(b"2")), ("gone", None)]);
+        commit(&mut store, &change).unwrap();
+        assert!(!data(&kv).contains_key("b"), "not applied yet");
+        // Reads see the committed batch all the same.
+        let read = |key: &str| block_on(store.get(key)).unwrap().unwrap();
+        assert_eq!(read("a"), Some(b"1".to_vec()));
+        assert_eq!(read("gone"), None);
+        let scanned: Vec<String> = block_on(store.scan(""))
+            .unwrap()
+            .unwrap()
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(scanned, ["a", "b"]);
         store.kv.fail_at = None;
         commit(&mut store, &batch(&[("c", Some(b"3"))])).unwrap();
         assert_eq!(data(&kv).len(), 3);
