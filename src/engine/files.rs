@@ -169,7 +169,9 @@ impl Engine {
             content_hash,
             updated_at: now,
         };
-        let removed = self.erase_chunks(&key, txn);
+        // The old chunks go after the new ones got their ids, so no id of an
+        // old chunk is given to a new one.
+        let old_chunks: BTreeSet<String> = self.file_chunks.get(&key).cloned().unwrap_or_default();
 
         let mut chunks: Vec<(LineRange, String)> = Vec::new();
         for chunk in markdown::chunk_markdown(&stored.content, self.config.chunking, counter) {
@@ -216,12 +218,13 @@ impl Engine {
             }
             ids.push(id);
         }
+        self.erase_chunks(&old_chunks, txn);
         self.write_file(txn, &key, Some(stored));
         Ok(FileSync {
             path: path.to_string(),
             outcome,
             chunks: ids,
-            removed,
+            removed: old_chunks.len(),
         })
     }
 
@@ -229,7 +232,8 @@ impl Engine {
     /// whether there was a file.
     pub fn remove_file(&mut self, scope: &Scope, path: &str, txn: &mut Txn) -> bool {
         let key: FileKey = (scope.clone(), path.to_string());
-        self.erase_chunks(&key, txn);
+        let chunks = self.file_chunks.get(&key).cloned().unwrap_or_default();
+        self.erase_chunks(&chunks, txn);
         let existed = self.files.contains_key(&key);
         if existed {
             self.write_file(txn, &key, None);
@@ -289,16 +293,14 @@ impl Engine {
         }
     }
 
-    /// Erases every chunk of the file `key`; returns how many.
-    fn erase_chunks(&mut self, key: &FileKey, txn: &mut Txn) -> usize {
-        let ids: BTreeSet<String> = self.file_chunks.get(key).cloned().unwrap_or_default();
-        for id in &ids {
+    /// Erases the chunks `ids`, with their embeddings.
+    fn erase_chunks(&mut self, ids: &BTreeSet<String>, txn: &mut Txn) {
+        for id in ids {
             self.write(txn, id, None);
             if self.embeddings.contains_key(id) {
                 self.write_vector(txn, id, None);
             }
         }
-        ids.len()
     }
 
     /// Fails unless `path` can be a new file of `scope`: not a file, not a
