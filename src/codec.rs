@@ -5,8 +5,8 @@
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0 | 4 | magic `MNMO` (`4D 4E 4D 4F`) |
-//! | 4 | 2 | format version, u16 little-endian (currently 1) |
-//! | 6 | 1 | record type: 1 = memory item, 2 = manifest, 3 = vector |
+//! | 4 | 2 | format version, u16 little-endian (1 or 2, see below) |
+//! | 6 | 1 | record type: 1 = memory item, 2 = manifest, 3 = vector, 4 = file |
 //! | 7 | 1 | flags, reserved, 0 |
 //! | 8 | 4 | payload length `N`, u32 little-endian |
 //! | 12 | N | payload: UTF-8 JSON of the record (see below) |
@@ -15,7 +15,15 @@
 //! Payloads: a memory item is the JSON of [`MemoryItem`] (the same camelCase
 //! JSON as the API); the manifest is the JSON of [`Manifest`]; a vector (the
 //! embedding of one item) is its dimension count as a u32 little-endian
-//! followed by that many f32 little-endian components. A reader rejects
+//! followed by that many f32 little-endian components; a file is the JSON
+//! of [`StoredFile`].
+//!
+//! Each record is written in the oldest version that can hold it: version 2
+//! for file records, for chunks of files (items with `sourceLines`) and for
+//! a manifest that counts files; version 1 for everything else. A store that
+//! holds no file is therefore byte-for-byte what builds before files wrote,
+//! and such builds refuse one that does with `VERSION_MISMATCH` rather than
+//! misread it. A reader rejects
 //! a record whose magic, length or checksum is wrong ([`CodecError`] →
 //! `CORRUPT`) and one whose version is newer than [`FORMAT_VERSION`]
 //! (`VERSION_MISMATCH`). `docs/format.md` describes the keys these records
@@ -25,10 +33,14 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::Error;
+use crate::files::StoredFile;
 use crate::item::MemoryItem;
 
 /// The newest record format version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
+/// The version of records that hold nothing of files (see the module
+/// documentation).
+const BASE_FORMAT_VERSION: u16 = 1;
 
 const MAGIC: [u8; 4] = *b"MNMO";
 const HEADER_LEN: usize = 12;
@@ -43,6 +55,8 @@ pub enum RecordType {
     Manifest = 2,
     /// An item's embedding.
     Vector = 3,
+    /// A [`StoredFile`].
+    File = 4,
 }
 
 /// Why a record failed to decode.
@@ -88,11 +102,11 @@ impl From<CodecError> for Error {
     }
 }
 
-/// Wraps a payload in a record.
-pub fn encode(record_type: RecordType, payload: &[u8]) -> Vec<u8> {
+/// Wraps a payload in a record of the given format version.
+pub fn encode(record_type: RecordType, version: u16, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len() + TRAILER_LEN);
     out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     out.push(record_type as u8);
     out.push(0);
     // Payloads are bounded far below 4 GiB by the ingest limits.
@@ -130,6 +144,7 @@ pub fn decode(bytes: &[u8]) -> Result<(RecordType, &[u8]), CodecError> {
         1 => RecordType::Item,
         2 => RecordType::Manifest,
         3 => RecordType::Vector,
+        4 => RecordType::File,
         other => return Err(CodecError::UnknownType(other)),
     };
     Ok((record_type, &bytes[HEADER_LEN..end]))
@@ -146,15 +161,29 @@ fn decode_json<T: for<'de> Deserialize<'de>>(
     serde_json::from_slice(payload).map_err(|e| CodecError::Payload(e.to_string()))
 }
 
-fn encode_json<T: Serialize>(record_type: RecordType, value: &T) -> Vec<u8> {
+fn encode_json<T: Serialize>(record_type: RecordType, version: u16, value: &T) -> Vec<u8> {
     // Serializing our own plain data types to JSON cannot fail.
     let payload = serde_json::to_vec(value).unwrap_or_default();
-    encode(record_type, &payload)
+    encode(record_type, version, &payload)
 }
 
-/// Encodes a memory item record.
+/// The version of a record: 2 when it holds something of files (`uses_files`),
+/// else 1.
+pub fn version_for(uses_files: bool) -> u16 {
+    if uses_files {
+        FORMAT_VERSION
+    } else {
+        BASE_FORMAT_VERSION
+    }
+}
+
+/// Encodes a memory item record (version 2 for a chunk of a file).
 pub fn encode_item(item: &MemoryItem) -> Vec<u8> {
-    encode_json(RecordType::Item, item)
+    encode_json(
+        RecordType::Item,
+        version_for(item.source_lines.is_some()),
+        item,
+    )
 }
 
 /// Decodes a memory item record.
@@ -170,7 +199,7 @@ pub fn encode_vector(vector: &[f32]) -> Vec<u8> {
     for x in vector {
         payload.extend_from_slice(&x.to_le_bytes());
     }
-    encode(RecordType::Vector, &payload)
+    encode(RecordType::Vector, BASE_FORMAT_VERSION, &payload)
 }
 
 /// Decodes an embedding record; every component must be finite.
@@ -207,7 +236,8 @@ pub fn decode_vector(bytes: &[u8]) -> Result<Vec<f32>, CodecError> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
-    /// Record format version of the store.
+    /// Record format version of the manifest: 1, or 2 when the store holds
+    /// files.
     pub format_version: u16,
     /// Number of item records.
     pub item_count: u64,
@@ -221,16 +251,38 @@ pub struct Manifest {
     /// vectors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_id: Option<String>,
+    /// Number of file records (absent: 0). Their records count in
+    /// `items_digest` too.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub file_count: u64,
 }
 
-/// Encodes the manifest record.
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
+/// Encodes the manifest record (version 2 when it counts files).
 pub fn encode_manifest(manifest: &Manifest) -> Vec<u8> {
-    encode_json(RecordType::Manifest, manifest)
+    encode_json(
+        RecordType::Manifest,
+        version_for(manifest.file_count > 0),
+        manifest,
+    )
 }
 
 /// Decodes the manifest record.
 pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest, CodecError> {
     decode_json(bytes, RecordType::Manifest)
+}
+
+/// Encodes a file record (always version 2).
+pub fn encode_file(file: &StoredFile) -> Vec<u8> {
+    encode_json(RecordType::File, FORMAT_VERSION, file)
+}
+
+/// Decodes a file record.
+pub fn decode_file(bytes: &[u8]) -> Result<StoredFile, CodecError> {
+    decode_json(bytes, RecordType::File)
 }
 
 /// An order-independent digest of a set of records (XOR of their sha256).
@@ -269,7 +321,7 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_reject_damage() {
-        let rec = encode(RecordType::Manifest, b"{\"x\":1}");
+        let rec = encode(RecordType::Manifest, FORMAT_VERSION, b"{\"x\":1}");
         assert_eq!(
             decode(&rec).unwrap(),
             (RecordType::Manifest, &b"{\"x\":1}"[..])
@@ -289,14 +341,14 @@ mod tests {
 
     #[test]
     fn newer_versions_are_refused_with_version_mismatch() {
-        let mut rec = encode(RecordType::Item, b"{}");
-        rec[4] = 2;
+        let mut rec = encode(RecordType::Item, FORMAT_VERSION, b"{}");
+        rec[4] = 3;
         let end = rec.len() - 4;
         let crc = crc32fast::hash(&rec[..end]).to_le_bytes();
         rec[end..].copy_from_slice(&crc);
-        assert_eq!(decode(&rec), Err(CodecError::UnsupportedVersion(2)));
+        assert_eq!(decode(&rec), Err(CodecError::UnsupportedVersion(3)));
         assert_eq!(
-            Error::from(CodecError::UnsupportedVersion(2)).code(),
+            Error::from(CodecError::UnsupportedVersion(3)).code(),
             "VERSION_MISMATCH"
         );
     }
@@ -305,11 +357,42 @@ mod tests {
     fn vectors_round_trip_and_reject_bad_lengths_and_non_finite_values() {
         let v = vec![0.5f32, -0.25, 1e-7];
         assert_eq!(decode_vector(&encode_vector(&v)).unwrap(), v);
-        let mut bad = encode(RecordType::Vector, &[2, 0, 0, 0, 0, 0, 0, 0]);
+        let mut bad = encode(RecordType::Vector, 1, &[2, 0, 0, 0, 0, 0, 0, 0]);
         assert!(decode_vector(&bad).is_err(), "length says 2, holds 1");
         bad = encode_vector(&[f32::NAN]);
         assert!(decode_vector(&bad).is_err());
         assert!(decode_vector(&encode_manifest(&Manifest::default())).is_err());
+    }
+
+    #[test]
+    fn records_use_version_2_only_for_what_holds_files() {
+        let version = |record: &[u8]| u16::from_le_bytes([record[4], record[5]]);
+        let plain = Manifest {
+            format_version: version_for(false),
+            ..Manifest::default()
+        };
+        assert_eq!(version(&encode_manifest(&plain)), 1);
+        assert_eq!(plain.format_version, 1);
+        let with_files = Manifest {
+            file_count: 1,
+            ..Manifest::default()
+        };
+        let record = encode_manifest(&with_files);
+        assert_eq!(version(&record), 2);
+        assert_eq!(decode_manifest(&record).unwrap(), with_files);
+        assert!(!String::from_utf8_lossy(&encode_manifest(&plain)).contains("fileCount"));
+        assert_eq!(version(&encode_vector(&[1.0])), 1);
+        let file = StoredFile {
+            scope: crate::item::Scope::workspace("u", "w"),
+            path: "MEMORY.md".into(),
+            content: "# Notes\n".into(),
+            content_hash: "h".into(),
+            updated_at: crate::item::Timestamp(0),
+        };
+        let record = encode_file(&file);
+        assert_eq!(version(&record), 2);
+        assert_eq!(decode_file(&record).unwrap(), file);
+        assert!(decode_file(&encode_manifest(&plain)).is_err());
     }
 
     #[test]

@@ -197,6 +197,7 @@ mod tests {
             merged_from: vec![],
             follows: None,
             deleted_at: None,
+            source_lines: None,
         }
     }
 

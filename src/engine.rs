@@ -8,6 +8,8 @@
 //! [`crate::storage::Storage`]; the JavaScript bindings do it around an async
 //! commit.
 
+mod files;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -19,6 +21,7 @@ use crate::dedupe::{self, Duplicate, NearDuplicateAction, NearDuplicateConfig};
 use crate::embed::Embedder;
 use crate::env::Environment;
 use crate::error::{Error, Result};
+use crate::files::StoredFile;
 use crate::index::{Bm25Index, Bm25Params, VectorIndex, VectorParams};
 use crate::inject::{self, InjectFormat, Injection, TokenCounter};
 use crate::item::{
@@ -28,7 +31,9 @@ use crate::item::{
 use crate::policy::{self, Admission, Exclusion, Visibility};
 use crate::rank::{self, RankKey, RankParams, ScoreBreakdown};
 use crate::storage::Batch;
+use crate::text::markdown::ChunkParams;
 use crate::text::{self, Capture};
+use files::FileKey;
 
 /// Storage key prefix of item records.
 pub const ITEM_PREFIX: &str = "item/";
@@ -67,6 +72,9 @@ pub struct Limits {
     pub max_results: usize,
     /// Most provenance records kept per memory (oldest dropped first).
     pub max_merge_records: usize,
+    /// Largest file content accepted by file sync and the memory tool, in
+    /// bytes.
+    pub max_file_bytes: usize,
 }
 
 impl Default for Limits {
@@ -79,6 +87,7 @@ impl Default for Limits {
             max_source_bytes: 2048,
             max_results: 1000,
             max_merge_records: 64,
+            max_file_bytes: 1024 * 1024,
         }
     }
 }
@@ -95,6 +104,8 @@ pub struct Config {
     pub near_duplicate: NearDuplicateConfig,
     /// Ranking parameters, see [`crate::rank`].
     pub rank: RankParams,
+    /// How synced files are cut into chunks.
+    pub chunking: ChunkParams,
 }
 
 /// One memory to ingest.
@@ -441,6 +452,7 @@ pub struct Txn {
 enum Undo {
     Item(String, Option<Box<MemoryItem>>),
     Vector(String, Option<Vec<f32>>),
+    File(FileKey, Option<Box<StoredFile>>),
     Model(Option<String>, Option<Arc<dyn Embedder>>),
 }
 
@@ -449,6 +461,7 @@ impl std::fmt::Debug for Undo {
         match self {
             Undo::Item(id, _) => write!(f, "Item({id})"),
             Undo::Vector(id, _) => write!(f, "Vector({id})"),
+            Undo::File((_, path), _) => write!(f, "File({path})"),
             Undo::Model(model, _) => write!(f, "Model({model:?})"),
         }
     }
@@ -481,6 +494,10 @@ pub struct Engine {
     /// The model the stored embeddings come from.
     model_id: Option<String>,
     embedder: Option<Arc<dyn Embedder>>,
+    /// Every stored file (key `file/…`).
+    files: BTreeMap<FileKey, StoredFile>,
+    /// The chunks of each file (memories with `sourceLines`), by file.
+    file_chunks: HashMap<FileKey, BTreeSet<String>>,
     digest: SetDigest,
 }
 
@@ -503,22 +520,27 @@ impl Engine {
             vector_docs: HashMap::new(),
             model_id: None,
             embedder: None,
+            files: BTreeMap::new(),
+            file_chunks: HashMap::new(),
             digest: SetDigest::default(),
         }
     }
 
-    /// Rebuilds an engine from stored records (`item/…` and `vec/…` pairs
-    /// and the manifest) and verifies they agree with the manifest.
+    /// Rebuilds an engine from stored records (`item/…`, `vec/…` and
+    /// `file/…` pairs and the manifest) and verifies they agree with the
+    /// manifest.
     pub fn load(
         config: Config,
         item_records: Vec<(String, Vec<u8>)>,
         vector_records: Vec<(String, Vec<u8>)>,
+        file_records: Vec<(String, Vec<u8>)>,
         manifest: Option<&[u8]>,
     ) -> Result<Engine> {
         let mut engine = Engine::new(config);
         let mut stored = SetDigest::default();
         let count = item_records.len();
         let vector_count = vector_records.len();
+        let file_count = file_records.len();
         for (key, bytes) in item_records {
             let item = codec::decode_item(&bytes).map_err(|e| match Error::from(e) {
                 Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
@@ -545,8 +567,22 @@ impl Engine {
             stored.toggle(&bytes);
             engine.set_vector(id, Some(vector));
         }
+        for (key, bytes) in file_records {
+            let file = codec::decode_file(&bytes).map_err(|e| match Error::from(e) {
+                Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
+                other => other,
+            })?;
+            if file.storage_key() != key {
+                return Err(Error::Corrupt(format!(
+                    "record `{key}` holds file `{}` of another key",
+                    file.path
+                )));
+            }
+            stored.toggle(&bytes);
+            engine.set_file(&(file.scope.clone(), file.path.clone()), Some(file));
+        }
         match manifest.map(codec::decode_manifest).transpose()? {
-            None if count == 0 && vector_count == 0 => {}
+            None if count == 0 && vector_count == 0 && file_count == 0 => {}
             None => {
                 return Err(Error::Corrupt(format!(
                     "{count} memory records but no manifest"
@@ -562,6 +598,7 @@ impl Engine {
                 }
                 if m.item_count != count as u64
                     || m.vector_count != vector_count as u64
+                    || m.file_count != file_count as u64
                     || m.items_digest != stored.to_hex()
                 {
                     return Err(Error::Corrupt(format!(
@@ -627,6 +664,7 @@ impl Engine {
                 }
             }
             self.pinned.remove(id);
+            self.index_file_chunk(item, false);
             let same_context = new.as_ref().is_some_and(|n| {
                 n.scope.tenant() == item.scope.tenant()
                     && n.is_deleted() == item.is_deleted()
@@ -665,13 +703,22 @@ impl Engine {
                         .or_insert_with(|| Bm25Index::new(self.config.bm25))
                         .insert(d, &terms);
                 }
-                self.by_hash.insert(
-                    (item.scope.clone(), item.content_hash.clone()),
-                    id.to_string(),
-                );
+                // Chunks belong to their file: they take no part in
+                // duplicate detection or conversation threads.
+                if item.is_file_chunk() {
+                    self.index_file_chunk(&item, true);
+                } else {
+                    self.by_hash.insert(
+                        (item.scope.clone(), item.content_hash.clone()),
+                        id.to_string(),
+                    );
+                    self.by_scope_time.insert((
+                        item.scope.clone(),
+                        item.created_at.0,
+                        id.to_string(),
+                    ));
+                }
                 self.by_created.insert((item.created_at.0, id.to_string()));
-                self.by_scope_time
-                    .insert((item.scope.clone(), item.created_at.0, id.to_string()));
                 if let Some(prev) = &item.follows {
                     self.followers
                         .entry(prev.clone())
@@ -805,6 +852,9 @@ impl Engine {
                 Undo::Vector(id, previous) => {
                     self.set_vector(&id, previous);
                 }
+                Undo::File(key, previous) => {
+                    self.set_file(&key, previous.map(|file| *file));
+                }
                 Undo::Model(model_id, embedder) => {
                     self.model_id = model_id;
                     self.embedder = embedder;
@@ -814,12 +864,13 @@ impl Engine {
     }
 
     /// The storage batch that persists `txn`'s changes: the final state of
-    /// every touched item plus the manifest. Empty when nothing changed.
+    /// every touched item, embedding and file plus the manifest. Empty when nothing changed.
     pub fn batch_for(&self, txn: &Txn) -> Batch {
         let mut batch = Batch::new();
         let mut items = BTreeSet::new();
         // Vector keys, with whether one existed before the transaction.
         let mut vectors: BTreeMap<&str, bool> = BTreeMap::new();
+        let mut files = BTreeSet::new();
         for step in &txn.undo {
             match step {
                 Undo::Item(id, _) => {
@@ -828,7 +879,16 @@ impl Engine {
                 Undo::Vector(id, before) => {
                     vectors.entry(id.as_str()).or_insert(before.is_some());
                 }
+                Undo::File(key, _) => {
+                    files.insert(key);
+                }
                 Undo::Model(..) => {}
+            }
+        }
+        for key in files {
+            match self.files.get(key) {
+                Some(file) => batch.put(file.storage_key(), codec::encode_file(file)),
+                None => batch.delete(crate::files::file_storage_key(&key.0, &key.1)),
             }
         }
         for id in items {
@@ -855,7 +915,7 @@ impl Engine {
     /// The manifest describing the current items.
     pub fn manifest(&self) -> Manifest {
         Manifest {
-            format_version: FORMAT_VERSION,
+            format_version: codec::version_for(!self.files.is_empty()),
             item_count: self.entries.len() as u64,
             vector_count: self.embeddings.len() as u64,
             items_digest: self.digest.to_hex(),
@@ -863,6 +923,7 @@ impl Engine {
                 .model_id
                 .clone()
                 .filter(|_| !self.embeddings.is_empty()),
+            file_count: self.files.len() as u64,
         }
     }
 
@@ -989,6 +1050,7 @@ impl Engine {
             merged_from: Vec::new(),
             follows,
             deleted_at: None,
+            source_lines: None,
         };
         self.write(txn, &id, Some(item));
         if vector.is_some() {
@@ -1167,8 +1229,9 @@ impl Engine {
         }
         let tenant = scope.tenant();
         let same_scope = |doc: u32| {
-            self.entry_of(doc)
-                .is_some_and(|e| &e.item.scope == scope && !e.item.is_deleted())
+            self.entry_of(doc).is_some_and(|e| {
+                &e.item.scope == scope && !e.item.is_deleted() && !e.item.is_file_chunk()
+            })
         };
         let mut candidates: Vec<u32> = self
             .lexical
@@ -1557,6 +1620,15 @@ impl Engine {
             .ok_or_else(|| Error::NotFound(id.to_string()))
     }
 
+    /// The live memory of exactly `scope` whose text is `normalized` (in
+    /// stored form), if any; chunks of files are not found.
+    pub fn find_text(&self, scope: &Scope, normalized: &str) -> Option<&MemoryItem> {
+        let id = self
+            .by_hash
+            .get(&(scope.clone(), text::content_hash(normalized)))?;
+        self.entries.get(id).map(|e| &e.item)
+    }
+
     /// Lists memories newest first, filtered, one page at a time.
     pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
         let limit = query.limit.unwrap_or(50);
@@ -1605,6 +1677,13 @@ impl Engine {
         txn: &mut Txn,
     ) -> Result<MemoryItem> {
         let mut item = self.get(id)?.clone();
+        if let Some((path, _)) = item.file_location() {
+            if patch.text.is_some() || patch.source.is_some() {
+                return Err(Error::invalid(format!(
+                    "memory `{id}` is a chunk of file `{path}`: its text and source change with the file"
+                )));
+            }
+        }
         let mut new_vector = None;
         if let Some(raw) = &patch.text {
             self.check_text_size("text", raw)?;
@@ -1700,6 +1779,7 @@ impl Engine {
 
     /// Deletes every memory the filter selects (`userId` is required, so a
     /// call never reaches other users' data). Returns how many it deleted.
+    /// A hard delete also removes the files of the selected scopes.
     pub fn delete_all(
         &mut self,
         filter: &ScopeFilter,
@@ -1718,6 +1798,10 @@ impl Engine {
             .collect();
         for id in &ids {
             self.delete(id, hard, now, txn)?;
+        }
+        // Erasure takes the files too: they hold the same text.
+        if hard {
+            self.remove_files_where(|scope| filter.matches(scope), txn);
         }
         Ok(DeleteAllResult {
             deleted: ids.len(),
@@ -1822,10 +1906,11 @@ impl Engine {
         let mut new_texts: Vec<(String, String)> = Vec::new();
         for item in items {
             let hash_key = (item.scope.clone(), item.content_hash.clone());
+            // Chunks belong to their file and never merge.
             let existing_same_text = self
                 .by_hash
                 .get(&hash_key)
-                .filter(|other| **other != item.id)
+                .filter(|other| **other != item.id && !item.is_file_chunk())
                 .cloned();
             if self.entries.contains_key(&item.id) {
                 if let Some(other) = existing_same_text {
@@ -1924,14 +2009,18 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-enum Captured {
+/// What the capture pipeline keeps of a raw text.
+pub(crate) enum Captured {
+    /// The text opted out (`<no-memory>`).
     NoMemory,
+    /// Nothing was left but private spans.
     OnlyPrivate,
+    /// The redacted, normalized text.
     Text(String),
 }
 
 /// Applies the capture pipeline: opt-out, redaction, normalization.
-fn capture(raw: &str) -> Result<Captured> {
+pub(crate) fn capture(raw: &str) -> Result<Captured> {
     match text::redact(raw) {
         Capture::NoMemory => Ok(Captured::NoMemory),
         Capture::Text {

@@ -193,6 +193,27 @@ pub struct Source {
     pub uri: Option<String>,
 }
 
+/// A range of lines of a file, 1-based and inclusive: `start..=end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LineRange {
+    /// First line (1-based).
+    pub start: u32,
+    /// Last line, inclusive (at least `start`).
+    pub end: u32,
+}
+
+impl fmt::Display for LineRange {
+    /// `L3-L10` (`L3` for a single line): the line part of a file citation.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.start == self.end {
+            write!(f, "L{}", self.start)
+        } else {
+            write!(f, "L{}-L{}", self.start, self.end)
+        }
+    }
+}
+
 /// Privacy markers of a memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -440,6 +461,11 @@ pub struct MemoryItem {
     /// and re-ingesting the same text does not bring it back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deleted_at: Option<Timestamp>,
+    /// For a chunk of a synced file (see [`crate::files`]): the lines of the
+    /// file (`source.ref`) it holds. Only file sync sets it; such memories
+    /// belong to their file, which replaces them when it changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_lines: Option<LineRange>,
 }
 
 impl MemoryItem {
@@ -458,6 +484,31 @@ impl MemoryItem {
     /// True when soft-deleted.
     pub fn is_deleted(&self) -> bool {
         self.deleted_at.is_some()
+    }
+
+    /// The place this chunk of a file holds, when it is one: the file's path
+    /// and the chunk's lines.
+    pub fn file_location(&self) -> Option<(&str, LineRange)> {
+        match (self.source.kind, self.source_lines) {
+            (SourceKind::File, Some(lines)) => Some((&self.source.reference, lines)),
+            _ => None,
+        }
+    }
+
+    /// True for a chunk of a synced file. Chunks belong to their file: they
+    /// are never merged with other memories as duplicates, never join a
+    /// conversation thread, and their text changes only with the file.
+    pub fn is_file_chunk(&self) -> bool {
+        self.file_location().is_some()
+    }
+
+    /// What a reader cites this memory by: `path#Lstart-Lend` for a chunk of
+    /// a file, `memory:<id>` for any other memory.
+    pub fn citation(&self) -> String {
+        match self.file_location() {
+            Some((path, lines)) => format!("{path}#{lines}"),
+            None => format!("memory:{}", self.id),
+        }
     }
 }
 

@@ -48,10 +48,13 @@ pub mod embed;
 pub mod engine;
 pub mod env;
 pub mod error;
+pub mod files;
+pub mod hot_file;
 pub mod index;
 pub mod inject;
 pub mod item;
 pub mod memory;
+pub mod memory_tool;
 pub mod policy;
 pub mod rank;
 pub mod storage;
@@ -62,9 +65,10 @@ pub use engine::{
     InjectQuery, ListPage, ListQuery, MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats,
 };
 pub use error::{Error, Result};
+pub use files::{FileSync, FileSyncOutcome, StoredFile};
 pub use inject::{InjectFormat, Injection};
 pub use item::{
-    Kind, MemoryItem, Privacy, Scope, ScopeFilter, Source, SourceKind, Status, Timestamp,
+    Kind, LineRange, MemoryItem, Privacy, Scope, ScopeFilter, Source, SourceKind, Status, Timestamp,
 };
 pub use memory::{AsyncMemory, Memory};
 

@@ -25,8 +25,11 @@ use crate::engine::{
 };
 use crate::env::Environment;
 use crate::error::{Error, Result};
+use crate::files::{FileSync, StoredFile, FILE_PREFIX};
+use crate::hot_file::{self, HotFileSync};
 use crate::inject::{EstimatedTokens, Injection, TokenCounter};
-use crate::item::{MemoryItem, ScopeFilter};
+use crate::item::{MemoryItem, Scope, ScopeFilter};
+use crate::memory_tool::{self, MemoryToolResult};
 use crate::storage::{AsyncStorage, Batch, Expect, Storage, StorageError};
 
 /// How many times a write is tried when other writers keep changing the
@@ -221,19 +224,92 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
         .await
     }
 
-    /// Renders a bounded, cited block; see [`Engine::inject`].
-    pub async fn inject(&mut self, query: &InjectQuery) -> Result<Injection> {
+    /// [`AsyncMemory::run`] for operations that count tokens, with the
+    /// counter injection uses: the caller's, else the model's tokenizer,
+    /// else the estimate.
+    async fn run_counted<T>(
+        &mut self,
+        unwritten: Unwritten,
+        mut op: impl FnMut(&mut Engine, &mut E, &dyn TokenCounter, &mut Txn) -> Result<T>,
+    ) -> Result<T> {
         let custom = self.tokens.take();
         let result = self
-            .run(Unwritten::Trust, |engine, env, txn| {
+            .run(unwritten, |engine, env, txn| {
                 let model = engine.embedder().cloned();
                 let model_tokens = model.as_deref().map(ModelTokens);
                 let counter = token_counter(&custom, model_tokens.as_ref());
-                engine.inject(query, counter, env.now(), txn)
+                op(engine, env, counter, txn)
             })
             .await;
         self.tokens = custom;
         result
+    }
+
+    /// Renders a bounded, cited block; see [`Engine::inject`].
+    pub async fn inject(&mut self, query: &InjectQuery) -> Result<Injection> {
+        self.run_counted(Unwritten::Trust, |engine, env, counter, txn| {
+            engine.inject(query, counter, env.now(), txn)
+        })
+        .await
+    }
+
+    /// Stores and indexes a file (a Markdown document) of `scope`, in one
+    /// commit with its chunks; unchanged content writes nothing. See
+    /// [`Engine::sync_file`].
+    pub async fn sync_file(
+        &mut self,
+        scope: &Scope,
+        path: &str,
+        content: &str,
+    ) -> Result<FileSync> {
+        self.run_counted(Unwritten::Check, |engine, env, counter, txn| {
+            engine.sync_file(scope, path, content, counter, env, txn)
+        })
+        .await
+    }
+
+    /// Removes a file of `scope` and its chunks; returns whether it existed.
+    pub async fn remove_file(&mut self, scope: &Scope, path: &str) -> Result<bool> {
+        self.write(|engine, _, txn| Ok(engine.remove_file(scope, path, txn)))
+            .await
+    }
+
+    /// The file at `path` in exactly `scope`.
+    pub fn file(&self, scope: &Scope, path: &str) -> Option<StoredFile> {
+        self.engine.file(scope, path).cloned()
+    }
+
+    /// Runs one call of Claude's memory tool on the `/memories` files of
+    /// `scope` and returns the tool result; writes commit with their
+    /// chunks. See [`crate::memory_tool`].
+    pub async fn memory_tool(
+        &mut self,
+        scope: &Scope,
+        input: &serde_json::Value,
+    ) -> Result<MemoryToolResult> {
+        self.run_counted(Unwritten::Check, |engine, env, counter, txn| {
+            memory_tool::run(engine, scope, input, counter, env, txn)
+        })
+        .await
+    }
+
+    /// `document` with its auto-managed block listing the pinned memories
+    /// of `scope`; see [`hot_file::render`].
+    pub fn render_hot_file(&self, scope: &Scope, document: &str) -> Result<String> {
+        hot_file::render(&self.engine, scope, document)
+    }
+
+    /// Applies human edits of the block of `document` (the file at `path`)
+    /// to the pinned memories of `scope`, in one commit; see
+    /// [`hot_file::read_back`].
+    pub async fn read_hot_file(
+        &mut self,
+        scope: &Scope,
+        path: &str,
+        document: &str,
+    ) -> Result<HotFileSync> {
+        self.write(|engine, env, txn| hot_file::read_back(engine, scope, path, document, env, txn))
+            .await
     }
 
     /// One memory by id.
@@ -291,11 +367,12 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
 /// engine.
 async fn load<S: AsyncStorage>(storage: &S, config: Config) -> Result<(Engine, Option<Vec<u8>>)> {
     let (mut scans, manifest) = storage
-        .snapshot(&[ITEM_PREFIX, VECTOR_PREFIX], MANIFEST_KEY)
+        .snapshot(&[ITEM_PREFIX, VECTOR_PREFIX, FILE_PREFIX], MANIFEST_KEY)
         .await?;
+    let files = scans.pop().unwrap_or_default();
     let vectors = scans.pop().unwrap_or_default();
     let items = scans.pop().unwrap_or_default();
-    let engine = Engine::load(config, items, vectors, manifest.as_deref())?;
+    let engine = Engine::load(config, items, vectors, files, manifest.as_deref())?;
     Ok((engine, manifest))
 }
 
@@ -436,5 +513,44 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     /// Counts over the memories the filter selects.
     pub fn stats(&self, filter: &ScopeFilter) -> Stats {
         self.inner.stats(filter)
+    }
+
+    /// Stores and indexes a file; see [`AsyncMemory::sync_file`].
+    pub fn sync_file(&mut self, scope: &Scope, path: &str, content: &str) -> Result<FileSync> {
+        block_on(self.inner.sync_file(scope, path, content))?
+    }
+
+    /// Removes a file and its chunks; see [`AsyncMemory::remove_file`].
+    pub fn remove_file(&mut self, scope: &Scope, path: &str) -> Result<bool> {
+        block_on(self.inner.remove_file(scope, path))?
+    }
+
+    /// The file at `path` in exactly `scope`.
+    pub fn file(&self, scope: &Scope, path: &str) -> Option<StoredFile> {
+        self.inner.file(scope, path)
+    }
+
+    /// Runs one memory tool call; see [`AsyncMemory::memory_tool`].
+    pub fn memory_tool(
+        &mut self,
+        scope: &Scope,
+        input: &serde_json::Value,
+    ) -> Result<MemoryToolResult> {
+        block_on(self.inner.memory_tool(scope, input))?
+    }
+
+    /// The document with its pinned block; see [`AsyncMemory::render_hot_file`].
+    pub fn render_hot_file(&self, scope: &Scope, document: &str) -> Result<String> {
+        self.inner.render_hot_file(scope, document)
+    }
+
+    /// Applies the block's edits; see [`AsyncMemory::read_hot_file`].
+    pub fn read_hot_file(
+        &mut self,
+        scope: &Scope,
+        path: &str,
+        document: &str,
+    ) -> Result<HotFileSync> {
+        block_on(self.inner.read_hot_file(scope, path, document))?
     }
 }

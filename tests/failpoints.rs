@@ -5,7 +5,8 @@
 //! [`FailingStorage`] wraps a real backend and refuses the N-th commit before
 //! applying any of it, as the storage contract allows. The main property runs
 //! a random operation sequence once cleanly, then once per commit position with
-//! that commit failing.
+//! that commit failing. The operations include syncing files and memory tool
+//! writes, so a failed file write leaves the old file and its old chunks.
 
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -185,7 +186,23 @@ enum Op {
     /// Imports this store's own export.
     ImportOwn,
     AdvanceMinutes(i64),
+    /// Syncs file `file` of a scope with one line per phrase.
+    SyncFile {
+        scope: usize,
+        file: usize,
+        lines: Vec<Vec<usize>>,
+    },
+    /// Runs a memory tool call in a scope.
+    MemoryTool {
+        scope: usize,
+        input: serde_json::Value,
+    },
 }
+
+/// Paths of synced files.
+const FILES: [&str; 2] = ["MEMORY.md", "notes/USER.md"];
+/// Paths the memory tool works on.
+const TOOL_PATHS: [&str; 3] = ["/memories/a.md", "/memories/d/b.md", "/memories/d"];
 
 /// The id `target` picks among the stored memories, or an unknown id.
 fn pick(mem: &Mem, target: &Index) -> String {
@@ -269,6 +286,11 @@ fn run(mem: &mut Mem, op: &Op) -> String {
             mem.env_mut().advance_ms(minutes * 60_000);
             String::new()
         }
+        Op::SyncFile { scope, file, lines } => {
+            let content: Vec<String> = lines.iter().map(|words| phrase(words)).collect();
+            describe(mem.sync_file(&scopes()[*scope], FILES[*file], &content.join("\n")))
+        }
+        Op::MemoryTool { scope, input } => describe(mem.memory_tool(&scopes()[*scope], input)),
     }
 }
 
@@ -360,9 +382,26 @@ fn inputs() -> impl Strategy<Value = Vec<InputSpec>> {
     prop::collection::vec(input_spec(), 1..=4)
 }
 
+fn tool_input() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::json;
+    let path = || prop::sample::select(TOOL_PATHS.to_vec());
+    prop_oneof![
+        (path(), words()).prop_map(|(p, w)| json!({"command": "create", "path": p, "file_text": phrase(&w)})),
+        (path(), 0..VOCAB.len(), words()).prop_map(|(p, old, new)| {
+            json!({"command": "str_replace", "path": p, "old_str": VOCAB[old], "new_str": phrase(&new)})
+        }),
+        (path(), words()).prop_map(|(p, w)| json!({"command": "insert", "path": p, "insert_line": 0, "insert_text": phrase(&w)})),
+        path().prop_map(|p| json!({"command": "delete", "path": p})),
+        (path(), path()).prop_map(|(a, b)| json!({"command": "rename", "old_path": a, "new_path": b})),
+    ]
+}
+
 fn op() -> impl Strategy<Value = Op> {
     let scope = 0..scopes().len();
     prop_oneof![
+        2 => (scope.clone(), 0..FILES.len(), prop::collection::vec(words(), 0..6))
+            .prop_map(|(scope, file, lines)| Op::SyncFile { scope, file, lines }),
+        2 => (scope.clone(), tool_input()).prop_map(|(scope, input)| Op::MemoryTool { scope, input }),
         5 => inputs().prop_map(Op::Ingest),
         2 => (scope.clone(), words(), prop::bool::weighted(0.3))
             .prop_map(|(scope, words, dry_run)| Op::Retrieve { scope, words, dry_run }),

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use mnemo::env::{Environment, FixedEnvironment, SystemEnvironment};
+use mnemo::hot_file::HotFileSync;
 use mnemo::policy::Admission;
 use mnemo::rank::ScoreBreakdown;
 use mnemo::storage::FsStorage;
@@ -28,8 +29,9 @@ const MAX_STDIN_BYTES: usize = 256 * 1024 * 1024;
 
 /// Long-term memory for LLM chat clients, over a directory store.
 ///
-/// Every command prints compact JSON, one value per line. JSON Lines commands
-/// read one request per line from stdin; blank lines are ignored but counted.
+/// Every command prints compact JSON, one value per line (`hot render`
+/// prints the Markdown document). JSON Lines commands read one request per
+/// line from stdin; blank lines are ignored but counted.
 #[derive(Debug, Parser)]
 #[command(name = "mnemo", version)]
 struct Cli {
@@ -117,6 +119,79 @@ enum StoreCommand {
         #[command(flatten)]
         scope: ScopeArgs,
     },
+    /// Markdown files as memories, indexed in chunks that cite
+    /// `path#Lstart-Lend`.
+    #[command(subcommand)]
+    Md(MdCommand),
+    /// Runs one call of Claude's memory tool (`memory_20250818`) on the
+    /// scope's `/memories` files: stdin is the tool call's JSON `input`,
+    /// stdout one `{"content":…,"isError":…}` line, the `tool_result` to
+    /// send back. A refused call (a bad path, a missing file) is a result
+    /// with `isError` and exit status 0.
+    #[command(mut_arg("user", |arg| arg.required(true)), mut_arg("workspace", |arg| arg.required(true)))]
+    MemoryTool {
+        #[command(flatten)]
+        scope: ScopeArgs,
+    },
+    /// The hot memory file: the scope's pinned memories as an auto-managed
+    /// block (`<!-- mnemo:begin pinned -->` … `<!-- mnemo:end pinned -->`)
+    /// inside a Markdown file such as USER.md.
+    #[command(subcommand)]
+    Hot(HotCommand),
+}
+
+/// Subcommands of `md`.
+#[derive(Debug, Subcommand)]
+enum MdCommand {
+    /// Reads Markdown files from disk and syncs each into the scope: an
+    /// unchanged file writes nothing, a changed one replaces its chunks.
+    /// Prints one `{"path","outcome","chunks","removed"}` line per file.
+    #[command(mut_arg("user", |arg| arg.required(true)), mut_arg("workspace", |arg| arg.required(true)))]
+    Sync {
+        /// The files to read.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The path to store (and cite) the file under [default: the path
+        /// given, with `\` as `/` and without a leading `./`]; only with one
+        /// file.
+        #[arg(long = "as", value_name = "PATH")]
+        stored_as: Option<String>,
+        #[command(flatten)]
+        scope: ScopeArgs,
+    },
+    /// Removes a synced file and its chunks; prints `{"path","removed"}`.
+    #[command(mut_arg("user", |arg| arg.required(true)), mut_arg("workspace", |arg| arg.required(true)))]
+    Remove {
+        /// The stored path.
+        path: String,
+        #[command(flatten)]
+        scope: ScopeArgs,
+    },
+}
+
+/// Subcommands of `hot`.
+#[derive(Debug, Subcommand)]
+enum HotCommand {
+    /// Prints the file (empty if missing) with its block rendered from the
+    /// store, as Markdown (not JSON); changes nothing.
+    #[command(mut_arg("user", |arg| arg.required(true)), mut_arg("workspace", |arg| arg.required(true)))]
+    Render {
+        /// The Markdown file.
+        file: PathBuf,
+        #[command(flatten)]
+        scope: ScopeArgs,
+    },
+    /// Reads the human edits of the file's block into the store, then
+    /// writes the file back with the block rendered anew (created if
+    /// missing; text outside the block untouched), so file and store
+    /// converge. Prints `{"path","changed","sync":{added,updated,pinned,unpinned}}`.
+    #[command(mut_arg("user", |arg| arg.required(true)), mut_arg("workspace", |arg| arg.required(true)))]
+    Sync {
+        /// The Markdown file.
+        file: PathBuf,
+        #[command(flatten)]
+        scope: ScopeArgs,
+    },
 }
 
 /// Scope filter options: every option given must match.
@@ -137,6 +212,20 @@ struct ScopeArgs {
     /// Only this session.
     #[arg(long)]
     session: Option<String>,
+}
+
+impl ScopeArgs {
+    /// The scope these options name (`--user` and `--workspace` are
+    /// required where one is needed).
+    fn scope(self) -> Scope {
+        Scope {
+            user_id: self.user.unwrap_or_default(),
+            workspace_id: self.workspace.unwrap_or_default(),
+            project_id: self.project,
+            card_id: self.card,
+            session_id: self.session,
+        }
+    }
 }
 
 impl From<ScopeArgs> for ScopeFilter {
@@ -240,6 +329,9 @@ impl From<io::Error> for Failure {
 #[serde(rename_all = "camelCase")]
 struct HitOutput<'a> {
     id: &'a str,
+    /// What to cite the hit by: `path#Lstart-Lend` for a chunk of a file,
+    /// `memory:<id>` otherwise.
+    citation: String,
     score: f32,
     text: &'a str,
     kind: Kind,
@@ -256,6 +348,7 @@ impl<'a> From<&'a RetrieveHit> for HitOutput<'a> {
     fn from(hit: &'a RetrieveHit) -> Self {
         HitOutput {
             id: &hit.item.id,
+            citation: hit.item.citation(),
             score: hit.score,
             text: &hit.item.text,
             kind: hit.item.kind,
@@ -280,6 +373,21 @@ struct DeleteOutput<'a> {
     id: &'a str,
     deleted: bool,
     hard: bool,
+}
+
+/// The line `md remove` prints.
+#[derive(Serialize)]
+struct RemoveOutput<'a> {
+    path: &'a str,
+    removed: bool,
+}
+
+/// The line `hot sync` prints.
+#[derive(Serialize)]
+struct HotSyncOutput<'a> {
+    path: &'a str,
+    changed: bool,
+    sync: HotFileSync,
 }
 
 /// The last line of a `list` page that has a successor.
@@ -489,7 +597,105 @@ fn run<E: Environment>(
         StoreCommand::Stats { scope } => {
             print_json(out, &open_with_model(env)?.stats(&scope.into()))?
         }
+        StoreCommand::Md(MdCommand::Sync {
+            files,
+            stored_as,
+            scope,
+        }) => {
+            if stored_as.is_some() && files.len() > 1 {
+                return Err(Error::invalid("--as names one file; give one file with it").into());
+            }
+            let mut contents = Vec::with_capacity(files.len());
+            for file in &files {
+                let path = stored_as.clone().unwrap_or_else(|| stored_path(file));
+                contents.push((path, read_text_file(file)?));
+            }
+            let scope = scope.scope();
+            let mut memory = open_with_model(env)?;
+            for (path, content) in &contents {
+                print_json(out, &memory.sync_file(&scope, path, content)?)?;
+            }
+        }
+        StoreCommand::Md(MdCommand::Remove { path, scope }) => {
+            let removed = open(env)?.remove_file(&scope.scope(), &path)?;
+            print_json(
+                out,
+                &RemoveOutput {
+                    path: &path,
+                    removed,
+                },
+            )?;
+        }
+        StoreCommand::MemoryTool { scope } => {
+            let bytes = read_limited(input, MAX_STDIN_BYTES)?;
+            let call: serde_json::Value = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::invalid(format!("tool input: {e}")))?;
+            let result = open_with_model(env)?.memory_tool(&scope.scope(), &call)?;
+            print_json(out, &result)?;
+        }
+        StoreCommand::Hot(HotCommand::Render { file, scope }) => {
+            let document = read_text_file_or_empty(&file)?;
+            let rendered = open(env)?.render_hot_file(&scope.scope(), &document)?;
+            out.write_all(rendered.as_bytes())?;
+        }
+        StoreCommand::Hot(HotCommand::Sync { file, scope }) => {
+            let document = read_text_file_or_empty(&file)?;
+            let scope = scope.scope();
+            let path = stored_path(&file);
+            let mut memory = open_with_model(env)?;
+            let sync = memory.read_hot_file(&scope, &path, &document)?;
+            let rendered = memory.render_hot_file(&scope, &document)?;
+            let changed = rendered != document;
+            if changed {
+                write_file_atomically(&file, &rendered)?;
+            }
+            print_json(
+                out,
+                &HotSyncOutput {
+                    path: &path,
+                    changed,
+                    sync,
+                },
+            )?;
+        }
     }
+    Ok(())
+}
+
+/// The path a file given on the command line is stored under: as given,
+/// with `\` as `/` and without leading `./`.
+fn stored_path(file: &Path) -> String {
+    let path = file.to_string_lossy().replace('\\', "/");
+    let mut trimmed = path.as_str();
+    while let Some(rest) = trimmed.strip_prefix("./") {
+        trimmed = rest;
+    }
+    trimmed.to_string()
+}
+
+/// Reads a UTF-8 text file.
+fn read_text_file(file: &Path) -> Result<String, Failure> {
+    let bytes = std::fs::read(file)?;
+    String::from_utf8(bytes)
+        .map_err(|e| Error::invalid(format!("{} is not UTF-8 text: {e}", file.display())).into())
+}
+
+/// Reads a UTF-8 text file; a missing file reads as empty.
+fn read_text_file_or_empty(file: &Path) -> Result<String, Failure> {
+    match read_text_file(file) {
+        Err(Failure::Io(e)) if e.kind() == ErrorKind::NotFound => Ok(String::new()),
+        other => other,
+    }
+}
+
+/// Replaces `file` with `text` through a temporary file and a rename, so a
+/// reader never sees half of it.
+fn write_file_atomically(file: &Path, text: &str) -> Result<(), Failure> {
+    let mut temporary = file.as_os_str().to_owned();
+    temporary.push(".mnemo-tmp");
+    let temporary = PathBuf::from(temporary);
+    std::fs::write(&temporary, text)?;
+    std::fs::rename(&temporary, file)?;
     Ok(())
 }
 

@@ -7,11 +7,13 @@
 //!   `<private>…</private>` spans are cut before anything is stored.
 //! * [`terms`] analyses text into BM25 terms; [`term_overlap`] compares two
 //!   term lists for near-duplicate detection.
+//! * [`markdown`] cuts Markdown documents into line-ranged chunks.
 
+pub mod markdown;
 mod redact;
 mod terms;
 
-pub use redact::{redact, Capture};
+pub use redact::{redact, remove_private_keeping_lines, Capture};
 pub use terms::{term_overlap, terms};
 
 use sha2::{Digest, Sha256};

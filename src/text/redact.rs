@@ -1,5 +1,7 @@
 //! Capture policies: the `<no-memory>` opt-out and `<private>` redaction.
 
+use std::ops::Range;
+
 /// What capturing a raw text yields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Capture {
@@ -32,8 +34,6 @@ const PRIVATE_CLOSE: &str = "</private>";
 ///
 /// The text is not normalized here; the caller normalizes the result.
 pub fn redact(raw: &str) -> Capture {
-    // ASCII lowercasing keeps every byte offset, and the tags are ASCII, so a
-    // match in `lower` is a char-boundary-aligned range of `raw` as well.
     let lower = raw.to_ascii_lowercase();
     if NO_MEMORY_MARKERS
         .iter()
@@ -41,7 +41,27 @@ pub fn redact(raw: &str) -> Capture {
     {
         return Capture::NoMemory;
     }
+    let spans = private_spans(raw);
+    Capture::Text {
+        text: cut_spans(raw, &spans, false),
+        private_removed: !spans.is_empty(),
+    }
+}
 
+/// Removes the `<private>` spans of [`redact`] but keeps the text's lines:
+/// each span becomes one space followed by the line breaks (`\n`) it held,
+/// so every other line keeps its number. `<no-memory>` is left in place
+/// (files keep it; their chunks that contain it are not captured).
+pub fn remove_private_keeping_lines(raw: &str) -> String {
+    cut_spans(raw, &private_spans(raw), true)
+}
+
+/// The byte ranges of `raw` that private spans cover, tags included: in
+/// order, disjoint, each on char boundaries (the tags are ASCII).
+fn private_spans(raw: &str) -> Vec<Range<usize>> {
+    // ASCII lowercasing keeps every byte offset, and the tags are ASCII, so a
+    // match in `lower` is a char-boundary-aligned range of `raw` as well.
+    let lower = raw.to_ascii_lowercase();
     let mut tags: Vec<(usize, bool)> = lower
         .match_indices(PRIVATE_OPEN)
         .map(|(at, _)| (at, true))
@@ -52,39 +72,50 @@ pub fn redact(raw: &str) -> Capture {
         )
         .collect();
     tags.sort_unstable();
-    // Every tag is cut: an opener starts a span, a closer ends one or, stray,
-    // cuts everything before it.
-    let private_removed = !tags.is_empty();
-
-    let mut text = String::with_capacity(raw.len());
-    let mut kept_from = 0;
-    let mut inside = false;
+    let mut spans: Vec<Range<usize>> = Vec::new();
+    let mut open: Option<usize> = None;
     for (at, is_open) in tags {
-        match (inside, is_open) {
-            (false, true) => {
-                text.push_str(&raw[kept_from..at]);
-                text.push(' ');
-                inside = true;
+        let end = at + PRIVATE_CLOSE.len();
+        match (open, is_open) {
+            (None, true) => open = Some(at),
+            // A stray closer cuts everything before it.
+            (None, false) => {
+                spans.clear();
+                spans.push(0..end);
             }
-            (false, false) => {
-                text.clear();
-                text.push(' ');
-                kept_from = at + PRIVATE_CLOSE.len();
+            (Some(start), false) => {
+                spans.push(start..end);
+                open = None;
             }
-            (true, false) => {
-                inside = false;
-                kept_from = at + PRIVATE_CLOSE.len();
-            }
-            (true, true) => {}
+            (Some(_), true) => {}
         }
     }
-    if !inside {
-        text.push_str(&raw[kept_from..]);
+    if let Some(start) = open {
+        spans.push(start..raw.len());
     }
-    Capture::Text {
-        text,
-        private_removed,
+    spans
+}
+
+/// `raw` with each span replaced by one space (and, with `keep_lines`, the
+/// span's `\n`s).
+fn cut_spans(raw: &str, spans: &[Range<usize>], keep_lines: bool) -> String {
+    let mut text = String::with_capacity(raw.len());
+    let mut kept_from = 0;
+    for span in spans {
+        text.push_str(raw.get(kept_from..span.start).unwrap_or_default());
+        text.push(' ');
+        if keep_lines {
+            let breaks = raw
+                .get(span.clone())
+                .unwrap_or_default()
+                .matches('\n')
+                .count();
+            text.extend(std::iter::repeat_n('\n', breaks));
+        }
+        kept_from = span.end;
     }
+    text.push_str(raw.get(kept_from..).unwrap_or_default());
+    text
 }
 
 #[cfg(test)]
@@ -180,6 +211,17 @@ mod tests {
         assert_eq!(kept("no-memory"), ("no-memory".into(), false));
     }
 
+    #[test]
+    fn removing_private_spans_can_keep_the_lines() {
+        let raw = "a\n<private>x\ny</private>b\nc <private>z";
+        assert_eq!(remove_private_keeping_lines(raw), "a\n \nb\nc  ");
+        assert_eq!(kept(raw), ("a\n b\nc  ".into(), true));
+        assert_eq!(
+            remove_private_keeping_lines("<no-memory> x"),
+            "<no-memory> x"
+        );
+    }
+
     fn tagged_text() -> impl Strategy<Value = String> {
         let pieces = prop::sample::select(vec![
             "<private>",
@@ -215,6 +257,14 @@ mod tests {
         #[test]
         fn never_panics_on_tag_soup(raw in tagged_text()) {
             let _ = redact(&raw);
+        }
+
+        #[test]
+        fn removing_private_spans_keeps_every_line_number(raw in tagged_text()) {
+            let kept = remove_private_keeping_lines(&raw);
+            prop_assert_eq!(kept.matches('\n').count(), raw.matches('\n').count());
+            prop_assert!(!kept.to_ascii_lowercase().contains("<private>"));
+            prop_assert!(!kept.to_ascii_lowercase().contains("</private>"));
         }
 
         #[test]
