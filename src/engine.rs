@@ -2019,17 +2019,17 @@ pub(crate) enum Captured {
     Text(String),
 }
 
-/// Applies the capture pipeline: opt-out, redaction, normalization.
+/// Applies the capture pipeline ([`text::capture`]): opt-out, redaction,
+/// normalization.
 pub(crate) fn capture(raw: &str) -> Result<Captured> {
-    match text::redact(raw) {
+    match text::capture(raw) {
         Capture::NoMemory => Ok(Captured::NoMemory),
         Capture::Text {
-            text: redacted,
+            text,
             private_removed,
         } => {
-            let normalized = text::normalize(&redacted);
-            if !normalized.is_empty() {
-                Ok(Captured::Text(normalized))
+            if !text.is_empty() {
+                Ok(Captured::Text(text))
             } else if private_removed {
                 Ok(Captured::OnlyPrivate)
             } else {

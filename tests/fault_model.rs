@@ -1013,13 +1013,16 @@ impl<F: Faulty + Default> Run<F> {
         let (result, should_succeed) = self.apply(op, &mut after);
         let fired = self.backend.disarm();
         match (&result, fired) {
-            (Ok(()), _) => {
+            (Ok(()), fired) => {
                 prop_assert!(
                     should_succeed,
                     "{:?} succeeded; the model expected an error",
                     op
                 );
                 self.model = after;
+                if fired {
+                    COUNTS.with(|c| c.survived.set(c.survived.get() + 1));
+                }
             }
             (Err(e), fired) if !(fired && F::FAULT_CODES.contains(&e.code())) => {
                 prop_assert!(!should_succeed, "{:?} failed: {}", op, e);

@@ -5,6 +5,8 @@
 //!   hashes; [`content_hash`] is the sha256 of that form.
 //! * [`redact`] applies the capture policies: `<no-memory>` opts a text out,
 //!   `<private>…</private>` spans are cut before anything is stored.
+//! * [`capture`] is the whole pipeline ingest runs: the stored form of a raw
+//!   text.
 //! * [`terms`] analyses text into BM25 terms; [`term_overlap`] compares two
 //!   term lists for near-duplicate detection.
 //! * [`markdown`] cuts Markdown documents into line-ranged chunks.
@@ -58,6 +60,30 @@ pub fn normalize(raw: &str) -> String {
         blank_pending = false;
     }
     out
+}
+
+/// The stored form of a raw text: what ingest keeps of it.
+///
+/// The text is normalized, then the capture policies of [`redact`] apply
+/// to the normalized text, then the remainder is normalized again (the
+/// cuts leave spaces). Markers are looked for after normalization so that
+/// characters normalization removes (control and zero-width characters)
+/// can neither hide a `<private>` or `<no-memory>` marker from the policies
+/// nor join two pieces into one in the stored text.
+///
+/// The result is a fixed point: capturing the text of a [`Capture::Text`]
+/// again yields the same text, with `private_removed` false.
+pub fn capture(raw: &str) -> Capture {
+    match redact(&normalize(raw)) {
+        Capture::NoMemory => Capture::NoMemory,
+        Capture::Text {
+            text,
+            private_removed,
+        } => Capture::Text {
+            text: normalize(&text),
+            private_removed,
+        },
+    }
 }
 
 /// sha256 of already-normalized text, lowercase hex.
@@ -153,6 +179,39 @@ mod tests {
     }
 
     #[test]
+    fn markers_hidden_by_removed_characters_still_apply() {
+        // Found by the `text` fuzz target: normalization removed the control
+        // character after the policies had run, so the stored text held a
+        // `<no-memory />` marker (and was refused by import).
+        assert_eq!(
+            capture("please <No-Memory /\u{1a}> forget"),
+            Capture::NoMemory
+        );
+        assert_eq!(
+            capture("a <private\u{200B}>secret</private\u{7}> b"),
+            Capture::Text {
+                text: "a b".into(),
+                private_removed: true
+            }
+        );
+    }
+
+    #[test]
+    fn capture_is_a_fixed_point() {
+        let Capture::Text { text, .. } = capture("  x <private>y</private>\r\n\n\n z ") else {
+            panic!("captured as NoMemory");
+        };
+        assert_eq!(text, "x\n\n z");
+        assert_eq!(
+            capture(&text),
+            Capture::Text {
+                text: text.clone(),
+                private_removed: false
+            }
+        );
+    }
+
+    #[test]
     fn content_hash_is_sha256_hex() {
         assert_eq!(
             content_hash("abc"),
@@ -174,6 +233,13 @@ mod tests {
         fn normalize_is_idempotent(raw in any::<String>()) {
             let once = normalize(&raw);
             prop_assert_eq!(normalize(&once), once);
+        }
+
+        #[test]
+        fn capture_is_a_fixed_point_on_any_text(raw in any::<String>()) {
+            if let Capture::Text { text, .. } = capture(&raw) {
+                prop_assert_eq!(capture(&text), Capture::Text { text: text.clone(), private_removed: false });
+            }
         }
 
         #[test]

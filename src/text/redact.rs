@@ -9,7 +9,8 @@ pub enum Capture {
     NoMemory,
     /// The text to keep, with every private span cut out.
     Text {
-        /// The remaining text, not yet normalized.
+        /// The remaining text ([`redact`] does not normalize it;
+        /// [`super::capture`] does).
         text: String,
         /// Whether any private span was removed.
         private_removed: bool,
