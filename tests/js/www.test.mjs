@@ -222,8 +222,12 @@ test("save, retrieve, inject within budget, reload, delete, offline: the playgro
   const page = await context.newPage();
   const errors = [];
   page.on("pageerror", (error) => errors.push(String(error)));
+  const started = Date.now();
   await page.goto(server.url);
+  await page.waitForSelector('#model[data-mode="lexical"], #model[data-mode="embedding"], #model[data-mode="hybrid"]');
+  const usable = Date.now() - started;
   await untilHybrid(page);
+  console.log(`playground: usable (lexical) after ${usable} ms, hybrid after ${Date.now() - started} ms (first visit)`);
   assert.match(await page.textContent("#mode"), /Hybrid retrieval/);
 
   await page.fill("#userId", "ann");
@@ -258,8 +262,10 @@ test("save, retrieve, inject within budget, reload, delete, offline: the playgro
 
   // A reload keeps the memories (IndexedDB) and the settings.
   await page.waitForSelector("html[data-offline-ready]");
+  const reloaded = Date.now();
   await page.reload();
   await untilHybrid(page);
+  console.log(`playground: hybrid ${Date.now() - reloaded} ms after a reload (model from the Cache API)`);
   assert.equal(await page.inputValue("#workspaceId"), "home");
   await untilRows(page, [SISTER, FERNS]);
   assert.equal((await hitsFor(page, QUESTION))[0].text, SISTER);
