@@ -72,6 +72,12 @@ export interface MergeRecord {
   text?: string;
 }
 
+/** Lines of a file, 1-based and inclusive (`start` ≤ `end`). */
+export interface LineRange {
+  start: number;
+  end: number;
+}
+
 /** One stored memory. */
 export interface MemoryItem {
   id: string;
@@ -94,6 +100,13 @@ export interface MemoryItem {
   follows?: string;
   /** Set when soft-deleted. */
   deletedAt?: string;
+  /**
+   * For a chunk of a synced file (`source: {kind: "file", ref: path}`): the
+   * lines of the file it holds. Such a memory is cited `path#Lstart-Lend`
+   * (`path#Lstart` for one line) and belongs to its file, which replaces it
+   * when it changes.
+   */
+  sourceLines?: LineRange;
 }
 
 /** What ingest did with one input. */
@@ -240,6 +253,76 @@ export interface Stats {
   formatVersion: number;
 }
 
+/** A file of a scope: `path` is 1–1024 bytes of `/`-separated segments, no `.`, `..` or empty segment, no backslash, control character or percent-escape. */
+export interface FileRef {
+  scope: Scope;
+  path: string;
+}
+
+/** A file to store and index: `content` is its Markdown text. */
+export interface FileContent extends FileRef {
+  content: string;
+}
+
+/** What `syncFile` changed. */
+export interface FileSync {
+  path: string;
+  /** `unchanged`: same content as stored, nothing was written. */
+  outcome: "created" | "updated" | "unchanged";
+  /** Ids of the file's chunks after the sync, in line order. */
+  chunks: string[];
+  /** How many old chunks the sync removed. */
+  removed: number;
+}
+
+/** A stored file. */
+export interface StoredFile {
+  scope: Scope;
+  path: string;
+  /** The content, `<private>` spans removed (line breaks kept, so line numbers hold). */
+  content: string;
+  /** SHA-256 (lowercase hex) of the content as last synced. */
+  contentHash: string;
+  /** When the content last changed. */
+  updatedAt: string;
+}
+
+/**
+ * One call of Claude's memory tool (`memory_20250818`): the `input` of a
+ * `tool_use` block named `memory`. Paths are `/memories` or under it.
+ */
+export type MemoryToolCommand =
+  | { command: "view"; path: string; view_range?: [number, number] }
+  | { command: "create"; path: string; file_text: string }
+  | { command: "str_replace"; path: string; old_str: string; new_str?: string }
+  | { command: "insert"; path: string; insert_line: number; insert_text: string }
+  | { command: "delete"; path: string }
+  | { command: "rename"; old_path: string; new_path: string };
+
+/** The `tool_result` to send back: `content`, and `isError` as its `is_error`. */
+export interface MemoryToolResult {
+  content: string;
+  /** The command failed (the text says why, for the model) and changed nothing. */
+  isError: boolean;
+}
+
+/** A hot memory file to read back: the Markdown `document` stored at `path`. */
+export interface HotFileDocument extends FileRef {
+  document: string;
+}
+
+/** What `readHotFile` changed; every list holds memory ids. */
+export interface HotFileSync {
+  /** New bullets ingested (or the memories they merged into), now pinned. */
+  added: string[];
+  /** Memories whose text the block changed. */
+  updated: string[];
+  /** Memories pinned again because the block lists them. */
+  pinned: string[];
+  /** Memories unpinned because the block no longer lists them (not deleted). */
+  unpinned: string[];
+}
+
 /**
  * Storage injected by the host (Cloudflare KV, Deno KV, files, localStorage…).
  * Every method may return a promise. `list` returns the keys that start with
@@ -295,6 +378,8 @@ export interface Config {
     maxSourceBytes: number;
     maxResults: number;
     maxMergeRecords: number;
+    /** Largest file content `syncFile` and the memory tool accept, in bytes (default 1 MiB). */
+    maxFileBytes: number;
   }>;
   bm25?: Partial<{ k1: number; b: number }>;
   nearDuplicate?: Partial<{
@@ -310,6 +395,13 @@ export interface Config {
     speakerPenalty: number;
     scopeBoost: number;
     threadGapMinutes: number;
+  }>;
+  /** How synced files are cut into chunks. */
+  chunking?: Partial<{
+    /** Most tokens in one chunk (default 256). */
+    maxTokens: number;
+    /** Lines a chunk repeats from the end of the one before (default 2). */
+    overlapLines: number;
   }>;
 }
 
@@ -377,6 +469,37 @@ export class Memory {
   /** Imports an export atomically (a damaged file is `CORRUPT`, a newer one `VERSION_MISMATCH`). */
   import(data: string | Uint8Array): Promise<{ added: number; replaced: number; merged: number }>;
   stats(filter?: ScopeFilter): Promise<Stats>;
+  /**
+   * Stores a Markdown file of a scope and indexes it in chunks of whole lines
+   * (memories of kind `document` with `sourceLines`), in one commit.
+   * Unchanged content writes nothing; changed content replaces the file's
+   * old chunks.
+   */
+  syncFile(file: FileContent): Promise<FileSync>;
+  /** Removes a file and its chunks; resolves to whether it existed. */
+  removeFile(file: FileRef): Promise<boolean>;
+  /** The file at exactly this scope and path, or `null`. */
+  file(file: FileRef): Promise<StoredFile | null>;
+  /**
+   * Runs one call of Claude's memory tool on the scope's `/memories` files.
+   * `input` is the `tool_use` block's `input` as the model sent it (a
+   * {@link MemoryToolCommand}); what the model got wrong (a bad path, a
+   * missing file) is a result with `isError`, never a rejection. Rejects
+   * only for the host's problems (bad scope, storage failure).
+   */
+  memoryTool(scope: Scope, input: unknown): Promise<MemoryToolResult>;
+  /**
+   * `document` with its auto-managed block (`<!-- mnemo:begin pinned -->` …
+   * `<!-- mnemo:end pinned -->`) listing the scope's pinned memories; the
+   * rest of the document is left as it was.
+   */
+  renderHotFile(scope: Scope, document: string): Promise<string>;
+  /**
+   * Applies a human's edits of the block of `document` to the scope's pinned
+   * memories (edited line: new text; removed line: unpinned; new line: new
+   * pinned memory), in one commit.
+   */
+  readHotFile(file: HotFileDocument): Promise<HotFileSync>;
   /** Reloads if another instance changed the storage; resolves to whether it did. */
   refresh(): Promise<boolean>;
   /** Later calls fail with `CLOSED`. */

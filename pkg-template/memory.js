@@ -48,6 +48,12 @@ export class Memory {
   export() { return this.#core.export(); }
   import(data) { return this.#core.import(data); }
   stats(filter) { return this.#core.stats(filter); }
+  syncFile(file) { return this.#core.syncFile(file); }
+  removeFile(file) { return this.#core.removeFile(file); }
+  file(file) { return this.#core.file(file); }
+  memoryTool(scope, input) { return this.#core.memoryTool(scope, input); }
+  renderHotFile(scope, document) { return this.#core.renderHotFile(scope, document); }
+  readHotFile(file) { return this.#core.readHotFile(file); }
   refresh() { return this.#core.refresh(); }
   close() { return this.#core.close(); }
 }

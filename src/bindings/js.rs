@@ -17,7 +17,7 @@ use std::sync::Arc;
 use futures_util::lock::Mutex;
 use js_sys::{Array, Function, JsString, Object, Promise, Reflect, JSON};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::future_to_promise;
@@ -25,7 +25,7 @@ use web_sys::{BroadcastChannel, MessageEvent};
 
 use crate::embed::MiniLm;
 use crate::env::JsEnvironment;
-use crate::item::ScopeFilter;
+use crate::item::{Scope, ScopeFilter};
 use crate::storage::{
     bytes_of, thrown_message, AsyncStorage, Batch, Expect, IndexedDbStorage, JsKeyValue, KvStorage,
     MemoryStorage, Snapshot, StorageError,
@@ -355,6 +355,32 @@ fn progress(options: &JsValue, stage: &str, extra: &[(&str, JsValue)]) {
     let _ = callback.call1(&JsValue::UNDEFINED, &event);
 }
 
+/// `{scope, path}`: a file of `removeFile` and `file`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FileRef {
+    scope: Scope,
+    path: String,
+}
+
+/// `{scope, path, content}` of `syncFile`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FileContent {
+    scope: Scope,
+    path: String,
+    content: String,
+}
+
+/// `{scope, path, document}` of `readHotFile`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct HotFileDocument {
+    scope: Scope,
+    path: String,
+    document: String,
+}
+
 type Store = AsyncMemory<HostStorage, JsEnvironment>;
 
 /// A memory store, for the typed `Memory` class of the npm package. Every
@@ -543,6 +569,78 @@ impl JsMemory {
                 f => from_js(&f, "filter")?,
             };
             to_js(&store.stats(&filter))
+        })
+    }
+
+    /// Stores and indexes a Markdown file `{scope, path, content}`;
+    /// resolves to what changed (unchanged content writes nothing).
+    #[wasm_bindgen(js_name = syncFile)]
+    pub fn sync_file(&self, file: JsValue) -> Promise {
+        self.run(async move |store| {
+            let file: FileContent = from_js(&file, "file")?;
+            to_js(
+                &store
+                    .sync_file(&file.scope, &file.path, &file.content)
+                    .await?,
+            )
+        })
+    }
+
+    /// Removes the file `{scope, path}` and its chunks; resolves to whether
+    /// it existed.
+    #[wasm_bindgen(js_name = removeFile)]
+    pub fn remove_file(&self, file: JsValue) -> Promise {
+        self.run(async move |store| {
+            let file: FileRef = from_js(&file, "file")?;
+            Ok(JsValue::from(
+                store.remove_file(&file.scope, &file.path).await?,
+            ))
+        })
+    }
+
+    /// The stored file `{scope, path}`, or `null`.
+    pub fn file(&self, file: JsValue) -> Promise {
+        self.run(async move |store| {
+            let file: FileRef = from_js(&file, "file")?;
+            to_js(&store.file(&file.scope, &file.path))
+        })
+    }
+
+    /// Runs one call of Claude's memory tool (the `input` of its `tool_use`
+    /// block) on the `/memories` files of `scope`; resolves to the
+    /// `{content, isError}` of the `tool_result`.
+    #[wasm_bindgen(js_name = memoryTool)]
+    pub fn memory_tool(&self, scope: JsValue, input: JsValue) -> Promise {
+        self.run(async move |store| {
+            let scope: Scope = from_js(&scope, "scope")?;
+            let input: serde_json::Value = from_js(&input, "input")?;
+            to_js(&store.memory_tool(&scope, &input).await?)
+        })
+    }
+
+    /// `document` with its block listing the pinned memories of `scope`.
+    #[wasm_bindgen(js_name = renderHotFile)]
+    pub fn render_hot_file(&self, scope: JsValue, document: JsValue) -> Promise {
+        self.run(async move |store| {
+            let scope: Scope = from_js(&scope, "scope")?;
+            let document: String = from_js(&document, "document")?;
+            Ok(JsValue::from_str(
+                &store.render_hot_file(&scope, &document)?,
+            ))
+        })
+    }
+
+    /// Applies the edits of the pinned block of `{scope, path, document}`
+    /// to the store; resolves to what changed.
+    #[wasm_bindgen(js_name = readHotFile)]
+    pub fn read_hot_file(&self, file: JsValue) -> Promise {
+        self.run(async move |store| {
+            let file: HotFileDocument = from_js(&file, "file")?;
+            to_js(
+                &store
+                    .read_hot_file(&file.scope, &file.path, &file.document)
+                    .await?,
+            )
         })
     }
 

@@ -16,17 +16,19 @@ use std::sync::Arc;
 
 use crate::embed::MiniLm;
 use crate::env::SystemEnvironment;
+use crate::hot_file::HotFileSync;
 use crate::inject::Dropped;
 use crate::item::{MergeRecord, ScopeFilter};
 use crate::memory::block_on;
+use crate::memory_tool::MemoryToolResult;
 use crate::policy::Admission;
 use crate::rank::ScoreBreakdown;
 use crate::storage::{AsyncKeyValue, Expect, KvOp, KvStorage, StorageError};
 use crate::{
-    AsyncMemory, Config, DeleteAllResult, ImportResult, IngestOutcome, IngestReason, IngestResult,
-    InjectFormat, InjectQuery, Injection, Kind, ListPage, ListQuery, MemoryInput, MemoryItem,
-    MemoryPatch, Privacy, RetrieveHit, RetrieveQuery, Scope, Source, SourceKind, Stats, Status,
-    Timestamp,
+    AsyncMemory, Config, DeleteAllResult, FileSync, FileSyncOutcome, ImportResult, IngestOutcome,
+    IngestReason, IngestResult, InjectFormat, InjectQuery, Injection, Kind, LineRange, ListPage,
+    ListQuery, MemoryInput, MemoryItem, MemoryPatch, Privacy, RetrieveHit, RetrieveQuery, Scope,
+    Source, SourceKind, Stats, Status, StoredFile, Timestamp,
 };
 
 /// The code `wit-bindgen` generates from `wit/`, and the component's
@@ -218,6 +220,47 @@ impl GuestStore for WitStore {
 
     fn refresh(&self) -> WitResult<bool> {
         self.with(|store| block_on(store.refresh())?)
+    }
+
+    fn sync_file(&self, scope: w::Scope, path: String, content: String) -> WitResult<w::FileSync> {
+        let scope = Scope::from(scope);
+        self.with(|store| block_on(store.sync_file(&scope, &path, &content))?)
+            .map(Into::into)
+    }
+
+    fn remove_file(&self, scope: w::Scope, path: String) -> WitResult<bool> {
+        let scope = Scope::from(scope);
+        self.with(|store| block_on(store.remove_file(&scope, &path))?)
+    }
+
+    fn file(&self, scope: w::Scope, path: String) -> WitResult<Option<w::StoredFile>> {
+        let scope = Scope::from(scope);
+        self.with(|store| Ok(store.file(&scope, &path)))
+            .map(|file| file.map(Into::into))
+    }
+
+    fn memory_tool(&self, scope: w::Scope, input: String) -> WitResult<w::MemoryToolResult> {
+        let scope = Scope::from(scope);
+        let input: serde_json::Value = serde_json::from_str(&input)
+            .map_err(|e| error(crate::Error::invalid(format!("input is not JSON: {e}"))))?;
+        self.with(|store| block_on(store.memory_tool(&scope, &input))?)
+            .map(Into::into)
+    }
+
+    fn render_hot_file(&self, scope: w::Scope, document: String) -> WitResult<String> {
+        let scope = Scope::from(scope);
+        self.with(|store| store.render_hot_file(&scope, &document))
+    }
+
+    fn read_hot_file(
+        &self,
+        scope: w::Scope,
+        path: String,
+        document: String,
+    ) -> WitResult<w::HotFileSync> {
+        let scope = Scope::from(scope);
+        self.with(|store| block_on(store.read_hot_file(&scope, &path, &document))?)
+            .map(Into::into)
     }
 }
 
@@ -508,6 +551,63 @@ impl From<MemoryItem> for w::MemoryItem {
             merged_from: item.merged_from.into_iter().map(Into::into).collect(),
             follows: item.follows,
             deleted_at: item.deleted_at.map(Timestamp::to_rfc3339),
+            source_lines: item.source_lines.map(Into::into),
+        }
+    }
+}
+
+impl From<LineRange> for w::LineRange {
+    fn from(lines: LineRange) -> Self {
+        w::LineRange {
+            start: lines.start,
+            end: lines.end,
+        }
+    }
+}
+
+impl From<FileSync> for w::FileSync {
+    fn from(sync: FileSync) -> Self {
+        w::FileSync {
+            path: sync.path,
+            outcome: match sync.outcome {
+                FileSyncOutcome::Created => w::FileSyncOutcome::Created,
+                FileSyncOutcome::Updated => w::FileSyncOutcome::Updated,
+                FileSyncOutcome::Unchanged => w::FileSyncOutcome::Unchanged,
+            },
+            chunks: sync.chunks,
+            removed: count(sync.removed),
+        }
+    }
+}
+
+impl From<StoredFile> for w::StoredFile {
+    fn from(file: StoredFile) -> Self {
+        w::StoredFile {
+            scope: file.scope.into(),
+            path: file.path,
+            content: file.content,
+            content_hash: file.content_hash,
+            updated_at: file.updated_at.to_rfc3339(),
+        }
+    }
+}
+
+impl From<MemoryToolResult> for w::MemoryToolResult {
+    fn from(result: MemoryToolResult) -> Self {
+        w::MemoryToolResult {
+            content: result.content,
+            is_error: result.is_error,
+        }
+    }
+}
+
+impl From<HotFileSync> for w::HotFileSync {
+    fn from(sync: HotFileSync) -> Self {
+        w::HotFileSync {
+            added: sync.added,
+            updated: sync.updated,
+            pinned: sync.pinned,
+            unpinned: sync.unpinned,
         }
     }
 }

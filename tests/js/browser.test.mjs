@@ -2,7 +2,9 @@
 // playwright-core. A local server serves dist/mnemo and the model files; the
 // page imports the package's browser entry point. Checks the default
 // IndexedDB storage across a page reload, fetchModel's progress and its
-// Cache API copy on the second load, two tabs on one database, and errors.
+// Cache API copy on the second load, two tabs on one database, Markdown
+// files and the memory tool loop of examples/claude-memory-tool/ kept in
+// IndexedDB, and errors.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
@@ -36,7 +38,9 @@ before(async () => {
       let body;
       if (path === "/") body = page;
       else if (path.startsWith("/model/")) body = await readFile(`${modelDir}/${path.slice(7)}`);
-      else if (path.startsWith("/dist/mnemo/")) body = await readFile(new URL(path.slice(1), root));
+      else if (path.startsWith("/dist/mnemo/") || path.startsWith("/examples/claude-memory-tool/")) {
+        body = await readFile(new URL(path.slice(1), root));
+      }
       else throw new Error("not found");
       res.writeHead(200, { "content-type": types[extname(path)] ?? "text/html", "content-length": Buffer.byteLength(body) });
       res.end(body);
@@ -149,6 +153,55 @@ test("two tabs on one database see each other's writes", async () => {
   }, scope);
   assert.equal(seen.items, 17);
   assert.equal(seen.top, "Tab A's last word on plums.");
+  await context.close();
+});
+
+test("files and the memory tool loop run in a tab and stay in IndexedDB across a reload", async () => {
+  const context = await browser.newContext();
+  const tab = await openTab(context);
+  const scope = { userId: "ann", workspaceId: "chat" };
+  const first = await tab.evaluate(async (scope) => {
+    const { runTurn } = await import("/examples/claude-memory-tool/memory-tool-loop.js");
+    const mem = await window.mnemo.Memory.open({ name: "files" });
+    const synced = await mem.syncFile({ scope, path: "MEMORY.md", content: "# Project\nDeploys run on Tuesdays.\n" });
+    const tool = (id, input) => ({ type: "tool_use", id, name: "memory", input });
+    const responses = [
+      { stop_reason: "tool_use", content: [tool("toolu_01", { command: "create", path: "/memories/prefs.md", file_text: "- coffee: cortado\n" })] },
+      { stop_reason: "tool_use", content: [tool("toolu_02", { command: "view", path: "/memories/%2e%2e%2fsecrets" })] },
+      { stop_reason: "end_turn", content: [{ type: "text", text: "Saved." }] },
+    ];
+    let sent = 0;
+    const turn = await runTurn({
+      memory: mem, scope, createMessage: async () => responses[sent++],
+      request: { model: "claude-sonnet-4-5", max_tokens: 256, messages: [{ role: "user", content: "I drink cortados." }] },
+    });
+    await mem.close();
+    const results = turn.messages.filter((m) => m.role === "user" && Array.isArray(m.content)).map((m) => m.content[0]);
+    return { outcome: synced.outcome, stop: turn.response.stop_reason, results: results.map((r) => [r.content, r.is_error]) };
+  }, scope);
+  assert.equal(first.outcome, "created");
+  assert.equal(first.stop, "end_turn");
+  assert.deepEqual(first.results, [
+    ["File created successfully at: /memories/prefs.md", false],
+    ["Error: The path /memories/%2e%2e%2fsecrets is not allowed: percent-encoded sequences (such as `%2e`) are not allowed in paths", true],
+  ]);
+
+  await tab.reload();
+  await tab.waitForFunction(() => document.title === "ready");
+  const second = await tab.evaluate(async (scope) => {
+    const mem = await window.mnemo.Memory.open({ name: "files" });
+    const file = await mem.file({ scope, path: "/memories/prefs.md" });
+    const [hit] = await mem.retrieve({ text: "cortado", scope });
+    const { block } = await mem.inject({ text: "when do deploys run", scope, budgetTokens: 300 });
+    const resync = await mem.syncFile({ scope, path: "MEMORY.md", content: "# Project\nDeploys run on Tuesdays.\n" });
+    await mem.close();
+    return { content: file?.content, ref: hit?.item.source.ref, lines: hit?.item.sourceLines, block, resync: resync.outcome };
+  }, scope);
+  assert.equal(second.content, "- coffee: cortado\n");
+  assert.equal(second.ref, "/memories/prefs.md");
+  assert.deepEqual(second.lines, { start: 1, end: 1 });
+  assert.match(second.block, /\[MEMORY\.md#L1-L2\]/);
+  assert.equal(second.resync, "unchanged");
   await context.close();
 });
 

@@ -7,6 +7,7 @@ import { readFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 
 import { Memory, MnemoError, wasmMemoryBytes } from "../../dist/mnemo/node.js";
+import { mapAdapter } from "./map-adapter.mjs";
 
 const modelDir = process.env.MNEMO_MODEL_DIR ??
   execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" }).trim().split("\n").pop();
@@ -17,30 +18,6 @@ const model = {
 
 const home = { userId: "alice", workspaceId: "home" };
 const work = { userId: "alice", workspaceId: "work", projectId: "api" };
-
-/** A storage adapter over a Map, with a switch that makes writes fail. */
-function mapAdapter({ atomic = false, map = new Map() } = {}) {
-  const adapter = {
-    map,
-    writes: 0,
-    failWritesFrom: Infinity,
-    failWith: () => new Error("disk on fire"),
-    write() {
-      if (this.writes++ >= this.failWritesFrom) throw this.failWith();
-    },
-    async get(key) { return map.has(key) ? map.get(key).slice() : null; },
-    async put(key, value) { this.write(); map.set(key, value.slice()); },
-    async delete(key) { this.write(); map.delete(key); },
-    async list(prefix) { return [...map.keys()].filter((k) => k.startsWith(prefix)); },
-  };
-  if (atomic) {
-    adapter.batch = async (ops) => {
-      adapter.write();
-      for (const op of ops) op.type === "put" ? map.set(op.key, op.value.slice()) : map.delete(op.key);
-    };
-  }
-  return adapter;
-}
 
 async function rejectsWith(promise, code) {
   await assert.rejects(promise, (error) => {

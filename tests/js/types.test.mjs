@@ -41,8 +41,36 @@ test("index.d.ts describes every result the package returns", async () => {
   const stats = await mem.stats();
   const exported = await mem.export();
   const imported = await (await Memory.open({ storage: "memory" })).import(exported);
+
+  // Markdown files, the memory tool and the hot file.
+  const config = { limits: { maxFileBytes: 4096 }, chunking: { maxTokens: 64, overlapLines: 1 } };
+  const files = await Memory.open({ storage: "memory", config });
+  const fileInput = { scope: home, path: "notes/MEMORY.md", content: "# Notes\nThe espresso machine is descaled every Sunday.\n" };
+  const fileSyncs = [await files.syncFile(fileInput), await files.syncFile(fileInput)];
+  const fileRef = { scope: home, path: "notes/MEMORY.md" };
+  const storedFiles = [await files.file(fileRef), await files.file({ scope: home, path: "nope.md" })];
+  const toolInputs = [
+    { command: "create", path: "/memories/a.md", file_text: "hello\n" },
+    { command: "view", path: "/memories/a.md", view_range: [1, 1] },
+    { command: "str_replace", path: "/memories/a.md", old_str: "hello", new_str: "hello world" },
+    { command: "insert", path: "/memories/a.md", insert_line: 1, insert_text: "bye" },
+    { command: "rename", old_path: "/memories/a.md", new_path: "/memories/b.md" },
+    { command: "view", path: "/memories" },
+    { command: "delete", path: "/memories/b.md" },
+    { command: "view", path: "/memories/../etc" },
+  ];
+  const toolResults = [];
+  for (const input of toolInputs) toolResults.push(await files.memoryTool(home, input));
+  const chunkHits = await files.retrieve({ text: "espresso descaled", scope: home });
+  await files.ingest({ text: "coffee black", scope: home, pinned: true });
+  const hotDocument = await files.renderHotFile(home, "# Me\n");
+  const hotInput = { scope: home, path: "USER.md", document: hotDocument.replace("coffee black", "coffee white") };
+  const hotSync = await files.readHotFile(hotInput);
+  const removed = await files.removeFile(fileRef);
+
   const deleted = await mem.deleteAll({ scope: { userId: "alice", workspaceId: "home" } });
   assert.ok(item.mergedFrom.length === 1 && hits[0].explain && hits[0].policy?.expiresAt && tight.dropped.length > 0);
+  assert.ok(chunkHits[0].item.sourceLines && storedFiles[1] === null && toolResults.at(-1).isError && hotSync.updated.length === 1);
 
   const literal = (value) => JSON.stringify(value, null, 1);
   const source = `import type * as M from ${JSON.stringify(declarations.replace(/\.d\.ts$/, ".js"))};
@@ -59,7 +87,22 @@ const pages: M.ListPage[] = ${literal([page, next])};
 const stats: M.Stats = ${literal(stats)};
 const imported: Awaited<ReturnType<M.Memory["import"]>> = ${literal(imported)};
 const deleted: Awaited<ReturnType<M.Memory["deleteAll"]>> = ${literal(deleted)};
-export { inputs, ingested, query, hits, injectQuery, injections, items, patch, listQuery, pages, stats, imported, deleted };
+const config: M.Config = ${literal(config)};
+const fileInput: M.FileContent = ${literal(fileInput)};
+const fileSyncs: M.FileSync[] = ${literal(fileSyncs)};
+const fileRef: M.FileRef = ${literal(fileRef)};
+const storedFiles: Awaited<ReturnType<M.Memory["file"]>>[] = ${literal(storedFiles)};
+const toolInputs: M.MemoryToolCommand[] = ${literal(toolInputs)};
+const toolResults: M.MemoryToolResult[] = ${literal(toolResults)};
+const chunkHits: M.RetrieveHit[] = ${literal(chunkHits)};
+const hotDocument: Awaited<ReturnType<M.Memory["renderHotFile"]>> = ${literal(hotDocument)};
+const hotInput: M.HotFileDocument = ${literal(hotInput)};
+const hotSync: M.HotFileSync = ${literal(hotSync)};
+const removed: Awaited<ReturnType<M.Memory["removeFile"]>> = ${literal(removed)};
+export {
+  inputs, ingested, query, hits, injectQuery, injections, items, patch, listQuery, pages, stats, imported, deleted,
+  config, fileInput, fileSyncs, fileRef, storedFiles, toolInputs, toolResults, chunkHits, hotDocument, hotInput, hotSync, removed,
+};
 `;
   const dir = await mkdtemp(join(tmpdir(), "mnemo-types-"));
   const file = join(dir, "check.ts");

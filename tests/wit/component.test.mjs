@@ -276,3 +276,107 @@ test("with the model, stats say hybrid and a semantic query ranks right", async 
   assert.equal(reopened.setModel(onnx, tokenizer), 0);
   assert.equal(reopened.retrieve(question)[0].item.id, car);
 });
+
+test("Markdown files, the memory tool and the hot file round-trip through the component", async () => {
+  const storage = new MapStorage();
+  const store = await open(storage);
+
+  // sync-file, file, remove-file; chunks cite path and lines.
+  const notes = "# Notes\nThe espresso machine is descaled every Sunday.\n";
+  const sync = store.syncFile(home, "notes/MEMORY.md", notes);
+  assert.equal(sync.path, "notes/MEMORY.md");
+  assert.equal(sync.outcome, "created");
+  assert.equal(sync.removed, 0);
+  assert.equal(sync.chunks.length, 1);
+  assert.deepEqual(store.syncFile(home, "notes/MEMORY.md", notes), { ...sync, outcome: "unchanged" });
+  const file = store.file(home, "notes/MEMORY.md");
+  assert.deepEqual(file.scope, { userId: "alice", workspaceId: "home", projectId: undefined, cardId: undefined, sessionId: undefined });
+  assert.equal(file.content, notes);
+  assert.match(file.contentHash, /^[0-9a-f]{64}$/);
+  assert.match(file.updatedAt, /^\d{4}-\d\d-\d\dT.*Z$/);
+  assert.equal(store.file(home, "nope.md"), undefined);
+  assert.equal(store.file(work, "notes/MEMORY.md"), undefined, "files are private to their scope");
+  const chunk = store.get(sync.chunks[0]);
+  assert.deepEqual(chunk.sourceLines, { start: 1, end: 2 });
+  assert.deepEqual(chunk.source, { kind: "file", ref: "notes/MEMORY.md", uri: undefined });
+  assert.equal(chunk.kind, "document");
+  const [hit] = store.retrieve(retrieveQuery("when is the espresso machine descaled", home));
+  assert.equal(hit.item.id, chunk.id);
+  const { block } = store.inject({ query: retrieveQuery("espresso descaled", home), budgetTokens: 500 });
+  assert.ok(block.includes(`[memory:${chunk.id}] [notes/MEMORY.md#L1-L2]`), block);
+  const changed = store.syncFile(home, "notes/MEMORY.md", notes.replace("Sunday", "Monday"));
+  assert.equal(changed.outcome, "updated");
+  assert.equal(changed.removed, 1);
+  assert.equal(errorOf(() => store.get(chunk.id)).code, "not-found");
+  assert.equal(store.removeFile(home, "notes/MEMORY.md"), true);
+  assert.equal(store.removeFile(home, "notes/MEMORY.md"), false);
+  assert.equal(store.file(home, "notes/MEMORY.md"), undefined);
+  assert.equal(errorOf(() => store.syncFile(home, "../etc/passwd", "x")).code, "invalid-input");
+  assert.equal(errorOf(() => store.syncFile(scope("", "home"), "a.md", "x")).code, "invalid-input");
+
+  // memory-tool: the input crosses as the JSON text of the tool call's input.
+  const tool = (input) => store.memoryTool(home, JSON.stringify(input));
+  assert.deepEqual(tool({ command: "create", path: "/memories/prefs.md", file_text: "# Preferences\n- coffee: cortado\n" }),
+    { content: "File created successfully at: /memories/prefs.md", isError: false });
+  assert.deepEqual(tool({ command: "view", path: "/memories/prefs.md" }), {
+    content: "Here's the content of /memories/prefs.md with line numbers:\n     1\t# Preferences\n     2\t- coffee: cortado\n     3\t",
+    isError: false,
+  });
+  assert.deepEqual(tool({ command: "str_replace", path: "/memories/prefs.md", old_str: "cortado", new_str: "flat white" }), {
+    content: "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n" +
+      "     1\t# Preferences\n     2\t- coffee: flat white\n     3\t",
+    isError: false,
+  });
+  assert.deepEqual(tool({ command: "insert", path: "/memories/prefs.md", insert_line: 2, insert_text: "- tea: green" }),
+    { content: "The file /memories/prefs.md has been edited.", isError: false });
+  assert.deepEqual(tool({ command: "rename", old_path: "/memories/prefs.md", new_path: "/memories/me/prefs.md" }),
+    { content: "Successfully renamed /memories/prefs.md to /memories/me/prefs.md", isError: false });
+  assert.deepEqual(tool({ command: "view", path: "/memories" }), {
+    content: "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n" +
+      "48B\t/memories\n48B\t/memories/me/\n48B\t/memories/me/prefs.md",
+    isError: false,
+  });
+  const [toolHit] = store.retrieve(retrieveQuery("green tea", home));
+  assert.equal(toolHit.item.source.ref, "/memories/me/prefs.md");
+  assert.deepEqual(toolHit.item.sourceLines, { start: 1, end: 3 });
+  assert.deepEqual(tool({ command: "delete", path: "/memories/me/prefs.md" }),
+    { content: "Successfully deleted /memories/me/prefs.md", isError: false });
+  assert.deepEqual(tool({ command: "delete", path: "/memories/me/prefs.md" }),
+    { content: "Error: The path /memories/me/prefs.md does not exist", isError: true });
+  const before = storage.snapshot();
+  for (const [path, shown, reason] of [
+    ["/memories/../etc/passwd", "/memories/../etc/passwd", "`.` and `..` path segments are not allowed"],
+    ["/memories/%2e%2e%2fetc", "/memories/%2e%2e%2fetc", "percent-encoded sequences (such as `%2e`) are not allowed in paths"],
+    ["/etc/passwd", "/etc/passwd", "the path must be /memories or lie under /memories"],
+    ["/memories\\..\\etc", "/memories\\\\..\\\\etc", "backslashes are not allowed in paths"],
+    ["/memories/a\0b", "/memories/a\\0b", "control characters are not allowed in paths"],
+  ]) {
+    assert.deepEqual(tool({ command: "create", path, file_text: "x" }),
+      { content: `Error: The path ${shown} is not allowed: ${reason}`, isError: true });
+  }
+  assert.deepEqual(storage.snapshot(), before, "refused calls wrote nothing");
+  const notJson = errorOf(() => store.memoryTool(home, "{not json"));
+  assert.equal(notJson.code, "invalid-input");
+  assert.match(notJson.message, /input is not JSON/);
+
+  // render-hot-file and read-hot-file.
+  const [coffee, tea] = store.ingest([
+    { text: "coffee black", scope: home, pinned: true, createdAt: "2026-01-01T00:00:00Z" },
+    { text: "tea green", scope: home, pinned: true, createdAt: "2026-01-02T00:00:00Z" },
+  ]).map((r) => r.id);
+  const rendered = store.renderHotFile(home, "# Me\n");
+  assert.equal(rendered, "# Me\n\n<!-- mnemo:begin pinned -->\n" +
+    `- coffee black <!-- mnemo:id=${coffee} -->\n- tea green <!-- mnemo:id=${tea} -->\n<!-- mnemo:end pinned -->\n`);
+  assert.equal(errorOf(() => store.renderHotFile(home, "<!-- mnemo:begin pinned -->\n")).code, "invalid-input");
+  const edited = rendered.replace("coffee black", "coffee white").replace(`- tea green <!-- mnemo:id=${tea} -->\n`, "- water still\n");
+  const read = store.readHotFile(home, "USER.md", edited);
+  assert.deepEqual({ ...read, added: read.added.length }, { added: 1, updated: [coffee], pinned: [], unpinned: [tea] });
+  assert.equal(store.get(read.added[0]).text, "water still");
+  assert.deepEqual(store.readHotFile(home, "USER.md", store.renderHotFile(home, edited)), { added: [], updated: [], pinned: [], unpinned: [] });
+
+  // Everything persists across a reopen.
+  tool({ command: "create", path: "/memories/kept.md", file_text: "kept" });
+  const reopened = await open(storage);
+  assert.equal(reopened.file(home, "/memories/kept.md").content, "kept");
+  assert.equal(reopened.renderHotFile(home, edited), store.renderHotFile(home, edited));
+});

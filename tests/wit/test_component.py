@@ -423,6 +423,84 @@ class ComponentTest(unittest.TestCase):
         self.assertEqual(store.ingest(inputs()[2:3])[0].outcome, "added")
         self.assertEqual(Instance(storage).open().stats(None).items, 3)
 
+    def test_files_memory_tool_and_hot_file_round_trip(self):
+        storage = DictStorage()
+        store = Instance(storage).open()
+
+        notes = "# Notes\nThe espresso machine is descaled every Sunday.\n"
+        sync = store.sync_file(HOME, "notes/MEMORY.md", notes)
+        self.assertEqual((sync.path, sync.outcome, sync.removed, len(sync.chunks)), ("notes/MEMORY.md", "created", 0, 1))
+        again = store.sync_file(HOME, "notes/MEMORY.md", notes)
+        self.assertEqual((again.outcome, again.chunks), ("unchanged", sync.chunks))
+        stored = store.file(HOME, "notes/MEMORY.md")
+        self.assertEqual(stored.content, notes)
+        self.assertRegex(getattr(stored, "content-hash"), r"^[0-9a-f]{64}$")
+        self.assertEqual(plain(stored.scope), plain(HOME))
+        self.assertIsNone(store.file(HOME, "nope.md"))
+        self.assertIsNone(store.file(WORK, "notes/MEMORY.md"))
+        chunk = store.get(sync.chunks[0])
+        self.assertEqual(plain(getattr(chunk, "source-lines")), {"start": 1, "end": 2})
+        self.assertEqual(plain(chunk.source), {"kind": "file", "ref": "notes/MEMORY.md", "uri": None})
+        hits = store.retrieve(retrieve_query("when is the espresso machine descaled", HOME))
+        self.assertEqual(hits[0].item.id, chunk.id)
+        injection = store.inject(
+            record(query=retrieve_query("espresso descaled", HOME), budget_tokens=500, format=None)
+        )
+        self.assertIn(f"[memory:{chunk.id}] [notes/MEMORY.md#L1-L2]", injection.block)
+        self.assertIsNone(getattr(store.get(store.ingest([memory_input("plain", HOME)])[0].id), "source-lines"))
+        self.assert_error("invalid-input", store.sync_file, HOME, "a/../b.md", "x")
+        self.assertTrue(store.remove_file(HOME, "notes/MEMORY.md"))
+        self.assertFalse(store.remove_file(HOME, "notes/MEMORY.md"))
+        self.assert_error("not-found", store.get, chunk.id)
+
+        def tool(**input):
+            result = store.memory_tool(HOME, json.dumps(input))
+            return (result.content, getattr(result, "is-error"))
+
+        self.assertEqual(
+            tool(command="create", path="/memories/prefs.md", file_text="# Preferences\n- coffee: cortado\n"),
+            ("File created successfully at: /memories/prefs.md", False),
+        )
+        self.assertEqual(
+            tool(command="view", path="/memories/prefs.md", view_range=[2, 2]),
+            ("Here's the content of /memories/prefs.md with line numbers:\n     2\t- coffee: cortado", False),
+        )
+        self.assertEqual(
+            tool(command="rename", old_path="/memories/prefs.md", new_path="/memories/p.md"),
+            ("Successfully renamed /memories/prefs.md to /memories/p.md", False),
+        )
+        hit = store.retrieve(retrieve_query("cortado", HOME))[0].item
+        self.assertEqual((hit.source.ref, plain(getattr(hit, "source-lines"))), ("/memories/p.md", {"start": 1, "end": 2}))
+        before = dict(storage.data)
+        for path, shown, reason in [
+            ("/memories/../etc/passwd", "/memories/../etc/passwd", "`.` and `..` path segments are not allowed"),
+            ("/memories/%2e%2e%2fetc", "/memories/%2e%2e%2fetc", "percent-encoded sequences (such as `%2e`) are not allowed in paths"),
+            ("/etc/passwd", "/etc/passwd", "the path must be /memories or lie under /memories"),
+            ("/memories\\..\\etc", "/memories\\\\..\\\\etc", "backslashes are not allowed in paths"),
+            ("/memories/a\0b", "/memories/a\\0b", "control characters are not allowed in paths"),
+        ]:
+            self.assertEqual(
+                tool(command="create", path=path, file_text="x"),
+                (f"Error: The path {shown} is not allowed: {reason}", True),
+            )
+        self.assertEqual(storage.data, before)
+        self.assert_error("invalid-input", store.memory_tool, HOME, "{not json")
+
+        coffee = store.ingest([memory_input("coffee black", HOME, pinned=True)])[0].id
+        rendered = store.render_hot_file(HOME, "# Me\n")
+        self.assertEqual(
+            rendered,
+            f"# Me\n\n<!-- mnemo:begin pinned -->\n- coffee black <!-- mnemo:id={coffee} -->\n<!-- mnemo:end pinned -->\n",
+        )
+        read = store.read_hot_file(HOME, "USER.md", rendered.replace("coffee black", "coffee white"))
+        self.assertEqual(plain(read), {"added": [], "updated": [coffee], "pinned": [], "unpinned": []})
+        self.assert_error("invalid-input", store.render_hot_file, HOME, "<!-- mnemo:begin pinned -->\n")
+        store.close()
+
+        reopened = Instance(storage).open()
+        self.assertEqual(reopened.file(HOME, "/memories/p.md").content, "# Preferences\n- coffee: cortado\n")
+        self.assertEqual(reopened.get(coffee).text, "coffee white")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
