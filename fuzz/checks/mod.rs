@@ -35,7 +35,19 @@ macro_rules! targets {
     };
 }
 
-targets!(codec, import, fs_log, kv_journal, wordpiece, text, query);
+targets!(
+    codec,
+    import,
+    fs_log,
+    kv_journal,
+    wordpiece,
+    text,
+    query,
+    markdown,
+    memory_path,
+    memory_tool,
+    hot_file,
+);
 
 /// The fixed clock of every check.
 pub const NOW: Timestamp = Timestamp(1_700_000_000_000);

@@ -103,14 +103,20 @@ fn clean_chars(raw: &str) -> String {
                 out.push('\n');
             }
             '\n' => out.push('\n'),
-            '\u{200B}' | '\u{2060}' | '\u{FEFF}' => {}
-            '\t' => out.push(' '),
-            c if c.is_control() => {}
+            c if is_removed(c) => {}
             c if c.is_whitespace() => out.push(' '),
             c => out.push(c),
         }
     }
     out
+}
+
+/// True for the characters [`normalize`] removes: control characters other
+/// than `\n`, `\r` and `\t`, and the zero-width characters U+200B, U+2060
+/// and U+FEFF.
+fn is_removed(c: char) -> bool {
+    matches!(c, '\u{200B}' | '\u{2060}' | '\u{FEFF}')
+        || (c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
 }
 
 /// Keeps a line's indentation, collapses the spaces after it and drops
