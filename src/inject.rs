@@ -328,15 +328,14 @@ fn escape_into(out: &mut String, text: &str, format: InjectFormat, line_break: O
     }
 }
 
+/// Token counters for the tests of the modules that count tokens.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::item::{Kind, Privacy, Scope, Source, Status, Timestamp};
-    use proptest::prelude::*;
+pub(crate) mod test_counters {
+    use super::TokenCounter;
 
-    /// One token per character: additive like the estimate, but a different
-    /// weighting.
-    struct PerChar;
+    /// One token per character, line breaks included: additive like the
+    /// estimate, but a different weighting.
+    pub(crate) struct PerChar;
 
     impl TokenCounter for PerChar {
         fn count(&self, text: &str) -> usize {
@@ -346,6 +345,15 @@ mod tests {
             false
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::item::{Kind, Privacy, Scope, Source, Status, Timestamp};
+    use proptest::prelude::*;
+
+    use crate::inject::test_counters::PerChar;
 
     /// Not additive: a text longer than 300 characters costs 100 extra.
     struct LongTextSurcharge;

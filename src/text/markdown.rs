@@ -314,17 +314,7 @@ mod tests {
     use crate::inject::EstimatedTokens;
     use proptest::prelude::*;
 
-    /// One token per character, line breaks included.
-    struct PerChar;
-
-    impl TokenCounter for PerChar {
-        fn count(&self, text: &str) -> usize {
-            text.chars().count()
-        }
-        fn is_estimate(&self) -> bool {
-            false
-        }
-    }
+    use crate::inject::test_counters::PerChar;
 
     fn params(max_tokens: usize, overlap_lines: usize) -> ChunkParams {
         ChunkParams {

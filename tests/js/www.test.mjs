@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { launchChromium } from "./chromium.mjs";
 import { startServer } from "../../www/serve.mjs";
 
 const repo = fileURLToPath(new URL("../../", import.meta.url));
@@ -29,11 +29,7 @@ let browser;
 
 before(async () => {
   server = await startServer({ port: 0, modelDir });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-      "--disable-sync", "--no-first-run", "--disable-quic"],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {
