@@ -188,9 +188,15 @@ impl Model {
 
     fn erase(&mut self, id: &str) {
         if let Some(item) = self.items.remove(id) {
-            if self.same_text_anywhere(&item.text).is_none() {
-                self.erased.insert(item.text);
-            }
+            self.retire(item.text);
+        }
+    }
+
+    /// Records `text`, no longer some memory's, as erased unless another
+    /// memory still holds it (soft history is not kept).
+    fn retire(&mut self, text: String) {
+        if self.same_text_anywhere(&text).is_none() {
+            self.erased.insert(text);
         }
     }
 
@@ -253,11 +259,8 @@ impl Model {
         if let Some(deleted) = patch.deleted {
             item.deleted = deleted;
         }
-        if patch.text.is_some() && self.same_text_anywhere(&old_text).is_none() {
-            // The old text is gone from every record (soft history is not kept).
-            self.erased.insert(old_text);
-        }
         if let Some(text) = &patch.text {
+            self.retire(old_text);
             self.erased.remove(text);
         }
     }
@@ -296,9 +299,7 @@ impl Model {
                 let old = next.items.insert(id.clone(), item.clone());
                 next.erased.remove(&item.text);
                 if let Some(old) = old.filter(|old| old.text != item.text) {
-                    if next.same_text_anywhere(&old.text).is_none() {
-                        next.erased.insert(old.text);
-                    }
+                    next.retire(old.text);
                 }
                 replaced += 1;
             } else if let Some(other) = same {
@@ -328,16 +329,21 @@ struct InputSpec {
     tags: Vec<usize>,
 }
 
+/// The distinct tags named by `indices` into [`TAGS`], in order.
+fn tag_names(indices: &[usize]) -> Vec<String> {
+    let mut tags: Vec<String> = Vec::new();
+    for &t in indices {
+        let tag = TAGS[t % TAGS.len()].to_string();
+        if !tags.contains(&tag) {
+            tags.push(tag);
+        }
+    }
+    tags
+}
+
 impl InputSpec {
     fn tags(&self) -> Vec<String> {
-        let mut tags: Vec<String> = Vec::new();
-        for &t in &self.tags {
-            let tag = TAGS[t % TAGS.len()].to_string();
-            if !tags.contains(&tag) {
-                tags.push(tag);
-            }
-        }
-        tags
+        tag_names(&self.tags)
     }
 
     fn input(&self) -> MemoryInput {
@@ -920,17 +926,7 @@ impl<F: Faulty + Default> Run<F> {
                         .then(|| format!("renamed{} {}", self.renames, WORDS[self.renames % 12])),
                     status: spec.status,
                     pinned: spec.pinned,
-                    tags: spec.tags.as_ref().map(|tags| {
-                        let input = InputSpec {
-                            tags: tags.clone(),
-                            text: 0,
-                            scope: 0,
-                            kind: Kind::Fact,
-                            status: Status::Approved,
-                            pinned: false,
-                        };
-                        input.tags()
-                    }),
+                    tags: spec.tags.as_deref().map(tag_names),
                     deleted: spec.deleted,
                     ..MemoryPatch::default()
                 };
