@@ -490,8 +490,9 @@ export class Memory {
   memoryTool(scope: Scope, input: unknown): Promise<MemoryToolResult>;
   /**
    * `document` with its auto-managed block (`<!-- mnemo:begin pinned -->` …
-   * `<!-- mnemo:end pinned -->`) listing the scope's pinned memories; the
-   * rest of the document is left as it was.
+   * `<!-- mnemo:end pinned -->`) listing the scope's pinned memories in the
+   * order the block already has them (newly pinned ones after, oldest
+   * first); the rest of the document is left as it was.
    */
   renderHotFile(scope: Scope, document: string): Promise<string>;
   /**

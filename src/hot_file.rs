@@ -14,7 +14,10 @@
 //! ```
 //!
 //! [`render`] lists the pinned memories of exactly the scope (not deleted,
-//! not rejected), oldest first, one bullet each: the text's first line
+//! not rejected), one bullet each, in the order the document's block
+//! already lists them (a human may reorder the bullets; a bullet lists the
+//! memory whose text it holds, else the one its id marker names), the
+//! others after them, oldest first. Each bullet holds the text's first line
 //! after `- ` with the memory's id marker at its end, further lines indented
 //! by two spaces (blank lines kept empty). It replaces the block (the lines
 //! from the one that is exactly the begin marker through the next one that
@@ -44,7 +47,7 @@
 //! block or start another. Rendering after a read-back gives a block whose
 //! read-back changes nothing: render → edit → read back → render converges.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
@@ -90,7 +93,7 @@ impl HotFileSync {
     }
 }
 
-/// The pinned memories of exactly `scope` that the block lists, oldest
+/// The pinned memories of exactly `scope` that a block lists, oldest
 /// first.
 fn pinned_of<'a>(engine: &'a Engine, scope: &Scope) -> Vec<&'a MemoryItem> {
     let mut pinned: Vec<&MemoryItem> = engine
@@ -115,8 +118,12 @@ fn is_listed(item: &MemoryItem, scope: &Scope) -> bool {
 /// never closes.
 pub fn render(engine: &Engine, scope: &Scope, document: &str) -> Result<String> {
     scope.validate()?;
+    let positions = listed_positions(engine, scope, document)?;
+    let mut pinned = pinned_of(engine, scope);
+    // Stable: memories the block does not list stay oldest first.
+    pinned.sort_by_key(|item| positions.get(&item.id).copied().unwrap_or(usize::MAX));
     let mut block = format!("{BLOCK_BEGIN}\n");
-    for item in pinned_of(engine, scope) {
+    for item in pinned {
         let mut lines = item.text.split('\n');
         let first = lines.next().unwrap_or_default();
         block.push_str(&format!("- {first} {ID_OPEN}{} {ID_CLOSE}\n", item.id));
@@ -144,6 +151,30 @@ pub fn render(engine: &Engine, scope: &Scope, document: &str) -> Result<String> 
             format!("{document}{separator}{block}")
         }
     })
+}
+
+/// For each memory of `scope` a bullet of `document`'s block lists, the
+/// position of its first bullet: the memory holding the bullet's text, else
+/// the one its id marker names (as [`read_back`] applies the bullet).
+fn listed_positions(
+    engine: &Engine,
+    scope: &Scope,
+    document: &str,
+) -> Result<HashMap<String, usize>> {
+    let mut positions = HashMap::new();
+    for (position, bullet) in bullets(document)?.into_iter().flatten().enumerate() {
+        let by_text = match capture(&bullet.text) {
+            Ok(Captured::Text(text)) => engine.find_text(scope, &text).map(|item| item.id.clone()),
+            _ => None,
+        };
+        let listed = by_text
+            .or(bullet.id)
+            .filter(|id| engine.get(id).is_ok_and(|item| is_listed(item, scope)));
+        if let Some(id) = listed {
+            positions.entry(id).or_insert(position);
+        }
+    }
+    Ok(positions)
 }
 
 /// The byte range of the block in `document`, from the start of its begin

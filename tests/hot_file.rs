@@ -25,7 +25,10 @@ fn scope() -> Scope {
     Scope::workspace("alice", "home")
 }
 
-fn pin(mem: &mut Mem, texts: &[&str]) -> Vec<String> {
+fn pin<E: mnemo::env::Environment>(
+    mem: &mut Memory<MemoryStorage, E>,
+    texts: &[&str],
+) -> Vec<String> {
     let inputs = texts
         .iter()
         .map(|t| MemoryInput {
@@ -131,6 +134,71 @@ fn edits_removals_and_new_bullets_are_read_back() {
         .read_hot_file(&scope(), "USER.md", "# no block\n")
         .unwrap();
     assert!(nothing.is_empty());
+}
+
+/// One clock reading and ids that sort in the reverse of their creation
+/// order, as ULIDs made within one millisecond may.
+struct SameMillisecond {
+    next: u32,
+}
+
+impl mnemo::env::Environment for SameMillisecond {
+    fn now(&self) -> Timestamp {
+        Timestamp(1_700_000_000_000)
+    }
+
+    fn new_id(&mut self) -> String {
+        self.next += 1;
+        format!("m{:06}", 999_999 - self.next)
+    }
+}
+
+#[test]
+fn the_block_keeps_the_order_its_bullets_are_written_in() {
+    let mut mem = Memory::open(
+        MemoryStorage::new(),
+        SameMillisecond { next: 0 },
+        Config::default(),
+    )
+    .unwrap();
+    let order = |document: &str| -> Vec<String> {
+        let (_, bullets, _) = split(document);
+        bullets
+            .iter()
+            .map(|lines| lines[0].split(" <!--").next().unwrap().to_string())
+            .collect()
+    };
+    // New bullets, created in one millisecond with ids in reverse order:
+    // rendering keeps them as written.
+    let written = format!("{BLOCK_BEGIN}\n- alpha\n- beta\n- gamma\n{BLOCK_END}\n");
+    let sync = mem.read_hot_file(&scope(), "USER.md", &written).unwrap();
+    assert_eq!(sync.added.len(), 3);
+    assert!(
+        sync.added[0] > sync.added[2],
+        "ids must sort backwards here"
+    );
+    let rendered = mem.render_hot_file(&scope(), &written).unwrap();
+    assert_eq!(order(&rendered), ["- alpha", "- beta", "- gamma"]);
+    // A human moves a bullet: the order holds through read-back and render.
+    let (head, bullets, tail) = split(&rendered);
+    let moved = [&bullets[2], &bullets[0], &bullets[1]]
+        .iter()
+        .map(|lines| lines.join("\n") + "\n")
+        .collect::<String>();
+    let reordered = format!("{head}{BLOCK_BEGIN}\n{moved}{tail}");
+    assert!(mem
+        .read_hot_file(&scope(), "USER.md", &reordered)
+        .unwrap()
+        .is_empty());
+    let again = mem.render_hot_file(&scope(), &reordered).unwrap();
+    assert_eq!(again, reordered);
+    // A memory pinned elsewhere joins at the end.
+    pin(&mut mem, &["delta"]);
+    let with_new = mem.render_hot_file(&scope(), &again).unwrap();
+    assert_eq!(
+        order(&with_new),
+        ["- gamma", "- alpha", "- beta", "- delta"]
+    );
 }
 
 #[test]
