@@ -110,6 +110,21 @@ export interface MemoryItem {
 }
 
 /** What ingest did with one input. */
+/** What an import did. */
+export interface ImportResult {
+  /** New memories. */
+  added: number;
+  /** Memories whose id was already stored, replaced by the imported ones. */
+  replaced: number;
+  /** Memories merged into one with the same text and scope. */
+  merged: number;
+  /**
+   * Files written; a file's chunks the export does not hold are erased with
+   * the file it replaces.
+   */
+  files: number;
+}
+
 export interface IngestResult {
   /** The memory added or merged into; absent when nothing was stored. */
   id?: string;
@@ -175,6 +190,8 @@ export interface Admission {
 /** One retrieved memory. */
 export interface RetrieveHit {
   item: MemoryItem;
+  /** What to cite it by: `path#Lstart-Lend` for a chunk of a file, `memory:<id>` otherwise. */
+  citation: string;
   score: number;
   explain?: ScoreBreakdown;
   policy?: Admission;
@@ -464,10 +481,13 @@ export class Memory {
   delete(id: string, options?: { hard?: boolean }): Promise<void>;
   /** Deletes what the filter selects (`scope.userId` is required). */
   deleteAll(options: { scope: ScopeFilter; hard?: boolean }): Promise<{ deleted: number; hard: boolean }>;
-  /** The whole store as a versioned, checksummed JSON document. */
-  export(): Promise<string>;
+  /**
+   * The memories and stored files of the scopes `filter` selects (the whole
+   * store when absent) as a versioned, checksummed JSON document.
+   */
+  export(filter?: ScopeFilter): Promise<string>;
   /** Imports an export atomically (a damaged file is `CORRUPT`, a newer one `VERSION_MISMATCH`). */
-  import(data: string | Uint8Array): Promise<{ added: number; replaced: number; merged: number }>;
+  import(data: string | Uint8Array): Promise<ImportResult>;
   stats(filter?: ScopeFilter): Promise<Stats>;
   /**
    * Stores a Markdown file of a scope and indexes it in chunks of whole lines

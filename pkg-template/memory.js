@@ -45,7 +45,7 @@ export class Memory {
   update(id, patch) { return this.#core.update(id, patch); }
   delete(id, options) { return this.#core.delete(id, options); }
   deleteAll(options) { return this.#core.deleteAll(options); }
-  export() { return this.#core.export(); }
+  export(filter) { return this.#core.export(filter); }
   import(data) { return this.#core.import(data); }
   stats(filter) { return this.#core.stats(filter); }
   syncFile(file) { return this.#core.syncFile(file); }

@@ -8,13 +8,15 @@
 //! [`crate::storage::Storage`]; the JavaScript bindings do it around an async
 //! commit.
 
+mod export;
 mod files;
+
+pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::codec::{self, Manifest, SetDigest, FORMAT_VERSION};
 use crate::dedupe::{self, Duplicate, NearDuplicateAction, NearDuplicateConfig};
@@ -48,10 +50,6 @@ const EMBED_CHUNK: usize = 64;
 pub const VECTOR_PREFIX: &str = "vec/";
 /// Storage key of the manifest record.
 pub const MANIFEST_KEY: &str = "meta/manifest";
-/// Export file format name.
-pub const EXPORT_FORMAT: &str = "mnemo-export";
-/// Newest export format version this build writes and reads.
-pub const EXPORT_VERSION: u32 = 1;
 
 /// Size limits; inputs beyond them are refused with [`Error::TooLarge`].
 /// In JSON every field is optional (absent: the default).
@@ -263,6 +261,9 @@ impl RetrieveQuery {
 pub struct RetrieveHit {
     /// The memory (after usage marking).
     pub item: MemoryItem,
+    /// What to cite it by: `path#Lstart-Lend` for a chunk of a file,
+    /// `memory:<id>` otherwise ([`MemoryItem::citation`]).
+    pub citation: String,
     /// Its final score (higher is better).
     pub score: f32,
     /// Score breakdown, when the query asked to explain.
@@ -389,18 +390,6 @@ pub struct DeleteAllResult {
     pub deleted: usize,
     /// Whether they were erased (hard) or suppressed (soft).
     pub hard: bool,
-}
-
-/// What an import did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ImportResult {
-    /// New memories.
-    pub added: usize,
-    /// Memories whose id already existed, replaced by the imported version.
-    pub replaced: usize,
-    /// Memories merged into an existing memory with the same text and scope.
-    pub merged: usize,
 }
 
 /// Counts describing a store (or the part of it a scope filter selects).
@@ -1507,6 +1496,7 @@ impl Engine {
         hits.into_iter()
             .map(|(breakdown, item)| RetrieveHit {
                 item: item.clone(),
+                citation: item.citation(),
                 score: breakdown.fused,
                 explain: query.explain.then_some(breakdown),
                 policy: query.explain.then(|| policy::admission(item, &vis)),
@@ -1865,116 +1855,6 @@ impl Engine {
             .sum();
         stats
     }
-
-    // ----- export / import ------------------------------------------------------
-
-    /// Serializes the whole store (soft-deleted memories included) as a
-    /// versioned JSON document whose `checksum` is the sha256 of its `items`.
-    pub fn export(&self, now: Timestamp) -> String {
-        let mut items: Vec<&MemoryItem> = self.items().collect();
-        items.sort_by(|a, b| a.id.cmp(&b.id));
-        let items_json = serde_json::to_string(&items).unwrap_or_else(|_| "[]".to_string());
-        let checksum = codec::hex(&Sha256::digest(items_json.as_bytes()));
-        format!(
-            "{{\"format\":\"{EXPORT_FORMAT}\",\"version\":{EXPORT_VERSION},\"exportedAt\":\"{now}\",\"itemCount\":{},\"checksum\":\"{checksum}\",\"items\":{items_json}}}",
-            items.len()
-        )
-    }
-
-    /// Imports an export: every memory is validated first, then all are
-    /// applied at once (same id: replaced; same text and scope as another
-    /// memory: merged into it; otherwise added).
-    pub fn import(&mut self, data: &str, now: Timestamp, txn: &mut Txn) -> Result<ImportResult> {
-        let items = parse_export(data)?;
-        let mut seen = BTreeSet::new();
-        for (i, item) in items.iter().enumerate() {
-            self.validate_imported(item)
-                .map_err(|e| e.at(&format!("items[{i}]")))?;
-            if !seen.insert(item.id.as_str()) {
-                return Err(Error::invalid(format!(
-                    "items[{i}]: duplicate id `{}`",
-                    item.id
-                )));
-            }
-        }
-        let mut result = ImportResult {
-            added: 0,
-            replaced: 0,
-            merged: 0,
-        };
-        // Memories whose text is new to this store: they need an embedding.
-        let mut new_texts: Vec<(String, String)> = Vec::new();
-        for item in items {
-            let hash_key = (item.scope.clone(), item.content_hash.clone());
-            // Chunks belong to their file and never merge.
-            let existing_same_text = self
-                .by_hash
-                .get(&hash_key)
-                .filter(|other| **other != item.id && !item.is_file_chunk())
-                .cloned();
-            if self.entries.contains_key(&item.id) {
-                if let Some(other) = existing_same_text {
-                    return Err(Error::invalid(format!(
-                        "memory `{}` would become identical to memory `{other}`",
-                        item.id
-                    )));
-                }
-                result.replaced += 1;
-                if self.get(&item.id)?.text != item.text {
-                    new_texts.push((item.id.clone(), item.text.clone()));
-                }
-                self.write(txn, &item.id.clone(), Some(item));
-            } else if let Some(other) = existing_same_text {
-                let duplicate = Duplicate {
-                    source: item.source,
-                    created_at: item.created_at,
-                    tags: item.tags,
-                    pinned: item.pinned,
-                    privacy: item.privacy,
-                    text: None,
-                };
-                self.merge_duplicate(&other, duplicate, IngestReason::Duplicate, now, txn);
-                result.merged += 1;
-            } else {
-                result.added += 1;
-                new_texts.push((item.id.clone(), item.text.clone()));
-                self.write(txn, &item.id.clone(), Some(item));
-            }
-        }
-        let texts: Vec<&str> = new_texts.iter().map(|(_, t)| t.as_str()).collect();
-        let mut vectors = self.embed(&texts)?.map(Vec::into_iter);
-        for (id, _) in &new_texts {
-            let vector = vectors.as_mut().and_then(Iterator::next);
-            if vector.is_some() || self.embeddings.contains_key(id) {
-                self.write_vector(txn, id, vector);
-            }
-        }
-        Ok(result)
-    }
-
-    fn validate_imported(&self, item: &MemoryItem) -> Result<()> {
-        validate_item_id(&item.id)?;
-        item.scope.validate()?;
-        self.check_text_size("text", &item.text)?;
-        match capture(&item.text)? {
-            Captured::Text(t) if t == item.text => {}
-            _ => {
-                return Err(Error::invalid(
-                    "text is not in stored form (normalized, without <private> or <no-memory>)",
-                ))
-            }
-        }
-        if text::content_hash(&item.text) != item.content_hash {
-            return Err(Error::Corrupt(format!(
-                "memory `{}` has a wrong contentHash",
-                item.id
-            )));
-        }
-        if self.clean_tags(item.tags.clone())? != item.tags {
-            return Err(Error::invalid("tags must be trimmed and distinct"));
-        }
-        self.validate_source(&item.source)
-    }
 }
 
 /// Dot product (the cosine of unit vectors).
@@ -2058,44 +1938,4 @@ fn parse_cursor(cursor: &str) -> Result<(i64, String)> {
     let ms: i64 = ms.parse().map_err(|_| bad())?;
     validate_item_id(id).map_err(|_| bad())?;
     Ok((ms, id.to_string()))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ExportHeader<'a> {
-    format: String,
-    version: u32,
-    #[serde(default)]
-    checksum: Option<String>,
-    #[serde(borrow)]
-    items: Option<&'a serde_json::value::RawValue>,
-}
-
-fn parse_export(data: &str) -> Result<Vec<MemoryItem>> {
-    let header: ExportHeader<'_> = serde_json::from_str(data)
-        .map_err(|e| Error::Corrupt(format!("not a mnemo export: {e}")))?;
-    if header.format != EXPORT_FORMAT {
-        return Err(Error::invalid(format!(
-            "format is `{}`, expected `{EXPORT_FORMAT}`",
-            header.format
-        )));
-    }
-    if header.version > EXPORT_VERSION {
-        return Err(Error::VersionMismatch {
-            found: header.version,
-            supported: EXPORT_VERSION,
-        });
-    }
-    let raw = header
-        .items
-        .ok_or_else(|| Error::Corrupt("export has no items".into()))?;
-    let expected = header
-        .checksum
-        .ok_or_else(|| Error::Corrupt("export has no checksum".into()))?;
-    if codec::hex(&Sha256::digest(raw.get().as_bytes())) != expected {
-        return Err(Error::Corrupt(
-            "export checksum does not match its items".into(),
-        ));
-    }
-    serde_json::from_str(raw.get()).map_err(|e| Error::invalid(format!("items: {e}")))
 }

@@ -63,6 +63,7 @@ pub mod text;
 pub use engine::{
     Config, DeleteAllResult, Engine, ImportResult, IngestOutcome, IngestReason, IngestResult,
     InjectQuery, ListPage, ListQuery, MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats,
+    EXPORT_FORMAT, EXPORT_VERSION,
 };
 pub use error::{Error, Result};
 pub use files::{FileSync, FileSyncOutcome, StoredFile};

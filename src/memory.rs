@@ -344,9 +344,16 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
             .await
     }
 
-    /// The whole store as a versioned, checksummed JSON document.
+    /// The whole store (memories and files) as a versioned, checksummed
+    /// JSON document.
     pub fn export(&self) -> String {
-        self.engine.export(self.env.now())
+        self.export_filtered(&ScopeFilter::default())
+    }
+
+    /// The memories and files of the scopes `filter` selects, as
+    /// [`AsyncMemory::export`] writes the whole store.
+    pub fn export_filtered(&self, filter: &ScopeFilter) -> String {
+        self.engine.export(filter, self.env.now())
     }
 
     /// Imports an export atomically; see [`Engine::import`].
@@ -503,6 +510,11 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     /// The whole store as a versioned, checksummed JSON document.
     pub fn export(&self) -> String {
         self.inner.export()
+    }
+
+    /// The scopes `filter` selects; see [`AsyncMemory::export_filtered`].
+    pub fn export_filtered(&self, filter: &ScopeFilter) -> String {
+        self.inner.export_filtered(filter)
     }
 
     /// Imports an export atomically; see [`Engine::import`].

@@ -444,7 +444,10 @@ fn export_imports_into_a_fresh_store_and_stats_count() {
         &["import"],
         std::str::from_utf8(&export.stdout).unwrap(),
     );
-    assert_eq!(imported, [json!({"added": 3, "replaced": 0, "merged": 0})]);
+    assert_eq!(
+        imported,
+        [json!({"added": 3, "replaced": 0, "merged": 0, "files": 0})]
+    );
     let listing = ["list", "--all", "--include-deleted"];
     assert_eq!(
         ok(source.path(), &listing, ""),

@@ -389,6 +389,211 @@ fn only_stores_with_files_use_format_version_2() {
     );
 }
 
+// ----- export and import ----------------------------------------------------
+
+/// The export with its files changed by `edit` and both checksums
+/// recomputed (so validation, not a checksum, decides).
+fn edited_export(export: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    use sha2::{Digest, Sha256};
+    let mut doc: serde_json::Value = serde_json::from_str(export).unwrap();
+    edit(&mut doc["files"]);
+    for (part, checksum) in [("items", "checksum"), ("files", "filesChecksum")] {
+        let json = serde_json::to_string(&doc[part]).unwrap();
+        let digest: String = Sha256::digest(json.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        doc[checksum] = serde_json::Value::String(digest);
+    }
+    doc.to_string()
+}
+
+#[test]
+fn an_export_carries_files_and_an_import_restores_them() {
+    let mut mem = fresh();
+    mem.ingest(vec![MemoryInput::new("Alice likes sushi", scope())])
+        .unwrap();
+    let content = format!("{NOTES}<private>the door code</private>\n");
+    mem.sync_file(&scope(), "notes/MEMORY.md", &content)
+        .unwrap();
+    let bob = Scope::workspace("bob", "home");
+    mem.sync_file(&bob, "/memories/bob.md", "Bob keeps bees.\n")
+        .unwrap();
+    let export = mem.export();
+    let doc: serde_json::Value = serde_json::from_str(&export).unwrap();
+    assert_eq!(doc["version"], 2);
+    assert_eq!(doc["fileCount"], 2);
+    assert!(
+        !export.contains("door code"),
+        "an export holds private text"
+    );
+
+    let mut copy = fresh();
+    let result = copy.import(&export).unwrap();
+    assert_eq!((result.added, result.files), (3, 2));
+    for (s, path) in [
+        (scope(), "notes/MEMORY.md"),
+        (bob.clone(), "/memories/bob.md"),
+    ] {
+        assert_eq!(copy.file(&s, path), mem.file(&s, path));
+        assert_eq!(chunks(&copy, &s, path), chunks(&mem, &s, path));
+    }
+    // Exporting the copy gives the same items and files.
+    let copied: serde_json::Value = serde_json::from_str(&copy.export()).unwrap();
+    assert_eq!(copied["items"], doc["items"]);
+    assert_eq!(copied["files"], doc["files"]);
+    // The hash came along: re-syncing the same content changes nothing.
+    let again = copy
+        .sync_file(&scope(), "notes/MEMORY.md", &content)
+        .unwrap();
+    assert_eq!(again.outcome, FileSyncOutcome::Unchanged);
+    let hits = copy
+        .retrieve(&RetrieveQuery::new("how does alice drink coffee", scope()))
+        .unwrap();
+    assert_eq!(hits[0].item.citation(), "notes/MEMORY.md#L1-L7");
+    // The memory tool sees the imported tree.
+    let view = copy.memory_tool(
+        &bob,
+        &serde_json::json!({"command": "view", "path": "/memories"}),
+    );
+    assert!(view.unwrap().content.contains("bob.md"));
+}
+
+#[test]
+fn an_imported_file_replaces_the_stored_one_and_its_stale_chunks() {
+    let mut old = fresh();
+    old.sync_file(&scope(), "MEMORY.md", NOTES).unwrap();
+    let first = chunks(&old, &scope(), "MEMORY.md");
+    let mut newer = Memory::open(
+        MemoryStorage::new(),
+        FixedEnvironment::new(Timestamp(T0 + 5)),
+        Config::default(),
+    )
+    .unwrap();
+    // `newer` uses up the id of `old`'s chunk and erases it, so the export
+    // does not replace that chunk by id: only its file can take it away.
+    let filler = newer
+        .ingest(vec![MemoryInput::new("filler", scope())])
+        .unwrap();
+    assert_eq!(filler[0].id.as_deref(), Some(first[0].id.as_str()));
+    newer.delete(&first[0].id, true).unwrap();
+    let changed = NOTES.replace("cortado", "flat white");
+    newer.sync_file(&scope(), "MEMORY.md", &changed).unwrap();
+    let result = old.import(&newer.export()).unwrap();
+    assert_eq!(result.files, 1);
+    assert_eq!(old.file(&scope(), "MEMORY.md").unwrap().content, changed);
+    for chunk in &first {
+        assert!(
+            old.get(&chunk.id).is_err(),
+            "stale chunk {} survived",
+            chunk.id
+        );
+    }
+    assert_eq!(
+        actual_chunks(&old, &scope(), "MEMORY.md"),
+        expected_chunks(&changed)
+    );
+    // Importing the same export again changes nothing.
+    let before = old.export();
+    let again = old.import(&newer.export()).unwrap();
+    assert_eq!((again.added, again.files), (0, 1));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&old.export()).unwrap()["items"],
+        serde_json::from_str::<serde_json::Value>(&before).unwrap()["items"]
+    );
+}
+
+#[test]
+fn a_filtered_export_holds_only_the_selected_scopes() {
+    let mut mem = fresh();
+    let bob = Scope::workspace("bob", "home");
+    mem.ingest(vec![
+        MemoryInput::new("alice memory", scope()),
+        MemoryInput::new("bob memory", bob.clone()),
+    ])
+    .unwrap();
+    mem.sync_file(&scope(), "a.md", "alice file\n").unwrap();
+    let filter = mnemo::ScopeFilter {
+        user_id: Some("bob".into()),
+        ..Default::default()
+    };
+    let export = mem.export_filtered(&filter);
+    let doc: serde_json::Value = serde_json::from_str(&export).unwrap();
+    assert_eq!(doc["filter"], serde_json::json!({"userId": "bob"}));
+    assert_eq!(doc["version"], 1, "no file selected: version 1");
+    let texts: Vec<&str> = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["bob memory"]);
+    assert!(!export.contains("alice"));
+}
+
+#[test]
+fn damaged_or_conflicting_files_in_an_export_are_refused_and_change_nothing() {
+    let mut source = fresh();
+    source
+        .sync_file(&scope(), "dir/a.md", "first file\n")
+        .unwrap();
+    source.sync_file(&scope(), "b.md", "second file\n").unwrap();
+    let export = source.export();
+    let mut mem = fresh();
+    mem.sync_file(&scope(), "c.md", "kept file\n").unwrap();
+    let before = mem.export();
+    let code = |mem: &mut Mem, data: &str| mem.import(data).unwrap_err().code();
+
+    let flipped = export.replacen("first file", "first fila", 1);
+    assert_eq!(code(&mut mem, &flipped), "CORRUPT");
+    let unchecked = export.replacen("\"filesChecksum\"", "\"otherChecksum\"", 1);
+    assert_eq!(code(&mut mem, &unchecked), "CORRUPT");
+    let old_version = export.replacen("\"version\":2", "\"version\":1", 1);
+    assert_eq!(code(&mut mem, &old_version), "INVALID_INPUT");
+    let newer = export.replacen("\"version\":2", "\"version\":3", 1);
+    assert_eq!(code(&mut mem, &newer), "VERSION_MISMATCH");
+    let set = |field: &'static str, value: serde_json::Value| {
+        edited_export(&export, move |files| files[0][field] = value)
+    };
+    for path in [
+        "../a.md",
+        "/memories/%2e%2e/x",
+        "a\\b",
+        "a\u{0}b",
+        "dir//a.md",
+        "",
+    ] {
+        let bad = set("path", serde_json::json!(path));
+        assert_eq!(code(&mut mem, &bad), "INVALID_INPUT", "{path:?}");
+    }
+    let private = set(
+        "content",
+        serde_json::json!("x <private>secret</private>\n"),
+    );
+    assert_eq!(code(&mut mem, &private), "INVALID_INPUT");
+    let short_hash = set("contentHash", serde_json::json!("abc"));
+    assert_eq!(code(&mut mem, &short_hash), "INVALID_INPUT");
+    let huge = set("content", serde_json::json!("x".repeat(3 << 20)));
+    assert_eq!(code(&mut mem, &huge), "TOO_LARGE");
+    let bad_scope = set(
+        "scope",
+        serde_json::json!({"userId": "", "workspaceId": "w"}),
+    );
+    assert_eq!(code(&mut mem, &bad_scope), "INVALID_INPUT");
+    let duplicate = edited_export(&export, |files| {
+        let first = files[0].clone();
+        files.as_array_mut().unwrap().push(first);
+    });
+    assert_eq!(code(&mut mem, &duplicate), "INVALID_INPUT");
+    // `dir` as a file beside `dir/a.md`, in the export or in the store.
+    let both = set("path", serde_json::json!("dir/a.md/x"));
+    assert_eq!(code(&mut mem, &both), "INVALID_INPUT");
+    let under_store_file = set("path", serde_json::json!("c.md/x"));
+    assert_eq!(code(&mut mem, &under_store_file), "INVALID_INPUT");
+    assert_eq!(mem.export(), before, "a refused import changed the store");
+    assert_eq!(mem.import(&export).unwrap().files, 2);
+}
+
 /// One edit of a file's lines.
 #[derive(Debug, Clone)]
 enum Edit {

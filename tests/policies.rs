@@ -866,7 +866,11 @@ fn export_import_round_trips_and_rejects_damaged_or_newer_files() {
     assert_eq!(target.import(&flipped).unwrap_err().code(), "CORRUPT");
     let truncated = &export[..export.len() / 2];
     assert_eq!(target.import(truncated).unwrap_err().code(), "CORRUPT");
-    let newer = export.replacen("\"version\":1", "\"version\":2", 1);
+    let newer = export.replacen(
+        "\"version\":1",
+        &format!("\"version\":{}", mnemo::EXPORT_VERSION + 1),
+        1,
+    );
     assert_eq!(
         target.import(&newer).unwrap_err().code(),
         "VERSION_MISMATCH"

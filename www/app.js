@@ -468,7 +468,7 @@ async function exportFile() {
 
 async function importFile(file) {
   const counts = await attempt(async () => call("import", await file.text()));
-  if (counts !== FAILED) toast(`Imported: ${counts.added} added, ${counts.replaced} replaced, ${counts.merged} merged`);
+  if (counts !== FAILED) toast(`Imported: ${counts.added} added, ${counts.replaced} replaced, ${counts.merged} merged${counts.files ? `, ${counts.files} files` : ""}`);
   refreshAll();
 }
 

@@ -1,10 +1,10 @@
 //! Target `import`: `Memory::import` of untrusted data into a store with
 //! content.
 //!
-//! The first byte picks a mode: even, the rest is the document as given;
-//! odd, the rest is the `items` array of an export whose envelope and
-//! checksum the check writes (so the items' validation runs past the
-//! checksum). Invariants:
+//! The first byte picks a mode (its value modulo 3): 0, the rest is the
+//! document as given; 1, the rest is the `items` array of an export whose
+//! envelope and checksum the check writes; 2, its `files` array (so the
+//! validation of items and files runs past the checksums). Invariants:
 //! * the import succeeds or fails with `INVALID_INPUT`, `CORRUPT`,
 //!   `VERSION_MISMATCH` or `TOO_LARGE`, never a panic;
 //! * on failure nothing changed: same export, same stored bytes;
@@ -22,10 +22,10 @@ pub fn check(data: &[u8]) {
         return;
     };
     let text = String::from_utf8_lossy(rest);
-    let document = if mode % 2 == 0 {
-        text.into_owned()
-    } else {
-        export_document(&text)
+    let document = match mode % 3 {
+        0 => text.into_owned(),
+        1 => export_document(&text),
+        _ => files_export_document(&text),
     };
     let mut mem = seeded_memory();
     let before = mem.export();
@@ -58,6 +58,17 @@ pub fn export_document(items: &str) -> String {
     let items = items.trim_matches([' ', '\t', '\n', '\r']);
     let checksum = mnemo::text::content_hash(items);
     format!("{{\"format\":\"mnemo-export\",\"version\":1,\"checksum\":\"{checksum}\",\"items\":{items}}}")
+}
+
+/// A version 2 export document of no memories and the files `files` (raw
+/// JSON), with the right checksums.
+pub fn files_export_document(files: &str) -> String {
+    let files = files.trim_matches([' ', '\t', '\n', '\r']);
+    let checksum = mnemo::text::content_hash(files);
+    let no_items = mnemo::text::content_hash("[]");
+    format!(
+        "{{\"format\":\"mnemo-export\",\"version\":2,\"checksum\":\"{no_items}\",\"items\":[],\"filesChecksum\":\"{checksum}\",\"files\":{files}}}"
+    )
 }
 
 fn stored(storage: &MemoryStorage) -> Vec<(String, Vec<u8>)> {

@@ -79,7 +79,7 @@ pub fn assert_code(error: &mnemo::Error, allowed: &[&str], context: &str) {
 
 /// The storage of a small store: two tenants, a project and a card, one
 /// memory of every status, a pinned, a PII, a private, an expiring and a
-/// soft-deleted one. Built once per process.
+/// soft-deleted one, and a Markdown file. Built once per process.
 pub fn seeded_storage() -> MemoryStorage {
     static SEEDED: OnceLock<MemoryStorage> = OnceLock::new();
     SEEDED
@@ -151,6 +151,9 @@ pub fn seeded_storage() -> MemoryStorage {
                 },
             )
             .expect("the soft delete applies");
+            let notes = "# Garden\n\nCompost <private>behind the shed</private> weekly.\n";
+            mem.sync_file(&project, "notes/MEMORY.md", notes)
+                .expect("the seed file syncs");
             mem.into_storage()
         })
         .clone()

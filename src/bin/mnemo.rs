@@ -110,8 +110,12 @@ enum StoreCommand {
         #[arg(long)]
         hard: bool,
     },
-    /// Prints the whole store as a versioned, checksummed JSON document.
-    Export,
+    /// Prints the memories and stored files of the store, or of the selected
+    /// scope, as a versioned, checksummed JSON document.
+    Export {
+        #[command(flatten)]
+        scope: ScopeArgs,
+    },
     /// Imports an export read from stdin, atomically.
     Import,
     /// Prints counts over the store or the selected scope.
@@ -331,7 +335,7 @@ struct HitOutput<'a> {
     id: &'a str,
     /// What to cite the hit by: `path#Lstart-Lend` for a chunk of a file,
     /// `memory:<id>` otherwise.
-    citation: String,
+    citation: &'a str,
     score: f32,
     text: &'a str,
     kind: Kind,
@@ -348,7 +352,7 @@ impl<'a> From<&'a RetrieveHit> for HitOutput<'a> {
     fn from(hit: &'a RetrieveHit) -> Self {
         HitOutput {
             id: &hit.item.id,
-            citation: hit.item.citation(),
+            citation: &hit.citation,
             score: hit.score,
             text: &hit.item.text,
             kind: hit.item.kind,
@@ -583,8 +587,8 @@ fn run<E: Environment>(
         StoreCommand::DeleteAll { scope, hard } => {
             print_json(out, &open(env)?.delete_all(&scope.into(), hard)?)?;
         }
-        StoreCommand::Export => {
-            let export = open(env)?.export();
+        StoreCommand::Export { scope } => {
+            let export = open(env)?.export_filtered(&scope.into());
             out.write_all(export.as_bytes())?;
             out.write_all(b"\n")?;
         }

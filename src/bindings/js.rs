@@ -115,6 +115,16 @@ thread_local! {
         });
 }
 
+/// A scope filter given as an optional argument: `undefined` selects every
+/// scope.
+fn optional_filter(filter: &JsValue) -> Result<ScopeFilter, BindingError> {
+    if filter.is_undefined() {
+        Ok(ScopeFilter::default())
+    } else {
+        from_js(filter, "filter")
+    }
+}
+
 /// Converts a JavaScript value to `T` through its JSON text, so unknown
 /// fields are refused like everywhere else (`deny_unknown_fields`), and so
 /// are lone surrogates, `NaN`, infinities, cycles and excessive nesting.
@@ -548,9 +558,14 @@ impl JsMemory {
         })
     }
 
-    /// The whole store as a versioned, checksummed JSON document (a string).
-    pub fn export(&self) -> Promise {
-        self.run(async move |store| Ok(JsValue::from_str(&store.export())))
+    /// The memories and files of the scopes a filter selects (the whole
+    /// store when absent) as a versioned, checksummed JSON document (a
+    /// string).
+    pub fn export(&self, filter: JsValue) -> Promise {
+        self.run(async move |store| {
+            let filter = optional_filter(&filter)?;
+            Ok(JsValue::from_str(&store.export_filtered(&filter)))
+        })
     }
 
     /// Imports an export (its text or bytes) atomically.
@@ -563,13 +578,7 @@ impl JsMemory {
 
     /// Counts over the memories a scope filter selects (all when absent).
     pub fn stats(&self, filter: JsValue) -> Promise {
-        self.run(async move |store| {
-            let filter: ScopeFilter = match filter {
-                f if f.is_undefined() => ScopeFilter::default(),
-                f => from_js(&f, "filter")?,
-            };
-            to_js(&store.stats(&filter))
-        })
+        self.run(async move |store| to_js(&store.stats(&optional_filter(&filter)?)))
     }
 
     /// Stores and indexes a Markdown file `{scope, path, content}`;

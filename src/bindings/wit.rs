@@ -204,8 +204,9 @@ impl GuestStore for WitStore {
             .map(Into::into)
     }
 
-    fn export(&self) -> WitResult<String> {
-        self.with(|store| Ok(store.export()))
+    fn export(&self, filter: Option<w::ScopeFilter>) -> WitResult<String> {
+        let filter = filter.map(ScopeFilter::from).unwrap_or_default();
+        self.with(|store| Ok(store.export_filtered(&filter)))
     }
 
     fn import(&self, data: String) -> WitResult<w::ImportResult> {
@@ -664,6 +665,7 @@ impl From<RetrieveHit> for w::RetrieveHit {
     fn from(hit: RetrieveHit) -> Self {
         w::RetrieveHit {
             item: hit.item.into(),
+            citation: hit.citation,
             score: hit.score,
             explain: hit.explain.map(Into::into),
             policy: hit.policy.map(Into::into),
@@ -716,6 +718,7 @@ impl From<ImportResult> for w::ImportResult {
             added: count(result.added),
             replaced: count(result.replaced),
             merged: count(result.merged),
+            files: count(result.files),
         }
     }
 }

@@ -37,7 +37,7 @@ impl Engine {
     }
 
     /// [`Engine::set_file`] that records the undo step.
-    fn write_file(&mut self, txn: &mut Txn, key: &FileKey, new: Option<StoredFile>) {
+    pub(super) fn write_file(&mut self, txn: &mut Txn, key: &FileKey, new: Option<StoredFile>) {
         let previous = self.set_file(key, new);
         txn.undo
             .push(Undo::File(key.clone(), previous.map(Box::new)));
@@ -294,7 +294,7 @@ impl Engine {
     }
 
     /// Erases the chunks `ids`, with their embeddings.
-    fn erase_chunks(&mut self, ids: &BTreeSet<String>, txn: &mut Txn) {
+    pub(super) fn erase_chunks(&mut self, ids: &BTreeSet<String>, txn: &mut Txn) {
         for id in ids {
             self.write(txn, id, None);
             if self.embeddings.contains_key(id) {

@@ -21,12 +21,6 @@ async function rejectsWith(promise, code, pattern) {
   });
 }
 
-/** `path#Lstart-Lend` (`path#Lstart` for one line), as mnemo cites a chunk. */
-function citation(item) {
-  const { start, end } = item.sourceLines;
-  return `${item.source.ref}#L${start}${end === start ? "" : `-L${end}`}`;
-}
-
 const notes = Array.from({ length: 40 }, (_, i) => `Line ${i + 1} is about the topic number ${i + 1} of the notes.\n`).join("") +
   "The espresso machine is descaled every Sunday.\n";
 
@@ -57,11 +51,14 @@ test("a synced file is stored, chunked, retrieved and cited by path and lines", 
   const top = hits[0].item;
   assert.equal(top.source.ref, "notes/MEMORY.md");
   assert.ok(top.sourceLines.end === 41 && top.sourceLines.start < 41, JSON.stringify(top.sourceLines));
-  assert.ok(hits.some((h) => h.item.sourceLines === undefined), "a plain memory has no sourceLines");
+  assert.match(hits[0].citation, /^notes\/MEMORY\.md#L\d+-L41$/);
+  const plain = hits.find((h) => h.item.sourceLines === undefined);
+  assert.ok(plain, "a plain memory has no sourceLines");
+  assert.equal(plain.citation, `memory:${plain.item.id}`);
   for (const format of ["markdown", "xml"]) {
     const { block, used } = await mem.inject({ text: "espresso machine descaled", scope: home, budgetTokens: 2000, format });
     assert.ok(used.includes(top.id));
-    assert.ok(block.includes(`[memory:${top.id}] [${citation(top)}]`), `${format}: ${block}`);
+    assert.ok(block.includes(`[memory:${top.id}] [${hits[0].citation}]`), `${format}: ${block}`);
   }
   assert.deepEqual(await mem.retrieve({ text: "espresso machine descaled", scope: bob }), []);
   await mem.close();
@@ -131,7 +128,7 @@ test("the memory tool's commands give the documented result strings", async () =
 
   // What the model wrote is retrievable and cited by file and lines.
   const [hit] = await mem.retrieve({ text: "oat milk flat white", scope: home });
-  assert.equal(citation(hit.item), "/memories/prefs.md#L1-L8");
+  assert.equal(hit.citation, "/memories/prefs.md#L1-L8");
 
   await ok({ command: "rename", old_path: "/memories/prefs.md", new_path: "/memories/me/prefs.md" },
     "Successfully renamed /memories/prefs.md to /memories/me/prefs.md");
@@ -269,7 +266,7 @@ for (const atomic of [false, true]) {
     assert.ok(before.hot.includes("- tea green"));
     assert.deepEqual(JSON.parse(await reopened.export()).items, before.export);
     const [hit] = await reopened.retrieve({ text: "when is the launch", scope: home });
-    assert.equal(citation(hit.item), "/memories/plans/launch.md#L1");
+    assert.equal(hit.citation, "/memories/plans/launch.md#L1");
     assert.equal((await reopened.syncFile({ scope: home, path: "MEMORY.md", content: notes })).outcome, "unchanged");
     assert.ok([...adapter.map.keys()].every((k) => !k.startsWith("journal/")), "no journal left behind");
   });
@@ -311,4 +308,39 @@ test("bad arguments and failures are MnemoErrors with stable codes, and the stor
   await mem.close();
   await rejectsWith(mem.memoryTool(home, { command: "view", path: "/memories" }), "CLOSED");
   await rejectsWith(mem.renderHotFile(home, ""), "CLOSED");
+});
+
+test("an export carries the stored files, whole or for a scope, and an import restores them", async () => {
+  const mem = await Memory.open({ storage: "memory" });
+  await mem.syncFile({ scope: home, path: "MEMORY.md", content: notes });
+  await mem.memoryTool(home, { command: "create", path: "/memories/prefs.md", file_text: "coffee: cortado\n" });
+  await mem.memoryTool(bob, { command: "create", path: "/memories/bees.md", file_text: "Bob keeps bees.\n" });
+  await mem.ingest({ text: "Bob's hives are on the roof", scope: bob });
+
+  const whole = await mem.export();
+  const doc = JSON.parse(whole);
+  assert.equal(doc.version, 2);
+  assert.equal(doc.fileCount, 3);
+  const copy = await Memory.open({ storage: "memory" });
+  const result = await copy.import(whole);
+  assert.equal(result.files, 3);
+  assert.equal(result.added, doc.itemCount);
+  for (const [scope, path] of [[home, "MEMORY.md"], [home, "/memories/prefs.md"], [bob, "/memories/bees.md"]]) {
+    assert.deepEqual(await copy.file({ scope, path }), await mem.file({ scope, path }));
+  }
+  assert.deepEqual(await copy.memoryTool(home, { command: "view", path: "/memories" }),
+    await mem.memoryTool(home, { command: "view", path: "/memories" }));
+  const [hit] = await copy.retrieve({ text: "what coffee", scope: home, dryRun: true });
+  assert.equal(hit.citation, "/memories/prefs.md#L1");
+  assert.equal((await copy.syncFile({ scope: home, path: "MEMORY.md", content: notes })).outcome, "unchanged");
+
+  const bobs = JSON.parse(await mem.export({ userId: "bob" }));
+  assert.deepEqual(bobs.filter, { userId: "bob" });
+  assert.deepEqual(bobs.files.map((f) => f.path), ["/memories/bees.md"]);
+  assert.ok(bobs.items.every((i) => i.scope.userId === "bob") && bobs.items.length === 2, JSON.stringify(bobs.items));
+  await rejectsWith(mem.export({ userId: "bob", team: "x" }), "INVALID_INPUT", /unknown field `team`/);
+  const flipped = whole.replace(/"filesChecksum":"(.)/, (m, c) => m.slice(0, -1) + (c === "0" ? "1" : "0"));
+  await rejectsWith(copy.import(flipped), "CORRUPT", /its files/);
+  await mem.close();
+  await copy.close();
 });

@@ -231,9 +231,9 @@ test("exports import into a new store; damaged or newer exports are refused", as
   ]);
   const data = await source.export();
   const target = await Memory.open();
-  assert.deepEqual(await target.import(data), { added: 2, replaced: 0, merged: 0 });
+  assert.deepEqual(await target.import(data), { added: 2, replaced: 0, merged: 0, files: 0 });
   assert.equal((await target.stats()).items, 2);
-  assert.deepEqual(await target.import(new TextEncoder().encode(data)), { added: 0, replaced: 2, merged: 0 });
+  assert.deepEqual(await target.import(new TextEncoder().encode(data)), { added: 0, replaced: 2, merged: 0, files: 0 });
 
   const tampered = data.replace("Alpha memory", "Gamma memory");
   await rejectsWith(target.import(tampered), "CORRUPT");

@@ -131,9 +131,9 @@ test("every verb round-trips through the component", async () => {
   const exported = store.export();
   assert.equal(JSON.parse(exported).format, "mnemo-export");
   const copy = await open(new MapStorage());
-  assert.deepEqual(copy.import(exported), { added: 3, replaced: 0, merged: 0 });
+  assert.deepEqual(copy.import(exported), { added: 3, replaced: 0, merged: 0, files: 0 });
   assert.deepEqual(copy.get(coffee), store.get(coffee));
-  assert.deepEqual(copy.import(exported), { added: 0, replaced: 3, merged: 0 });
+  assert.deepEqual(copy.import(exported), { added: 0, replaced: 3, merged: 0, files: 0 });
 
   assert.deepEqual(store.deleteAll({ userId: "alice", workspaceId: "work" }, true), { deleted: 1, hard: true });
   assert.equal(errorOf(() => store.get(launch)).code, "not-found");
@@ -302,6 +302,10 @@ test("Markdown files, the memory tool and the hot file round-trip through the co
   assert.equal(chunk.kind, "document");
   const [hit] = store.retrieve(retrieveQuery("when is the espresso machine descaled", home));
   assert.equal(hit.item.id, chunk.id);
+  assert.equal(hit.citation, "notes/MEMORY.md#L1-L2");
+  const exported = JSON.parse(store.export({ userId: "alice", workspaceId: "home" }));
+  assert.deepEqual(exported.files.map((f) => f.path), ["notes/MEMORY.md"]);
+  assert.deepEqual(exported.filter, { userId: "alice", workspaceId: "home" });
   const { block } = store.inject({ query: retrieveQuery("espresso descaled", home), budgetTokens: 500 });
   assert.ok(block.includes(`[memory:${chunk.id}] [notes/MEMORY.md#L1-L2]`), block);
   const changed = store.syncFile(home, "notes/MEMORY.md", notes.replace("Sunday", "Monday"));

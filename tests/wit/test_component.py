@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPONENT_PATH = os.environ.get(
     "MNEMO_WIT_COMPONENT", str(ROOT / "target/wasm32-wasip2/release/mnemo.wasm")
 )
-STORAGE = "mnemo:memory/storage@0.1.0"
-MEMORY = "mnemo:memory/memory@0.1.0"
+STORAGE = "mnemo:memory/storage@0.2.0"
+MEMORY = "mnemo:memory/memory@0.2.0"
 
 _config = Config()
 _config.cache = True
@@ -341,10 +341,10 @@ class ComponentTest(unittest.TestCase):
         )
         self.assertEqual(store.stats(scope_filter(workspace_id="work")).items, 1)
 
-        exported = store.export()
+        exported = store.export(None)
         self.assertEqual(json.loads(exported)["format"], "mnemo-export")
         copy = Instance(DictStorage()).open()
-        self.assertEqual(plain(copy.import_(exported)), {"added": 3, "replaced": 0, "merged": 0})
+        self.assertEqual(plain(copy.import_(exported)), {"added": 3, "replaced": 0, "merged": 0, "files": 0})
         self.assertEqual(plain(copy.get(coffee)), plain(store.get(coffee)))
 
         deleted = store.delete_all(scope_filter("alice", "work"), True)
@@ -364,7 +364,7 @@ class ComponentTest(unittest.TestCase):
             [plain(first.get(i)) for i in ids],
             plain(first.list(list_query(include_deleted=True))),
             plain(first.stats(None)),
-            json.loads(first.export())["items"],
+            json.loads(first.export(None))["items"],
         )
         first.close()
 
@@ -373,7 +373,7 @@ class ComponentTest(unittest.TestCase):
             [plain(reopened.get(i)) for i in ids],
             plain(reopened.list(list_query(include_deleted=True))),
             plain(reopened.stats(None)),
-            json.loads(reopened.export())["items"],
+            json.loads(reopened.export(None))["items"],
         )
         self.assertEqual(after, before)
         hits = reopened.retrieve(retrieve_query("coffee", HOME, dry_run=True))
@@ -469,8 +469,18 @@ class ComponentTest(unittest.TestCase):
             tool(command="rename", old_path="/memories/prefs.md", new_path="/memories/p.md"),
             ("Successfully renamed /memories/prefs.md to /memories/p.md", False),
         )
-        hit = store.retrieve(retrieve_query("cortado", HOME))[0].item
+        top = store.retrieve(retrieve_query("cortado", HOME))[0]
+        hit = top.item
         self.assertEqual((hit.source.ref, plain(getattr(hit, "source-lines"))), ("/memories/p.md", {"start": 1, "end": 2}))
+        self.assertEqual(top.citation, "/memories/p.md#L1-L2")
+        # An export carries the files (whole, or for the scopes a filter selects).
+        exported = store.export(None)
+        self.assertEqual([f["path"] for f in json.loads(exported)["files"]], ["/memories/p.md"])
+        copy = Instance(DictStorage()).open()
+        self.assertEqual(copy.import_(exported).files, 1)
+        self.assertEqual(plain(copy.file(HOME, "/memories/p.md")), plain(store.file(HOME, "/memories/p.md")))
+        work_only = json.loads(store.export(scope_filter(workspace_id="work")))
+        self.assertEqual((work_only["items"], work_only["version"]), ([], 1))
         before = dict(storage.data)
         for path, shown, reason in [
             ("/memories/../etc/passwd", "/memories/../etc/passwd", "`.` and `..` path segments are not allowed"),

@@ -1,0 +1,353 @@
+//! Export and import: the store (or the scopes a filter selects) as one
+//! versioned, checksummed JSON document, and that document applied back
+//! atomically.
+//!
+//! ```text
+//! {
+//!   "format": "mnemo-export",
+//!   "version": 2,                  // 1 when the export holds no file
+//!   "exportedAt": "2026-11-24T10:00:00.000Z",
+//!   "filter": {"userId": "alice"}, // only when the export was filtered
+//!   "itemCount": 3,
+//!   "checksum": "<sha256 hex of the bytes of `items`>",
+//!   "items": [<memory>, …],        // by id
+//!   "fileCount": 1,                // version 2 only, as the next two
+//!   "filesChecksum": "<sha256 hex of the bytes of `files`>",
+//!   "files": [<stored file>, …]    // by scope, then path
+//! }
+//! ```
+//!
+//! Version 1 (no files) is what builds before stored files wrote; this build
+//! still writes it for a store without files, so older builds can read
+//! such exports. A version newer than [`EXPORT_VERSION`] is refused with
+//! [`Error::VersionMismatch`], a checksum that does not match with
+//! [`Error::Corrupt`], anything else malformed with [`Error::InvalidInput`].
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::files::FileKey;
+use super::{capture, Captured, Engine, IngestReason, Txn};
+use crate::codec;
+use crate::dedupe::Duplicate;
+use crate::error::{Error, Result};
+use crate::files::{self, StoredFile};
+use crate::item::{validate_item_id, MemoryItem, ScopeFilter, Timestamp};
+use crate::text;
+
+/// Export file format name.
+pub const EXPORT_FORMAT: &str = "mnemo-export";
+/// Newest export format version this build writes and reads.
+pub const EXPORT_VERSION: u32 = 2;
+/// The version of exports without files.
+const VERSION_WITHOUT_FILES: u32 = 1;
+
+/// What an import did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportResult {
+    /// New memories.
+    pub added: usize,
+    /// Memories whose id already existed, replaced by the imported version.
+    pub replaced: usize,
+    /// Memories merged into an existing memory with the same text and scope.
+    pub merged: usize,
+    /// Files written (new, or replacing the file at the same scope and
+    /// path, whose chunks the export does not hold are erased).
+    pub files: usize,
+}
+
+impl Engine {
+    /// Serializes the memories (soft-deleted ones included) and the files
+    /// of the scopes `filter` selects (every scope when it is empty); see
+    /// the module documentation.
+    pub fn export(&self, filter: &ScopeFilter, now: Timestamp) -> String {
+        let mut items: Vec<&MemoryItem> =
+            self.items().filter(|i| filter.matches(&i.scope)).collect();
+        items.sort_by(|a, b| a.id.cmp(&b.id));
+        let files: Vec<&StoredFile> = self
+            .files
+            .values()
+            .filter(|f| filter.matches(&f.scope))
+            .collect();
+        let mut out = format!("{{\"format\":\"{EXPORT_FORMAT}\",");
+        let version = if files.is_empty() {
+            VERSION_WITHOUT_FILES
+        } else {
+            EXPORT_VERSION
+        };
+        out.push_str(&format!("\"version\":{version},\"exportedAt\":\"{now}\","));
+        if !filter.is_empty() {
+            out.push_str(&format!("\"filter\":{},", to_json(filter, "{}")));
+        }
+        let items_json = to_json(&items, "[]");
+        out.push_str(&checksummed_part(
+            "item",
+            items.len(),
+            "checksum",
+            &items_json,
+        ));
+        if !files.is_empty() {
+            let files_json = to_json(&files, "[]");
+            out.push(',');
+            out.push_str(&checksummed_part(
+                "file",
+                files.len(),
+                "filesChecksum",
+                &files_json,
+            ));
+        }
+        out.push('}');
+        out
+    }
+
+    /// Imports an export: every memory and file is validated first, then
+    /// all are applied at once. A memory with an id already stored replaces
+    /// it; one with the same text and scope as another memory merges into
+    /// it; others are added. A file replaces the file at its scope and
+    /// path, and the chunks of that file the export does not hold are
+    /// erased, so no stale chunk survives.
+    pub fn import(&mut self, data: &str, now: Timestamp, txn: &mut Txn) -> Result<ImportResult> {
+        let Export { items, files } = parse_export(data)?;
+        let mut seen = BTreeSet::new();
+        for (i, item) in items.iter().enumerate() {
+            self.validate_imported(item)
+                .map_err(|e| e.at(&format!("items[{i}]")))?;
+            if !seen.insert(item.id.as_str()) {
+                return Err(Error::invalid(format!(
+                    "items[{i}]: duplicate id `{}`",
+                    item.id
+                )));
+            }
+        }
+        self.validate_imported_files(&files)?;
+        let mut result = ImportResult {
+            added: 0,
+            replaced: 0,
+            merged: 0,
+            files: files.len(),
+        };
+        let imported_ids: BTreeSet<String> = items.iter().map(|i| i.id.clone()).collect();
+        for file in files {
+            let key: FileKey = (file.scope.clone(), file.path.clone());
+            let stale: BTreeSet<String> = self
+                .file_chunks
+                .get(&key)
+                .into_iter()
+                .flatten()
+                .filter(|id| !imported_ids.contains(*id))
+                .cloned()
+                .collect();
+            self.erase_chunks(&stale, txn);
+            self.write_file(txn, &key, Some(file));
+        }
+        // Memories whose text is new to this store: they need an embedding.
+        let mut new_texts: Vec<(String, String)> = Vec::new();
+        for item in items {
+            let hash_key = (item.scope.clone(), item.content_hash.clone());
+            // Chunks belong to their file and never merge.
+            let existing_same_text = self
+                .by_hash
+                .get(&hash_key)
+                .filter(|other| **other != item.id && !item.is_file_chunk())
+                .cloned();
+            if self.entries.contains_key(&item.id) {
+                if let Some(other) = existing_same_text {
+                    return Err(Error::invalid(format!(
+                        "memory `{}` would become identical to memory `{other}`",
+                        item.id
+                    )));
+                }
+                result.replaced += 1;
+                if self.get(&item.id)?.text != item.text {
+                    new_texts.push((item.id.clone(), item.text.clone()));
+                }
+                self.write(txn, &item.id.clone(), Some(item));
+            } else if let Some(other) = existing_same_text {
+                let duplicate = Duplicate {
+                    source: item.source,
+                    created_at: item.created_at,
+                    tags: item.tags,
+                    pinned: item.pinned,
+                    privacy: item.privacy,
+                    text: None,
+                };
+                self.merge_duplicate(&other, duplicate, IngestReason::Duplicate, now, txn);
+                result.merged += 1;
+            } else {
+                result.added += 1;
+                new_texts.push((item.id.clone(), item.text.clone()));
+                self.write(txn, &item.id.clone(), Some(item));
+            }
+        }
+        let texts: Vec<&str> = new_texts.iter().map(|(_, t)| t.as_str()).collect();
+        let mut vectors = self.embed(&texts)?.map(Vec::into_iter);
+        for (id, _) in &new_texts {
+            let vector = vectors.as_mut().and_then(Iterator::next);
+            if vector.is_some() || self.embeddings.contains_key(id) {
+                self.write_vector(txn, id, vector);
+            }
+        }
+        Ok(result)
+    }
+
+    fn validate_imported(&self, item: &MemoryItem) -> Result<()> {
+        validate_item_id(&item.id)?;
+        item.scope.validate()?;
+        self.check_text_size("text", &item.text)?;
+        match capture(&item.text)? {
+            Captured::Text(t) if t == item.text => {}
+            _ => {
+                return Err(Error::invalid(
+                    "text is not in stored form (normalized, without <private> or <no-memory>)",
+                ))
+            }
+        }
+        if text::content_hash(&item.text) != item.content_hash {
+            return Err(Error::Corrupt(format!(
+                "memory `{}` has a wrong contentHash",
+                item.id
+            )));
+        }
+        if self.clean_tags(item.tags.clone())? != item.tags {
+            return Err(Error::invalid("tags must be trimmed and distinct"));
+        }
+        self.validate_source(&item.source)
+    }
+
+    /// Checks each file as [`Engine::sync_file`] would accept its content,
+    /// and that the files, with the store's files they do not replace, keep
+    /// every path of a scope either a file or a directory.
+    fn validate_imported_files(&self, files: &[StoredFile]) -> Result<()> {
+        let mut paths: BTreeSet<FileKey> = self.files.keys().cloned().collect();
+        let mut imported: BTreeSet<(&_, &str)> = BTreeSet::new();
+        for (i, file) in files.iter().enumerate() {
+            self.validate_imported_file(file)
+                .map_err(|e| e.at(&format!("files[{i}]")))?;
+            paths.insert((file.scope.clone(), file.path.clone()));
+            if !imported.insert((&file.scope, file.path.as_str())) {
+                return Err(Error::invalid(format!(
+                    "files[{i}]: duplicate path `{}`",
+                    file.path
+                )));
+            }
+        }
+        for (scope, path) in &paths {
+            let inside = format!("{path}/");
+            let below = paths
+                .range((scope.clone(), inside.clone())..)
+                .next()
+                .is_some_and(|(s, p)| s == scope && p.starts_with(&inside));
+            if below {
+                return Err(Error::invalid(format!(
+                    "`{path}` would be both a file and a directory"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_imported_file(&self, file: &StoredFile) -> Result<()> {
+        file.scope.validate()?;
+        files::validate_path(&file.path).map_err(|e| Error::invalid(e.to_string()))?;
+        let limit = self.config.limits.max_file_bytes;
+        if file.content.len() > limit {
+            return Err(Error::TooLarge {
+                what: format!("file `{}`", file.path),
+                size: file.content.len(),
+                limit,
+            });
+        }
+        if text::remove_private_keeping_lines(&file.content) != file.content {
+            return Err(Error::invalid(
+                "content is not in stored form (it holds a <private> span)",
+            ));
+        }
+        let hash = file.content_hash.as_bytes();
+        if hash.len() != 64 || !hash.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(Error::invalid(
+                "contentHash must be 64 lowercase hexadecimal digits",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `value` as JSON, or `fallback` (serializing mnemo's own types does not
+/// fail).
+fn to_json<T: Serialize + ?Sized>(value: &T, fallback: &str) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| fallback.to_string())
+}
+
+/// `"<noun>Count":n,"<checksum_key>":"<sha256 of json>","<noun>s":<json>`.
+fn checksummed_part(noun: &str, count: usize, checksum_key: &str, json: &str) -> String {
+    let digest = codec::hex(&Sha256::digest(json.as_bytes()));
+    format!("\"{noun}Count\":{count},\"{checksum_key}\":\"{digest}\",\"{noun}s\":{json}")
+}
+
+/// The parts of an export document parsing needs.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExportHeader<'a> {
+    format: String,
+    version: u32,
+    #[serde(default)]
+    checksum: Option<String>,
+    #[serde(borrow)]
+    items: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    files_checksum: Option<String>,
+    #[serde(borrow)]
+    files: Option<&'a serde_json::value::RawValue>,
+}
+
+/// The content of an export.
+struct Export {
+    items: Vec<MemoryItem>,
+    files: Vec<StoredFile>,
+}
+
+fn parse_export(data: &str) -> Result<Export> {
+    let header: ExportHeader<'_> = serde_json::from_str(data)
+        .map_err(|e| Error::Corrupt(format!("not a mnemo export: {e}")))?;
+    if header.format != EXPORT_FORMAT {
+        return Err(Error::invalid(format!(
+            "format is `{}`, expected `{EXPORT_FORMAT}`",
+            header.format
+        )));
+    }
+    if header.version > EXPORT_VERSION {
+        return Err(Error::VersionMismatch {
+            found: header.version,
+            supported: EXPORT_VERSION,
+        });
+    }
+    let items = checked_part(header.items, header.checksum, "items")?;
+    let files = match (header.version, header.files) {
+        (VERSION_WITHOUT_FILES, Some(_)) => {
+            return Err(Error::invalid("a version 1 export holds no files"))
+        }
+        (VERSION_WITHOUT_FILES, None) => Vec::new(),
+        (_, files) => checked_part(files, header.files_checksum, "files")?,
+    };
+    Ok(Export { items, files })
+}
+
+/// Parses the part `name` of an export after checking its checksum.
+fn checked_part<T: for<'de> Deserialize<'de>>(
+    raw: Option<&serde_json::value::RawValue>,
+    checksum: Option<String>,
+    name: &str,
+) -> Result<Vec<T>> {
+    let raw = raw.ok_or_else(|| Error::Corrupt(format!("export has no {name}")))?;
+    let expected =
+        checksum.ok_or_else(|| Error::Corrupt(format!("export has no checksum of its {name}")))?;
+    if codec::hex(&Sha256::digest(raw.get().as_bytes())) != expected {
+        return Err(Error::Corrupt(format!(
+            "export checksum does not match its {name}"
+        )));
+    }
+    serde_json::from_str(raw.get()).map_err(|e| Error::invalid(format!("{name}: {e}")))
+}
