@@ -541,6 +541,55 @@ fn scoped<'a>(args: &[&'a str]) -> Vec<&'a str> {
 }
 
 #[test]
+fn export_carries_files_and_selects_scopes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let notes = dir.path().join("MEMORY.md");
+    std::fs::write(&notes, "# Notes\n\nThe kettle is descaled monthly.\n").unwrap();
+    ok(
+        &store,
+        &scoped(&["md", "sync", notes.to_str().unwrap(), "--as", "MEMORY.md"]),
+        "",
+    );
+    ok(&store, &["ingest"], &inputs(&[("elsewhere", "other")]));
+    let whole = mnemo(&store, &["export"], "");
+    let document: Value = serde_json::from_slice(&whole.stdout).unwrap();
+    assert_eq!(
+        (document["version"].clone(), document["fileCount"].clone()),
+        (json!(2), json!(1))
+    );
+    let other = mnemo(
+        &store,
+        &["export", "--user", "u", "--workspace", "other"],
+        "",
+    );
+    let selected: Value = serde_json::from_slice(&other.stdout).unwrap();
+    assert_eq!(
+        selected["filter"],
+        json!({"userId": "u", "workspaceId": "other"})
+    );
+    assert_eq!(selected["itemCount"], 1);
+    assert!(selected.get("files").is_none());
+
+    let target = dir.path().join("copy");
+    let imported = ok(
+        &target,
+        &["import"],
+        std::str::from_utf8(&whole.stdout).unwrap(),
+    );
+    assert_eq!(imported[0]["files"], 1);
+    let again = ok(
+        &target,
+        &scoped(&["md", "sync", notes.to_str().unwrap(), "--as", "MEMORY.md"]),
+        "",
+    );
+    assert_eq!(
+        again[0]["outcome"], "unchanged",
+        "the file came with its hash"
+    );
+}
+
+#[test]
 fn md_sync_indexes_a_file_once_and_replaces_its_chunks_on_change() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
