@@ -90,7 +90,8 @@ impl Default for Limits {
     }
 }
 
-/// Engine settings. Every field has a documented default.
+/// Engine settings. Every field has a documented default; opening a store
+/// refuses settings [`Config::validate`] refuses.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Config {
@@ -104,6 +105,76 @@ pub struct Config {
     pub rank: RankParams,
     /// How synced files are cut into chunks.
     pub chunking: ChunkParams,
+}
+
+impl Config {
+    /// Checks the numeric settings: every weight and threshold is finite
+    /// (JSON cannot carry `NaN` or infinities, but `1e39` becomes an
+    /// infinite `f32`, and Rust callers can pass anything), BM25's `k1`, the
+    /// answer inheritance and the scope boost are not negative, and BM25's
+    /// `b`, the lexical weight and the speaker penalty lie in `0..=1`.
+    /// Non-finite settings would make every score `NaN`. Fails with
+    /// [`Error::InvalidInput`] naming the setting.
+    pub fn validate(&self) -> Result<()> {
+        // (setting, value, least, greatest)
+        let checks = [
+            ("bm25.k1", self.bm25.k1, Some(0.0), None),
+            ("bm25.b", self.bm25.b, Some(0.0), Some(1.0)),
+            (
+                "rank.lexicalWeight",
+                self.rank.lexical_weight,
+                Some(0.0),
+                Some(1.0),
+            ),
+            (
+                "rank.answerInheritance",
+                self.rank.answer_inheritance,
+                Some(0.0),
+                None,
+            ),
+            (
+                "rank.speakerPenalty",
+                self.rank.speaker_penalty,
+                Some(0.0),
+                Some(1.0),
+            ),
+            ("rank.scopeBoost", self.rank.scope_boost, Some(0.0), None),
+            (
+                "nearDuplicate.lexicalThreshold",
+                self.near_duplicate.lexical_threshold,
+                None,
+                None,
+            ),
+            (
+                "nearDuplicate.semanticThreshold",
+                self.near_duplicate.semantic_threshold,
+                None,
+                None,
+            ),
+            (
+                "nearDuplicate.semanticLexicalThreshold",
+                self.near_duplicate.semantic_lexical_threshold,
+                None,
+                None,
+            ),
+        ];
+        for (name, value, least, greatest) in checks {
+            let refuse = |rule: String| Err(Error::invalid(format!("config: {name} {rule}")));
+            if !value.is_finite() {
+                return refuse(format!("must be a finite number, not {value}"));
+            }
+            match (least, greatest) {
+                (Some(l), Some(g)) if !(l..=g).contains(&value) => {
+                    return refuse(format!("is {value}; it must lie in {l}..={g}"));
+                }
+                (Some(l), None) if value < l => {
+                    return refuse(format!("is {value}; it must be at least {l}"));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One memory to ingest.
@@ -525,6 +596,7 @@ impl Engine {
         file_records: Vec<(String, Vec<u8>)>,
         manifest: Option<&[u8]>,
     ) -> Result<Engine> {
+        config.validate()?;
         let mut engine = Engine::new(config);
         let mut stored = SetDigest::default();
         let count = item_records.len();
@@ -1151,6 +1223,12 @@ impl Engine {
     fn validate_fields(&self, input: &MemoryInput) -> Result<Vec<String>> {
         self.check_text_size("text", &input.text)?;
         input.scope.validate()?;
+        if let Some(created_at) = input.created_at {
+            // JSON reads only RFC 3339 dates of years 1..=9999; a Rust
+            // caller can pass any `i64`, which later date arithmetic and
+            // the export would not survive.
+            Timestamp::from_millis(created_at.0).map_err(|e| e.at("createdAt"))?;
+        }
         if let Some(source) = &input.source {
             self.validate_source(source)?;
         }
@@ -1350,7 +1428,7 @@ impl Engine {
     /// Checks a retrieval query without running it.
     pub fn check_query(&self, query: &RetrieveQuery) -> Result<()> {
         query.scope.validate()?;
-        if query.text.trim().is_empty() {
+        if text::is_blank(&query.text) {
             return Err(Error::invalid("query text must not be empty"));
         }
         self.check_text_size("query text", &query.text)?;
@@ -1900,7 +1978,8 @@ pub(crate) enum Captured {
 }
 
 /// Applies the capture pipeline ([`text::capture`]): opt-out, redaction,
-/// normalization.
+/// normalization. A text left blank ([`text::is_blank`]: only whitespace
+/// and default-ignorable characters such as U+200D) is refused as empty.
 pub(crate) fn capture(raw: &str) -> Result<Captured> {
     match text::capture(raw) {
         Capture::NoMemory => Ok(Captured::NoMemory),
@@ -1908,7 +1987,7 @@ pub(crate) fn capture(raw: &str) -> Result<Captured> {
             text,
             private_removed,
         } => {
-            if !text.is_empty() {
+            if !text::is_blank(&text) {
                 Ok(Captured::Text(text))
             } else if private_removed {
                 Ok(Captured::OnlyPrivate)

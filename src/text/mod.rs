@@ -111,6 +111,42 @@ fn clean_chars(raw: &str) -> String {
     out
 }
 
+/// True when `text` shows nothing: it holds only whitespace and
+/// default-ignorable code points (the Unicode property
+/// `Default_Ignorable_Code_Point`: zero-width joiners and non-joiners, soft
+/// hyphens, bidirectional marks, variation selectors, fillers, tag
+/// characters …). [`normalize`] keeps most of those, because inside words
+/// they matter, but a text of nothing else is as empty as a blank one: it
+/// has no term to find it by and nothing to show.
+pub fn is_blank(text: &str) -> bool {
+    text.chars()
+        .all(|c| c.is_whitespace() || is_default_ignorable(c))
+}
+
+/// `Default_Ignorable_Code_Point` (Unicode 15.1, `DerivedCoreProperties.txt`).
+fn is_default_ignorable(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFF8}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
+    )
+}
+
 /// True for the characters [`normalize`] removes: control characters other
 /// than `\n`, `\r` and `\t`, and the zero-width characters U+200B, U+2060
 /// and U+FEFF.
