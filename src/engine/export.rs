@@ -294,9 +294,13 @@ struct ExportHeader<'a> {
     format: String,
     version: u32,
     #[serde(default)]
+    item_count: Option<u64>,
+    #[serde(default)]
     checksum: Option<String>,
     #[serde(borrow)]
     items: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    file_count: Option<u64>,
     #[serde(default)]
     files_checksum: Option<String>,
     #[serde(borrow)]
@@ -318,27 +322,32 @@ fn parse_export(data: &str) -> Result<Export> {
             header.format
         )));
     }
+    if header.version == 0 {
+        return Err(Error::Corrupt("export version 0 does not exist".into()));
+    }
     if header.version > EXPORT_VERSION {
         return Err(Error::VersionMismatch {
             found: header.version,
             supported: EXPORT_VERSION,
         });
     }
-    let items = checked_part(header.items, header.checksum, "items")?;
+    let items = checked_part(header.items, header.checksum, header.item_count, "items")?;
     let files = match (header.version, header.files) {
         (VERSION_WITHOUT_FILES, Some(_)) => {
             return Err(Error::invalid("a version 1 export holds no files"))
         }
         (VERSION_WITHOUT_FILES, None) => Vec::new(),
-        (_, files) => checked_part(files, header.files_checksum, "files")?,
+        (_, files) => checked_part(files, header.files_checksum, header.file_count, "files")?,
     };
     Ok(Export { items, files })
 }
 
-/// Parses the part `name` of an export after checking its checksum.
+/// Parses the part `name` of an export after checking its checksum, and
+/// its length against the header's count when there is one.
 fn checked_part<T: for<'de> Deserialize<'de>>(
     raw: Option<&serde_json::value::RawValue>,
     checksum: Option<String>,
+    count: Option<u64>,
     name: &str,
 ) -> Result<Vec<T>> {
     let raw = raw.ok_or_else(|| Error::Corrupt(format!("export has no {name}")))?;
@@ -349,5 +358,13 @@ fn checked_part<T: for<'de> Deserialize<'de>>(
             "export checksum does not match its {name}"
         )));
     }
-    serde_json::from_str(raw.get()).map_err(|e| Error::invalid(format!("{name}: {e}")))
+    let part: Vec<T> =
+        serde_json::from_str(raw.get()).map_err(|e| Error::invalid(format!("{name}: {e}")))?;
+    match count {
+        Some(count) if count != part.len() as u64 => Err(Error::Corrupt(format!(
+            "export says it holds {count} {name} but holds {}",
+            part.len()
+        ))),
+        _ => Ok(part),
+    }
 }

@@ -86,12 +86,33 @@ export function evaluate(literal) {
 
 export const hexBytes = (hex) => Uint8Array.from(hex.match(/../g).map((h) => parseInt(h, 16)));
 
-/** An export document around `items` with their right checksum. */
+const sha256 = (text) => createHash("sha256").update(text).digest("hex");
+
+/** An export document around `items` (and the header's files) with their right checksums. */
 function exportDocument(header, items) {
   const text = JSON.stringify(items);
-  const checksum = createHash("sha256").update(text).digest("hex");
-  return `{"format":${JSON.stringify(header.format)},"version":${header.version},"checksum":"${checksum}","items":${text}}`;
+  const files = header.files === undefined ? "" : `,"filesChecksum":"${sha256(JSON.stringify(header.files))}","files":${JSON.stringify(header.files)}`;
+  return `{"format":${JSON.stringify(header.format)},"version":${header.version},"checksum":"${sha256(text)}","items":${text}${files}}`;
 }
+
+/**
+ * The byte ranges of the checksummed parts of `exported` (the values of
+ * `items` and `files`): a flip inside one must be refused.
+ */
+export function checksummedRanges(exported) {
+  const bytesBefore = (end) => new TextEncoder().encode(exported.slice(0, end)).length;
+  const ranges = [];
+  for (const [key, next] of [['"items":', ',"fileCount":'], ['"files":', null]]) {
+    const at = exported.indexOf(key);
+    if (at < 0) continue;
+    const end = next !== null && exported.includes(next) ? exported.indexOf(next) : exported.length - 1;
+    ranges.push([bytesBefore(at + key.length), bytesBefore(end)]);
+  }
+  return ranges;
+}
+
+/** True when byte `at` lies in one of `ranges`. */
+export const inRanges = (ranges, at) => ranges.some(([start, end]) => at >= start && at < end);
 
 /** The damaged export `derive` names, made from the store's own. */
 export function deriveExport(exported, derive) {
@@ -102,7 +123,6 @@ export function deriveExport(exported, derive) {
     case "duplicate-id": items[1].id = items[0].id; break;
     case "duplicate-item": items.push(structuredClone(items[0])); break;
     case "duplicate-text": items.push({ ...structuredClone(items[0]), id: "twinOfTheFirstMemory" }); break;
-    case "version+1": return setVersion(doc.version + 1);
     case "format=other": return exported.replace('"mnemo-export"', '"other-export"');
     case "no-checksum": return exported.replace(/"checksum":"[0-9a-f]*",/, "");
     case "content-hash": items[0].contentHash = "0".repeat(64); break;
