@@ -391,13 +391,17 @@ fn only_stores_with_files_use_format_version_2() {
 
 // ----- export and import ----------------------------------------------------
 
-/// The export with its files changed by `edit` and both checksums
-/// recomputed (so validation, not a checksum, decides).
+/// The export with its files changed by `edit` and both counts and
+/// checksums recomputed (so validation, not a checksum, decides).
 fn edited_export(export: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
     use sha2::{Digest, Sha256};
     let mut doc: serde_json::Value = serde_json::from_str(export).unwrap();
     edit(&mut doc["files"]);
-    for (part, checksum) in [("items", "checksum"), ("files", "filesChecksum")] {
+    for (part, count, checksum) in [
+        ("items", "itemCount", "checksum"),
+        ("files", "fileCount", "filesChecksum"),
+    ] {
+        doc[count] = doc[part].as_array().unwrap().len().into();
         let json = serde_json::to_string(&doc[part]).unwrap();
         let digest: String = Sha256::digest(json.as_bytes())
             .iter()
@@ -552,6 +556,13 @@ fn damaged_or_conflicting_files_in_an_export_are_refused_and_change_nothing() {
     assert_eq!(code(&mut mem, &old_version), "INVALID_INPUT");
     let newer = export.replacen("\"version\":2", "\"version\":3", 1);
     assert_eq!(code(&mut mem, &newer), "VERSION_MISMATCH");
+    let version_zero = export.replacen("\"version\":2", "\"version\":0", 1);
+    assert_eq!(code(&mut mem, &version_zero), "CORRUPT");
+    for count in ["\"fileCount\":2", "\"itemCount\":2"] {
+        let wrong = export.replacen(count, &count.replace('2', "3"), 1);
+        assert_ne!(wrong, export);
+        assert_eq!(code(&mut mem, &wrong), "CORRUPT", "{count}");
+    }
     let set = |field: &'static str, value: serde_json::Value| {
         edited_export(&export, move |files| files[0][field] = value)
     };
