@@ -4,6 +4,7 @@
 // JavaScript peers: V8 heap plus external memory).
 import { create, insertMultiple, search } from "@orama/orama";
 import { DIMENSIONS, row } from "./corpus.mjs";
+import { STOPWORDS } from "./stopwords.mjs";
 import { BenchStore, memoryBytes as wasmBytes } from "./mnemo-wasm.mjs";
 
 /** Memories ingested per mnemo call (its limit is 10,000). */
@@ -43,7 +44,10 @@ export const ENGINES = {
   },
 
   orama: () => {
-    const db = create({ schema: { text: "string", embedding: `vector[${DIMENSIONS}]` } });
+    const db = create({
+      schema: { text: "string", embedding: `vector[${DIMENSIONS}]` },
+      components: { tokenizer: { stopWords: STOPWORDS } },
+    });
     return {
       label: "Orama hybrid",
       async build({ texts, vectors }) {

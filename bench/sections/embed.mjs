@@ -4,8 +4,8 @@
 // and natively mnemo (tract, the bench_embed example) against
 // transformers.js on onnxruntime-node. Each runtime runs in its own
 // process: model load time (median of several loads), latency of one
-// 16- and one 128-token text, throughput over 500 sentences in batches of
-// 32, the memory after loading, and the embeddings of the agreement
+// 16- and one 128-token text, throughput over 500 sentences (the default)
+// in batches of 32, the memory after loading, and the embeddings of the agreement
 // sentences (cosine between the two sides).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -17,14 +17,13 @@ import { BUILD_DIR, NATIVE_EMBED_BIN, modelDir } from "../lib/paths.mjs";
 import { collectGarbage, cosine, median, sampleMs } from "../lib/stats.mjs";
 
 export const TOKEN_LENGTHS = [16, 128];
-const THROUGHPUT_SENTENCES = Number(process.env.BENCH_SENTENCES ?? 500);
 const BATCH = 32;
 const AGREEMENT_SENTENCES = 50;
 const LATENCY_WARMUP = 3;
 
 /** The inputs and repetition counts every runtime gets. */
-function request({ runs, loads, throughputRuns }) {
-  const corpus = sentences(THROUGHPUT_SENTENCES);
+function request({ runs, loads, throughputRuns, sentenceCount }) {
+  const corpus = sentences(sentenceCount);
   return {
     modelDir: modelDir(),
     loadRuns: loads,
@@ -100,10 +99,15 @@ async function measure(runtimeName, req) {
   return { loadMs, latencyMs, throughputMs, embeddings, memoryAfterLoad };
 }
 
-function nativeMnemo(req) {
+function writeRequest(req) {
+  fs.mkdirSync(BUILD_DIR, { recursive: true });
   const file = path.join(BUILD_DIR, "embed-request.json");
   fs.writeFileSync(file, JSON.stringify(req));
-  const stdout = execFileSync(NATIVE_EMBED_BIN, [file], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024, stdio: ["ignore", "pipe", "inherit"] });
+  return file;
+}
+
+function nativeMnemo(req) {
+  const stdout = execFileSync(NATIVE_EMBED_BIN, [writeRequest(req)], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024, stdio: ["ignore", "pipe", "inherit"] });
   return JSON.parse(stdout);
 }
 
@@ -120,11 +124,9 @@ function summarize(mnemo, peer, sentenceCount) {
 }
 
 /** The section: wasm pair and native pair. */
-export function runEmbed({ runs, loads, throughputRuns, log }) {
-  const req = request({ runs, loads, throughputRuns });
-  fs.mkdirSync(BUILD_DIR, { recursive: true });
-  const requestFile = path.join(BUILD_DIR, "embed-request.json");
-  fs.writeFileSync(requestFile, JSON.stringify(req));
+export function runEmbed({ runs, loads, throughputRuns, sentenceCount, log }) {
+  const req = request({ runs, loads, throughputRuns, sentenceCount });
+  const requestFile = writeRequest(req);
   const child = (runtime) => {
     log(`embedding: ${runtime}`);
     return runNodeChild(fileURLToPath(import.meta.url), ["--runtime", runtime, "--request", requestFile]);

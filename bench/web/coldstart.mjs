@@ -4,6 +4,7 @@
 // navigation started) when the answer is in. Texts only: the model is not
 // loaded on either side (its load time is section 1's).
 import { memoryCorpus } from "/bench/lib/corpus.mjs";
+import { STOPWORDS } from "/bench/lib/stopwords.mjs";
 
 const params = new URLSearchParams(location.search);
 const size = Number(params.get("size"));
@@ -48,14 +49,14 @@ const ENGINES = {
   orama: {
     async populate(texts) {
       const { create, insertMultiple, save, count } = await import("/orama/index.js");
-      const db = create({ schema: { text: "string" } });
+      const db = create({ schema: { text: "string" }, components: { tokenizer: { stopWords: STOPWORDS } } });
       await insertMultiple(db, texts.map((text, i) => ({ id: String(i), text })), 1000);
       await idb("readwrite", save(db));
       return count(db);
     },
     async cold(query) {
       const { create, load, search } = await import("/orama/index.js");
-      const db = create({ schema: { text: "string" } });
+      const db = create({ schema: { text: "string" }, components: { tokenizer: { stopWords: STOPWORDS } } });
       load(db, await idb("readonly"));
       return (await search(db, { term: query, limit: 10 })).hits.length;
     },
