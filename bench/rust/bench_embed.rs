@@ -67,7 +67,9 @@ fn samples(
 }
 
 fn run() -> Result<(), Failure> {
-    let path = std::env::args().nth(1).ok_or("usage: bench_embed REQUEST.json")?;
+    let path = std::env::args()
+        .nth(1)
+        .ok_or("usage: bench_embed REQUEST.json")?;
     let request: Request = serde_json::from_str(&std::fs::read_to_string(path)?)?;
     let mut load_ms = Vec::new();
     let mut model = None;
@@ -80,7 +82,11 @@ fn run() -> Result<(), Failure> {
     let latency_ms = request
         .latency_texts
         .iter()
-        .map(|text| samples(request.warmup, request.runs, || model.embed_batch(&[text]).map(drop)))
+        .map(|text| {
+            samples(request.warmup, request.runs, || {
+                model.embed_batch(&[text]).map(drop)
+            })
+        })
         .collect::<Result<_, _>>()?;
     let sentences: Vec<&str> = request.sentences.iter().map(String::as_str).collect();
     let throughput_ms = samples(1, request.throughput_runs, || {

@@ -173,7 +173,12 @@ impl BenchStore {
 
     /// The ids of the best `limit` hits for `text`, whose embedding is
     /// `vector` (dry run: nothing is marked used).
-    pub fn search(&mut self, text: String, vector: Vec<f32>, limit: usize) -> Result<Vec<String>, JsError> {
+    pub fn search(
+        &mut self,
+        text: String,
+        vector: Vec<f32>,
+        limit: usize,
+    ) -> Result<Vec<String>, JsError> {
         let texts = [text];
         register(&self.lookup, &texts, &vector)?;
         let [text] = texts;
