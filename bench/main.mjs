@@ -3,6 +3,7 @@
 //
 //   node --expose-gc bench/main.mjs [--quick] [--sections embed,retrieval,lexical,cold,footprint]
 //                                   [--sizes 1000,10000,100000] [--write-docs | --no-docs]
+//   node bench/main.mjs --from bench/.build/results/latest.json [--write-docs]   (re-render only)
 //
 // Prints the ratio table and writes the raw results to
 // bench/.build/results/latest.json; a full run (every section, not quick)
@@ -29,7 +30,7 @@ const PROFILES = {
 };
 
 function options(argv) {
-  const opts = { quick: false, sections: SECTIONS, sizes: null, docs: null };
+  const opts = { quick: false, sections: SECTIONS, sizes: null, docs: null, from: null };
   for (let i = 0; i < argv.length; i++) {
     switch (argv[i]) {
       case "--quick": opts.quick = true; break;
@@ -37,6 +38,7 @@ function options(argv) {
       case "--sizes": opts.sizes = argv[++i].split(",").map(Number); break;
       case "--write-docs": opts.docs = true; break;
       case "--no-docs": opts.docs = false; break;
+      case "--from": opts.from = argv[++i]; break;
       default: throw new Error(`unknown argument ${argv[i]} (see the comment at the top of bench/main.mjs)`);
     }
   }
@@ -44,7 +46,7 @@ function options(argv) {
   if (unknown.length) throw new Error(`unknown sections ${unknown} (known: ${SECTIONS})`);
   const profile = { ...PROFILES[opts.quick ? "quick" : "full"] };
   if (opts.sizes) profile.sizes = opts.sizes;
-  opts.docs ??= !opts.quick && opts.sections.length === SECTIONS.length && !opts.sizes;
+  opts.docs ??= !opts.from && !opts.quick && opts.sections.length === SECTIONS.length && !opts.sizes;
   return { ...opts, profile };
 }
 
@@ -67,8 +69,23 @@ function machine() {
 
 const log = (message) => console.error(`bench: ${message}`);
 
+/** Prints the table of `results` and, if asked, rewrites docs/benchmarks.md. */
+async function report(results, writeDocsToo) {
+  const table = markdownTable(tableRows(results));
+  console.log(table);
+  if (writeDocsToo) {
+    const { writeDocs } = await import("./lib/docs.mjs");
+    writeDocs(results, table);
+    log("rewrote docs/benchmarks.md");
+  }
+}
+
 async function run() {
   const opts = options(process.argv.slice(2));
+  if (opts.from) {
+    await report(JSON.parse(fs.readFileSync(opts.from, "utf8")), opts.docs);
+    return;
+  }
   const p = opts.profile;
   const results = { machine: machine(), profile: opts.quick ? "quick" : "full", sections: opts.sections };
   const want = (s) => opts.sections.includes(s);
@@ -82,13 +99,7 @@ async function run() {
 
   fs.mkdirSync(path.join(BUILD_DIR, "results"), { recursive: true });
   fs.writeFileSync(path.join(BUILD_DIR, "results", "latest.json"), JSON.stringify(results, null, 2));
-  const table = markdownTable(tableRows(results));
-  console.log(table);
-  if (opts.docs) {
-    const { writeDocs } = await import("./lib/docs.mjs");
-    writeDocs(results, table);
-    log("rewrote docs/benchmarks.md");
-  }
+  await report(results, opts.docs);
 }
 
 await run();

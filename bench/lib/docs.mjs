@@ -103,6 +103,22 @@ Ratios are mnemo ÷ peer; the parenthesis says which direction is better.
    \`ort-wasm-simd-threaded.wasm\`; the package's wasm memory after
    \`Memory.open\` with the model (fresh process); heap per 10k memories from
    section 2. "Model + 100,000 memories" adds the two measured figures (MiB).
+
+## Limits
+
+- mnemo's retrieval and embedding figures come from \`bench_wasm\`, not the
+  npm package's \`Memory\` class: the same engine and build flags, without
+  the package's JSON conversion of arguments and hits (the package cannot
+  take precomputed vectors and has no \`embed\` call). Lexical, cold start
+  and footprint use the package itself.
+- Cold start stores texts only (no vectors on either side): embedding 10k
+  memories in the page would take minutes.
+- Memory of the JavaScript peers is V8 heap + external after GC (it
+  includes their wasm memories); transformers.js's memory after load is in
+  \`latest.json\` but not in the table, as onnxruntime-web's allocations
+  are not reliably visible that way.
+- \`bench/.build/results/latest.json\` keeps every raw figure;
+  \`node bench/main.mjs --from FILE [--write-docs]\` re-renders the table.
 `;
   fs.writeFileSync(path.join(REPO_DIR, "docs", "benchmarks.md"), text);
 }

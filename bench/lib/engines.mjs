@@ -96,5 +96,3 @@ export const ENGINES = {
     };
   },
 };
-
-export const HNSW_PARAMS = HNSW;

@@ -55,6 +55,7 @@ function retrievalRows(results) {
       rows.push(row(`retrieval ${n}: p50`, "hnswlib-wasm (vector only)", mnemo.p50, hnsw.p50, ms, "lower"));
       rows.push(row(`retrieval ${n}: recall@10`, "hnswlib-wasm (vector only)", mnemo.recall, hnsw.recall, num(3), "higher"));
       rows.push(row(`retrieval ${n}: index build`, "hnswlib-wasm (vector only)", mnemo.buildMs, hnsw.buildMs, ms, "lower"));
+      if (size >= 10_000) rows.push(row(`retrieval ${n}: memory per 10k`, "hnswlib-wasm (vector only)", mnemo.bytesPer10k, hnsw.bytesPer10k, mib, "lower"));
     }
   }
   return rows;
