@@ -1,0 +1,124 @@
+// Writes docs/benchmarks.md: how to run the benchmark, what each section
+// measures, the machine and the latest table.
+import fs from "node:fs";
+import path from "node:path";
+import { REPO_DIR } from "./paths.mjs";
+
+const load = (l) => l.map((x) => x.toFixed(2)).join(" / ");
+
+export function writeDocs(results, table) {
+  const m = results.machine;
+  const p = results.profileSettings;
+  const peers = Object.entries(m.peers).map(([name, version]) => `\`${name}@${version}\``).join(", ");
+  const text = `# Benchmarks
+
+mnemo against its peers, in the same run, on the same inputs, in the same
+runtime (Node, wasm on both sides unless noted). Every figure is a median
+(or a percentile) of repeated runs after warm-up; the table gives mnemo's
+value, the peer's, and mnemo ÷ peer. Not part of \`scripts/test.sh\`.
+
+\`\`\`sh
+bash bench/run.sh                # everything (about an hour on 2 busy cores, most of it mnemo at 100k)
+bash bench/run.sh --quick        # fewer repetitions, 1k and 10k memories only (docs untouched)
+bash bench/run.sh --sections embed,footprint --sizes 1000,10000
+\`\`\`
+
+\`bench/run.sh\` installs \`bench/\`'s pinned peers (${peers}) with
+\`npm install --ignore-scripts\`, fetches the model
+(\`scripts/fetch-model.sh\`), builds the npm package when a source is newer
+than it (\`scripts/build-pkg.sh\`), builds the two Rust entry points of
+\`bench/rust/\` (examples \`bench_embed\`, native, and \`bench_wasm\`, a
+bench-only wasm module), then runs \`bench/main.mjs\`, which prints the
+table, keeps the raw figures in \`bench/.build/results/latest.json\` and,
+after a full run, rewrites this file.
+
+## Latest results
+
+${m.date.slice(0, 10)}, ${m.cpu} (${m.cores} cores), ${m.memoryGiB} GiB, Node ${m.node}, commit ${m.commit}.
+**The machine was shared and busy**: load average (1/5/15 min) ${load(m.loadBefore)} when the run started and
+${load(m.loadAfter)} when it ended, on ${m.cores} cores, with other Rust builds running; expect ±20–30 %
+and re-run on a quiet machine before drawing fine conclusions. Repetitions: ${p.embedRuns} latency runs,
+${p.loads} loads, ${p.throughputRuns} throughput passes over ${p.sentenceCount} sentences, ${p.queries} queries per
+retrieval size, ${p.builds} lexical builds, ${p.coldRuns} cold starts.
+
+${table}
+
+Ratios are mnemo ÷ peer; the parenthesis says which direction is better.
+
+## What each section measures
+
+1. **Embedding** (\`bench/sections/embed.mjs\`). mnemo's MiniLM (tract, the
+   same \`MiniLm\` as the package, through \`bench_wasm\`'s \`BenchEmbedder\`)
+   against transformers.js \`feature-extraction\` on onnxruntime-web's wasm
+   backend, both on the *same* \`model.onnx\` (transformers.js gets a model
+   directory laid out by \`bench/lib/hf-model.mjs\`: generated
+   \`config.json\`/\`tokenizer_config.json\`, the same \`tokenizer.json\` with
+   mnemo's settings — no padding, truncation at 256 — and
+   \`onnx/model_quantized.onnx\` linked to the file), mean pooling,
+   normalized, one thread each, fully offline (\`allowRemoteModels = false\`,
+   the ORT wasm files from \`node_modules\`, any network fetch throws).
+   Figures: model load (median of loads), one 16- and one 128-token text
+   (median of runs after 3 warm-ups), throughput over the sentences in
+   batches of 32, and the cosine between both sides' embeddings of 50
+   sentences. Native: mnemo (\`cargo run --release --example bench_embed\`)
+   against transformers.js on onnxruntime-node (one intra-op thread).
+   Each runtime runs in its own process.
+2. **Retrieval** (\`bench/sections/retrieval.mjs\`, \`bench/lib/engines.mjs\`).
+   A seeded synthetic corpus (\`bench/lib/corpus.mjs\`): chat-like memories
+   in clusters of 25, each cluster with its own person + topic pair and a
+   384-d centroid; a memory's vector is its centroid plus Gaussian noise
+   (pairwise cosine ≈ 0.6 within a cluster), its text names the pair plus
+   stopword-free filler of equal length. A query names a pair and its
+   vector lies near the centroid, so the exact cosine top 10 is also the
+   ideal hybrid top 10: recall@10 is measured against the exact
+   (brute-force cosine, f32) top 10 for every engine. mnemo's JavaScript API
+   cannot take precomputed vectors, so \`bench_wasm\`'s \`BenchStore\` holds a
+   \`Memory\` (in-memory storage) whose embedder returns the registered
+   vector of each text, and a query is timed with its vector registered
+   beforehand: *query embedding excluded* (add the 16-token latency). Memories
+   are created an hour apart so none "follows" another (its context vector
+   is its own). Peers: Orama hybrid (\`hybridWeights\` text 0.4 / vector
+   0.6, mnemo's weights; \`similarity: 0\`) and hnswlib-wasm vector-only (M
+   16, efConstruction 200, efSearch 64). Each engine and size runs in a
+   fresh process: build time, memory added by the build per 10k memories
+   (mnemo: its wasm linear memory, which never shrinks, so it includes the
+   build's peaks; JS peers: V8 heap + external after GC), and p50/p95 per
+   query after warm-up.
+3. **Lexical** (\`bench/sections/lexical.mjs\`). The npm package without a
+   model (lexical-only: BM25 plus its thread signals) against MiniSearch on
+   the same ${p.lexicalSize.toLocaleString("en")} texts and queries: index build (mnemo's
+   \`ingest\` in batches of 1,000, which also deduplicates and writes its
+   records to in-memory storage, against \`addAll\`), query p50/p95.
+4. **Cold start** (\`bench/sections/coldstart.mjs\`, \`bench/web/coldstart.mjs\`).
+   Headless Chromium (\`/usr/bin/chromium\` through playwright-core). A page
+   stores the ${p.coldSize.toLocaleString("en")} texts with the package's IndexedDB storage, and
+   for the peer in an Orama index saved (\`save\`) as one IndexedDB value;
+   then each run opens a fresh page that opens the store (Orama: reads the
+   value and \`load\`s it) and answers the first query. The figure is the
+   page's \`performance.now()\` when the answer is in (from navigation start,
+   code and .wasm from the HTTP cache; the first visit is not counted).
+   Texts only, no model on either side (its load is section 1's figure).
+5. **Footprint** (\`bench/sections/footprint.mjs\`). \`dist/mnemo\`'s .wasm raw
+   and gzipped (level 9, no model inside) against onnxruntime-web's
+   \`ort-wasm-simd-threaded.wasm\`; the package's wasm memory after
+   \`Memory.open\` with the model (fresh process); heap per 10k memories from
+   section 2. "Model + 100,000 memories" adds the two measured figures (MiB).
+
+## Limits
+
+- mnemo's retrieval and embedding figures come from \`bench_wasm\`, not the
+  npm package's \`Memory\` class: the same engine and build flags, without
+  the package's JSON conversion of arguments and hits (the package cannot
+  take precomputed vectors and has no \`embed\` call). Lexical, cold start
+  and footprint use the package itself.
+- Cold start stores texts only (no vectors on either side): embedding 10k
+  memories in the page would take minutes.
+- Memory of the JavaScript peers is V8 heap + external after GC (it
+  includes their wasm memories); transformers.js's memory after load is in
+  \`latest.json\` but not in the table, as onnxruntime-web's allocations
+  are not reliably visible that way.
+- \`bench/.build/results/latest.json\` keeps every raw figure;
+  \`node bench/main.mjs --from FILE [--write-docs]\` re-renders the table.
+`;
+  fs.writeFileSync(path.join(REPO_DIR, "docs", "benchmarks.md"), text);
+}

@@ -1,0 +1,105 @@
+// mnemo's benchmark against its peers (issue 9). Run through bench/run.sh,
+// which builds what this needs first. Usage:
+//
+//   node --expose-gc bench/main.mjs [--quick] [--sections embed,retrieval,lexical,cold,footprint]
+//                                   [--sizes 1000,10000,100000] [--write-docs | --no-docs]
+//   node bench/main.mjs --from bench/.build/results/latest.json [--write-docs]   (re-render only)
+//
+// Prints the ratio table and writes the raw results to
+// bench/.build/results/latest.json; a full run (every section, not quick)
+// rewrites docs/benchmarks.md unless --no-docs.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { BUILD_DIR, REPO_DIR, BENCH_DIR } from "./lib/paths.mjs";
+import { markdownTable, tableRows } from "./lib/report.mjs";
+import { runEmbed } from "./sections/embed.mjs";
+import { runRetrieval } from "./sections/retrieval.mjs";
+import { runLexical } from "./sections/lexical.mjs";
+import { runColdStart } from "./sections/coldstart.mjs";
+import { runFootprint } from "./sections/footprint.mjs";
+
+const SECTIONS = ["embed", "retrieval", "lexical", "cold", "footprint"];
+/** Repetitions of a full run and of a quick one. */
+const PROFILES = {
+  full: { sizes: [1000, 10000, 100000], queries: 200, embedRuns: 20, loads: 5, throughputRuns: 3, sentenceCount: 500,
+    lexicalSize: 10000, builds: 3, coldSize: 10000, coldRuns: 5 },
+  quick: { sizes: [1000, 10000], queries: 50, embedRuns: 5, loads: 2, throughputRuns: 1, sentenceCount: 100,
+    lexicalSize: 10000, builds: 1, coldSize: 10000, coldRuns: 2 },
+};
+
+function options(argv) {
+  const opts = { quick: false, sections: SECTIONS, sizes: null, docs: null, from: null };
+  for (let i = 0; i < argv.length; i++) {
+    switch (argv[i]) {
+      case "--quick": opts.quick = true; break;
+      case "--sections": opts.sections = argv[++i].split(","); break;
+      case "--sizes": opts.sizes = argv[++i].split(",").map(Number); break;
+      case "--write-docs": opts.docs = true; break;
+      case "--no-docs": opts.docs = false; break;
+      case "--from": opts.from = argv[++i]; break;
+      default: throw new Error(`unknown argument ${argv[i]} (see the comment at the top of bench/main.mjs)`);
+    }
+  }
+  const unknown = opts.sections.filter((s) => !SECTIONS.includes(s));
+  if (unknown.length) throw new Error(`unknown sections ${unknown} (known: ${SECTIONS})`);
+  const profile = { ...PROFILES[opts.quick ? "quick" : "full"] };
+  if (opts.sizes) profile.sizes = opts.sizes;
+  opts.docs ??= !opts.from && !opts.quick && opts.sections.length === SECTIONS.length && !opts.sizes;
+  return { ...opts, profile };
+}
+
+function machine() {
+  const cpuinfo = fs.readFileSync("/proc/cpuinfo", "utf8");
+  const model = cpuinfo.match(/^model name\s*:\s*(.*)$/m)?.[1] ?? os.cpus()[0]?.model ?? "unknown";
+  const git = (...args) => execFileSync("git", ["-C", REPO_DIR, ...args], { encoding: "utf8" }).trim();
+  const peers = JSON.parse(fs.readFileSync(path.join(BENCH_DIR, "package.json"), "utf8")).dependencies;
+  return {
+    cpu: model,
+    cores: os.cpus().length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    date: new Date().toISOString(),
+    commit: git("rev-parse", "--short", "HEAD") + (git("status", "--porcelain", "--untracked-files=no") ? " (with uncommitted changes)" : ""),
+    peers,
+    loadBefore: os.loadavg(),
+  };
+}
+
+const log = (message) => console.error(`bench: ${message}`);
+
+/** Prints the table of `results` and, if asked, rewrites docs/benchmarks.md. */
+async function report(results, writeDocsToo) {
+  const table = markdownTable(tableRows(results));
+  console.log(table);
+  if (writeDocsToo) {
+    const { writeDocs } = await import("./lib/docs.mjs");
+    writeDocs(results, table);
+    log("rewrote docs/benchmarks.md");
+  }
+}
+
+async function run() {
+  const opts = options(process.argv.slice(2));
+  if (opts.from) {
+    await report(JSON.parse(fs.readFileSync(opts.from, "utf8")), opts.docs);
+    return;
+  }
+  const p = opts.profile;
+  const results = { machine: machine(), profile: opts.quick ? "quick" : "full", sections: opts.sections };
+  const want = (s) => opts.sections.includes(s);
+  if (want("embed")) results.embed = runEmbed({ runs: p.embedRuns, loads: p.loads, throughputRuns: p.throughputRuns, sentenceCount: p.sentenceCount, log });
+  if (want("retrieval")) results.retrieval = runRetrieval({ sizes: p.sizes, queries: p.queries, log });
+  if (want("lexical")) results.lexical = runLexical({ size: p.lexicalSize, queries: p.queries, builds: p.builds, log });
+  if (want("cold")) results.cold = await runColdStart({ size: p.coldSize, runs: p.coldRuns, log });
+  if (want("footprint")) results.footprint = runFootprint({ log });
+  results.machine.loadAfter = os.loadavg();
+  results.profileSettings = p;
+
+  fs.mkdirSync(path.join(BUILD_DIR, "results"), { recursive: true });
+  fs.writeFileSync(path.join(BUILD_DIR, "results", "latest.json"), JSON.stringify(results, null, 2));
+  await report(results, opts.docs);
+}
+
+await run();

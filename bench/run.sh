@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# mnemo's benchmark against its peers (issue 9): installs bench/'s pinned
+# peers, fetches the model, builds the npm package if a source is newer
+# than it, builds the Rust entry points of bench/rust/, then runs every
+# section (bench/main.mjs), prints the ratio table and, after a full run,
+# rewrites docs/benchmarks.md. Not part of scripts/test.sh.
+#
+#   bash bench/run.sh [--quick] [--sections embed,retrieval,lexical,cold,footprint]
+#                     [--sizes 1000,10000,100000] [--write-docs | --no-docs]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { echo "bench: $*" >&2; }
+
+# The peers, exactly as bench/package-lock.json pins them. Not `npm ci`: the
+# registry lacks other platforms' optional packages. Install scripts are
+# skipped (onnxruntime-node's would download; its CPU binaries ship in the package).
+if ! (cd bench && npm ls --omit=dev >/dev/null 2>&1); then
+    log "installing bench/ dependencies"
+    (cd bench && npm install --ignore-scripts --no-audit --no-fund >&2)
+fi
+
+bash scripts/fetch-model.sh >/dev/null
+
+# The npm package, when a source is newer than its .wasm.
+wasm=dist/mnemo/wasm/mnemo_bg.wasm
+if [[ ! -f $wasm ]] || [[ -n "$(find src pkg-template Cargo.toml Cargo.lock -newer "$wasm" -print -quit)" ]]; then
+    log "building the npm package"
+    bash scripts/build-pkg.sh
+fi
+
+log "building the bench entry points (bench/rust/)"
+cargo build --quiet --locked --release --example bench_embed
+cargo build --quiet --locked --release --example bench_wasm \
+    --target wasm32-unknown-unknown --no-default-features --features js
+wasm-bindgen --target web --out-dir bench/.build/wasm --out-name bench \
+    target/wasm32-unknown-unknown/release/examples/bench_wasm.wasm
+
+exec node --expose-gc --max-old-space-size=8192 bench/main.mjs "$@"

@@ -1,0 +1,84 @@
+// Section 4, cold start in Chromium: a page stores the same `size`
+// memories in IndexedDB (mnemo's IndexedDB storage; Orama's saved index as
+// one IndexedDB value, the way an app persists it), then each run loads a
+// fresh page that opens the store and answers the first query. The figure
+// is the page's `performance.now()` when the answer is in: from navigation
+// start, including fetching and compiling the code and the .wasm (from the
+// browser's cache after the first run).
+import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
+import { launchChromium } from "../lib/chromium.mjs";
+import { BENCH_DIR, PACKAGE_DIR } from "../lib/paths.mjs";
+import { median } from "../lib/stats.mjs";
+
+const TYPES = { ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".html": "text/html" };
+/** URL prefixes the page loads from, and the directories behind them. */
+const ROOTS = {
+  "/pkg/": PACKAGE_DIR,
+  "/orama/": path.join(BENCH_DIR, "node_modules", "@orama", "orama", "dist", "browser"),
+  "/bench/": BENCH_DIR,
+};
+const PAGE = '<!doctype html><meta charset="utf-8"><script type="module" src="/bench/web/coldstart.mjs"></script>';
+const TIMEOUT_MS = 600_000;
+
+/** A static server of ROOTS on a free port. */
+async function serve() {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, "http://localhost");
+    if (url.pathname === "/") {
+      res.writeHead(200, { "content-type": "text/html" }).end(PAGE);
+      return;
+    }
+    const prefix = Object.keys(ROOTS).find((p) => url.pathname.startsWith(p));
+    const file = prefix && path.join(ROOTS[prefix], path.normalize(url.pathname.slice(prefix.length)));
+    if (!file || !file.startsWith(ROOTS[prefix]) || !fs.existsSync(file)) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { "content-type": TYPES[path.extname(file)] ?? "application/octet-stream" });
+    fs.createReadStream(file).pipe(res);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return server;
+}
+
+async function visit(context, base, query) {
+  const page = await context.newPage();
+  try {
+    await page.goto(`${base}/?${new URLSearchParams(query)}`);
+    await page.waitForFunction(() => window.benchResult, null, { timeout: TIMEOUT_MS });
+    const result = await page.evaluate(() => window.benchResult);
+    if (result.error) throw new Error(`${query.engine} ${query.phase}: ${result.error}`);
+    return result;
+  } finally {
+    await page.close();
+  }
+}
+
+export async function runColdStart({ size, runs, log }) {
+  const server = await serve();
+  const browser = await launchChromium();
+  const base = `http://127.0.0.1:${server.address().port}`;
+  try {
+    const results = {};
+    for (const engine of ["mnemo", "orama"]) {
+      const context = await browser.newContext();
+      log(`cold start: ${engine}, storing ${size} memories`);
+      const { stored } = await visit(context, base, { engine, phase: "populate", size });
+      const samples = [];
+      // The first cold visit warms the HTTP cache and is not counted.
+      for (let i = 0; i <= runs; i++) {
+        const { ms, hits } = await visit(context, base, { engine, phase: "cold", size });
+        if (hits === 0) throw new Error(`${engine}: the first query found nothing`);
+        if (i > 0) samples.push(ms);
+      }
+      results[engine] = { stored, ms: median(samples), samples };
+      await context.close();
+    }
+    return { size, runs, ...results };
+  } finally {
+    await browser.close();
+    server.close();
+  }
+}

@@ -1,0 +1,70 @@
+// Section 3, lexical: mnemo lexical-only (the npm package without a model:
+// BM25 plus its thread signals) against MiniSearch on the same texts. Index
+// build time: mnemo's `ingest` (which also deduplicates and writes its
+// records to in-memory storage) against MiniSearch's `addAll`, median of
+// builds; query p50/p95 after warm-up. MiniSearch drops mnemo's stopwords.
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+import MiniSearch from "minisearch";
+import { isMain, parseArgs, runNodeChild } from "../lib/child.mjs";
+import { memoryCorpus } from "../lib/corpus.mjs";
+import { STOPWORDS } from "../lib/stopwords.mjs";
+import { PACKAGE_DIR } from "../lib/paths.mjs";
+import { median, percentile, sampleMs } from "../lib/stats.mjs";
+
+const LIMIT = 10;
+/** Memories per ingest call (the package's limit is 10,000). */
+const INGEST_BATCH = 1000;
+const SCOPE = { userId: "bench", workspaceId: "main" };
+const STOP = new Set(STOPWORDS);
+
+const ENGINES = {
+  async mnemo() {
+    const { Memory } = await import(path.join(PACKAGE_DIR, "node.js"));
+    let memory;
+    return {
+      async build(texts) {
+        await memory?.close();
+        memory = await Memory.open({ storage: "memory" });
+        for (let i = 0; i < texts.length; i += INGEST_BATCH) {
+          await memory.ingest(texts.slice(i, i + INGEST_BATCH).map((text) => ({ text, scope: SCOPE })));
+        }
+      },
+      search: (text) => memory.retrieve({ text, scope: SCOPE, limit: LIMIT, dryRun: true }),
+    };
+  },
+  async minisearch() {
+    let index;
+    return {
+      build(texts) {
+        index = new MiniSearch({
+          fields: ["text"],
+          storeFields: [],
+          processTerm: (term) => (STOP.has(term.toLowerCase()) ? null : term.toLowerCase()),
+        });
+        index.addAll(texts.map((text, id) => ({ id, text })));
+      },
+      search: (text) => index.search(text).slice(0, LIMIT),
+    };
+  },
+};
+
+async function measure({ engine, size, queries, builds }) {
+  const corpus = memoryCorpus(size, queries);
+  const instance = await ENGINES[engine]();
+  const buildMs = await sampleMs(() => instance.build(corpus.texts), { warmup: 0, runs: builds });
+  const latencies = await sampleMs((i) => instance.search(corpus.queries[i % queries].text),
+    { warmup: Math.max(5, queries / 10), runs: queries });
+  return { engine, size, buildMs: median(buildMs), p50: median(latencies), p95: percentile(latencies, 95) };
+}
+
+export function runLexical({ size, queries, builds, log }) {
+  return Object.keys(ENGINES).map((engine) => {
+    log(`lexical: ${engine} at ${size} memories`);
+    return runNodeChild(fileURLToPath(import.meta.url), ["--engine", engine, "--size", size, "--queries", queries, "--builds", builds]);
+  });
+}
+
+if (isMain(import.meta.url)) {
+  console.log(JSON.stringify(await measure(parseArgs(process.argv.slice(2)))));
+}

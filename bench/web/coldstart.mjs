@@ -1,0 +1,77 @@
+// The cold-start page (section 4), run in Chromium: `?engine=mnemo|orama`
+// and `?phase=populate|cold`. Populate stores the corpus in IndexedDB; cold
+// opens it and answers one query, reporting `performance.now()` (time since
+// navigation started) when the answer is in. Texts only: the model is not
+// loaded on either side (its load time is section 1's).
+import { memoryCorpus } from "/bench/lib/corpus.mjs";
+import { STOPWORDS } from "/bench/lib/stopwords.mjs";
+
+const params = new URLSearchParams(location.search);
+const size = Number(params.get("size"));
+const SCOPE = { userId: "bench", workspaceId: "main" };
+const MNEMO_DB = "bench-cold-mnemo";
+const ORAMA_DB = "bench-cold-orama";
+const INGEST_BATCH = 1000;
+
+/** One value in its own IndexedDB database (Orama's saved index). */
+function idb(mode, value) {
+  return new Promise((resolve, reject) => {
+    const open = indexedDB.open(ORAMA_DB, 1);
+    open.onupgradeneeded = () => open.result.createObjectStore("data");
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const tx = open.result.transaction("data", mode);
+      const request = mode === "readwrite" ? tx.objectStore("data").put(value, "index") : tx.objectStore("data").get("index");
+      tx.oncomplete = () => { open.result.close(); resolve(request.result); };
+      tx.onerror = () => reject(tx.error);
+    };
+  });
+}
+
+const ENGINES = {
+  mnemo: {
+    async populate(texts) {
+      const { Memory } = await import("/pkg/browser.js");
+      const memory = await Memory.open({ storage: "indexeddb", name: MNEMO_DB });
+      for (let i = 0; i < texts.length; i += INGEST_BATCH) {
+        await memory.ingest(texts.slice(i, i + INGEST_BATCH).map((text) => ({ text, scope: SCOPE })));
+      }
+      const { items } = await memory.stats();
+      await memory.close();
+      return items;
+    },
+    async cold(query) {
+      const { Memory } = await import("/pkg/browser.js");
+      const memory = await Memory.open({ storage: "indexeddb", name: MNEMO_DB });
+      return (await memory.retrieve({ text: query, scope: SCOPE, limit: 10, dryRun: true })).length;
+    },
+  },
+  orama: {
+    async populate(texts) {
+      const { create, insertMultiple, save, count } = await import("/orama/index.js");
+      const db = create({ schema: { text: "string" }, components: { tokenizer: { stopWords: STOPWORDS } } });
+      await insertMultiple(db, texts.map((text, i) => ({ id: String(i), text })), 1000);
+      await idb("readwrite", save(db));
+      return count(db);
+    },
+    async cold(query) {
+      const { create, load, search } = await import("/orama/index.js");
+      const db = create({ schema: { text: "string" }, components: { tokenizer: { stopWords: STOPWORDS } } });
+      load(db, await idb("readonly"));
+      return (await search(db, { term: query, limit: 10 })).hits.length;
+    },
+  },
+};
+
+try {
+  const engine = ENGINES[params.get("engine")];
+  const { texts, queries } = memoryCorpus(size, 1);
+  if (params.get("phase") === "populate") {
+    window.benchResult = { stored: await engine.populate(texts) };
+  } else {
+    const hits = await engine.cold(queries[0].text);
+    window.benchResult = { ms: performance.now(), hits };
+  }
+} catch (error) {
+  window.benchResult = { error: String(error?.stack ?? error) };
+}
