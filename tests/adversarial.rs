@@ -523,11 +523,37 @@ fn try_rust(
     })
 }
 
-/// Counts and prints the inputs a surface tried.
+/// Counts and prints the inputs a surface tried, and collects the
+/// outcomes that missed their expectation.
 #[derive(Default)]
 struct Tally {
     inputs: usize,
     rejected: usize,
+    wrong: Vec<String>,
+}
+
+impl Tally {
+    /// Records `outcome` of `case` on `surface`; returns whether the input
+    /// was refused.
+    fn record(&mut self, surface: &str, case: &Case, expected: &str, outcome: &Outcome) -> bool {
+        println!("{surface} | {} | {outcome}", case.name);
+        if !outcome.meets(expected) {
+            self.wrong
+                .push(format!("{}: expected {expected}, got {outcome}", case.name));
+        }
+        self.inputs += 1;
+        self.rejected += usize::from(outcome.rejected());
+        outcome.rejected()
+    }
+
+    /// Fails listing every outcome that missed its expectation.
+    fn assert_as_expected(&self) {
+        assert!(
+            self.wrong.is_empty(),
+            "unexpected outcomes:\n{}",
+            self.wrong.join("\n")
+        );
+    }
 }
 
 #[test]
@@ -535,7 +561,6 @@ fn the_table_through_the_rust_api() {
     let fixture = fixture();
     let (mut mem, seeded) = open_memory();
     let mut tally = Tally::default();
-    let mut wrong = Vec::new();
     for (n, case) in fixture.cases.iter().enumerate() {
         let expected = case.expected("rust");
         if expected == "n/a" {
@@ -544,13 +569,7 @@ fn the_table_through_the_rust_api() {
         }
         let before = state(&mem);
         let outcome = run_rust(&mut mem, &seeded, case);
-        println!("rust | {} | {outcome}", case.name);
-        if !outcome.meets(expected) {
-            wrong.push(format!("{}: expected {expected}, got {outcome}", case.name));
-        }
-        tally.inputs += 1;
-        if outcome.rejected() {
-            tally.rejected += 1;
+        if tally.record("rust", case, expected, &outcome) {
             assert!(
                 state(&mem) == before,
                 "{}: a refused input changed the store",
@@ -559,11 +578,7 @@ fn the_table_through_the_rust_api() {
         }
         probe(&mut mem, n, &case.name);
     }
-    assert!(
-        wrong.is_empty(),
-        "unexpected outcomes:\n{}",
-        wrong.join("\n")
-    );
+    tally.assert_as_expected();
     println!(
         "adversarial inputs tried through the Rust API: {} table cases ({} refused)",
         tally.inputs, tally.rejected
@@ -1116,7 +1131,6 @@ fn the_table_through_the_cli() {
     let fixture = fixture();
     let cli = Cli::new();
     let mut tally = Tally::default();
-    let mut wrong = Vec::new();
     for (n, case) in fixture.cases.iter().enumerate() {
         let expected = case.expected("cli");
         if expected == "n/a" {
@@ -1125,13 +1139,7 @@ fn the_table_through_the_cli() {
         }
         let (before, stored) = cli.state();
         let outcome = cli.run_case(case);
-        println!("cli | {} | {outcome}", case.name);
-        if !outcome.meets(expected) {
-            wrong.push(format!("{}: expected {expected}, got {outcome}", case.name));
-        }
-        tally.inputs += 1;
-        if outcome.rejected() {
-            tally.rejected += 1;
+        if tally.record("cli", case, expected, &outcome) {
             assert!(
                 cli.stored_bytes() == stored,
                 "{}: a refused input changed the store's files",
@@ -1142,11 +1150,7 @@ fn the_table_through_the_cli() {
         cli.probe(n, &case.name);
     }
 
-    assert!(
-        wrong.is_empty(),
-        "unexpected outcomes:\n{}",
-        wrong.join("\n")
-    );
+    tally.assert_as_expected();
 
     // Damaged exports on stdin: a sample of truncations and bit flips
     // (every position runs through the Rust API; a process per input is slow).
