@@ -115,13 +115,16 @@ thread_local! {
         });
 }
 
-/// A scope filter given as an optional argument: `undefined` selects every
-/// scope.
-fn optional_filter(filter: &JsValue) -> Result<ScopeFilter, BindingError> {
-    if filter.is_undefined() {
-        Ok(ScopeFilter::default())
+/// [`from_js`] of an optional argument: `undefined` is `T::default()`
+/// (for a scope filter: every scope).
+fn from_js_or_default<T: DeserializeOwned + Default>(
+    value: &JsValue,
+    what: &str,
+) -> Result<T, BindingError> {
+    if value.is_undefined() {
+        Ok(T::default())
     } else {
-        from_js(filter, "filter")
+        from_js(value, what)
     }
 }
 
@@ -410,10 +413,7 @@ impl JsMemory {
     pub fn open(options: JsValue) -> Promise {
         future_to_promise(async move {
             let opened = async {
-                let config: Config = match field(&options, "config") {
-                    v if v.is_undefined() => Config::default(),
-                    v => from_js(&v, "config")?,
-                };
+                let config: Config = from_js_or_default(&field(&options, "config"), "config")?;
                 let clock = field(&options, "now").dyn_into::<Function>().ok();
                 let storage = open_storage(&options).await?;
                 let shared = matches!(storage, HostStorage::IndexedDb(_));
@@ -522,10 +522,7 @@ impl JsMemory {
     /// One page of memories, newest first.
     pub fn list(&self, query: JsValue) -> Promise {
         self.run(async move |store| {
-            let query: ListQuery = match query {
-                q if q.is_undefined() => ListQuery::default(),
-                q => from_js(&q, "query")?,
-            };
+            let query: ListQuery = from_js_or_default(&query, "query")?;
             to_js(&store.list(&query)?)
         })
     }
@@ -563,7 +560,7 @@ impl JsMemory {
     /// string).
     pub fn export(&self, filter: JsValue) -> Promise {
         self.run(async move |store| {
-            let filter = optional_filter(&filter)?;
+            let filter: ScopeFilter = from_js_or_default(&filter, "filter")?;
             Ok(JsValue::from_str(&store.export_filtered(&filter)))
         })
     }
@@ -578,7 +575,10 @@ impl JsMemory {
 
     /// Counts over the memories a scope filter selects (all when absent).
     pub fn stats(&self, filter: JsValue) -> Promise {
-        self.run(async move |store| to_js(&store.stats(&optional_filter(&filter)?)))
+        self.run(async move |store| {
+            let filter: ScopeFilter = from_js_or_default(&filter, "filter")?;
+            to_js(&store.stats(&filter))
+        })
     }
 
     /// Stores and indexes a Markdown file `{scope, path, content}`;

@@ -33,7 +33,7 @@ use super::{capture, Captured, Engine, IngestReason, Txn};
 use crate::codec;
 use crate::dedupe::Duplicate;
 use crate::error::{Error, Result};
-use crate::files::{self, StoredFile};
+use crate::files::StoredFile;
 use crate::item::{validate_item_id, MemoryItem, ScopeFilter, Timestamp};
 use crate::text;
 
@@ -111,11 +111,12 @@ impl Engine {
     /// erased, so no stale chunk survives.
     pub fn import(&mut self, data: &str, now: Timestamp, txn: &mut Txn) -> Result<ImportResult> {
         let Export { items, files } = parse_export(data)?;
-        let mut seen = BTreeSet::new();
+        // The imported ids (a file's chunks among them are not stale).
+        let mut imported_ids = BTreeSet::new();
         for (i, item) in items.iter().enumerate() {
             self.validate_imported(item)
                 .map_err(|e| e.at(&format!("items[{i}]")))?;
-            if !seen.insert(item.id.as_str()) {
+            if !imported_ids.insert(item.id.as_str()) {
                 return Err(Error::invalid(format!(
                     "items[{i}]: duplicate id `{}`",
                     item.id
@@ -129,7 +130,6 @@ impl Engine {
             merged: 0,
             files: files.len(),
         };
-        let imported_ids: BTreeSet<String> = items.iter().map(|i| i.id.clone()).collect();
         for file in files {
             let key: FileKey = (file.scope.clone(), file.path.clone());
             let stale: BTreeSet<String> = self
@@ -137,7 +137,7 @@ impl Engine {
                 .get(&key)
                 .into_iter()
                 .flatten()
-                .filter(|id| !imported_ids.contains(*id))
+                .filter(|id| !imported_ids.contains(id.as_str()))
                 .cloned()
                 .collect();
             self.erase_chunks(&stale, txn);
@@ -250,16 +250,7 @@ impl Engine {
     }
 
     fn validate_imported_file(&self, file: &StoredFile) -> Result<()> {
-        file.scope.validate()?;
-        files::validate_path(&file.path).map_err(|e| Error::invalid(e.to_string()))?;
-        let limit = self.config.limits.max_file_bytes;
-        if file.content.len() > limit {
-            return Err(Error::TooLarge {
-                what: format!("file `{}`", file.path),
-                size: file.content.len(),
-                limit,
-            });
-        }
+        self.check_file_input(&file.scope, &file.path, &file.content)?;
         if text::remove_private_keeping_lines(&file.content) != file.content {
             return Err(Error::invalid(
                 "content is not in stored form (it holds a <private> span)",

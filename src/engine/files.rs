@@ -133,16 +133,7 @@ impl Engine {
         env: &mut dyn Environment,
         txn: &mut Txn,
     ) -> Result<FileSync> {
-        scope.validate()?;
-        files::validate_path(path).map_err(|e| Error::invalid(e.to_string()))?;
-        let limit = self.config.limits.max_file_bytes;
-        if content.len() > limit {
-            return Err(Error::TooLarge {
-                what: format!("file `{path}`"),
-                size: content.len(),
-                limit,
-            });
-        }
+        self.check_file_input(scope, path, content)?;
         let key: FileKey = (scope.clone(), path.to_string());
         let content_hash = text::content_hash(content);
         let outcome = match self.files.get(&key) {
@@ -301,6 +292,22 @@ impl Engine {
                 self.write_vector(txn, id, None);
             }
         }
+    }
+
+    /// Checks a file given to mnemo (synced or imported): a valid scope and
+    /// path, and content within `maxFileBytes`.
+    pub(super) fn check_file_input(&self, scope: &Scope, path: &str, content: &str) -> Result<()> {
+        scope.validate()?;
+        files::validate_path(path).map_err(|e| Error::invalid(e.to_string()))?;
+        let limit = self.config.limits.max_file_bytes;
+        if content.len() > limit {
+            return Err(Error::TooLarge {
+                what: format!("file `{path}`"),
+                size: content.len(),
+                limit,
+            });
+        }
+        Ok(())
     }
 
     /// Fails unless `path` can be a new file of `scope`: not a file, not a
