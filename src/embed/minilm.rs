@@ -42,6 +42,11 @@ pub const MAX_TOKENS: usize = 256;
 /// the heap below its peak while loading; larger sub-batches were not faster.
 const MAX_BATCH_TOKENS: usize = 1024;
 
+/// Most sequences run together: a sub-batch holds at most
+/// [`MAX_BATCH_TOKENS`] tokens after padding, and every sequence at least 2
+/// (`[CLS]` and `[SEP]`).
+const MAX_BATCH: usize = MAX_BATCH_TOKENS / 2;
+
 /// Name of the model's token-id input.
 const INPUT_IDS: &str = "input_ids";
 /// Name of the model's attention-mask input.
@@ -154,6 +159,7 @@ impl MiniLm {
     fn embed_padded(&self, sequences: &[&[u32]]) -> crate::Result<Vec<Vec<f32>>> {
         let batch = sequences.len();
         let length = sequences.iter().map(|ids| ids.len()).max().unwrap_or(0);
+        check_run_shape(batch, length)?;
         let mut ids = vec![0i64; batch * length];
         let mut mask = vec![0i64; batch * length];
         for (row, sequence) in sequences.iter().enumerate() {
@@ -352,6 +358,12 @@ fn load_model(
     drop(proto);
     let batch = model.symbols.sym("batch");
     let sequence = model.symbols.sym("sequence");
+    for assertion in symbol_bounds() {
+        model
+            .symbols
+            .add_assertion(assertion)
+            .map_err(|e| model_error("cannot bound the input shapes", e))?;
+    }
     for input in 0..input_count {
         let fact = InferenceFact::dt_shape(i64::datum_type(), [batch.to_dim(), sequence.to_dim()]);
         model
@@ -375,6 +387,34 @@ fn load_model(
         .and_then(|()| typed.optimize())
         .map_err(|e| model_error("cannot optimize the model", e))?;
     Ok(typed)
+}
+
+/// What is known of the input shapes `[batch, sequence]`: `embed_padded`
+/// runs 1 to [`MAX_BATCH`] sequences of 2 (`[CLS]` and `[SEP]`) to
+/// [`MAX_TOKENS`] tokens. With these bounds tract can prove that the
+/// element-wise operations (residual additions, GELU, layer norms) are large
+/// enough for its vectorized by-scalar and unicast kernels and fuses more of
+/// them; without them they stay generic broadcasting loops, about a tenth of
+/// the run time (`docs/speed.md`).
+fn symbol_bounds() -> [String; 4] {
+    [
+        "batch >= 1".to_string(),
+        format!("batch <= {MAX_BATCH}"),
+        "sequence >= 2".to_string(),
+        format!("sequence <= {MAX_TOKENS}"),
+    ]
+}
+
+/// Refuses a run outside [`symbol_bounds`], which the plan was optimized
+/// for: outside them its kernel choices are not valid.
+fn check_run_shape(batch: usize, length: usize) -> crate::Result<()> {
+    if (1..=MAX_BATCH).contains(&batch) && (2..=MAX_TOKENS).contains(&length) {
+        Ok(())
+    } else {
+        Err(Error::Model(format!(
+            "cannot run {batch} sequences of {length} tokens: the plan takes 1 to {MAX_BATCH} of 2 to {MAX_TOKENS}"
+        )))
+    }
 }
 
 /// The embedding width: the last axis of the model's only output, which
@@ -546,6 +586,35 @@ mod tests {
         // A sequence longer than the bound still runs, alone.
         assert_eq!(sub_batches(&[5, 700], 600), [vec![0], vec![1]]);
         assert!(sub_batches(&[], 600).is_empty());
+    }
+
+    #[test]
+    fn every_sub_batch_fits_the_bounds_the_plan_was_optimized_for() {
+        for length in [2, 3, 17, 128, MAX_TOKENS] {
+            for count in [1, 7, MAX_BATCH, 3 * MAX_BATCH] {
+                let lengths = vec![length; count];
+                for batch in sub_batches(&lengths, MAX_BATCH_TOKENS) {
+                    check_run_shape(batch.len(), length).unwrap();
+                }
+            }
+        }
+        check_run_shape(MAX_BATCH, 2).unwrap();
+        check_run_shape(1, MAX_TOKENS).unwrap();
+        for (batch, length) in [
+            (0, 2),
+            (1, 1),
+            (1, 0),
+            (MAX_BATCH + 1, 2),
+            (1, MAX_TOKENS + 1),
+        ] {
+            assert!(
+                check_run_shape(batch, length).is_err(),
+                "{batch} × {length}"
+            );
+        }
+        let bounds = symbol_bounds();
+        assert!(bounds.contains(&format!("batch <= {MAX_BATCH}")));
+        assert!(bounds.contains(&format!("sequence <= {MAX_TOKENS}")));
     }
 
     #[test]
