@@ -1283,6 +1283,15 @@ impl Engine {
     /// near-duplicate gates (see [`crate::dedupe`]), among the best lexical
     /// and, when the new memory has an embedding, the nearest semantic
     /// matches.
+    ///
+    /// Every memory that passes a gate holds one of the text's rarest
+    /// required terms (see [`rarest_required_terms`]) unless the overlap
+    /// thresholds are degenerate, so it is among the lexical search's docs.
+    /// The semantic neighbours are then only searched when one of those docs
+    /// beyond the lexical candidates passes a gate (few do: they must share
+    /// enough terms, counted from the postings): otherwise no neighbour could
+    /// change the answer, and the search (a scan of the whole vector tail)
+    /// is skipped.
     fn find_near_duplicate(
         &self,
         scope: &Scope,
@@ -1300,43 +1309,89 @@ impl Engine {
                 &e.item.scope == scope && !e.item.is_deleted() && !e.item.is_file_chunk()
             })
         };
-        let mut candidates: Vec<u32> = self
-            .lexical
-            .get(&tenant)
-            .map(|ix| ix.search(&rarest_required_terms(ix, terms, cfg.min_overlap())))
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(doc, _)| doc)
-            .filter(|&doc| same_scope(doc))
-            .take(cfg.candidates)
-            .collect();
-        if let (Some(v), Some(ix)) = (vector, self.vectors.get(&tenant)) {
-            candidates.extend(
-                ix.search(v, cfg.candidates, &same_scope)
-                    .into_iter()
-                    .map(|(d, _)| d),
-            );
-        }
+        let min_overlap = cfg.min_overlap();
+        let lexical = self.lexical.get(&tenant);
+        let term_set = lexical.map(|ix| ix.term_set(terms));
         let negated = dedupe::negated(text);
-        let mut best: Option<(f32, f32, &str)> = None;
-        for doc in candidates {
-            let Some(entry) = self.entry_of(doc) else {
-                continue;
-            };
-            let other = &entry.item;
+        // The key (overlap, cosine) and id of a memory that passes a gate.
+        // The overlap comes from the index's term lists when it holds the
+        // doc (the sets `text::terms` gives its text).
+        let passing = |doc: u32| -> Option<((f32, f32), &str)> {
+            let other = &self.entry_of(doc)?.item;
             if dedupe::negated(&other.text) != negated {
-                continue;
+                return None;
             }
-            let overlap = text::term_overlap(terms, &text::terms(&other.text));
+            let overlap = lexical
+                .zip(term_set.as_ref())
+                .and_then(|(ix, set)| ix.overlap(doc, set))
+                .unwrap_or_else(|| text::term_overlap(terms, &text::terms(&other.text)));
             let cosine = vector
                 .zip(self.embeddings.get(&other.id))
                 .map(|(a, b)| dot(a, b));
-            let key = (overlap, cosine.unwrap_or(0.0));
-            if cfg.is_near_duplicate(overlap, cosine) && best.is_none_or(|(o, c, _)| key > (o, c)) {
-                best = Some((key.0, key.1, &other.id));
+            cfg.is_near_duplicate(overlap, cosine)
+                .then_some(((overlap, cosine.unwrap_or(0.0)), other.id.as_str()))
+        };
+
+        let (ranked, required_count) = match lexical {
+            Some(ix) => {
+                let required = rarest_required_terms(ix, terms, min_overlap);
+                let count = required.len();
+                (ix.search(&required), count)
+            }
+            None => (Vec::new(), 0),
+        };
+        let mut candidates = Vec::with_capacity(2 * cfg.candidates);
+        let mut scanned = 0;
+        for &(doc, _) in &ranked {
+            if candidates.len() == cfg.candidates {
+                break;
+            }
+            scanned += 1;
+            if same_scope(doc) {
+                candidates.push(doc);
             }
         }
-        best.map(|(_, _, id)| id.to_string())
+        if let (Some(v), Some(ix)) = (vector, self.vectors.get(&tenant)) {
+            let may_add = match lexical.zip(term_set.as_ref()) {
+                Some((lexical, set)) => {
+                    let distinct = set.len() as f32;
+                    // A memory holding none of the required terms shares at
+                    // most `distinct - required` terms, so its overlap is at
+                    // most their ratio (f32 division rounds monotonically):
+                    // below `min_overlap`, every memory passing a gate is
+                    // among the ranked docs.
+                    let ranked_hold_all =
+                        (set.len() - required_count) as f32 / distinct < min_overlap;
+                    !ranked_hold_all || {
+                        let mut beyond: Vec<u32> =
+                            ranked[scanned..].iter().map(|&(doc, _)| doc).collect();
+                        beyond.sort_unstable();
+                        let shared = lexical.shared_term_counts(set, &beyond);
+                        // The overlap is at most `shared / distinct`.
+                        beyond.iter().zip(shared).any(|(&doc, shared)| {
+                            shared as f32 / distinct >= min_overlap
+                                && same_scope(doc)
+                                && passing(doc).is_some()
+                        })
+                    }
+                }
+                None => true,
+            };
+            if may_add {
+                candidates.extend(
+                    ix.search(v, cfg.candidates, &same_scope)
+                        .into_iter()
+                        .map(|(d, _)| d),
+                );
+            }
+        }
+        let mut best: Option<((f32, f32), &str)> = None;
+        for (key, id) in candidates.into_iter().filter_map(passing) {
+            if best.is_none_or(|(best_key, _)| key > best_key) {
+                best = Some((key, id));
+            }
+        }
+        best.map(|(_, id)| id.to_string())
     }
 
     /// The live memory a new memory of `scope` created at `created_at`

@@ -64,6 +64,28 @@ struct DocEntry {
     term_ids: Vec<usize>,
 }
 
+/// The distinct terms of a text as ids of one [`Bm25Index`] (see
+/// [`Bm25Index::term_set`]); valid until the index changes.
+#[derive(Debug, Clone)]
+pub struct TermSet {
+    /// Ids of the terms the index holds, sorted.
+    known: Vec<usize>,
+    /// Number of distinct terms, held or not.
+    distinct: usize,
+}
+
+impl TermSet {
+    /// Number of distinct terms, held by the index or not.
+    pub fn len(&self) -> usize {
+        self.distinct
+    }
+
+    /// Whether the text had no term.
+    pub fn is_empty(&self) -> bool {
+        self.distinct == 0
+    }
+}
+
 /// An incremental BM25 inverted index over `u32` doc ids.
 #[derive(Debug, Clone, Default)]
 pub struct Bm25Index {
@@ -172,6 +194,54 @@ impl Bm25Index {
             .collect();
         ranked.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
         ranked
+    }
+
+    /// The distinct terms of a text, for [`Bm25Index::overlap`].
+    pub fn term_set(&self, terms: &[String]) -> TermSet {
+        let distinct: HashSet<&str> = terms.iter().map(String::as_str).collect();
+        let mut known: Vec<usize> = distinct
+            .iter()
+            .filter_map(|term| self.term_ids.get(*term).copied())
+            .collect();
+        known.sort_unstable();
+        TermSet {
+            known,
+            distinct: distinct.len(),
+        }
+    }
+
+    /// The Jaccard overlap of `doc`'s distinct terms with `set`, the value
+    /// [`crate::text::term_overlap`] gives for their term lists, without
+    /// analysing the doc's text again; `None` when `doc` is not indexed.
+    pub fn overlap(&self, doc: u32, set: &TermSet) -> Option<f32> {
+        let entry = self.docs.get(&doc)?;
+        let shared = entry
+            .term_ids
+            .iter()
+            .filter(|id| set.known.binary_search(id).is_ok())
+            .count();
+        let union = set.distinct + entry.term_ids.len() - shared;
+        Some(if union == 0 {
+            0.0
+        } else {
+            shared as f32 / union as f32
+        })
+    }
+
+    /// How many of `set`'s terms each doc of `docs` (sorted ascending)
+    /// holds: one sequential walk of each term's postings.
+    pub fn shared_term_counts(&self, set: &TermSet, docs: &[u32]) -> Vec<usize> {
+        let mut counts = vec![0; docs.len()];
+        for &id in &set.known {
+            let mut postings = self.slots[id].postings.iter().peekable();
+            for (count, &doc) in counts.iter_mut().zip(docs) {
+                while postings.next_if(|posting| posting.doc < doc).is_some() {}
+                if postings.peek().is_some_and(|posting| posting.doc == doc) {
+                    *count += 1;
+                }
+            }
+        }
+        counts
     }
 
     /// Number of docs containing `term`.
@@ -392,6 +462,28 @@ mod tests {
             for word in VOCABULARY {
                 prop_assert_eq!(index.has_term(word), fresh.has_term(word));
             }
+            // The overlap from the index's term lists is the overlap of the
+            // term lists themselves, for any query, held terms or not.
+            let set = index.term_set(&query);
+            for (&doc, terms) in &surviving {
+                prop_assert_eq!(
+                    index.overlap(doc, &set),
+                    Some(crate::text::term_overlap(&query, terms))
+                );
+            }
+            prop_assert_eq!(index.overlap(u32::MAX, &set), None);
+            let docs: Vec<u32> = (0..10).collect();
+            let query_terms: std::collections::HashSet<&String> = query.iter().collect();
+            let want: Vec<usize> = docs
+                .iter()
+                .map(|doc| {
+                    surviving.get(doc).map_or(0, |terms| {
+                        let held: std::collections::HashSet<&String> = terms.iter().collect();
+                        held.intersection(&query_terms).count()
+                    })
+                })
+                .collect();
+            prop_assert_eq!(index.shared_term_counts(&set, &docs), want);
             let queries = VOCABULARY.iter().map(|word| vec![word.to_string()]).chain([query]);
             for query in queries {
                 let got = index.search(&query);

@@ -18,8 +18,11 @@
 //! quantized to `i16` (256 times finer than the rows, so the scoring is
 //! effectively asymmetric); a score is the exact integer dot product times
 //! both scales. The loops accumulate in independent `i32` lanes over
-//! fixed-size chunks, which LLVM vectorizes, and are widened to `i64` every
-//! 4096 components so no dimension can overflow them.
+//! fixed-size chunks, and are widened to `i64` every 4096 components so no
+//! dimension can overflow them. On WebAssembly with SIMD the components are
+//! widened to `i16` eight at a time and multiplied pairwise into `i32` lanes
+//! (`i32x4.dot_i16x8_s`); elsewhere a portable loop LLVM vectorizes. Both
+//! give the same exact integers.
 //!
 //! Each row component is off by at most `scale / 2`, so a score is off by
 //! at most `‖query‖₁ · scale / 2`. Measured on 384-d vectors the error is
@@ -58,10 +61,11 @@
 //!
 //! # Costs (384-d, measured)
 //!
-//! - **Exact scan**: about 120 ns of CPU per row on a busy 2-core x86-64
-//!   (1.2 ms at 10 000 rows, 13 ms at 100 000); 388 bytes per row plus the
-//!   doc map.
-//! - **Graph build**: about 12 ms of CPU per vector. `instant-distance` fixes
+//! - **Exact scan**: in Node (wasm SIMD) about 20–25 ns per row, so 2–2.5 ms
+//!   at 100 000 rows (the portable loop compiled to wasm: 80 ns); natively
+//!   (portable loop, baseline x86-64) about 120 ns of CPU per row on a busy
+//!   2-core machine. 388 bytes per row plus the doc map.
+//! - **Graph build**: about 12 ms of CPU per vector natively. `instant-distance` fixes
 //!   `M` = 32 (64 links on layer 0) and re-selects the links of every
 //!   neighbour of a new point with the diversity heuristic: some 10⁵ distance
 //!   computations per point. Its simple selection is cheap but loses recall
@@ -70,9 +74,15 @@
 //! - **Graph search**: random 384-d vectors need `ef_search` ≈ 300 for a
 //!   recall@10 above 0.95 on a graph of 10 000 (0.95 at 200, 0.977 at 300,
 //!   0.983 at 400), and such a search visits most of the graph: 4.4 ms at
-//!   `ef_search` 200, several times the exact scan. Graphs only pay off well
-//!   above 10 000 vectors, hence the default threshold of 16 384: most
-//!   tenants stay exact and never pay for a build.
+//!   `ef_search` 200, far more than the exact scan.
+//!
+//! With the SIMD scan, graphs only pay off far above 100 000 vectors: the
+//! default threshold of 131 072 keeps tenants of the size mnemo targets
+//! exact (recall of the int8 scan, no build pauses, ingest linear in the
+//! memories). With the former threshold of 16 384, ingesting 100 000
+//! memories in wasm spent some 35 minutes building and merging graphs, and
+//! a query searched six graphs (29 ms). A tenant that reaches the threshold
+//! pays one synchronous build of the whole tail (minutes in wasm).
 //!
 //! # Determinism
 //!
@@ -97,7 +107,7 @@ use crate::error::{Error, Result};
 #[serde(rename_all = "camelCase")]
 pub struct VectorParams {
     /// Number of tail vectors at which the tail is built into an HNSW
-    /// segment (default 16 384; at least 1).
+    /// segment (default 131 072; at least 1).
     pub segment_threshold: usize,
     /// Most segments kept before all are merged into one (default 8; at
     /// least 1).
@@ -114,7 +124,7 @@ pub struct VectorParams {
 impl Default for VectorParams {
     fn default() -> Self {
         VectorParams {
-            segment_threshold: 16384,
+            segment_threshold: 131_072,
             max_segments: 8,
             ef_construction: 64,
             ef_search: 300,
@@ -123,7 +133,8 @@ impl Default for VectorParams {
     }
 }
 
-/// Accumulators of the dot-product loops.
+/// Accumulators of the portable dot-product loops.
+#[cfg(any(test, not(all(target_arch = "wasm32", target_feature = "simd128"))))]
 const LANES: usize = 16;
 /// Components after which the `i32` accumulators are widened to `i64`.
 const BLOCK: usize = 4096;
@@ -261,10 +272,29 @@ impl Query {
     }
 }
 
+/// `Σ query_i · code_i`, exact. With WebAssembly SIMD, 128-bit
+/// multiply-adds ([`simd::dot`]); elsewhere the portable loop.
+fn dot_query_code(query: &[i16], code: &[i8]) -> i64 {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return simd::dot(query, code);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    portable_dot_query_code(query, code)
+}
+
+/// `Σ a_i · b_i` of two code rows, exact, as [`dot_query_code`] computes
+/// it (SIMD or portable).
+fn dot_codes(a: &[i8], b: &[i8]) -> i64 {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return simd::dot(a, b);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    portable_dot_codes(a, b)
+}
+
 /// `Σ query_i · code_i`, exact: [`LANES`] independent `i32` accumulators
 /// (so LLVM vectorizes the loop), widened to `i64` every [`BLOCK`]
 /// components so no length can overflow them.
-fn dot_query_code(query: &[i16], code: &[i8]) -> i64 {
+#[cfg(any(test, not(all(target_arch = "wasm32", target_feature = "simd128"))))]
+fn portable_dot_query_code(query: &[i16], code: &[i8]) -> i64 {
     let mut total = 0i64;
     for (query_block, code_block) in query.chunks(BLOCK).zip(code.chunks(BLOCK)) {
         let (query_chunks, query_rest) = query_block.as_chunks::<LANES>();
@@ -287,8 +317,9 @@ fn dot_query_code(query: &[i16], code: &[i8]) -> i64 {
 
 /// `Σ a_i · b_i` of two code rows, exact. The products fit in `i16`, which
 /// lets LLVM use 16-bit multiplies; [`LANES`] · 2 accumulators, widened
-/// like [`dot_query_code`].
-fn dot_codes(a: &[i8], b: &[i8]) -> i64 {
+/// like [`portable_dot_query_code`].
+#[cfg(any(test, not(all(target_arch = "wasm32", target_feature = "simd128"))))]
+fn portable_dot_codes(a: &[i8], b: &[i8]) -> i64 {
     const WIDE: usize = 2 * LANES;
     let mut total = 0i64;
     for (a_block, b_block) in a.chunks(BLOCK).zip(b.chunks(BLOCK)) {
@@ -308,6 +339,85 @@ fn dot_codes(a: &[i8], b: &[i8]) -> i64 {
         total += lanes.iter().map(|&lane| i64::from(lane)).sum::<i64>() + rest;
     }
     total
+}
+
+/// The dot products with WebAssembly's 128-bit SIMD: components are
+/// widened to `i16` eight at a time and multiplied pairwise into `i32`
+/// lanes (`i32x4.dot_i16x8_s`). Integer sums are exact, so the results are
+/// bit-identical to the portable loops.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd {
+    use core::arch::wasm32::{
+        i16x8_extend_low_i8x16, i32x4_add, i32x4_dot_i16x8, i32x4_extract_lane, i32x4_splat, u64x2,
+        v128,
+    };
+
+    use super::BLOCK;
+
+    /// Components per lane group: eight.
+    const GROUP: usize = 8;
+    /// Independent accumulators, each fed one group per step.
+    const ACCUMULATORS: usize = 4;
+    /// Components per loop step.
+    const STEP: usize = GROUP * ACCUMULATORS;
+
+    /// A component type loadable as eight `i16` lanes.
+    pub(super) trait Widen: Copy + Into<i64> {
+        /// Eight components as `i16` lanes.
+        fn load(group: &[Self; GROUP]) -> v128;
+    }
+
+    // The loads go through integers (`from_le_bytes`), which LLVM turns
+    // into plain vector loads without `unsafe`.
+    impl Widen for i16 {
+        fn load(group: &[i16; GROUP]) -> v128 {
+            let mut bytes = [0u8; 2 * GROUP];
+            for (pair, lane) in bytes.chunks_exact_mut(2).zip(group) {
+                pair.copy_from_slice(&lane.to_le_bytes());
+            }
+            let word = u128::from_le_bytes(bytes);
+            u64x2(word as u64, (word >> 64) as u64)
+        }
+    }
+
+    impl Widen for i8 {
+        fn load(group: &[i8; GROUP]) -> v128 {
+            let word = u64::from_le_bytes(group.map(|code| code as u8));
+            i16x8_extend_low_i8x16(u64x2(word, 0))
+        }
+    }
+
+    /// `Σ a_i · b_i`, exact. An `i32` lane adds 2 products per step and
+    /// [`BLOCK`] / [`STEP`] = 128 steps before it is widened to `i64`: 256
+    /// products of at most 2¹⁵ · 2⁷ = 2²², below 2³¹.
+    pub(super) fn dot<A: Widen, B: Widen>(a: &[A], b: &[B]) -> i64 {
+        let mut total = 0i64;
+        for (a_block, b_block) in a.chunks(BLOCK).zip(b.chunks(BLOCK)) {
+            let (a_steps, a_rest) = a_block.as_chunks::<STEP>();
+            let (b_steps, b_rest) = b_block.as_chunks::<STEP>();
+            let mut lanes = [i32x4_splat(0); ACCUMULATORS];
+            for (a_step, b_step) in a_steps.iter().zip(b_steps) {
+                let (a_groups, _) = a_step.as_chunks::<GROUP>();
+                let (b_groups, _) = b_step.as_chunks::<GROUP>();
+                for ((lane, a_group), b_group) in lanes.iter_mut().zip(a_groups).zip(b_groups) {
+                    let products = i32x4_dot_i16x8(A::load(a_group), B::load(b_group));
+                    *lane = i32x4_add(*lane, products);
+                }
+            }
+            for lane in lanes {
+                total += i64::from(i32x4_extract_lane::<0>(lane))
+                    + i64::from(i32x4_extract_lane::<1>(lane))
+                    + i64::from(i32x4_extract_lane::<2>(lane))
+                    + i64::from(i32x4_extract_lane::<3>(lane));
+            }
+            total += a_rest
+                .iter()
+                .zip(b_rest)
+                .map(|(&x, &y)| x.into() * y.into())
+                .sum::<i64>();
+        }
+        total
+    }
 }
 
 /// A row of a segment as a point of its graph. Graph distances compare two
@@ -785,32 +895,46 @@ mod tests {
         }
     }
 
+    /// Every dot-product kernel of this build on `a` and `b` (as codes and
+    /// as a query), with the naive sums they must equal.
+    fn check_kernels(query: &[i16], a: &[i8], b: &[i8]) {
+        let naive_codes: i64 = a
+            .iter()
+            .zip(b)
+            .map(|(&x, &y)| i64::from(x) * i64::from(y))
+            .sum();
+        let naive_query: i64 = query
+            .iter()
+            .zip(a)
+            .map(|(&q, &c)| i64::from(q) * i64::from(c))
+            .sum();
+        let len = a.len();
+        assert_eq!(dot_codes(a, b), naive_codes, "len {len}");
+        assert_eq!(dot_query_code(query, a), naive_query, "len {len}");
+        assert_eq!(portable_dot_codes(a, b), naive_codes, "len {len}");
+        assert_eq!(portable_dot_query_code(query, a), naive_query, "len {len}");
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        {
+            assert_eq!(simd::dot(a, b), naive_codes, "simd, len {len}");
+            assert_eq!(simd::dot(query, a), naive_query, "simd, len {len}");
+        }
+    }
+
     #[test]
     fn dot_kernels_match_the_naive_sums() {
         let mut rng = Rng(5);
-        // Lengths around the lane width and across the i64 widening block;
-        // extreme codes check the accumulators cannot overflow.
-        for len in [0, 1, 15, 16, 17, 33, 384, 4095, 4096, 9000] {
-            let codes_a: Vec<i8> = (0..len).map(|_| (rng.next_u64() % 255) as i8).collect();
-            let codes_b: Vec<i8> = (0..len).map(|_| (rng.next_u64() % 255) as i8).collect();
+        // Lengths around the lane widths and across the i64 widening block;
+        // extreme values check the accumulators cannot overflow.
+        for len in [
+            0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 384, 4095, 4096, 4097, 9000,
+        ] {
+            let codes_a: Vec<i8> = (0..len).map(|_| rng.next_u64() as i8).collect();
+            let codes_b: Vec<i8> = (0..len).map(|_| rng.next_u64() as i8).collect();
             let query: Vec<i16> = (0..len).map(|_| rng.next_u64() as i16).collect();
-            let naive_codes: i64 = codes_a
-                .iter()
-                .zip(&codes_b)
-                .map(|(&x, &y)| i64::from(x) * i64::from(y))
-                .sum();
-            let naive_query: i64 = query
-                .iter()
-                .zip(&codes_a)
-                .map(|(&q, &c)| i64::from(q) * i64::from(c))
-                .sum();
-            assert_eq!(dot_codes(&codes_a, &codes_b), naive_codes, "len {len}");
-            assert_eq!(dot_query_code(&query, &codes_a), naive_query, "len {len}");
-            let top = vec![127i8; len];
-            let bottom = vec![-127i8; len];
-            let query_top = vec![32767i16; len];
-            assert_eq!(dot_codes(&top, &bottom), -(len as i64) * 127 * 127);
-            assert_eq!(dot_query_code(&query_top, &top), len as i64 * 127 * 32767);
+            check_kernels(&query, &codes_a, &codes_b);
+            for (q, x, y) in [(i16::MAX, 127, -127), (i16::MIN, i8::MIN, i8::MIN)] {
+                check_kernels(&vec![q; len], &vec![x; len], &vec![y; len]);
+            }
         }
     }
 
