@@ -4,6 +4,8 @@
 //   node --expose-gc bench/main.mjs [--quick] [--sections embed,retrieval,lexical,cold,footprint]
 //                                   [--sizes 1000,10000,100000] [--write-docs | --no-docs]
 //   node bench/main.mjs --from bench/.build/results/latest.json [--write-docs]   (re-render only)
+//   node bench/main.mjs --from RUN1.json --from RUN2.json [--write-docs]
+//        (one table from runs of different sections on the same machine; the doc names each run)
 //
 // Prints the ratio table and writes the raw results to
 // bench/.build/results/latest.json; a full run (every section, not quick)
@@ -38,7 +40,7 @@ function options(argv) {
       case "--sizes": opts.sizes = argv[++i].split(",").map(Number); break;
       case "--write-docs": opts.docs = true; break;
       case "--no-docs": opts.docs = false; break;
-      case "--from": opts.from = argv[++i]; break;
+      case "--from": (opts.from ??= []).push(argv[++i]); break;
       default: throw new Error(`unknown argument ${argv[i]} (see the comment at the top of bench/main.mjs)`);
     }
   }
@@ -80,10 +82,31 @@ async function report(results, writeDocsToo) {
   }
 }
 
+/**
+ * One result set from runs of disjoint sections with the same repetitions:
+ * each section from the run that measured it, `runs` naming every run's
+ * machine state and sections.
+ */
+function mergeRuns(runs) {
+  if (runs.length === 1) return runs[0];
+  const merged = { ...runs.at(-1), sections: [], runs: [] };
+  for (const run of runs) {
+    if (run.profile !== merged.profile) throw new Error("cannot merge a quick run with a full one");
+    for (const section of run.sections) {
+      if (merged.sections.includes(section)) throw new Error(`section ${section} is in two runs`);
+      merged.sections.push(section);
+      merged[section] = run[section];
+    }
+    merged.runs.push({ ...run.machine, sections: run.sections });
+  }
+  return merged;
+}
+
 async function run() {
   const opts = options(process.argv.slice(2));
   if (opts.from) {
-    await report(JSON.parse(fs.readFileSync(opts.from, "utf8")), opts.docs);
+    const runs = opts.from.map((file) => JSON.parse(fs.readFileSync(file, "utf8")));
+    await report(mergeRuns(runs), opts.docs);
     return;
   }
   const p = opts.profile;

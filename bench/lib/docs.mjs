@@ -20,10 +20,19 @@ and re-run on a quiet machine before drawing fine conclusions.`
     : `The machine was quiet: ${figures}.`;
 }
 
-export function writeDocs(results, table) {
+/** When, at which commit and under which load the figures were taken. */
+function runsParagraph(results) {
   const m = results.machine;
+  const machine = `${m.cpu} (${m.cores} cores), ${m.memoryGiB} GiB, Node ${m.node}`;
+  if (!results.runs) return `${m.date.slice(0, 10)}, ${machine}, commit ${m.commit}.\n${loadSentence(m)}`;
+  const runs = results.runs.map((run) =>
+    `- ${run.sections.join(", ")}: ${run.date.slice(0, 10)}, commit ${run.commit}. ${loadSentence(run)}`);
+  return `${machine}, in ${runs.length} runs of different sections:\n\n${runs.join("\n")}\n`;
+}
+
+export function writeDocs(results, table) {
   const p = results.profileSettings;
-  const peers = Object.entries(m.peers).map(([name, version]) => `\`${name}@${version}\``).join(", ");
+  const peers = Object.entries(results.machine.peers).map(([name, version]) => `\`${name}@${version}\``).join(", ");
   const text = `# Benchmarks
 
 mnemo against its peers, in the same run, on the same inputs, in the same
@@ -48,8 +57,7 @@ after a full run, rewrites this file.
 
 ## Latest results
 
-${m.date.slice(0, 10)}, ${m.cpu} (${m.cores} cores), ${m.memoryGiB} GiB, Node ${m.node}, commit ${m.commit}.
-${loadSentence(m)} Repetitions: ${p.embedRuns} latency runs,
+${runsParagraph(results)} Repetitions: ${p.embedRuns} latency runs,
 ${p.loads} loads, ${p.throughputRuns} throughput passes over ${p.sentenceCount} sentences, ${p.queries} queries per
 retrieval size, ${p.builds} lexical builds, ${p.coldRuns} cold starts.
 
