@@ -7,6 +7,8 @@
 #                         close, conflicts between two connections, aborted
 #                         transactions, a real QuotaExceededError
 #   embed_golden          the MiniLM golden vectors, run by tract in wasm
+#   vector_scores         the vector index's scores against exact cosines,
+#                         through its WebAssembly SIMD dot products
 #
 # Installs chromium/chromedriver and wasm-bindgen-cli if missing. Prints the
 # runner's output; exits non-zero on a failure.
@@ -27,4 +29,4 @@ export TMPDIR=${TMPDIR:-/tmp}
 # --release shares the dependencies scripts/build-pkg.sh compiled (same
 # target, features and profile): one build of tract for wasm32, not two.
 exec cargo test --locked --release --target wasm32-unknown-unknown --no-default-features --features js \
-    --test storage_conformance --test embed_golden "$@"
+    --test storage_conformance --test embed_golden --test vector_scores "$@"
