@@ -11,26 +11,13 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use mnemo::index::{VectorIndex, VectorParams};
 
-/// SplitMix64: seeded, so every run and runtime sees the same vectors.
-struct Rng(u64);
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [-1, 1).
-    fn signed(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-    }
-
-    fn vector(&mut self, dimensions: usize) -> Vec<f32> {
-        (0..dimensions).map(|_| self.signed() as f32).collect()
-    }
+/// Components uniform in (-1, 1].
+fn uniform_vector(rng: &mut Rng, dimensions: usize) -> Vec<f32> {
+    (0..dimensions).map(|_| rng.signed()).collect()
 }
 
 fn unit(vector: &[f32]) -> Vec<f64> {
@@ -68,7 +55,9 @@ fn score_bound(query: &[f32], stored: &[f32]) -> f64 {
 /// Vectors that stress the kernels: random ones, one dominant component,
 /// all components at the extremes of both signs.
 fn vectors(rng: &mut Rng, dimensions: usize, count: usize) -> Vec<Vec<f32>> {
-    let mut vectors: Vec<Vec<f32>> = (0..count).map(|_| rng.vector(dimensions)).collect();
+    let mut vectors: Vec<Vec<f32>> = (0..count)
+        .map(|_| uniform_vector(rng, dimensions))
+        .collect();
     let mut dominant = vec![1e-3f32; dimensions];
     dominant[dimensions / 2] = 1.0;
     vectors.push(dominant);
@@ -117,7 +106,9 @@ fn exact_scan_scores_are_within_the_rounding_bound_at_every_length() {
 fn graph_segments_find_the_exact_neighbours() {
     const DIMENSIONS: usize = 384;
     let mut rng = Rng(12);
-    let stored: Vec<Vec<f32>> = (0..400).map(|_| rng.vector(DIMENSIONS)).collect();
+    let stored: Vec<Vec<f32>> = (0..400)
+        .map(|_| uniform_vector(&mut rng, DIMENSIONS))
+        .collect();
     let params = VectorParams {
         segment_threshold: 100,
         ..VectorParams::default()
@@ -131,7 +122,7 @@ fn graph_segments_find_the_exact_neighbours() {
     for _ in 0..queries {
         // A query near a stored vector, so its neighbours are well defined.
         let target = &stored[(rng.next_u64() % 400) as usize];
-        let noise = rng.vector(DIMENSIONS);
+        let noise = uniform_vector(&mut rng, DIMENSIONS);
         let query: Vec<f32> = target
             .iter()
             .zip(&noise)

@@ -789,32 +789,16 @@ impl std::fmt::Debug for VectorIndex {
     }
 }
 
+/// The tests' seeded generator, shared with the integration tests.
+#[cfg(test)]
+#[path = "../../tests/common/rng.rs"]
+mod test_rng;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// SplitMix64 with Box–Muller normals.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        fn gaussian(&mut self) -> f32 {
-            let mut uniform = || ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-            let (u, v) = (uniform(), uniform());
-            ((-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
-        }
-
-        fn gaussians(&mut self, dimensions: usize) -> Vec<f32> {
-            (0..dimensions).map(|_| self.gaussian()).collect()
-        }
-    }
+    use super::test_rng::Rng;
 
     fn exact_cosine(a: &[f32], b: &[f32]) -> f64 {
         let dot: f64 = a
@@ -852,9 +836,9 @@ mod tests {
     fn quantized_scores_stay_within_the_rounding_bound() {
         let mut rng = Rng(11);
         let random: Vec<_> = (0..2000)
-            .map(|_| (rng.gaussians(384), rng.gaussians(384)))
+            .map(|_| (rng.gaussian_vector(384), rng.gaussian_vector(384)))
             .collect();
-        let center = rng.gaussians(384);
+        let center = rng.gaussian_vector(384);
         let near = |rng: &mut Rng| -> Vec<f32> {
             center.iter().map(|&c| c + 0.3 * rng.gaussian()).collect()
         };
@@ -864,7 +848,7 @@ mod tests {
         // One large component squeezes the others into few code steps.
         let outliers: Vec<_> = (0..2000)
             .map(|_| {
-                let mut vector = rng.gaussians(384);
+                let mut vector = rng.gaussian_vector(384);
                 vector[7] = 40.0;
                 (near(&mut rng), vector)
             })
