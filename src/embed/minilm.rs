@@ -225,9 +225,10 @@ impl Embedder for MiniLm {
         self.dimensions
     }
 
-    /// Embeds `texts` in sub-batches of similar lengths (see
-    /// [`sub_batches`]), so a batch of long texts does not blow up the
-    /// activations' memory and short texts are not padded to long ones.
+    /// Embeds `texts` in sub-batches of similar lengths (at most 1024
+    /// tokens after padding, which adds at most a quarter), so a batch of
+    /// long texts does not blow up the activations' memory and short texts
+    /// are not padded to long ones.
     fn embed_batch(&self, texts: &[&str]) -> crate::Result<Vec<Vec<f32>>> {
         let sequences: Vec<Vec<u32>> = texts.iter().map(|text| self.token_ids(text)).collect();
         let lengths: Vec<usize> = sequences.iter().map(Vec::len).collect();
