@@ -24,10 +24,10 @@ and re-run on a quiet machine before drawing fine conclusions.`
 function runsParagraph(results) {
   const m = results.machine;
   const machine = `${m.cpu} (${m.cores} cores), ${m.memoryGiB} GiB, Node ${m.node}`;
-  if (!results.runs) return `${m.date.slice(0, 10)}, ${machine}, commit ${m.commit}.\n${loadSentence(m)}`;
+  if (!results.runs) return `${m.date.slice(0, 10)}, ${machine}, commit ${m.commit}.\n${loadSentence(m)} `;
   const runs = results.runs.map((run) =>
     `- ${run.sections.join(", ")}: ${run.date.slice(0, 10)}, commit ${run.commit}. ${loadSentence(run)}`);
-  return `${machine}, in ${runs.length} runs of different sections:\n\n${runs.join("\n")}\n`;
+  return `${machine}, in ${runs.length} runs of different sections:\n\n${runs.join("\n")}\n\n`;
 }
 
 export function writeDocs(results, table) {
@@ -41,7 +41,7 @@ runtime (Node, wasm on both sides unless noted). Every figure is a median
 value, the peer's, and mnemo ÷ peer. Not part of \`scripts/test.sh\`.
 
 \`\`\`sh
-bash bench/run.sh                # everything (about an hour on 2 busy cores, most of it mnemo at 100k)
+bash bench/run.sh                # everything (about 20 minutes on 2 cores after the builds, most of it the 100k indexes)
 bash bench/run.sh --quick        # fewer repetitions, 1k and 10k memories only (docs untouched)
 bash bench/run.sh --sections embed,footprint --sizes 1000,10000
 \`\`\`
@@ -57,7 +57,7 @@ after a full run, rewrites this file.
 
 ## Latest results
 
-${runsParagraph(results)} Repetitions: ${p.embedRuns} latency runs,
+${runsParagraph(results)}Repetitions: ${p.embedRuns} latency runs,
 ${p.loads} loads, ${p.throughputRuns} throughput passes over ${p.sentenceCount} sentences, ${p.queries} queries per
 retrieval size, ${p.builds} lexical builds, ${p.coldRuns} cold starts.
 
@@ -140,7 +140,9 @@ What was tried to meet the missed targets, with its figures, is in
   \`latest.json\` but not in the table, as onnxruntime-web's allocations
   are not reliably visible that way.
 - \`bench/.build/results/latest.json\` keeps every raw figure;
-  \`node bench/main.mjs --from FILE [--write-docs]\` re-renders the table.
+  \`node bench/main.mjs --from FILE [--write-docs]\` re-renders the table;
+  several \`--from\` make one table from runs of different sections (the
+  results above name each run).
 `;
   fs.writeFileSync(path.join(REPO_DIR, "docs", "benchmarks.md"), text);
 }
