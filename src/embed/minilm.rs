@@ -16,6 +16,7 @@
 //! identical.
 
 use std::io::Read;
+use std::ops::RangeInclusive;
 #[cfg(not(target_arch = "wasm32"))]
 use std::path::Path;
 use std::sync::Arc;
@@ -46,6 +47,11 @@ const MAX_BATCH_TOKENS: usize = 1024;
 /// [`MAX_BATCH_TOKENS`] tokens after padding, and every sequence at least 2
 /// (`[CLS]` and `[SEP]`).
 const MAX_BATCH: usize = MAX_BATCH_TOKENS / 2;
+
+/// The sub-batch sizes `embed_padded` runs.
+const BATCH_SIZES: RangeInclusive<usize> = 1..=MAX_BATCH;
+/// The padded lengths `embed_padded` runs: `[CLS]` and `[SEP]` at least.
+const SEQUENCE_LENGTHS: RangeInclusive<usize> = 2..=MAX_TOKENS;
 
 /// Name of the model's token-id input.
 const INPUT_IDS: &str = "input_ids";
@@ -391,29 +397,29 @@ fn load_model(
 }
 
 /// What is known of the input shapes `[batch, sequence]`: `embed_padded`
-/// runs 1 to [`MAX_BATCH`] sequences of 2 (`[CLS]` and `[SEP]`) to
-/// [`MAX_TOKENS`] tokens. With these bounds tract can prove that the
+/// runs [`BATCH_SIZES`] sequences of [`SEQUENCE_LENGTHS`] tokens. With these
+/// bounds tract can prove that the
 /// element-wise operations (residual additions, GELU, layer norms) are large
 /// enough for its vectorized by-scalar and unicast kernels and fuses more of
 /// them; without them they stay generic broadcasting loops, about a tenth of
 /// the run time (`docs/speed.md`).
 fn symbol_bounds() -> [String; 4] {
     [
-        "batch >= 1".to_string(),
-        format!("batch <= {MAX_BATCH}"),
-        "sequence >= 2".to_string(),
-        format!("sequence <= {MAX_TOKENS}"),
+        format!("batch >= {}", BATCH_SIZES.start()),
+        format!("batch <= {}", BATCH_SIZES.end()),
+        format!("sequence >= {}", SEQUENCE_LENGTHS.start()),
+        format!("sequence <= {}", SEQUENCE_LENGTHS.end()),
     ]
 }
 
 /// Refuses a run outside [`symbol_bounds`], which the plan was optimized
 /// for: outside them its kernel choices are not valid.
 fn check_run_shape(batch: usize, length: usize) -> crate::Result<()> {
-    if (1..=MAX_BATCH).contains(&batch) && (2..=MAX_TOKENS).contains(&length) {
+    if BATCH_SIZES.contains(&batch) && SEQUENCE_LENGTHS.contains(&length) {
         Ok(())
     } else {
         Err(Error::Model(format!(
-            "cannot run {batch} sequences of {length} tokens: the plan takes 1 to {MAX_BATCH} of 2 to {MAX_TOKENS}"
+            "cannot run {batch} sequences of {length} tokens: the plan takes {BATCH_SIZES:?} of {SEQUENCE_LENGTHS:?}"
         )))
     }
 }
