@@ -9,6 +9,8 @@
 #   embed_golden          the MiniLM golden vectors, run by tract in wasm
 #   vector_scores         the vector index's scores against exact cosines,
 #                         through its WebAssembly SIMD dot products
+#   wasm_gemm             mnemo's matrix-product kernel for tract against
+#                         tract's own, bit for bit, and tract's choice of it
 #
 # Installs chromium/chromedriver and wasm-bindgen-cli if missing. Prints the
 # runner's output; exits non-zero on a failure.
@@ -29,4 +31,4 @@ export TMPDIR=${TMPDIR:-/tmp}
 # --release shares the dependencies scripts/build-pkg.sh compiled (same
 # target, features and profile): one build of tract for wasm32, not two.
 exec cargo test --locked --release --target wasm32-unknown-unknown --no-default-features --features js \
-    --test storage_conformance --test embed_golden --test vector_scores "$@"
+    --test storage_conformance --test embed_golden --test vector_scores --test wasm_gemm "$@"
