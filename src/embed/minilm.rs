@@ -107,7 +107,7 @@ impl MiniLm {
         let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
         let model_id = format!("all-MiniLM-L6-v2-int8/{hash}/mean/{MAX_TOKENS}");
 
-        let onnx_framework = tract_onnx::onnx().with_ignore_value_info(true);
+        let onnx_framework = super::onnx_ops::onnx().with_ignore_value_info(true);
         let mut proto = onnx_framework
             .proto_model_for_read(&mut OwnedBytes(onnx))
             .map_err(|e| model_error("cannot parse the ONNX file", e))?;
@@ -718,7 +718,7 @@ mod tests {
 
     /// Runs a lookup model on ids `[[3, 0, 2], [1, 1, 3]]`.
     fn run_lookup(proto: &ModelProto) -> Vec<f32> {
-        let model = tract_onnx::onnx()
+        let model = crate::embed::onnx_ops::onnx()
             .with_ignore_value_info(true)
             .model_for_proto_model(proto)
             .unwrap()
