@@ -111,7 +111,7 @@ impl MiniLm {
         // registry entries must be linked before tract plans the model.
         #[cfg(target_arch = "wasm32")]
         mnemo_wasm_gemm::register();
-        let onnx_framework = tract_onnx::onnx().with_ignore_value_info(true);
+        let onnx_framework = super::onnx_ops::onnx().with_ignore_value_info(true);
         let mut proto = onnx_framework
             .proto_model_for_read(&mut OwnedBytes(onnx))
             .map_err(|e| model_error("cannot parse the ONNX file", e))?;
@@ -722,7 +722,7 @@ mod tests {
 
     /// Runs a lookup model on ids `[[3, 0, 2], [1, 1, 3]]`.
     fn run_lookup(proto: &ModelProto) -> Vec<f32> {
-        let model = tract_onnx::onnx()
+        let model = crate::embed::onnx_ops::onnx()
             .with_ignore_value_info(true)
             .model_for_proto_model(proto)
             .unwrap()
