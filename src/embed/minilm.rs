@@ -581,7 +581,7 @@ fn model_error(doing: &str, error: impl std::fmt::Display) -> Error {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use tract_onnx::pb::{type_proto, OperatorSetIdProto, TensorProto, TypeProto, ValueInfoProto};
 
@@ -650,7 +650,8 @@ mod tests {
         }
     }
 
-    fn value(name: &str, data_type: DataType) -> ValueInfoProto {
+    /// A graph input or output of `data_type` and unknown shape.
+    pub(in crate::embed) fn value(name: &str, data_type: DataType) -> ValueInfoProto {
         let tensor = type_proto::Tensor {
             elem_type: data_type as i32,
             shape: None,

@@ -772,11 +772,9 @@ mod tests {
     use prost::Message;
     use tract_onnx::pb::attribute_proto::AttributeType;
     use tract_onnx::pb::tensor_proto::DataType;
-    use tract_onnx::pb::{
-        type_proto, AttributeProto, GraphProto, OperatorSetIdProto, TensorProto, TypeProto,
-        ValueInfoProto,
-    };
+    use tract_onnx::pb::{AttributeProto, GraphProto, OperatorSetIdProto, TensorProto};
 
+    use crate::embed::minilm::tests::value;
     use crate::embed::MiniLm;
 
     fn int(name: &str, value: i64) -> AttributeProto {
@@ -844,21 +842,6 @@ mod tests {
         }
     }
 
-    fn float_value(name: &str) -> ValueInfoProto {
-        let tensor = type_proto::Tensor {
-            elem_type: DataType::Float as i32,
-            shape: None,
-        };
-        ValueInfoProto {
-            name: name.into(),
-            r#type: Some(TypeProto {
-                value: Some(type_proto::Value::TensorType(tensor)),
-                ..TypeProto::default()
-            }),
-            ..ValueInfoProto::default()
-        }
-    }
-
     /// A model of opset `opset` with one node reading the float input `x`
     /// (and `initializers`) and writing `y`.
     fn one_node(opset: i64, node: NodeProto, initializers: Vec<TensorProto>) -> ModelProto {
@@ -871,8 +854,8 @@ mod tests {
             graph: Some(GraphProto {
                 node: vec![node],
                 initializer: initializers,
-                input: vec![float_value("x")],
-                output: vec![float_value("y")],
+                input: vec![value("x", DataType::Float)],
+                output: vec![value("y", DataType::Float)],
                 ..GraphProto::default()
             }),
             ..ModelProto::default()
