@@ -58,6 +58,14 @@ node_tests() {
   rm -f "$log"
 }
 
+# Reports the free space where the build goes: a full disk shows up as many
+# unrelated failures, and this line names the cause.
+disk_report() { df -h --output=avail,target . 2>/dev/null | tail -n 1 | awk '{print "free disk: " $1 " on " $2}' >&2; }
+
+# A CI checkout builds once: incremental caches would only take disk.
+if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
+
+disk_report
 step "toolchain"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 bash scripts/install-tools.sh --browser || { echo "installing the tools failed" >&2; exit 1; }
@@ -84,6 +92,7 @@ rust_tests "browser tests (headless Chromium)" bash scripts/test-browser.sh --no
 node_tests "node tests of the npm package" tests/js/
 rust_tests "deno tests (examples/deno)" bash scripts/test-deno.sh
 
+disk_report
 echo
 if [ "$failed" -ne 0 ]; then
   echo "failed: ${failures[*]}"
