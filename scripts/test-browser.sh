@@ -31,4 +31,4 @@ export TMPDIR=${TMPDIR:-/tmp}
 # --release shares the dependencies scripts/build-pkg.sh compiled (same
 # target, features and profile): one build of tract for wasm32, not two.
 exec cargo test --locked --release --target wasm32-unknown-unknown --no-default-features --features js \
-    --test storage_conformance --test embed_golden --test vector_scores --test wasm_gemm "$@"
+    --test storage_conformance --test embed_golden --test vector_scores --test wasm_gemm --test int_dot "$@"

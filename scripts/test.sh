@@ -78,8 +78,8 @@ check "cargo fmt --check" cargo fmt --all -- --check
 check "cargo clippy -D warnings" cargo clippy --all-targets --locked -- -D warnings
 check "cargo clippy wasm32 (library with the JS bindings) -D warnings" \
   cargo clippy --lib --locked --target wasm32-unknown-unknown --no-default-features --features js -- -D warnings
-check "cargo clippy mnemo-wasm-gemm (wasm32, the matrix-product kernel) -D warnings" \
-  cargo clippy -p mnemo-wasm-gemm --locked --target wasm32-unknown-unknown -- -D warnings
+check "cargo clippy mnemo-wasm-gemm and mnemo-int-dot (wasm32 SIMD kernels) -D warnings" \
+  cargo clippy -p mnemo-wasm-gemm -p mnemo-int-dot --locked --target wasm32-unknown-unknown -- -D warnings
 rust_tests "cargo test (unit, integration, examples)" \
   cargo test --lib --bins --tests --examples --locked --no-fail-fast
 rust_tests "doc tests" cargo test --doc --locked

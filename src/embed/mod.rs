@@ -8,6 +8,8 @@
 //! `onnx_ops`. Everything that embeds goes through the [`Embedder`] trait.
 
 #[cfg(feature = "semantic")]
+pub mod int8_matmul;
+#[cfg(feature = "semantic")]
 pub mod minilm;
 #[cfg(feature = "semantic")]
 pub mod onnx_ops;

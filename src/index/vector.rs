@@ -19,7 +19,8 @@
 //! effectively asymmetric); a score is the exact integer dot product times
 //! both scales. The loops accumulate in independent `i32` lanes over
 //! fixed-size chunks, and are widened to `i64` every 4096 components so no
-//! dimension can overflow them. On WebAssembly with SIMD the components are
+//! dimension can overflow them (`crates/int-dot`, shared with the
+//! embedder's int8 matrix products). On WebAssembly with SIMD the components are
 //! widened to `i16` eight at a time and multiplied pairwise into `i32` lanes
 //! (`i32x4.dot_i16x8_s`); elsewhere a portable loop LLVM vectorizes. Both
 //! give the same exact integers.
@@ -104,6 +105,7 @@ use instant_distance::{Builder, Hnsw, Point, Search};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use mnemo_int_dot::{dot_i16_i8, dot_i8_i8};
 
 /// The tuning parameters of a [`VectorIndex`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,11 +138,6 @@ impl Default for VectorParams {
     }
 }
 
-/// Accumulators of the portable dot-product loops.
-#[cfg(any(test, not(all(target_arch = "wasm32", target_feature = "simd128"))))]
-const LANES: usize = 16;
-/// Components after which the `i32` accumulators are widened to `i64`.
-const BLOCK: usize = 4096;
 /// Largest int8 code magnitude.
 const CODE_MAX: f32 = 127.0;
 /// Largest `i16` query component magnitude.
@@ -271,155 +268,7 @@ impl Query {
 
     /// The cosine similarity to a row with these codes and scale.
     fn score(&self, code: &[i8], scale: f32) -> f32 {
-        dot_query_code(&self.values, code) as f32 * self.scale * scale
-    }
-}
-
-/// `Σ query_i · code_i`, exact. With WebAssembly SIMD, 128-bit
-/// multiply-adds ([`simd::dot`]); elsewhere the portable loop.
-fn dot_query_code(query: &[i16], code: &[i8]) -> i64 {
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    return simd::dot(query, code);
-    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-    portable_dot_query_code(query, code)
-}
-
-/// `Σ a_i · b_i` of two code rows, exact, as [`dot_query_code`] computes
-/// it (SIMD or portable).
-fn dot_codes(a: &[i8], b: &[i8]) -> i64 {
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    return simd::dot(a, b);
-    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-    portable_dot_codes(a, b)
-}
-
-/// `Σ query_i · code_i`, exact: [`LANES`] independent `i32` accumulators
-/// (so LLVM vectorizes the loop), widened to `i64` every [`BLOCK`]
-/// components so no length can overflow them.
-#[cfg(any(test, not(all(target_arch = "wasm32", target_feature = "simd128"))))]
-fn portable_dot_query_code(query: &[i16], code: &[i8]) -> i64 {
-    let mut total = 0i64;
-    for (query_block, code_block) in query.chunks(BLOCK).zip(code.chunks(BLOCK)) {
-        let (query_chunks, query_rest) = query_block.as_chunks::<LANES>();
-        let (code_chunks, code_rest) = code_block.as_chunks::<LANES>();
-        let mut lanes = [0i32; LANES];
-        for (query_chunk, code_chunk) in query_chunks.iter().zip(code_chunks) {
-            for ((lane, &q), &c) in lanes.iter_mut().zip(query_chunk).zip(code_chunk) {
-                *lane += i32::from(q) * i32::from(c);
-            }
-        }
-        let rest: i64 = query_rest
-            .iter()
-            .zip(code_rest)
-            .map(|(&q, &c)| i64::from(q) * i64::from(c))
-            .sum();
-        total += lanes.iter().map(|&lane| i64::from(lane)).sum::<i64>() + rest;
-    }
-    total
-}
-
-/// `Σ a_i · b_i` of two code rows, exact. The products fit in `i16`, which
-/// lets LLVM use 16-bit multiplies; [`LANES`] · 2 accumulators, widened
-/// like [`portable_dot_query_code`].
-#[cfg(any(test, not(all(target_arch = "wasm32", target_feature = "simd128"))))]
-fn portable_dot_codes(a: &[i8], b: &[i8]) -> i64 {
-    const WIDE: usize = 2 * LANES;
-    let mut total = 0i64;
-    for (a_block, b_block) in a.chunks(BLOCK).zip(b.chunks(BLOCK)) {
-        let (a_chunks, a_rest) = a_block.as_chunks::<WIDE>();
-        let (b_chunks, b_rest) = b_block.as_chunks::<WIDE>();
-        let mut lanes = [0i32; WIDE];
-        for (a_chunk, b_chunk) in a_chunks.iter().zip(b_chunks) {
-            for ((lane, &x), &y) in lanes.iter_mut().zip(a_chunk).zip(b_chunk) {
-                *lane += i32::from(i16::from(x) * i16::from(y));
-            }
-        }
-        let rest: i64 = a_rest
-            .iter()
-            .zip(b_rest)
-            .map(|(&x, &y)| i64::from(x) * i64::from(y))
-            .sum();
-        total += lanes.iter().map(|&lane| i64::from(lane)).sum::<i64>() + rest;
-    }
-    total
-}
-
-/// The dot products with WebAssembly's 128-bit SIMD: components are
-/// widened to `i16` eight at a time and multiplied pairwise into `i32`
-/// lanes (`i32x4.dot_i16x8_s`). Integer sums are exact, so the results are
-/// bit-identical to the portable loops.
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-mod simd {
-    use core::arch::wasm32::{
-        i16x8_extend_low_i8x16, i32x4_add, i32x4_dot_i16x8, i32x4_extract_lane, i32x4_splat, u64x2,
-        v128,
-    };
-
-    use super::BLOCK;
-
-    /// Components per lane group: eight.
-    const GROUP: usize = 8;
-    /// Independent accumulators, each fed one group per step.
-    const ACCUMULATORS: usize = 4;
-    /// Components per loop step.
-    const STEP: usize = GROUP * ACCUMULATORS;
-
-    /// A component type loadable as eight `i16` lanes.
-    pub(super) trait Widen: Copy + Into<i64> {
-        /// Eight components as `i16` lanes.
-        fn load(group: &[Self; GROUP]) -> v128;
-    }
-
-    // The loads go through integers (`from_le_bytes`), which LLVM turns
-    // into plain vector loads without `unsafe`.
-    impl Widen for i16 {
-        fn load(group: &[i16; GROUP]) -> v128 {
-            let mut bytes = [0u8; 2 * GROUP];
-            for (pair, lane) in bytes.chunks_exact_mut(2).zip(group) {
-                pair.copy_from_slice(&lane.to_le_bytes());
-            }
-            let word = u128::from_le_bytes(bytes);
-            u64x2(word as u64, (word >> 64) as u64)
-        }
-    }
-
-    impl Widen for i8 {
-        fn load(group: &[i8; GROUP]) -> v128 {
-            let word = u64::from_le_bytes(group.map(|code| code as u8));
-            i16x8_extend_low_i8x16(u64x2(word, 0))
-        }
-    }
-
-    /// `Σ a_i · b_i`, exact. An `i32` lane adds 2 products per step and
-    /// [`BLOCK`] / [`STEP`] = 128 steps before it is widened to `i64`: 256
-    /// products of at most 2¹⁵ · 2⁷ = 2²², below 2³¹.
-    pub(super) fn dot<A: Widen, B: Widen>(a: &[A], b: &[B]) -> i64 {
-        let mut total = 0i64;
-        for (a_block, b_block) in a.chunks(BLOCK).zip(b.chunks(BLOCK)) {
-            let (a_steps, a_rest) = a_block.as_chunks::<STEP>();
-            let (b_steps, b_rest) = b_block.as_chunks::<STEP>();
-            let mut lanes = [i32x4_splat(0); ACCUMULATORS];
-            for (a_step, b_step) in a_steps.iter().zip(b_steps) {
-                let (a_groups, _) = a_step.as_chunks::<GROUP>();
-                let (b_groups, _) = b_step.as_chunks::<GROUP>();
-                for ((lane, a_group), b_group) in lanes.iter_mut().zip(a_groups).zip(b_groups) {
-                    let products = i32x4_dot_i16x8(A::load(a_group), B::load(b_group));
-                    *lane = i32x4_add(*lane, products);
-                }
-            }
-            for lane in lanes {
-                total += i64::from(i32x4_extract_lane::<0>(lane))
-                    + i64::from(i32x4_extract_lane::<1>(lane))
-                    + i64::from(i32x4_extract_lane::<2>(lane))
-                    + i64::from(i32x4_extract_lane::<3>(lane));
-            }
-            total += a_rest
-                .iter()
-                .zip(b_rest)
-                .map(|(&x, &y)| x.into() * y.into())
-                .sum::<i64>();
-        }
-        total
+        dot_i16_i8(&self.values, code) as f32 * self.scale * scale
     }
 }
 
@@ -434,7 +283,7 @@ struct GraphPoint {
 
 impl Point for GraphPoint {
     fn distance(&self, other: &Self) -> f32 {
-        let dot = dot_codes(self.rows.code(self.row), other.rows.code(other.row)) as f32;
+        let dot = dot_i8_i8(self.rows.code(self.row), other.rows.code(other.row)) as f32;
         1.0 - dot * self.rows.scales[self.row] * other.rows.scales[other.row]
     }
 }
@@ -795,7 +644,7 @@ impl std::fmt::Debug for VectorIndex {
 /// The tests' seeded generator, shared with the integration tests.
 #[cfg(test)]
 #[path = "../../tests/common/rng.rs"]
-mod test_rng;
+pub(crate) mod test_rng;
 
 #[cfg(test)]
 mod tests {
@@ -879,45 +728,6 @@ mod tests {
                 (unit[0] - 0.6).abs() < 1e-6 && (unit[1] + 0.8).abs() < 1e-6,
                 "{unit:?}"
             );
-        }
-    }
-
-    /// The dot products of this build (SIMD in wasm) and the portable loops
-    /// on `a` and `b` (as codes and as a query), with the naive sums they
-    /// must equal.
-    fn check_kernels(query: &[i16], a: &[i8], b: &[i8]) {
-        let naive_codes: i64 = a
-            .iter()
-            .zip(b)
-            .map(|(&x, &y)| i64::from(x) * i64::from(y))
-            .sum();
-        let naive_query: i64 = query
-            .iter()
-            .zip(a)
-            .map(|(&q, &c)| i64::from(q) * i64::from(c))
-            .sum();
-        let len = a.len();
-        assert_eq!(dot_codes(a, b), naive_codes, "len {len}");
-        assert_eq!(dot_query_code(query, a), naive_query, "len {len}");
-        assert_eq!(portable_dot_codes(a, b), naive_codes, "len {len}");
-        assert_eq!(portable_dot_query_code(query, a), naive_query, "len {len}");
-    }
-
-    #[test]
-    fn dot_kernels_match_the_naive_sums() {
-        let mut rng = Rng(5);
-        // Lengths around the lane widths and across the i64 widening block;
-        // extreme values check the accumulators cannot overflow.
-        for len in [
-            0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 384, 4095, 4096, 4097, 9000,
-        ] {
-            let codes_a: Vec<i8> = (0..len).map(|_| rng.next_u64() as i8).collect();
-            let codes_b: Vec<i8> = (0..len).map(|_| rng.next_u64() as i8).collect();
-            let query: Vec<i16> = (0..len).map(|_| rng.next_u64() as i16).collect();
-            check_kernels(&query, &codes_a, &codes_b);
-            for (q, x, y) in [(i16::MAX, 127, -127), (i16::MIN, i8::MIN, i8::MIN)] {
-                check_kernels(&vec![q; len], &vec![x; len], &vec![y; len]);
-            }
         }
     }
 

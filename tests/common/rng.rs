@@ -1,6 +1,7 @@
 //! SplitMix64, a small seeded generator: tests see the same data on every
 //! run and in every runtime. Shared by `tests/vector_index.rs`,
-//! `tests/vector_scores.rs` and the unit tests of `src/index/vector.rs`
+//! `tests/vector_scores.rs`, `tests/int_dot.rs`, `tests/wasm_gemm.rs` and the
+//! unit tests of `src/index/vector.rs` and `src/embed/int8_matmul.rs`
 //! (included by path).
 
 #![allow(dead_code)] // each includer uses a part
