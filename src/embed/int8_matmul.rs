@@ -108,22 +108,16 @@ impl Int8Weights {
             let row_end = rows.min(row_block + BLOCK);
             for column_block in (0..self.columns).step_by(BLOCK) {
                 let column_end = self.columns.min(column_block + BLOCK);
-                for r in (row_block..row_end).step_by(TILE_ROWS) {
-                    for c in (column_block..column_end).step_by(TILE_COLUMNS) {
+                for row in (row_block..row_end).step_by(TILE_ROWS) {
+                    for column in (column_block..column_end).step_by(TILE_COLUMNS) {
                         let tile = Tile {
-                            row: r,
-                            column: c,
-                            rows: TILE_ROWS.min(row_end - r),
-                            columns: TILE_COLUMNS.min(column_end - c),
+                            row,
+                            column,
+                            rows: TILE_ROWS.min(row_end - row),
+                            columns: TILE_COLUMNS.min(column_end - column),
                         };
                         let sums = tile.sums(&activations, &self.codes);
-                        for (i, row_sums) in sums.iter().enumerate().take(tile.rows) {
-                            let out_row = &mut out[(r + i) * self.columns..][..self.columns];
-                            for (j, &sum) in row_sums.iter().enumerate().take(tile.columns) {
-                                out_row[c + j] =
-                                    sum as f32 * (row_scales[r + i] * self.scales[c + j]);
-                            }
-                        }
+                        tile.store(&sums, &row_scales, &self.scales, &mut out);
                     }
                 }
             }
@@ -141,20 +135,24 @@ struct Tile {
     columns: usize,
 }
 
+/// The sums of a tile.
+type TileSums = [[i64; TILE_COLUMNS]; TILE_ROWS];
+
 impl Tile {
     /// The exact sums of the tile, in a full-size array (entries past
     /// `rows` / `columns` are zero).
-    fn sums(
-        &self,
-        activations: &I16Vectors,
-        weights: &I8Vectors,
-    ) -> [[i64; TILE_COLUMNS]; TILE_ROWS] {
+    fn sums(&self, activations: &I16Vectors, weights: &I8Vectors) -> TileSums {
+        let rows = |i| activations.get(self.row + i);
+        let columns = |j| weights.get(self.column + j);
+        if self.rows == TILE_ROWS && self.columns == TILE_COLUMNS {
+            return dot_tile(std::array::from_fn(rows), std::array::from_fn(columns));
+        }
         let mut sums = [[0i64; TILE_COLUMNS]; TILE_ROWS];
         macro_rules! run {
             ($rows:literal, $columns:literal) => {{
                 let part = dot_tile::<$rows, $columns>(
-                    std::array::from_fn(|i| activations.get(self.row + i)),
-                    std::array::from_fn(|j| weights.get(self.column + j)),
+                    std::array::from_fn(rows),
+                    std::array::from_fn(columns),
                 );
                 for (into, from) in sums.iter_mut().zip(part) {
                     into[..$columns].copy_from_slice(&from);
@@ -162,7 +160,6 @@ impl Tile {
             }};
         }
         match (self.rows, self.columns) {
-            (4, 2) => run!(4, 2),
             (4, _) => run!(4, 1),
             (3, 2) => run!(3, 2),
             (3, _) => run!(3, 1),
@@ -172,6 +169,22 @@ impl Tile {
             _ => run!(1, 1),
         }
         sums
+    }
+
+    /// Writes the tile's outputs, `sum · row scale · column scale`, into
+    /// `out` (`[rows, column_scales.len()]`).
+    fn store(&self, sums: &TileSums, row_scales: &[f32], column_scales: &[f32], out: &mut [f32]) {
+        let width = column_scales.len();
+        let column_scales = &column_scales[self.column..self.column + self.columns];
+        for (i, row_sums) in sums.iter().enumerate().take(self.rows) {
+            let row = self.row + i;
+            let out_row = &mut out[row * width + self.column..][..self.columns];
+            for ((value, &sum), &column_scale) in
+                out_row.iter_mut().zip(row_sums).zip(column_scales)
+            {
+                *value = sum as f32 * (row_scales[row] * column_scale);
+            }
+        }
     }
 }
 
