@@ -202,7 +202,12 @@ fn quantize_rows(x: &[f32], depth: usize) -> (Vec<i16>, Vec<f32>) {
             scales.push(f32::NAN);
             continue;
         }
-        let max_abs = row.iter().fold(0.0f32, |max, v| max.max(v.abs()));
+        // A comparison, not `f32::max`: that one handles NaN (there is none
+        // here) and compiles to a call in WebAssembly.
+        let max_abs = row
+            .iter()
+            .map(|v| v.abs())
+            .fold(0.0f32, |max, v| if v > max { v } else { max });
         if max_abs == 0.0 {
             scales.push(0.0);
             continue;

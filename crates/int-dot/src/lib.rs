@@ -26,6 +26,7 @@ const BLOCK: usize = 4096;
 
 /// `Σ a_i · b_i` of an `i16` and an `i8` vector, exact. With WebAssembly
 /// SIMD, 128-bit multiply-adds ([`simd::dot`]); elsewhere the portable loop.
+#[inline]
 pub fn dot_i16_i8(a: &[i16], b: &[i8]) -> i64 {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     return simd::dot(a, b);
@@ -35,6 +36,7 @@ pub fn dot_i16_i8(a: &[i16], b: &[i8]) -> i64 {
 
 /// `Σ a_i · b_i` of two `i8` vectors, exact, as [`dot_i16_i8`] computes
 /// it (SIMD or portable).
+#[inline]
 pub fn dot_i8_i8(a: &[i8], b: &[i8]) -> i64 {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     return simd::dot(a, b);
@@ -167,6 +169,7 @@ mod simd {
     }
 
     /// The sum of an accumulator's four `i32` lanes.
+    #[inline]
     pub(crate) fn lane_sum(lanes: v128) -> i64 {
         i64::from(i32x4_extract_lane::<0>(lanes))
             + i64::from(i32x4_extract_lane::<1>(lanes))

@@ -116,6 +116,7 @@ impl I16Vectors {
     }
 
     /// Vector `index`. Panics past the last.
+    #[inline]
     pub fn get(&self, index: usize) -> I16Vector<'_> {
         I16Vector(&self.data[index * self.blocks..(index + 1) * self.blocks])
     }
@@ -130,6 +131,7 @@ impl I8Vectors {
     }
 
     /// Vector `index`. Panics past the last.
+    #[inline]
     pub fn get(&self, index: usize) -> I8Vector<'_> {
         I8Vector(&self.data[index * self.blocks..(index + 1) * self.blocks])
     }
@@ -141,6 +143,7 @@ impl I8Vectors {
 /// times; with SIMD, in `R · C` `i32x4` accumulators, which with
 /// `R · C` ≤ 8 fit V8's 15 SIMD registers on x86-64 beside the loaded
 /// blocks.
+#[inline]
 pub fn dot_tile<const R: usize, const C: usize>(
     a: [I16Vector<'_>; R],
     b: [I8Vector<'_>; C],
