@@ -458,10 +458,10 @@ pub fn fuse(graph: &mut GraphProto) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use tract_onnx::pb::{ModelProto, OperatorSetIdProto, TensorProto};
+    use tract_onnx::pb::{ModelProto, TensorProto};
 
     use super::*;
-    use crate::embed::minilm::tests::{cast_to_float, initializer, value};
+    use crate::embed::minilm::tests::{binary_node, cast_to_float, initializer, model_of, value};
     use crate::embed::onnx_ops;
     use crate::index::vector::test_rng::Rng;
 
@@ -588,48 +588,28 @@ mod tests {
         );
     }
 
-    /// `y = MatMul(x, Mul(Cast(q), scale))`, `x` `[2, 3, depth]`, plus a
-    /// second `MatMul` on the same weights when `shared` and a float one.
+    /// `y = MatMul(MatMul(x, Mul(Cast(q), scale)), plain)`: one int8
+    /// product to fuse and one float product to leave alone.
     fn dequantizing_model(depth: usize, columns: usize, values: &mut Values) -> ModelProto {
         let (q, scale) = weights(depth, columns, values);
         let bytes = |t: &Tensor| t.as_bytes().to_vec();
         let plain: Vec<f32> = (0..columns * columns).map(|_| values.next()).collect();
-        let node = |op_type: &str, input: [&str; 2], output: &str| NodeProto {
-            name: output.into(),
-            op_type: op_type.into(),
-            input: input.iter().map(|i| i.to_string()).collect(),
-            output: vec![output.into()],
-            ..NodeProto::default()
-        };
-        ModelProto {
-            ir_version: 8,
-            opset_import: vec![OperatorSetIdProto {
-                domain: String::new(),
-                version: 17,
-            }],
-            graph: Some(GraphProto {
+        let (depth, columns) = (depth as i64, columns as i64);
+        model_of(
+            17,
+            GraphProto {
                 node: vec![
                     cast_to_float("q", "q_f"),
-                    node("Mul", ["q_f", "scale"], "w"),
-                    node("MatMul", ["x", "w"], "h"),
-                    node("MatMul", ["h", "plain"], "y"),
+                    binary_node("w", "Mul", ["q_f", "scale"], "w"),
+                    binary_node("h", "MatMul", ["x", "w"], "h"),
+                    binary_node("y", "MatMul", ["h", "plain"], "y"),
                 ],
                 initializer: vec![
-                    initializer(
-                        "q",
-                        &[depth as i64, columns as i64],
-                        DataType::Int8,
-                        bytes(&q),
-                    ),
-                    initializer(
-                        "scale",
-                        &[1, columns as i64],
-                        DataType::Float,
-                        bytes(&scale),
-                    ),
+                    initializer("q", &[depth, columns], DataType::Int8, bytes(&q)),
+                    initializer("scale", &[1, columns], DataType::Float, bytes(&scale)),
                     TensorProto {
                         name: "plain".into(),
-                        dims: vec![columns as i64, columns as i64],
+                        dims: vec![columns, columns],
                         data_type: DataType::Float as i32,
                         float_data: plain,
                         ..TensorProto::default()
@@ -638,9 +618,8 @@ mod tests {
                 input: vec![value("x", DataType::Float)],
                 output: vec![value("y", DataType::Float)],
                 ..GraphProto::default()
-            }),
-            ..ModelProto::default()
-        }
+            },
+        )
     }
 
     /// Runs `proto` as mnemo does once it has rewritten a checked graph:

@@ -667,6 +667,35 @@ pub(super) mod tests {
         }
     }
 
+    /// A model of `graph` importing the default operator set `opset`.
+    pub(in crate::embed) fn model_of(opset: i64, graph: GraphProto) -> ModelProto {
+        ModelProto {
+            ir_version: 8,
+            opset_import: vec![OperatorSetIdProto {
+                domain: String::new(),
+                version: opset,
+            }],
+            graph: Some(graph),
+            ..ModelProto::default()
+        }
+    }
+
+    /// A node `op_type` of two inputs and one output.
+    pub(in crate::embed) fn binary_node(
+        name: &str,
+        op_type: &str,
+        input: [&str; 2],
+        output: &str,
+    ) -> NodeProto {
+        NodeProto {
+            name: name.into(),
+            op_type: op_type.into(),
+            input: input.iter().map(|i| i.to_string()).collect(),
+            output: vec![output.into()],
+            ..NodeProto::default()
+        }
+    }
+
     /// A model that only looks up `input_ids` in an int8 table dequantized
     /// per row, the way the MiniLM export does.
     fn lookup_model() -> ModelProto {
@@ -678,24 +707,13 @@ pub(super) mod tests {
             .iter()
             .flat_map(|s| s.to_le_bytes())
             .collect();
-        let node = |name: &str, op_type: &str, input: [&str; 2], output: &str| NodeProto {
-            name: name.into(),
-            op_type: op_type.into(),
-            input: input.iter().map(|i| i.to_string()).collect(),
-            output: vec![output.into()],
-            ..NodeProto::default()
-        };
-        ModelProto {
-            ir_version: 8,
-            opset_import: vec![OperatorSetIdProto {
-                domain: String::new(),
-                version: 17,
-            }],
-            graph: Some(GraphProto {
+        model_of(
+            17,
+            GraphProto {
                 node: vec![
                     cast_to_float("q", "table_f"),
-                    node("mul", "Mul", ["table_f", "scale"], "table"),
-                    node("lookup", "Gather", ["table", INPUT_IDS], "rows"),
+                    binary_node("mul", "Mul", ["table_f", "scale"], "table"),
+                    binary_node("lookup", "Gather", ["table", INPUT_IDS], "rows"),
                 ],
                 initializer: vec![
                     initializer("q", &[4, 3], DataType::Int8, quantized),
@@ -704,9 +722,8 @@ pub(super) mod tests {
                 input: vec![value(INPUT_IDS, DataType::Int64)],
                 output: vec![value("rows", DataType::Float)],
                 ..GraphProto::default()
-            }),
-            ..ModelProto::default()
-        }
+            },
+        )
     }
 
     /// Runs a lookup model on ids `[[3, 0, 2], [1, 1, 3]]`.

@@ -775,9 +775,9 @@ mod tests {
     use prost::Message;
     use tract_onnx::pb::attribute_proto::AttributeType;
     use tract_onnx::pb::tensor_proto::DataType;
-    use tract_onnx::pb::{AttributeProto, GraphProto, OperatorSetIdProto, TensorProto};
+    use tract_onnx::pb::{AttributeProto, GraphProto, TensorProto};
 
-    use crate::embed::minilm::tests::value;
+    use crate::embed::minilm::tests::{model_of, value};
     use crate::embed::MiniLm;
 
     fn int(name: &str, value: i64) -> AttributeProto {
@@ -848,21 +848,16 @@ mod tests {
     /// A model of opset `opset` with one node reading the float input `x`
     /// (and `initializers`) and writing `y`.
     fn one_node(opset: i64, node: NodeProto, initializers: Vec<TensorProto>) -> ModelProto {
-        ModelProto {
-            ir_version: 8,
-            opset_import: vec![OperatorSetIdProto {
-                domain: String::new(),
-                version: opset,
-            }],
-            graph: Some(GraphProto {
+        model_of(
+            opset,
+            GraphProto {
                 node: vec![node],
                 initializer: initializers,
                 input: vec![value("x", DataType::Float)],
                 output: vec![value("y", DataType::Float)],
                 ..GraphProto::default()
-            }),
-            ..ModelProto::default()
-        }
+            },
+        )
     }
 
     /// Runs `proto` through [`onnx`] and tract's optimizer on `x`.

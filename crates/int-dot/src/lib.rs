@@ -16,7 +16,7 @@
 
 mod packed;
 
-pub use packed::{dot_tile, I16Vector, I16Vectors, I8Vector, I8Vectors, BLOCK_LEN};
+pub use packed::{dot_tile, Component, I16Vectors, I8Vectors, Vector, Vectors, BLOCK_LEN};
 
 /// Accumulators of the portable dot-product loops.
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]

@@ -63,77 +63,70 @@ fn narrow_block(v: [i8; BLOCK_LEN]) -> NarrowBlock {
     v
 }
 
-/// Packs `values`, vectors of `len` components one after the other, into
-/// blocks; returns the blocks per vector and the blocks.
-fn pack<T: Copy + Default, B>(
-    values: &[T],
-    len: usize,
-    block: impl Fn([T; BLOCK_LEN]) -> B,
-) -> (usize, Vec<B>) {
-    let blocks = len.div_ceil(BLOCK_LEN);
-    let data = values
-        .chunks_exact(len.max(1))
-        .flat_map(|vector| {
-            (0..blocks).map(|b| {
-                let mut padded = [T::default(); BLOCK_LEN];
-                let part = &vector[(b * BLOCK_LEN).min(len)..((b + 1) * BLOCK_LEN).min(len)];
-                padded[..part.len()].copy_from_slice(part);
-                block(padded)
+/// A component type and its packed block of [`BLOCK_LEN`] components.
+pub trait Component: Copy + Default {
+    /// The packed form of a block.
+    type Block: Copy + std::fmt::Debug;
+
+    /// Packs one block.
+    fn block(values: [Self; BLOCK_LEN]) -> Self::Block;
+}
+
+impl Component for i16 {
+    type Block = WideBlock;
+
+    fn block(values: [i16; BLOCK_LEN]) -> WideBlock {
+        wide_block(values)
+    }
+}
+
+impl Component for i8 {
+    type Block = NarrowBlock;
+
+    fn block(values: [i8; BLOCK_LEN]) -> NarrowBlock {
+        narrow_block(values)
+    }
+}
+
+/// Vectors of one length, each packed into blocks.
+#[derive(Debug, Clone)]
+pub struct Vectors<T: Component> {
+    blocks: usize,
+    data: Vec<T::Block>,
+}
+
+/// One vector of a [`Vectors`].
+#[derive(Debug, Clone, Copy)]
+pub struct Vector<'a, T: Component>(&'a [T::Block]);
+
+/// Vectors of `i16` components (the activations of a product).
+pub type I16Vectors = Vectors<i16>;
+/// Vectors of `i8` components (the weights of a product).
+pub type I8Vectors = Vectors<i8>;
+
+impl<T: Component> Vectors<T> {
+    /// The vectors of `len` components laid one after the other in
+    /// `values` (a trailing partial vector is dropped).
+    pub fn new(values: &[T], len: usize) -> Vectors<T> {
+        let blocks = len.div_ceil(BLOCK_LEN);
+        let data = values
+            .chunks_exact(len.max(1))
+            .filter(|_| len > 0)
+            .flat_map(|vector| {
+                vector.chunks(BLOCK_LEN).map(|part| {
+                    let mut padded = [T::default(); BLOCK_LEN];
+                    padded[..part.len()].copy_from_slice(part);
+                    T::block(padded)
+                })
             })
-        })
-        .collect();
-    (blocks, data)
-}
-
-/// Vectors of `i16` components, all of one length.
-#[derive(Debug, Clone)]
-pub struct I16Vectors {
-    blocks: usize,
-    data: Vec<WideBlock>,
-}
-
-/// Vectors of `i8` components, all of one length.
-#[derive(Debug, Clone)]
-pub struct I8Vectors {
-    blocks: usize,
-    data: Vec<NarrowBlock>,
-}
-
-/// One vector of an [`I16Vectors`].
-#[derive(Debug, Clone, Copy)]
-pub struct I16Vector<'a>(&'a [WideBlock]);
-
-/// One vector of an [`I8Vectors`].
-#[derive(Debug, Clone, Copy)]
-pub struct I8Vector<'a>(&'a [NarrowBlock]);
-
-impl I16Vectors {
-    /// The vectors of `len` components laid one after the other in
-    /// `values` (a trailing partial vector is dropped).
-    pub fn new(values: &[i16], len: usize) -> I16Vectors {
-        let (blocks, data) = pack(values, len, wide_block);
-        I16Vectors { blocks, data }
+            .collect();
+        Vectors { blocks, data }
     }
 
     /// Vector `index`. Panics past the last.
     #[inline]
-    pub fn get(&self, index: usize) -> I16Vector<'_> {
-        I16Vector(&self.data[index * self.blocks..(index + 1) * self.blocks])
-    }
-}
-
-impl I8Vectors {
-    /// The vectors of `len` components laid one after the other in
-    /// `values` (a trailing partial vector is dropped).
-    pub fn new(values: &[i8], len: usize) -> I8Vectors {
-        let (blocks, data) = pack(values, len, narrow_block);
-        I8Vectors { blocks, data }
-    }
-
-    /// Vector `index`. Panics past the last.
-    #[inline]
-    pub fn get(&self, index: usize) -> I8Vector<'_> {
-        I8Vector(&self.data[index * self.blocks..(index + 1) * self.blocks])
+    pub fn get(&self, index: usize) -> Vector<'_, T> {
+        Vector(&self.data[index * self.blocks..(index + 1) * self.blocks])
     }
 }
 
@@ -145,8 +138,8 @@ impl I8Vectors {
 /// blocks.
 #[inline]
 pub fn dot_tile<const R: usize, const C: usize>(
-    a: [I16Vector<'_>; R],
-    b: [I8Vector<'_>; C],
+    a: [Vector<'_, i16>; R],
+    b: [Vector<'_, i8>; C],
 ) -> [[i64; C]; R] {
     let blocks = a
         .iter()
