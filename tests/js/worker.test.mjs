@@ -28,13 +28,17 @@ async function post(mf, path, body) {
   return { status: response.status, body: await response.json() };
 }
 
-test("the Worker ingests, retrieves and injects, and keeps memories across a restart", async () => {
+test("the Worker ingests, retrieves and injects, and keeps memories across a restart", async (t) => {
+  let mf;
+  // Also after a failed assertion: a running workerd would keep the test
+  // runner waiting for ever.
+  t.after(() => mf?.dispose());
   const { bundle, size, wasm } = await assembleWorker(join(work, "bundle"));
   const persist = join(work, "kv");
   console.log(`worker bundle: ${(size.raw / 2 ** 20).toFixed(2)} MiB raw, ${(size.gzipped / 2 ** 20).toFixed(2)} MiB gzipped ` +
     `(.wasm ${(wasm.gzipped / 2 ** 20).toFixed(2)} MiB of it); the model stays in KV`);
 
-  let mf = startWorker(bundle, { persist });
+  mf = startWorker(bundle, { persist });
   await putModel(mf, modelDir);
 
   const ingested = await post(mf, "/ingest", [
@@ -73,5 +77,4 @@ test("the Worker ingests, retrieves and injects, and keeps memories across a res
   assert.equal(again.body[0].item.id, before.body[0].item.id);
   assert.equal(again.body[0].item.usageCount, before.body[0].item.usageCount + 1,
     "usage marked by the first isolate was persisted");
-  await mf.dispose();
 });
