@@ -87,16 +87,6 @@ impl Int8Weights {
         })
     }
 
-    /// Length of an activation row.
-    pub fn depth(&self) -> usize {
-        self.depth
-    }
-
-    /// Length of an output row.
-    pub fn columns(&self) -> usize {
-        self.columns
-    }
-
     /// `x · W` for activation rows `x` (`[rows, depth]`, row-major), as
     /// `[rows, columns]`. A row with a non-finite value gives a row of NaN.
     pub fn multiply(&self, x: &[f32]) -> Vec<f32> {
@@ -225,7 +215,7 @@ fn quantize_rows(x: &[f32], depth: usize) -> (Vec<i16>, Vec<f32>) {
 
 /// The typed op: `x · W` on the last axis of an `f32` input of any rank.
 #[derive(Debug, Clone)]
-pub struct Int8MatMul {
+struct Int8MatMul {
     weights: Arc<Int8Weights>,
 }
 
@@ -302,7 +292,7 @@ impl TypedOp for Int8MatMul {
 /// The inference-time node: inputs `x`, the int8 codes and the scales
 /// (both constants), wired as an [`Int8MatMul`] holding the weights.
 #[derive(Debug, Clone, Hash)]
-pub struct Int8MatMulNode;
+struct Int8MatMulNode;
 
 impl Expansion for Int8MatMulNode {
     fn name(&self) -> StaticName {
@@ -525,7 +515,7 @@ mod tests {
         ] {
             let (q, scale) = weights(depth, columns, &mut values);
             let weights = Int8Weights::new(&q, &scale).unwrap();
-            assert_eq!((weights.depth(), weights.columns()), (depth, columns));
+            assert_eq!((weights.depth, weights.columns), (depth, columns));
             // Rows of very different magnitudes: each has its own scale.
             let x: Vec<f32> = (0..rows * depth)
                 .map(|i| values.next() * [1.0, 1e-3, 40.0][(i / depth) % 3])
