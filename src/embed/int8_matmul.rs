@@ -31,6 +31,8 @@ use tract_onnx::tract_hir::tract_ndarray::{ArrayD, IxDyn};
 
 use mnemo_int_dot::{dot_tile, I16Vectors, I8Vectors};
 
+use super::minilm::attribute_int;
+
 /// Operator type of the fused nodes in the rewritten graph. The operator
 /// check of [`super::onnx_ops::PrunedOnnx`] refuses it in a model file.
 pub const OPERATOR: &str = "mnemo.Int8MatMul";
@@ -179,8 +181,9 @@ impl Tile {
 }
 
 /// Each row of `x` (`depth` values) as `i16` codes and its scale: codes
-/// `x / scale` rounded to the nearest, with `scale` = max |x| / 32767 (0 for a zero row, NaN
-/// for a row with a non-finite value, whose codes are zero).
+/// `x / scale` rounded to the nearest, with `scale` = max |x| / 32767 (0
+/// for a zero row, NaN for a row with a non-finite value, whose codes are
+/// zero).
 fn quantize_rows(x: &[f32], depth: usize) -> (Vec<i16>, Vec<f32>) {
     let mut codes = vec![0i16; x.len()];
     let mut scales = Vec::with_capacity(x.len() / depth.max(1));
@@ -375,10 +378,7 @@ pub(super) fn dequantized(graph: &GraphProto, output: &str) -> Option<Dequantize
         let cast = producer(input).filter(|n| n.op_type == "Cast" && n.input.len() == 1)?;
         Some((cast, mul.input[1 - side].clone()))
     })?;
-    let to_float = cast
-        .attribute
-        .iter()
-        .any(|a| a.name == "to" && a.i == DataType::Float as i64);
+    let to_float = attribute_int(cast, "to") == Some(DataType::Float as i64);
     let quantized = graph.initializer.iter().find(|t| {
         t.name == cast.input[0] && t.data_type == DataType::Int8 as i32 && t.dims.len() == 2
     })?;

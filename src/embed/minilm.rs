@@ -554,7 +554,7 @@ fn gather_before_dequantize(graph: &mut GraphProto) -> crate::Result<usize> {
 }
 
 /// The integer attribute `name` of `node`, if set.
-fn attribute_int(node: &NodeProto, name: &str) -> Option<i64> {
+pub(super) fn attribute_int(node: &NodeProto, name: &str) -> Option<i64> {
     node.attribute.iter().find(|a| a.name == name).map(|a| a.i)
 }
 
