@@ -5,7 +5,7 @@
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0 | 4 | magic `MNMO` (`4D 4E 4D 4F`) |
-//! | 4 | 2 | format version, u16 little-endian (1 or 2, see below) |
+//! | 4 | 2 | format version, u16 little-endian (1, 2 or 3, see below) |
 //! | 6 | 1 | record type: 1 = memory item, 2 = manifest, 3 = vector, 4 = file |
 //! | 7 | 1 | flags, reserved, 0 |
 //! | 8 | 4 | payload length `N`, u32 little-endian |
@@ -14,16 +14,20 @@
 //!
 //! Payloads: a memory item is the JSON of [`MemoryItem`] (the same camelCase
 //! JSON as the API); the manifest is the JSON of [`Manifest`]; a vector (the
-//! embedding of one item) is its dimension count as a u32 little-endian
-//! followed by that many f32 little-endian components; a file is the JSON
-//! of [`StoredFile`].
+//! embedding of one item) is, in version 3, its dimension count as a u32
+//! little-endian, its scale as an f32 little-endian and that many int8
+//! codes ([`Int8Vector`]); in versions 1 and 2, its dimension count followed
+//! by that many f32 little-endian components; a file is the JSON of
+//! [`StoredFile`].
 //!
-//! Each record is written in the oldest version that can hold it: version 2
-//! for file records, for chunks of files (items with `sourceLines`) and for
-//! a manifest that counts files; version 1 for everything else. A store that
-//! holds no file is therefore byte-for-byte what builds before files wrote,
-//! and such builds refuse one that does with `VERSION_MISMATCH` rather than
-//! misread it. A reader rejects
+//! Each record is written in the oldest version that can hold it: version 3
+//! for vector records; version 2 for file records, for chunks of files
+//! (items with `sourceLines`) and for a manifest that counts files; version
+//! 1 for everything else. A store without files or embeddings is therefore
+//! byte-for-byte what the first builds wrote, and older builds refuse a
+//! store holding records they cannot read with `VERSION_MISMATCH` rather
+//! than misread it. `f32` vector records of older builds are read and
+//! quantized. A reader rejects
 //! a record whose magic, length or checksum is wrong ([`CodecError`] →
 //! `CORRUPT`) and one whose version is newer than [`FORMAT_VERSION`]
 //! (`VERSION_MISMATCH`). `docs/format.md` describes the keys these records
@@ -34,13 +38,18 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Error;
 use crate::files::StoredFile;
+use crate::index::Int8Vector;
 use crate::item::MemoryItem;
 
 /// The newest record format version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 2;
-/// The version of records that hold nothing of files (see the module
-/// documentation).
+pub const FORMAT_VERSION: u16 = 3;
+/// The version of records that hold nothing of files or embeddings (see
+/// the module documentation).
 const BASE_FORMAT_VERSION: u16 = 1;
+/// The version of records that hold something of files.
+const FILES_FORMAT_VERSION: u16 = 2;
+/// The version of vector records: int8 codes.
+const INT8_VECTOR_VERSION: u16 = 3;
 
 const MAGIC: [u8; 4] = *b"MNMO";
 const HEADER_LEN: usize = 12;
@@ -136,7 +145,7 @@ pub fn decode(bytes: &[u8]) -> Result<(RecordType, &[u8]), CodecError> {
     if crc32fast::hash(&bytes[..end]) != stored_crc {
         return Err(CodecError::BadChecksum);
     }
-    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+    let version = record_version(bytes);
     if version > FORMAT_VERSION {
         return Err(CodecError::UnsupportedVersion(version));
     }
@@ -171,7 +180,7 @@ fn encode_json<T: Serialize>(record_type: RecordType, version: u16, value: &T) -
 /// else 1.
 pub fn version_for(uses_files: bool) -> u16 {
     if uses_files {
-        FORMAT_VERSION
+        FILES_FORMAT_VERSION
     } else {
         BASE_FORMAT_VERSION
     }
@@ -191,19 +200,29 @@ pub fn decode_item(bytes: &[u8]) -> Result<MemoryItem, CodecError> {
     decode_json(bytes, RecordType::Item)
 }
 
-/// Encodes an embedding record.
-pub fn encode_vector(vector: &[f32]) -> Vec<u8> {
-    let mut payload = Vec::with_capacity(4 + 4 * vector.len());
+/// Encodes an embedding record: version 3, int8 codes and their scale.
+pub fn encode_vector(vector: &Int8Vector) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(8 + vector.len());
     let dims = u32::try_from(vector.len()).unwrap_or(u32::MAX);
     payload.extend_from_slice(&dims.to_le_bytes());
-    for x in vector {
-        payload.extend_from_slice(&x.to_le_bytes());
-    }
-    encode(RecordType::Vector, BASE_FORMAT_VERSION, &payload)
+    payload.extend_from_slice(&vector.scale().to_le_bytes());
+    payload.extend(vector.codes().iter().map(|&code| code.to_le_bytes()[0]));
+    encode(RecordType::Vector, INT8_VECTOR_VERSION, &payload)
 }
 
-/// Decodes an embedding record; every component must be finite.
-pub fn decode_vector(bytes: &[u8]) -> Result<Vec<f32>, CodecError> {
+/// A decoded embedding record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodedVector {
+    /// The embedding (an `f32` record quantized).
+    pub vector: Int8Vector,
+    /// Whether the record holds `f32` components (versions 1 and 2).
+    pub legacy: bool,
+}
+
+/// Decodes an embedding record: int8 codes (version 3) or `f32`
+/// components (versions 1 and 2, quantized here); every component and the
+/// scale must be finite.
+pub fn decode_vector(bytes: &[u8]) -> Result<DecodedVector, CodecError> {
     let (found, payload) = decode(bytes)?;
     if found != RecordType::Vector {
         return Err(CodecError::WrongType {
@@ -216,18 +235,41 @@ pub fn decode_vector(bytes: &[u8]) -> Result<Vec<f32>, CodecError> {
         .split_first_chunk::<4>()
         .ok_or_else(|| bad("vector without length"))?;
     let dims = u32::from_le_bytes(*dims) as usize;
+    if record_version(bytes) >= INT8_VECTOR_VERSION {
+        let (scale, codes) = rest
+            .split_first_chunk::<4>()
+            .ok_or_else(|| bad("vector without scale"))?;
+        if codes.len() != dims {
+            return Err(bad("vector length does not match its codes"));
+        }
+        let codes = codes.iter().map(|&b| i8::from_le_bytes([b])).collect();
+        let vector = Int8Vector::from_parts(codes, f32::from_le_bytes(*scale))
+            .ok_or_else(|| bad("vector scale is negative or not finite"))?;
+        return Ok(DecodedVector {
+            vector,
+            legacy: false,
+        });
+    }
     if rest.len() != dims.saturating_mul(4) {
         return Err(bad("vector length does not match its components"));
     }
-    let vector: Vec<f32> = rest
+    let components: Vec<f32> = rest
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
-    if vector.iter().all(|x| x.is_finite()) {
-        Ok(vector)
+    if components.iter().all(|x| x.is_finite()) {
+        Ok(DecodedVector {
+            vector: Int8Vector::quantize(&components),
+            legacy: true,
+        })
     } else {
         Err(bad("vector has a non-finite component"))
     }
+}
+
+/// The format version of a record that [`decode`] accepted.
+fn record_version(bytes: &[u8]) -> u16 {
+    u16::from_le_bytes([bytes[4], bytes[5]])
 }
 
 /// The store's self-description, rewritten by every commit that changes an
@@ -277,7 +319,7 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest, CodecError> {
 
 /// Encodes a file record (always version 2).
 pub fn encode_file(file: &StoredFile) -> Vec<u8> {
-    encode_json(RecordType::File, FORMAT_VERSION, file)
+    encode_json(RecordType::File, FILES_FORMAT_VERSION, file)
 }
 
 /// Decodes a file record.
@@ -292,10 +334,19 @@ pub struct SetDigest([u8; 32]);
 impl SetDigest {
     /// Adds or removes one record (XOR is its own inverse).
     pub fn toggle(&mut self, record: &[u8]) {
-        let hash = Sha256::digest(record);
-        for (acc, byte) in self.0.iter_mut().zip(hash.iter()) {
+        self.toggle_hash(&Self::hash(record));
+    }
+
+    /// Adds or removes the record whose [`SetDigest::hash`] is `hash`.
+    pub fn toggle_hash(&mut self, hash: &[u8; 32]) {
+        for (acc, byte) in self.0.iter_mut().zip(hash) {
             *acc ^= byte;
         }
+    }
+
+    /// The sha256 of a record: what [`SetDigest::toggle`] folds in.
+    pub fn hash(record: &[u8]) -> [u8; 32] {
+        Sha256::digest(record).into()
     }
 
     /// Lowercase hex.
@@ -342,26 +393,68 @@ mod tests {
     #[test]
     fn newer_versions_are_refused_with_version_mismatch() {
         let mut rec = encode(RecordType::Item, FORMAT_VERSION, b"{}");
-        rec[4] = 3;
+        rec[4] = 4;
         let end = rec.len() - 4;
         let crc = crc32fast::hash(&rec[..end]).to_le_bytes();
         rec[end..].copy_from_slice(&crc);
-        assert_eq!(decode(&rec), Err(CodecError::UnsupportedVersion(3)));
+        assert_eq!(decode(&rec), Err(CodecError::UnsupportedVersion(4)));
         assert_eq!(
-            Error::from(CodecError::UnsupportedVersion(3)).code(),
+            Error::from(CodecError::UnsupportedVersion(4)).code(),
             "VERSION_MISMATCH"
         );
     }
 
     #[test]
-    fn vectors_round_trip_and_reject_bad_lengths_and_non_finite_values() {
-        let v = vec![0.5f32, -0.25, 1e-7];
-        assert_eq!(decode_vector(&encode_vector(&v)).unwrap(), v);
+    fn vectors_round_trip_and_reject_bad_lengths_scales_and_non_finite_values() {
+        let v = Int8Vector::quantize(&[0.5, -0.25, 1e-7]);
+        let record = encode_vector(&v);
+        assert_eq!(
+            decode_vector(&record).unwrap(),
+            DecodedVector {
+                vector: v.clone(),
+                legacy: false
+            }
+        );
+        // Header, dimension count, scale, one byte per code, checksum.
+        assert_eq!(record.len(), 12 + 4 + 4 + 3 + 4);
+        assert_eq!(record[12..16], 3u32.to_le_bytes());
+        assert_eq!(record[16..20], (0.5f32 / 127.0).to_le_bytes());
+        assert_eq!(record[20..23], [127, (-64i8).to_le_bytes()[0], 0]);
+        let v3 = |payload: &[u8]| encode(RecordType::Vector, 3, payload);
+        assert!(
+            decode_vector(&v3(&[2, 0, 0, 0, 0, 0, 0, 0, 1])).is_err(),
+            "length says 2, holds 1"
+        );
+        assert!(decode_vector(&v3(&[1, 0, 0, 0])).is_err(), "no scale");
+        let negative = (-1.0f32).to_le_bytes();
+        let nan = f32::NAN.to_le_bytes();
+        for scale in [negative, nan] {
+            let payload = [&[1, 0, 0, 0][..], &scale, &[1]].concat();
+            assert!(decode_vector(&v3(&payload)).is_err());
+        }
+        assert!(decode_vector(&encode_manifest(&Manifest::default())).is_err());
+    }
+
+    /// A vector record as builds before int8 records wrote it: version 1,
+    /// the dimension count and `f32` components.
+    fn legacy_vector_record(components: &[f32]) -> Vec<u8> {
+        let mut payload = (components.len() as u32).to_le_bytes().to_vec();
+        for x in components {
+            payload.extend_from_slice(&x.to_le_bytes());
+        }
+        encode(RecordType::Vector, 1, &payload)
+    }
+
+    #[test]
+    fn legacy_f32_vector_records_are_read_and_quantized() {
+        let components = [0.5f32, -0.25, 1e-7];
+        let decoded = decode_vector(&legacy_vector_record(&components)).unwrap();
+        assert!(decoded.legacy);
+        assert_eq!(decoded.vector, Int8Vector::quantize(&components));
         let mut bad = encode(RecordType::Vector, 1, &[2, 0, 0, 0, 0, 0, 0, 0]);
         assert!(decode_vector(&bad).is_err(), "length says 2, holds 1");
-        bad = encode_vector(&[f32::NAN]);
+        bad = legacy_vector_record(&[f32::NAN]);
         assert!(decode_vector(&bad).is_err());
-        assert!(decode_vector(&encode_manifest(&Manifest::default())).is_err());
     }
 
     #[test]
@@ -381,7 +474,7 @@ mod tests {
         assert_eq!(version(&record), 2);
         assert_eq!(decode_manifest(&record).unwrap(), with_files);
         assert!(!String::from_utf8_lossy(&encode_manifest(&plain)).contains("fileCount"));
-        assert_eq!(version(&encode_vector(&[1.0])), 1);
+        assert_eq!(version(&encode_vector(&Int8Vector::quantize(&[1.0]))), 3);
         let file = StoredFile {
             scope: crate::item::Scope::workspace("u", "w"),
             path: "MEMORY.md".into(),

@@ -24,7 +24,7 @@ use crate::embed::Embedder;
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::files::StoredFile;
-use crate::index::{Bm25Index, Bm25Params, VectorIndex, VectorParams};
+use crate::index::{Bm25Index, Bm25Params, Int8Vector, VectorIndex, VectorParams};
 use crate::inject::{self, InjectFormat, Injection, TokenCounter};
 use crate::item::{
     validate_id, validate_item_id, Kind, MemoryItem, Privacy, Scope, ScopeFilter, Source, Status,
@@ -511,7 +511,7 @@ pub struct Txn {
 /// One recorded change and what it replaced.
 enum Undo {
     Item(String, Option<Box<MemoryItem>>),
-    Vector(String, Option<Vec<f32>>),
+    Vector(String, Option<StoredVector>),
     File(FileKey, Option<Box<StoredFile>>),
     Model(Option<String>, Option<Arc<dyn Embedder>>),
 }
@@ -532,6 +532,62 @@ struct Entry {
     doc: u32,
 }
 
+/// A memory's own embedding as the engine holds it: int8, as stored.
+#[derive(Debug, Clone)]
+struct StoredVector {
+    vector: Int8Vector,
+    /// Set when the vector was loaded from an `f32` record (written before
+    /// records held int8 codes): re-encoding gives other bytes, so the
+    /// digest and the stats need what the stored record was.
+    legacy_record: Option<Box<LegacyRecord>>,
+}
+
+/// The stored `f32` record a [`StoredVector`] was loaded from.
+#[derive(Debug, Clone)]
+struct LegacyRecord {
+    hash: [u8; 32],
+    len: usize,
+}
+
+impl StoredVector {
+    /// A new embedding, quantized.
+    fn quantize(vector: &[f32]) -> Self {
+        StoredVector {
+            vector: Int8Vector::quantize(vector),
+            legacy_record: None,
+        }
+    }
+
+    /// A vector decoded from its stored record `bytes`.
+    fn loaded(decoded: codec::DecodedVector, bytes: &[u8]) -> Self {
+        StoredVector {
+            vector: decoded.vector,
+            legacy_record: decoded.legacy.then(|| {
+                Box::new(LegacyRecord {
+                    hash: SetDigest::hash(bytes),
+                    len: bytes.len(),
+                })
+            }),
+        }
+    }
+
+    /// The sha256 of the stored record (see [`SetDigest`]).
+    fn record_hash(&self) -> [u8; 32] {
+        match &self.legacy_record {
+            Some(record) => record.hash,
+            None => SetDigest::hash(&codec::encode_vector(&self.vector)),
+        }
+    }
+
+    /// Bytes of the stored record.
+    fn record_len(&self) -> usize {
+        match &self.legacy_record {
+            Some(record) => record.len,
+            None => codec::encode_vector(&self.vector).len(),
+        }
+    }
+}
+
 /// The memory state machine. See the module documentation.
 pub struct Engine {
     config: Config,
@@ -545,7 +601,7 @@ pub struct Engine {
     pinned: BTreeSet<String>,
     lexical: HashMap<Tenant, Bm25Index>,
     /// Own embedding of each memory that has one (key `vec/<id>`).
-    embeddings: HashMap<String, Vec<f32>>,
+    embeddings: HashMap<String, StoredVector>,
     /// Per tenant, the context vectors of its live memories (see
     /// [`crate::rank`]): the embedding plus the one of the memory it follows.
     vectors: HashMap<Tenant, VectorIndex>,
@@ -617,7 +673,7 @@ impl Engine {
             engine.set(&item.id.clone(), Some(item));
         }
         for (key, bytes) in vector_records {
-            let vector = codec::decode_vector(&bytes).map_err(|e| match Error::from(e) {
+            let decoded = codec::decode_vector(&bytes).map_err(|e| match Error::from(e) {
                 Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
                 other => other,
             })?;
@@ -626,7 +682,7 @@ impl Engine {
                 return Err(Error::Corrupt(format!("record `{key}` has no memory")));
             }
             stored.toggle(&bytes);
-            engine.set_vector(id, Some(vector));
+            engine.set_vector(id, Some(StoredVector::loaded(decoded, &bytes)));
         }
         for (key, bytes) in file_records {
             let file = codec::decode_file(&bytes).map_err(|e| match Error::from(e) {
@@ -817,16 +873,16 @@ impl Engine {
 
     /// Replaces (or removes) the embedding of memory `id`, keeping the
     /// vector index and the digest in step. Returns the previous embedding.
-    fn set_vector(&mut self, id: &str, new: Option<Vec<f32>>) -> Option<Vec<f32>> {
+    fn set_vector(&mut self, id: &str, new: Option<StoredVector>) -> Option<StoredVector> {
         if let Some(doc) = self.entries.get(id).map(|e| e.doc) {
             self.unindex_vector(doc);
         }
         let old = self.embeddings.remove(id);
         if let Some(v) = &old {
-            self.digest.toggle(&codec::encode_vector(v));
+            self.digest.toggle_hash(&v.record_hash());
         }
         if let Some(v) = new {
-            self.digest.toggle(&codec::encode_vector(&v));
+            self.digest.toggle_hash(&v.record_hash());
             self.embeddings.insert(id.to_string(), v);
         }
         self.index_vector(id);
@@ -871,15 +927,16 @@ impl Engine {
     /// The context vector of a memory: its embedding plus the embedding of
     /// the memory it follows, normalized (see [`crate::rank`]).
     fn context_vector(&self, item: &MemoryItem) -> Option<Vec<f32>> {
-        let own = self.embeddings.get(&item.id)?;
+        let own = &self.embeddings.get(&item.id)?.vector;
         let previous = item
             .follows
             .as_ref()
             .and_then(|p| self.embeddings.get(p))
+            .map(|p| &p.vector)
             .filter(|p| p.len() == own.len());
-        let mut context = own.clone();
+        let mut context = own.to_f32();
         if let Some(p) = previous {
-            for (c, x) in context.iter_mut().zip(p) {
+            for (c, x) in context.iter_mut().zip(p.to_f32()) {
                 *c += x;
             }
         }
@@ -899,7 +956,7 @@ impl Engine {
 
     /// [`Engine::set_vector`] that records the undo step.
     fn write_vector(&mut self, txn: &mut Txn, id: &str, new: Option<Vec<f32>>) {
-        let previous = self.set_vector(id, new);
+        let previous = self.set_vector(id, new.as_deref().map(StoredVector::quantize));
         txn.undo.push(Undo::Vector(id.to_string(), previous));
     }
 
@@ -962,7 +1019,7 @@ impl Engine {
         for (id, existed) in vectors {
             let key = format!("{VECTOR_PREFIX}{id}");
             match self.embeddings.get(id) {
-                Some(v) => batch.put(key, codec::encode_vector(v)),
+                Some(v) => batch.put(key, codec::encode_vector(&v.vector)),
                 None if existed => batch.delete(key),
                 None => {}
             }
@@ -1327,7 +1384,7 @@ impl Engine {
                 .unwrap_or_else(|| text::term_overlap(terms, &text::terms(&other.text)));
             let cosine = vector
                 .zip(self.embeddings.get(&other.id))
-                .map(|(a, b)| dot(a, b));
+                .map(|(a, b)| b.vector.dot(a));
             cfg.is_near_duplicate(overlap, cosine)
                 .then_some(((overlap, cosine.unwrap_or(0.0)), other.id.as_str()))
         };
@@ -1976,7 +2033,7 @@ impl Engine {
             stats.stored_bytes += codec::encode_item(item).len();
             if let Some(vector) = self.embeddings.get(&item.id) {
                 stats.embedded += 1;
-                stats.stored_bytes += codec::encode_vector(vector).len();
+                stats.stored_bytes += vector.record_len();
             }
             tenants.insert(item.scope.tenant());
         }

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use mnemo::codec;
 use mnemo::embed::Embedder;
 use mnemo::env::FixedEnvironment;
 use mnemo::storage::{Batch, MemoryStorage, Storage, StorageError};
@@ -220,6 +221,106 @@ fn edits_re_embed_and_hard_deletes_erase_the_vector() {
             .items,
         0
     );
+}
+
+/// The record format version of the stored value of `key`.
+fn record_version(storage: &MemoryStorage, key: &str) -> u16 {
+    let (_, value) = storage.entries().find(|(k, _)| *k == key).unwrap();
+    u16::from_le_bytes([value[4], value[5]])
+}
+
+/// The store of `mem` as builds before int8 vector records left it: each
+/// vector record holds the `f32` embedding of `embedder` (version 1), and
+/// the manifest's digest covers those bytes.
+fn with_f32_vector_records(
+    mem: &Memory<MemoryStorage, FixedEnvironment>,
+    embedder: &dyn Embedder,
+) -> MemoryStorage {
+    let mut batch = Batch::new();
+    let mut digest = codec::SetDigest::default();
+    for (key, value) in mem.storage().entries() {
+        if let Some(id) = key.strip_prefix("vec/") {
+            let text = mem.get(id).unwrap().text;
+            let vector = embedder.embed_batch(&[text.as_str()]).unwrap().remove(0);
+            let mut payload = (vector.len() as u32).to_le_bytes().to_vec();
+            vector
+                .iter()
+                .for_each(|x| payload.extend_from_slice(&x.to_le_bytes()));
+            let record = codec::encode(codec::RecordType::Vector, 1, &payload);
+            digest.toggle(&record);
+            batch.put(key, record);
+        } else if key.starts_with("item/") {
+            digest.toggle(value);
+        }
+    }
+    let stored = mem
+        .storage()
+        .entries()
+        .find(|(k, _)| *k == "meta/manifest")
+        .unwrap()
+        .1;
+    let mut manifest = codec::decode_manifest(stored).unwrap();
+    manifest.items_digest = digest.to_hex();
+    batch.put("meta/manifest", codec::encode_manifest(&manifest));
+    let mut storage = mem.storage().clone();
+    storage.commit(&batch).unwrap();
+    storage
+}
+
+/// Bytes of the item and vector records `storage` holds.
+fn record_bytes(storage: &MemoryStorage) -> usize {
+    storage
+        .entries()
+        .filter(|(k, _)| k.starts_with("item/") || k.starts_with("vec/"))
+        .map(|(_, v)| v.len())
+        .sum()
+}
+
+#[test]
+fn f32_vector_records_of_older_builds_are_read_and_replaced_as_embeddings_change() {
+    let embedder = model("concepts-v1");
+    let mut mem = open(MemoryStorage::new());
+    mem.set_embedder(embedder.clone()).unwrap();
+    let car = add(&mut mem, "my sedan is parked in the garage");
+    let gp = add(&mut mem, "I see my gp on mondays");
+    let job = add(&mut mem, "my job starts at nine");
+    assert_eq!(record_version(mem.storage(), &format!("vec/{car}")), 3);
+    let legacy = with_f32_vector_records(&mem, embedder.as_ref());
+    assert_eq!(record_version(&legacy, &format!("vec/{car}")), 1);
+    assert!(record_bytes(&legacy) > record_bytes(mem.storage()));
+
+    let mut old = open(legacy);
+    let stats = old.stats(&ScopeFilter::default());
+    assert_eq!(
+        (stats.embedded, stats.stored_bytes),
+        (3, record_bytes(old.storage()))
+    );
+    assert_eq!(old.set_embedder(embedder).unwrap(), 0, "same model");
+    assert_eq!(top(&mut old, "where is the automobile")[0], car);
+    assert_eq!(top(&mut old, "what did the physician say")[0], gp);
+
+    // A new embedding is written as int8; a removed one erases the f32
+    // record; an untouched one stays as it is. The digest stays right:
+    // the store opens again.
+    let patch = MemoryPatch {
+        text: Some("I wash the automobile on mondays".into()),
+        ..Default::default()
+    };
+    old.update(&gp, patch).unwrap();
+    old.delete(&car, true).unwrap();
+    let storage = old.storage().clone();
+    assert_eq!(record_version(&storage, &format!("vec/{gp}")), 3);
+    assert_eq!(record_version(&storage, &format!("vec/{job}")), 1);
+    assert_eq!(vector_keys(&storage).len(), 2);
+    let mut reopened = open(storage);
+    let stats = reopened.stats(&ScopeFilter::default());
+    assert_eq!(
+        (stats.embedded, stats.stored_bytes),
+        (2, record_bytes(reopened.storage()))
+    );
+    reopened.set_embedder(model("concepts-v1")).unwrap();
+    assert_eq!(top(&mut reopened, "vehicle cleaning")[0], gp);
+    assert_eq!(top(&mut reopened, "when does work start")[0], job);
 }
 
 #[test]

@@ -42,10 +42,12 @@ fn check_record(bytes: &[u8]) {
         let again = codec::decode_manifest(&codec::encode_manifest(&manifest));
         assert_eq!(again, Ok(manifest));
     }
-    if let Ok(vector) = codec::decode_vector(bytes) {
-        assert!(vector.iter().all(|x| x.is_finite()));
-        let again = codec::decode_vector(&codec::encode_vector(&vector));
-        assert_eq!(again, Ok(vector));
+    if let Ok(decoded) = codec::decode_vector(bytes) {
+        let scale = decoded.vector.scale();
+        assert!(scale.is_finite() && scale >= 0.0);
+        let again = codec::decode_vector(&codec::encode_vector(&decoded.vector));
+        let vector = decoded.vector;
+        assert_eq!(again, Ok(codec::DecodedVector { vector, legacy: false }));
     }
     if let Ok(file) = codec::decode_file(bytes) {
         assert_eq!(codec::decode_file(&codec::encode_file(&file)), Ok(file));

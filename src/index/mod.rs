@@ -11,4 +11,4 @@ pub mod bm25;
 pub mod vector;
 
 pub use bm25::{Bm25Index, Bm25Params};
-pub use vector::{VectorIndex, VectorParams};
+pub use vector::{Int8Vector, VectorIndex, VectorParams};

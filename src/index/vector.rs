@@ -172,7 +172,11 @@ impl Rows {
         &self.codes[start..start + self.dimensions]
     }
 
-    fn push(&mut self, code: &[i8], scale: f32) {
+    fn push(&mut self, row: &Int8Vector) {
+        self.push_parts(row.codes(), row.scale());
+    }
+
+    fn push_parts(&mut self, code: &[i8], scale: f32) {
         self.codes.extend_from_slice(code);
         self.scales.push(scale);
     }
@@ -203,15 +207,86 @@ impl Rows {
     }
 }
 
-/// Quantizes a unit vector to int8 codes and their scale.
-fn quantize(unit: &[f32]) -> (Vec<i8>, f32) {
-    let max_abs = unit.iter().fold(0.0f32, |max, x| max.max(x.abs()));
-    let codes: Vec<i8> = unit
-        .iter()
-        // In [-127, 127], so the cast never saturates.
-        .map(|&x| (x / max_abs * CODE_MAX).round() as i8)
-        .collect();
-    (codes, max_abs / CODE_MAX)
+/// A vector stored as int8 codes with one scale (symmetric, no zero
+/// point): component `i` is about `codes[i] · scale`, off by at most
+/// `scale / 2`. The engine keeps every memory's own embedding this way and
+/// persists it so (a quarter of the bytes of `f32`); the index quantizes
+/// its rows with the same formula.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Int8Vector {
+    scale: f32,
+    codes: Box<[i8]>,
+}
+
+impl Int8Vector {
+    /// Quantizes finite components: the largest magnitude `m` becomes ±127
+    /// and `scale = m / 127`. An all-zero vector gets scale 0.
+    pub fn quantize(vector: &[f32]) -> Int8Vector {
+        let max_abs = vector.iter().fold(0.0f32, |max, x| max.max(x.abs()));
+        if max_abs == 0.0 || !max_abs.is_finite() {
+            return Int8Vector {
+                scale: 0.0,
+                codes: vec![0; vector.len()].into(),
+            };
+        }
+        let codes = vector
+            .iter()
+            // In [-127, 127], so the cast never saturates.
+            .map(|&x| (x / max_abs * CODE_MAX).round() as i8)
+            .collect();
+        Int8Vector {
+            scale: max_abs / CODE_MAX,
+            codes,
+        }
+    }
+
+    /// A vector from stored parts; `None` unless the scale is finite and
+    /// not negative.
+    pub fn from_parts(codes: Box<[i8]>, scale: f32) -> Option<Int8Vector> {
+        (scale.is_finite() && scale >= 0.0).then_some(Int8Vector { scale, codes })
+    }
+
+    /// The codes.
+    pub fn codes(&self) -> &[i8] {
+        &self.codes
+    }
+
+    /// The scale: a component is its code times this.
+    pub fn scale(&self) -> f32 {
+        self.scale
+    }
+
+    /// Number of components.
+    pub fn len(&self) -> usize {
+        self.codes.len()
+    }
+
+    /// Whether the vector has no component.
+    pub fn is_empty(&self) -> bool {
+        self.codes.is_empty()
+    }
+
+    /// The components as `f32` (codes times the scale).
+    pub fn to_f32(&self) -> Vec<f32> {
+        self.codes
+            .iter()
+            .map(|&code| f32::from(code) * self.scale)
+            .collect()
+    }
+
+    /// The dot product with `other` (0 for a length mismatch).
+    pub fn dot(&self, other: &[f32]) -> f32 {
+        if other.len() != self.codes.len() {
+            return 0.0;
+        }
+        let sum: f32 = self
+            .codes
+            .iter()
+            .zip(other)
+            .map(|(&code, x)| f32::from(code) * x)
+            .sum();
+        sum * self.scale
+    }
 }
 
 /// The unit vector along `vector`; `None` when it is all zeros or has a
@@ -253,9 +328,8 @@ impl Query {
             // In [-32767, 32767], so the cast never saturates.
             .map(|&x| (x / max_abs * QUERY_MAX).round() as i16)
             .collect();
-        let (code, code_scale) = quantize(&unit);
         let mut rows = Rows::new(unit.len());
-        rows.push(&code, code_scale);
+        rows.push(&Int8Vector::quantize(&unit));
         Some(Query {
             values,
             scale: max_abs / QUERY_MAX,
@@ -330,7 +404,7 @@ impl Segment {
     fn collect_live(&self, rows: &mut Rows, docs: &mut Vec<u32>) {
         for (row, (code, scale)) in self.rows.iter().enumerate() {
             if self.live[row] {
-                rows.push(code, scale);
+                rows.push_parts(code, scale);
                 docs.push(self.docs[row]);
             }
         }
@@ -478,9 +552,8 @@ impl VectorIndex {
         let unit = normalize(vector).ok_or_else(|| {
             Error::invalid("the vector must have finite components, not all zero")
         })?;
-        let (code, scale) = quantize(&unit);
         self.remove(doc);
-        self.tail.push(&code, scale);
+        self.tail.push(&Int8Vector::quantize(&unit));
         self.tail_docs.push(doc);
         self.locations
             .insert(doc, Location::Tail(self.tail_docs.len() - 1));
@@ -669,9 +742,10 @@ mod tests {
         for (query, vector) in pairs {
             let prepared = Query::new(query).unwrap();
             let unit = normalize(vector).unwrap();
-            let (code, scale) = quantize(&unit);
+            let row = Int8Vector::quantize(&unit);
+            let scale = row.scale();
             let error =
-                (f64::from(prepared.score(&code, scale)) - exact_cosine(query, vector)).abs();
+                (f64::from(prepared.score(row.codes(), scale)) - exact_cosine(query, vector)).abs();
             // Each row component is off by at most scale / 2 and each query
             // component by at most query.scale / 2 (both unit vectors).
             let query_l1: f32 = normalize(query).unwrap().iter().map(|x| x.abs()).sum();
@@ -779,9 +853,9 @@ mod tests {
     #[test]
     fn swap_remove_moves_the_last_row_into_the_hole() {
         let mut rows = Rows::new(2);
-        rows.push(&[1, 2], 0.5);
-        rows.push(&[3, 4], 0.25);
-        rows.push(&[5, 6], 0.125);
+        rows.push_parts(&[1, 2], 0.5);
+        rows.push_parts(&[3, 4], 0.25);
+        rows.push_parts(&[5, 6], 0.125);
         rows.swap_remove(0);
         assert_eq!(rows.code(0), [5, 6]);
         assert_eq!(rows.code(1), [3, 4]);
@@ -789,5 +863,42 @@ mod tests {
         rows.swap_remove(1);
         assert_eq!(rows.codes, [5, 6]);
         assert_eq!(rows.len(), 1);
+    }
+
+    #[test]
+    fn int8_vectors_round_trip_within_half_a_step() {
+        let mut rng = Rng(5);
+        let vector = rng.gaussian_vector(384);
+        let quantized = Int8Vector::quantize(&vector);
+        let max_abs = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        assert_eq!(quantized.scale(), max_abs / 127.0);
+        assert!(quantized.codes().iter().any(|&c| c.abs() == 127));
+        for (x, y) in vector.iter().zip(quantized.to_f32()) {
+            assert!(
+                (x - y).abs() <= quantized.scale() / 2.0 + 1e-6,
+                "{x} vs {y}"
+            );
+        }
+        let other = rng.gaussian_vector(384);
+        let exact: f32 = quantized
+            .to_f32()
+            .iter()
+            .zip(&other)
+            .map(|(a, b)| a * b)
+            .sum();
+        assert!((quantized.dot(&other) - exact).abs() < 1e-3);
+        assert_eq!(quantized.dot(&other[..10]), 0.0);
+        // Quantizing the dequantized vector gives the same codes back.
+        assert_eq!(Int8Vector::quantize(&quantized.to_f32()), quantized);
+        let zero = Int8Vector::quantize(&[0.0; 4]);
+        assert_eq!((zero.scale(), zero.codes()), (0.0, &[0i8; 4][..]));
+        assert!(Int8Vector::from_parts(vec![1].into(), f32::NAN).is_none());
+        assert!(Int8Vector::from_parts(vec![1].into(), -1.0).is_none());
+        assert_eq!(
+            Int8Vector::from_parts(vec![1, -2].into(), 0.5)
+                .unwrap()
+                .to_f32(),
+            [0.5, -1.0]
+        );
     }
 }
