@@ -123,7 +123,10 @@ mod simd {
 
     // The loads go through integers (`from_le_bytes`), which LLVM turns
     // into plain vector loads without `unsafe`.
+    // `#[inline]`: without it the callers in other crates (the vector index)
+    // call a function per eight components.
     impl Widen for i16 {
+        #[inline]
         fn load(group: &[i16; GROUP]) -> v128 {
             let mut bytes = [0u8; 2 * GROUP];
             for (pair, lane) in bytes.chunks_exact_mut(2).zip(group) {
@@ -135,6 +138,7 @@ mod simd {
     }
 
     impl Widen for i8 {
+        #[inline]
         fn load(group: &[i8; GROUP]) -> v128 {
             let word = u64::from_le_bytes(group.map(|code| code as u8));
             i16x8_extend_low_i8x16(u64x2(word, 0))
