@@ -591,7 +591,10 @@ impl StoredVector {
 /// The memory state machine. See the module documentation.
 pub struct Engine {
     config: Config,
-    entries: HashMap<String, Entry>,
+    /// Boxed: the table stays small when it grows (an `Entry` is some 400
+    /// bytes, and a table holds up to twice the entries it has while it
+    /// doubles).
+    entries: HashMap<String, Box<Entry>>,
     doc_owner: Vec<Option<String>>,
     free_docs: Vec<u32>,
     by_hash: HashMap<(Scope, String), String>,
@@ -763,7 +766,7 @@ impl Engine {
     fn set(&mut self, id: &str, new: Option<MemoryItem>) -> Option<MemoryItem> {
         let old = self.entries.remove(id);
         let mut doc = None;
-        if let Some(Entry { item, doc: d }) = &old {
+        if let Some(Entry { item, doc: d }) = old.as_deref() {
             self.digest.toggle(&codec::encode_item(item));
             let key = (item.scope.clone(), item.content_hash.clone());
             if self.by_hash.get(&key).map(String::as_str) == Some(id) {
@@ -845,7 +848,8 @@ impl Engine {
                 if item.pinned {
                     self.pinned.insert(id.to_string());
                 }
-                self.entries.insert(id.to_string(), Entry { item, doc: d });
+                self.entries
+                    .insert(id.to_string(), Box::new(Entry { item, doc: d }));
                 self.index_vector(id);
             }
             None => {
@@ -1472,7 +1476,7 @@ impl Engine {
 
     fn entry_of(&self, doc: u32) -> Option<&Entry> {
         let id = self.doc_owner.get(doc as usize)?.as_ref()?;
-        self.entries.get(id)
+        self.entries.get(id).map(Box::as_ref)
     }
 
     fn fresh_id(&self, env: &mut dyn Environment) -> String {

@@ -147,11 +147,19 @@ const QUERY_MAX: f32 = 32767.0;
 /// where about 0.4 of the points appear in total.
 const GRAPH_BYTES_PER_POINT: usize = 64 * 4 + 52;
 
-/// Int8 rows with per-row scales, stored contiguously (see the module docs).
+/// Rows per chunk of [`Rows`]: 1,024 rows of 384 codes are 384 KiB.
+const ROWS_PER_CHUNK: usize = 1024;
+
+/// Int8 rows with per-row scales (see the module docs). The codes sit in
+/// chunks of [`ROWS_PER_CHUNK`] rows, each allocated for exactly what it
+/// holds once it is past its first rows: a large index never doubles one
+/// big allocation, which would leave up to half of it unused and, while it
+/// moves, hold the old and the new copy at once (WebAssembly memory never
+/// shrinks, so that peak would stay).
 #[derive(Debug, Clone, Default)]
 struct Rows {
     dimensions: usize,
-    codes: Vec<i8>,
+    chunks: Vec<Vec<i8>>,
     scales: Vec<f32>,
 }
 
@@ -168,8 +176,8 @@ impl Rows {
     }
 
     fn code(&self, row: usize) -> &[i8] {
-        let start = row * self.dimensions;
-        &self.codes[start..start + self.dimensions]
+        let start = row % ROWS_PER_CHUNK * self.dimensions;
+        &self.chunks[row / ROWS_PER_CHUNK][start..start + self.dimensions]
     }
 
     fn push(&mut self, row: &Int8Vector) {
@@ -177,7 +185,19 @@ impl Rows {
     }
 
     fn push_parts(&mut self, code: &[i8], scale: f32) {
-        self.codes.extend_from_slice(code);
+        let full = ROWS_PER_CHUNK * self.dimensions;
+        if self.len() % ROWS_PER_CHUNK == 0 {
+            self.chunks.push(Vec::new());
+        }
+        if let Some(chunk) = self.chunks.last_mut() {
+            if chunk.len() + code.len() > chunk.capacity() {
+                // Doubling within the chunk (small indexes stay small), capped
+                // at the full chunk.
+                let wanted = (2 * chunk.capacity()).max(8 * code.len()).min(full);
+                chunk.reserve_exact(wanted.max(chunk.len() + code.len()) - chunk.len());
+            }
+            chunk.extend_from_slice(code);
+        }
         self.scales.push(scale);
     }
 
@@ -186,10 +206,16 @@ impl Rows {
         let last = self.len() - 1;
         let width = self.dimensions;
         if row != last {
-            self.codes
-                .copy_within(last * width..(last + 1) * width, row * width);
+            let moved = self.code(last).to_vec();
+            let start = row % ROWS_PER_CHUNK * width;
+            self.chunks[row / ROWS_PER_CHUNK][start..start + width].copy_from_slice(&moved);
         }
-        self.codes.truncate(last * width);
+        if let Some(chunk) = self.chunks.last_mut() {
+            chunk.truncate(chunk.len() - width);
+        }
+        if last % ROWS_PER_CHUNK == 0 {
+            self.chunks.pop();
+        }
         self.scales.swap_remove(row);
     }
 
@@ -197,13 +223,26 @@ impl Rows {
     fn iter(&self) -> impl Iterator<Item = (&[i8], f32)> {
         // `chunks_exact` refuses a zero size; an index of zero dimensions
         // never holds a row, so the clamp changes nothing.
-        self.codes
-            .chunks_exact(self.dimensions.max(1))
+        let width = self.dimensions.max(1);
+        self.chunks
+            .iter()
+            .flat_map(move |chunk| chunk.chunks_exact(width))
             .zip(self.scales.iter().copied())
     }
 
+    /// Frees the unused capacity (of a segment's rows, which never grow).
+    fn shrink_to_fit(&mut self) {
+        if let Some(chunk) = self.chunks.last_mut() {
+            chunk.shrink_to_fit();
+        }
+        self.chunks.shrink_to_fit();
+        self.scales.shrink_to_fit();
+    }
+
     fn heap_bytes(&self) -> usize {
-        self.codes.capacity() + self.scales.capacity() * size_of::<f32>()
+        self.chunks.iter().map(Vec::capacity).sum::<usize>()
+            + self.chunks.capacity() * size_of::<Vec<i8>>()
+            + self.scales.capacity() * size_of::<f32>()
     }
 }
 
@@ -656,8 +695,7 @@ impl VectorIndex {
 
     /// A segment over `rows` (exactly sized), built with this index's params.
     fn build_segment(&self, mut rows: Rows, mut docs: Vec<u32>) -> Segment {
-        rows.codes.shrink_to_fit();
-        rows.scales.shrink_to_fit();
+        rows.shrink_to_fit();
         docs.shrink_to_fit();
         Segment::build(rows, docs, &self.params)
     }
@@ -861,8 +899,43 @@ mod tests {
         assert_eq!(rows.code(1), [3, 4]);
         assert_eq!(rows.scales, [0.125, 0.25]);
         rows.swap_remove(1);
-        assert_eq!(rows.codes, [5, 6]);
+        assert_eq!(rows.chunks, [vec![5, 6]]);
         assert_eq!(rows.len(), 1);
+        rows.swap_remove(0);
+        assert!(rows.chunks.is_empty() && rows.len() == 0);
+    }
+
+    #[test]
+    fn rows_span_chunks_allocated_for_what_they_hold() {
+        let width = 3;
+        let code = |row: usize| -> Vec<i8> { (0..width).map(|i| (row * 7 + i) as i8).collect() };
+        let mut rows = Rows::new(width);
+        let count = 2 * ROWS_PER_CHUNK + 5;
+        for row in 0..count {
+            rows.push_parts(&code(row), row as f32);
+        }
+        assert_eq!(rows.chunks.len(), 3);
+        assert!(rows.chunks[..2]
+            .iter()
+            .all(|chunk| chunk.capacity() == ROWS_PER_CHUNK * width));
+        assert!(rows.chunks[2].capacity() < ROWS_PER_CHUNK * width);
+        for row in [0, ROWS_PER_CHUNK - 1, ROWS_PER_CHUNK, count - 1] {
+            assert_eq!(rows.code(row), code(row), "row {row}");
+        }
+        let listed: Vec<(Vec<i8>, f32)> = rows.iter().map(|(c, s)| (c.to_vec(), s)).collect();
+        assert_eq!(listed.len(), count);
+        assert!(listed
+            .iter()
+            .enumerate()
+            .all(|(row, (c, s))| *c == code(row) && *s == row as f32));
+        // Removing rows from the first chunk pulls the last rows across
+        // chunks and drops the emptied last chunk.
+        for removed in 0..6 {
+            rows.swap_remove(removed);
+            assert_eq!(rows.code(removed), code(count - 1 - removed));
+        }
+        assert_eq!((rows.len(), rows.chunks.len()), (2 * ROWS_PER_CHUNK - 1, 2));
+        assert_eq!(rows.iter().count(), rows.len());
     }
 
     #[test]
