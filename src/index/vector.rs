@@ -186,7 +186,7 @@ impl Rows {
 
     fn push_parts(&mut self, code: &[i8], scale: f32) {
         let full = ROWS_PER_CHUNK * self.dimensions;
-        if self.len() % ROWS_PER_CHUNK == 0 {
+        if self.len().is_multiple_of(ROWS_PER_CHUNK) {
             self.chunks.push(Vec::new());
         }
         if let Some(chunk) = self.chunks.last_mut() {
@@ -213,7 +213,7 @@ impl Rows {
         if let Some(chunk) = self.chunks.last_mut() {
             chunk.truncate(chunk.len() - width);
         }
-        if last % ROWS_PER_CHUNK == 0 {
+        if last.is_multiple_of(ROWS_PER_CHUNK) {
             self.chunks.pop();
         }
         self.scales.swap_remove(row);
