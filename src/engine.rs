@@ -13,7 +13,7 @@ mod files;
 
 pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -597,9 +597,12 @@ pub struct Engine {
     entries: HashMap<String, Box<Entry>>,
     doc_owner: Vec<Option<String>>,
     free_docs: Vec<u32>,
-    by_hash: HashMap<(Scope, String), String>,
+    /// Each scope of a memory in `by_hash` or `by_scope_time`, once: their
+    /// keys share it.
+    scopes: HashSet<Arc<Scope>>,
+    by_hash: HashMap<(Arc<Scope>, String), String>,
     by_created: BTreeSet<(i64, String)>,
-    by_scope_time: BTreeSet<(Scope, i64, String)>,
+    by_scope_time: BTreeSet<(Arc<Scope>, i64, String)>,
     followers: HashMap<String, Vec<String>>,
     pinned: BTreeSet<String>,
     lexical: HashMap<Tenant, Bm25Index>,
@@ -628,6 +631,7 @@ impl Engine {
             entries: HashMap::new(),
             doc_owner: Vec::new(),
             free_docs: Vec::new(),
+            scopes: HashSet::new(),
             by_hash: HashMap::new(),
             by_created: BTreeSet::new(),
             by_scope_time: BTreeSet::new(),
@@ -768,13 +772,15 @@ impl Engine {
         let mut doc = None;
         if let Some(Entry { item, doc: d }) = old.as_deref() {
             self.digest.toggle(&codec::encode_item(item));
-            let key = (item.scope.clone(), item.content_hash.clone());
+            let key = (self.scope_key(&item.scope), item.content_hash.clone());
             if self.by_hash.get(&key).map(String::as_str) == Some(id) {
                 self.by_hash.remove(&key);
             }
             self.by_created.remove(&(item.created_at.0, id.to_string()));
+            let (scope, ..) = key;
             self.by_scope_time
-                .remove(&(item.scope.clone(), item.created_at.0, id.to_string()));
+                .remove(&(scope.clone(), item.created_at.0, id.to_string()));
+            self.release_scope(scope);
             if let Some(prev) = &item.follows {
                 if let Some(list) = self.followers.get_mut(prev) {
                     list.retain(|f| f != id);
@@ -828,15 +834,11 @@ impl Engine {
                 if item.is_file_chunk() {
                     self.index_file_chunk(&item, true);
                 } else {
-                    self.by_hash.insert(
-                        (item.scope.clone(), item.content_hash.clone()),
-                        id.to_string(),
-                    );
-                    self.by_scope_time.insert((
-                        item.scope.clone(),
-                        item.created_at.0,
-                        id.to_string(),
-                    ));
+                    let scope = self.intern_scope(&item.scope);
+                    self.by_hash
+                        .insert((scope.clone(), item.content_hash.clone()), id.to_string());
+                    self.by_scope_time
+                        .insert((scope, item.created_at.0, id.to_string()));
                 }
                 self.by_created.insert((item.created_at.0, id.to_string()));
                 if let Some(prev) = &item.follows {
@@ -860,6 +862,33 @@ impl Engine {
             }
         }
         old.map(|e| e.item)
+    }
+
+    /// The shared copy of `scope`, made if there is none.
+    fn intern_scope(&mut self, scope: &Scope) -> Arc<Scope> {
+        if let Some(shared) = self.scopes.get(scope) {
+            return shared.clone();
+        }
+        let shared = Arc::new(scope.clone());
+        self.scopes.insert(shared.clone());
+        shared
+    }
+
+    /// `scope` as a key of `by_hash` or `by_scope_time`: the shared copy, or
+    /// a new one when no key holds it (so the lookup finds nothing).
+    fn scope_key(&self, scope: &Scope) -> Arc<Scope> {
+        self.scopes
+            .get(scope)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(scope.clone()))
+    }
+
+    /// Drops the shared copy of a scope once only `scopes` holds it (`key`
+    /// being the caller's handle).
+    fn release_scope(&mut self, key: Arc<Scope>) {
+        if Arc::strong_count(&key) == 2 {
+            self.scopes.remove(&*key);
+        }
     }
 
     fn allocate_doc(&mut self, id: &str) -> u32 {
@@ -1129,7 +1158,7 @@ impl Engine {
             text: None,
         };
 
-        let hash_key = (input.scope.clone(), content_hash.clone());
+        let hash_key = (self.scope_key(&input.scope), content_hash.clone());
         if let Some(existing) = self.by_hash.get(&hash_key).cloned() {
             return self.merge_duplicate(&existing, duplicate, IngestReason::Duplicate, now, txn);
         }
@@ -1460,12 +1489,13 @@ impl Engine {
     /// `threadGapMinutes` earlier (ids break ties, in capture order).
     fn thread_predecessor(&self, scope: &Scope, created_at: Timestamp) -> Option<String> {
         let gap = i64::from(self.config.rank.thread_gap_minutes) * 60_000;
+        let scope = self.scope_key(scope);
         let from = (
             scope.clone(),
             created_at.0.saturating_sub(gap),
             String::new(),
         );
-        let to = (scope.clone(), created_at.0.saturating_add(1), String::new());
+        let to = (scope, created_at.0.saturating_add(1), String::new());
         self.by_scope_time
             .range(from..to)
             .rev()
@@ -1809,7 +1839,7 @@ impl Engine {
     pub fn find_text(&self, scope: &Scope, normalized: &str) -> Option<&MemoryItem> {
         let id = self
             .by_hash
-            .get(&(scope.clone(), text::content_hash(normalized)))?;
+            .get(&(self.scope_key(scope), text::content_hash(normalized)))?;
         self.entries.get(id).map(|e| &e.item)
     }
 
@@ -1885,7 +1915,10 @@ impl Engine {
                 }
             };
             let hash = text::content_hash(&text);
-            if let Some(other) = self.by_hash.get(&(item.scope.clone(), hash.clone())) {
+            if let Some(other) = self
+                .by_hash
+                .get(&(self.scope_key(&item.scope), hash.clone()))
+            {
                 if other != id {
                     return Err(Error::invalid(format!(
                         "the new text is identical to memory `{other}` in the same scope"
@@ -2133,4 +2166,46 @@ fn parse_cursor(cursor: &str) -> Result<(i64, String)> {
     let ms: i64 = ms.parse().map_err(|_| bad())?;
     validate_item_id(id).map_err(|_| bad())?;
     Ok((ms, id.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::FixedEnvironment;
+
+    #[test]
+    fn scope_keys_share_one_copy_per_scope_and_drop_it_with_the_last_memory() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let mut txn = Txn::default();
+        let (alice, bob) = (Scope::workspace("alice", "w"), Scope::workspace("bob", "w"));
+        let inputs = vec![
+            MemoryInput::new("alice likes green tea", alice.clone()),
+            MemoryInput::new("alice plays the cello", alice.clone()),
+            MemoryInput::new("bob owns a red bicycle", bob.clone()),
+        ];
+        let ids: Vec<String> = engine
+            .ingest(inputs, &mut env, &mut txn)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id.unwrap())
+            .collect();
+        assert_eq!(engine.scopes.len(), 2);
+        let shared = engine.scope_key(&alice);
+        // The interner, two memories' keys in each of two maps, this handle.
+        assert_eq!(Arc::strong_count(&shared), 1 + 2 * 2 + 1);
+        drop(shared);
+        let now = env.now();
+        let mut txn = Txn::default();
+        engine.delete(&ids[2], true, now, &mut txn).unwrap();
+        assert_eq!(engine.scopes.len(), 1, "bob's last memory is gone");
+        engine.delete(&ids[0], false, now, &mut txn).unwrap();
+        assert_eq!(engine.scopes.len(), 1, "a soft delete keeps the keys");
+        engine.delete(&ids[0], true, now, &mut txn).unwrap();
+        engine.delete(&ids[1], true, now, &mut txn).unwrap();
+        assert!(engine.scopes.is_empty() && engine.by_hash.is_empty());
+        engine.rollback(txn);
+        assert_eq!(engine.scopes.len(), 2, "a rollback brings both back");
+        assert!(engine.find_text(&bob, "bob owns a red bicycle").is_some());
+    }
 }

@@ -146,7 +146,7 @@ impl Engine {
         // Memories whose text is new to this store: they need an embedding.
         let mut new_texts: Vec<(String, String)> = Vec::new();
         for item in items {
-            let hash_key = (item.scope.clone(), item.content_hash.clone());
+            let hash_key = (self.scope_key(&item.scope), item.content_hash.clone());
             // Chunks belong to their file and never merge.
             let existing_same_text = self
                 .by_hash
