@@ -45,50 +45,44 @@ pub fn dot_i8_i8(a: &[i8], b: &[i8]) -> i64 {
 }
 
 /// `Σ a_i · b_i` of an `i16` and an `i8` vector, exact: [`LANES`]
-/// independent `i32` accumulators (so LLVM vectorizes the loop), widened to
-/// `i64` every [`BLOCK`] components so no length can overflow them.
+/// independent `i32` accumulators (see [`portable_dot`]).
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 fn portable_dot_i16_i8(a: &[i16], b: &[i8]) -> i64 {
-    let mut total = 0i64;
-    for (a_block, b_block) in a.chunks(BLOCK).zip(b.chunks(BLOCK)) {
-        let (a_chunks, a_rest) = a_block.as_chunks::<LANES>();
-        let (b_chunks, b_rest) = b_block.as_chunks::<LANES>();
-        let mut lanes = [0i32; LANES];
-        for (a_chunk, b_chunk) in a_chunks.iter().zip(b_chunks) {
-            for ((lane, &x), &y) in lanes.iter_mut().zip(a_chunk).zip(b_chunk) {
-                *lane += i32::from(x) * i32::from(y);
-            }
-        }
-        let rest: i64 = a_rest
-            .iter()
-            .zip(b_rest)
-            .map(|(&x, &y)| i64::from(x) * i64::from(y))
-            .sum();
-        total += lanes.iter().map(|&lane| i64::from(lane)).sum::<i64>() + rest;
-    }
-    total
+    portable_dot::<_, _, LANES>(a, b, |x, y| i32::from(x) * i32::from(y))
 }
 
 /// `Σ a_i · b_i` of two `i8` vectors, exact. The products fit in `i16`, which
-/// lets LLVM use 16-bit multiplies; [`LANES`] · 2 accumulators, widened
-/// like [`portable_dot_i16_i8`].
+/// lets LLVM use 16-bit multiplies; [`LANES`] · 2 accumulators.
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 fn portable_dot_i8_i8(a: &[i8], b: &[i8]) -> i64 {
-    const WIDE: usize = 2 * LANES;
+    portable_dot::<_, _, { 2 * LANES }>(a, b, |x, y| i32::from(i16::from(x) * i16::from(y)))
+}
+
+/// `Σ product(a_i, b_i)` in `W` independent `i32` accumulators (so LLVM
+/// vectorizes the loop), widened to `i64` every [`BLOCK`] components so no
+/// length can overflow them; the components past the last full chunk of a
+/// block are summed in `i64`.
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+#[inline]
+fn portable_dot<A, B, const W: usize>(a: &[A], b: &[B], product: impl Fn(A, B) -> i32) -> i64
+where
+    A: Copy + Into<i64>,
+    B: Copy + Into<i64>,
+{
     let mut total = 0i64;
     for (a_block, b_block) in a.chunks(BLOCK).zip(b.chunks(BLOCK)) {
-        let (a_chunks, a_rest) = a_block.as_chunks::<WIDE>();
-        let (b_chunks, b_rest) = b_block.as_chunks::<WIDE>();
-        let mut lanes = [0i32; WIDE];
+        let (a_chunks, a_rest) = a_block.as_chunks::<W>();
+        let (b_chunks, b_rest) = b_block.as_chunks::<W>();
+        let mut lanes = [0i32; W];
         for (a_chunk, b_chunk) in a_chunks.iter().zip(b_chunks) {
             for ((lane, &x), &y) in lanes.iter_mut().zip(a_chunk).zip(b_chunk) {
-                *lane += i32::from(i16::from(x) * i16::from(y));
+                *lane += product(x, y);
             }
         }
         let rest: i64 = a_rest
             .iter()
             .zip(b_rest)
-            .map(|(&x, &y)| i64::from(x) * i64::from(y))
+            .map(|(&x, &y)| x.into() * y.into())
             .sum();
         total += lanes.iter().map(|&lane| i64::from(lane)).sum::<i64>() + rest;
     }
