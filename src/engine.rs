@@ -969,8 +969,8 @@ impl Engine {
             .filter(|p| p.len() == own.len());
         let mut context = own.to_f32();
         if let Some(p) = previous {
-            for (c, x) in context.iter_mut().zip(p.to_f32()) {
-                *c += x;
+            for (c, &code) in context.iter_mut().zip(p.codes()) {
+                *c += f32::from(code) * p.scale();
             }
         }
         let norm = context.iter().map(|x| x * x).sum::<f32>().sqrt();
