@@ -403,6 +403,7 @@ export interface Config {
     lexicalThreshold: number;
     semanticThreshold: number;
     semanticLexicalThreshold: number;
+    /** 0 turns near-duplicate detection off; otherwise only used when an overlap threshold is 0 (how many best lexical matches and nearest neighbours are compared). */
     candidates: number;
     action: "merge" | "report";
   }>;

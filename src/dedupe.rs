@@ -41,7 +41,11 @@ pub struct NearDuplicateConfig {
     /// Semantic gate: minimum Jaccard overlap that must come with the high
     /// cosine (default 0.6).
     pub semantic_lexical_threshold: f32,
-    /// How many of the best lexical matches to compare against.
+    /// 0 turns near-duplicate detection off. Otherwise every memory sharing
+    /// enough terms to pass a gate is compared; only when an overlap
+    /// threshold of 0 lets a memory sharing no term pass, the comparison is
+    /// limited to this many of the best lexical matches and as many nearest
+    /// semantic neighbours (default 8).
     pub candidates: usize,
     /// Merge or report.
     pub action: NearDuplicateAction,

@@ -1370,18 +1370,18 @@ impl Engine {
     }
 
     /// The most similar live memory of exactly `scope` that passes the
-    /// near-duplicate gates (see [`crate::dedupe`]), among the best lexical
-    /// and, when the new memory has an embedding, the nearest semantic
-    /// matches.
+    /// near-duplicate gates (see [`crate::dedupe`]): the highest term
+    /// overlap, then cosine, then the smaller id.
     ///
-    /// Every memory that passes a gate holds one of the text's rarest
-    /// required terms (see [`rarest_required_terms`]) unless the overlap
-    /// thresholds are degenerate, so it is among the lexical search's docs.
-    /// The semantic neighbours are then only searched when one of those docs
-    /// beyond the lexical candidates passes a gate (few do: they must share
-    /// enough terms, counted from the postings): otherwise no neighbour could
-    /// change the answer, and the search (a scan of the whole vector tail)
-    /// is skipped.
+    /// Both gates need a term overlap of at least `min_overlap`, so a
+    /// memory that passes shares at least `min_overlap · n` of the text's
+    /// `n` distinct terms (its overlap is at most shared / `n`). Every
+    /// memory of the tenant's lexical index that may share that many
+    /// ([`Bm25Index::docs_sharing`]) is compared, so the answer does not
+    /// depend on a candidate count, and common terms cost nothing.
+    /// Only when the thresholds let a memory sharing no term pass (an
+    /// overlap threshold of 0) are the candidates the `candidates` best
+    /// lexical matches and nearest semantic neighbours.
     fn find_near_duplicate(
         &self,
         scope: &Scope,
@@ -1394,27 +1394,35 @@ impl Engine {
             return None;
         }
         let tenant = scope.tenant();
+        let lexical = self.lexical.get(&tenant);
+        let term_set = lexical.map(|ix| ix.term_set(terms));
+        let negated = dedupe::negated(text);
         let same_scope = |doc: u32| {
             self.entry_of(doc).is_some_and(|e| {
                 &e.item.scope == scope && !e.item.is_deleted() && !e.item.is_file_chunk()
             })
         };
         let min_overlap = cfg.min_overlap();
-        let lexical = self.lexical.get(&tenant);
-        let term_set = lexical.map(|ix| ix.term_set(terms));
-        let negated = dedupe::negated(text);
-        // The key (overlap, cosine) and id of a memory that passes a gate.
-        // The overlap comes from the index's term lists when it holds the
-        // doc (the sets `text::terms` gives its text).
         let passing = |doc: u32| -> Option<((f32, f32), &str)> {
-            let other = &self.entry_of(doc)?.item;
-            if dedupe::negated(&other.text) != negated {
+            // The overlap comes from the index's term lists when it holds
+            // the doc (the sets `text::terms` gives its text); most docs
+            // stop here, before their item is looked up.
+            let indexed = lexical
+                .zip(term_set.as_ref())
+                .and_then(|(ix, set)| ix.overlap(doc, set));
+            if indexed.is_some_and(|overlap| overlap < min_overlap) {
                 return None;
             }
-            let overlap = lexical
-                .zip(term_set.as_ref())
-                .and_then(|(ix, set)| ix.overlap(doc, set))
-                .unwrap_or_else(|| text::term_overlap(terms, &text::terms(&other.text)));
+            let other = &self.entry_of(doc)?.item;
+            if &other.scope != scope
+                || other.is_deleted()
+                || other.is_file_chunk()
+                || dedupe::negated(&other.text) != negated
+            {
+                return None;
+            }
+            let overlap =
+                indexed.unwrap_or_else(|| text::term_overlap(terms, &text::terms(&other.text)));
             let cosine = vector
                 .zip(self.embeddings.get(&other.id))
                 .map(|(a, b)| b.vector.dot(a));
@@ -1422,66 +1430,35 @@ impl Engine {
                 .then_some(((overlap, cosine.unwrap_or(0.0)), other.id.as_str()))
         };
 
-        let (ranked, required_count) = match lexical {
-            Some(ix) => {
-                let required = rarest_required_terms(ix, terms, min_overlap);
-                let count = required.len();
-                (ix.search(&required), count)
-            }
-            None => (Vec::new(), 0),
+        let sharing = match lexical.zip(term_set.as_ref()) {
+            Some((ix, set)) => ix.docs_sharing(set, min_shared_terms(set.len(), min_overlap)),
+            None => Some(Vec::new()),
         };
-        let mut candidates = Vec::with_capacity(2 * cfg.candidates);
-        let mut scanned = 0;
-        for &(doc, _) in &ranked {
-            if candidates.len() == cfg.candidates {
-                break;
-            }
-            scanned += 1;
-            if same_scope(doc) {
-                candidates.push(doc);
-            }
-        }
-        if let (Some(v), Some(ix)) = (vector, self.vectors.get(&tenant)) {
-            let may_add = match lexical.zip(term_set.as_ref()) {
-                Some((lexical, set)) => {
-                    let distinct = set.len() as f32;
-                    // A memory holding none of the required terms shares at
-                    // most `distinct - required` terms, so its overlap is at
-                    // most their ratio (f32 division rounds monotonically):
-                    // below `min_overlap`, every memory passing a gate is
-                    // among the ranked docs.
-                    let ranked_hold_all =
-                        (set.len() - required_count) as f32 / distinct < min_overlap;
-                    !ranked_hold_all || {
-                        let mut beyond: Vec<u32> =
-                            ranked[scanned..].iter().map(|&(doc, _)| doc).collect();
-                        beyond.sort_unstable();
-                        let shared = lexical.shared_term_counts(set, &beyond);
-                        // The overlap is at most `shared / distinct`.
-                        beyond.iter().zip(shared).any(|(&doc, shared)| {
-                            shared as f32 / distinct >= min_overlap
-                                && same_scope(doc)
-                                && passing(doc).is_some()
-                        })
-                    }
-                }
-                None => true,
-            };
-            if may_add {
-                candidates.extend(
-                    ix.search(v, cfg.candidates, &same_scope)
-                        .into_iter()
-                        .map(|(d, _)| d),
-                );
-            }
-        }
-        let mut best: Option<((f32, f32), &str)> = None;
-        for (key, id) in candidates.into_iter().filter_map(passing) {
-            if best.is_none_or(|(best_key, _)| key > best_key) {
-                best = Some((key, id));
-            }
-        }
-        best.map(|(_, id)| id.to_string())
+        let candidates = sharing.unwrap_or_else(|| {
+            let lexical_matches = lexical
+                .map(|ix| ix.search(terms))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(doc, _)| doc)
+                .filter(|&doc| same_scope(doc))
+                .take(cfg.candidates);
+            let neighbours = vector
+                .zip(self.vectors.get(&tenant))
+                .map(|(v, ix)| ix.search(v, cfg.candidates, &same_scope))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(doc, _)| doc);
+            lexical_matches.chain(neighbours).collect()
+        });
+        candidates
+            .into_iter()
+            .filter_map(passing)
+            .max_by(|(a, a_id), (b, b_id)| {
+                a.partial_cmp(b)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then_with(|| b_id.cmp(a_id))
+            })
+            .map(|(_, id)| id.to_string())
     }
 
     /// The live memory a new memory of `scope` created at `created_at`
@@ -2084,32 +2061,14 @@ impl Engine {
     }
 }
 
-/// Dot product (the cosine of unit vectors).
-/// The distinct terms of `terms` a near-duplicate must share at least one
-/// of: a memory whose term set has a Jaccard overlap of at least
-/// `min_overlap` with `terms` holds at least `⌈min_overlap · t⌉` of its `t`
-/// distinct terms, so it holds one of any `t − ⌈min_overlap · t⌉ + 1` of
-/// them. These are the rarest ones, whose postings are the shortest: the
-/// near-duplicate search scores few docs however common the other words are.
-fn rarest_required_terms(index: &Bm25Index, terms: &[String], min_overlap: f32) -> Vec<String> {
-    let mut distinct: Vec<(usize, &String)> = terms
-        .iter()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .map(|term| (index.doc_frequency(term), term))
-        .collect();
-    distinct.sort();
-    let count = distinct.len();
-    // Rounded down a little, so float error can only widen the search.
-    let needed = (f64::from(min_overlap.clamp(0.0, 1.0)) * count as f64 - 1e-6).ceil() as usize;
-    let wanted = (count + 1)
-        .saturating_sub(needed.max(1))
-        .clamp(1, count.max(1));
-    distinct
-        .into_iter()
-        .take(wanted)
-        .map(|(_, term)| term.clone())
-        .collect()
+/// The fewest of a text's `distinct` terms another memory must share for
+/// its term overlap to reach `min_overlap`: the overlap is at most
+/// shared / `distinct`, computed as the gates compute it (`f32` division,
+/// which rounds monotonically).
+fn min_shared_terms(distinct: usize, min_overlap: f32) -> usize {
+    (0..=distinct)
+        .find(|&shared| shared as f32 / distinct.max(1) as f32 >= min_overlap)
+        .unwrap_or(distinct + 1)
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -2207,5 +2166,132 @@ mod tests {
         engine.rollback(txn);
         assert_eq!(engine.scopes.len(), 2, "a rollback brings both back");
         assert!(engine.find_text(&bob, "bob owns a red bicycle").is_some());
+    }
+
+    /// Word counts over [`WORDS`] plus a constant component, so cosines
+    /// vary with the words a text shares.
+    struct WordCounts;
+
+    const WORDS: [&str; 7] = ["tea", "green", "cello", "bike", "red", "play", "not"];
+
+    impl Embedder for WordCounts {
+        fn model_id(&self) -> &str {
+            "test/word-counts"
+        }
+
+        fn dimensions(&self) -> usize {
+            WORDS.len() + 1
+        }
+
+        fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            Ok(texts
+                .iter()
+                .map(|text| {
+                    let mut v: Vec<f32> = WORDS
+                        .iter()
+                        .map(|w| text.split(' ').filter(|t| t == w).count() as f32)
+                        .collect();
+                    v.push(0.5);
+                    v
+                })
+                .collect())
+        }
+
+        fn count_tokens(&self, text: &str) -> usize {
+            text.split(' ').count()
+        }
+    }
+
+    /// The near-duplicate `find_near_duplicate` must find, by brute force:
+    /// among every live memory of exactly `scope`, not a file chunk, of the
+    /// same polarity, the one passing a gate with the highest (overlap,
+    /// cosine), then the smaller id.
+    fn brute_force_near_duplicate(
+        engine: &Engine,
+        scope: &Scope,
+        text: &str,
+        vector: Option<&[f32]>,
+    ) -> Option<String> {
+        let cfg = engine.config.near_duplicate;
+        let terms = text::terms(text);
+        if terms.is_empty() || cfg.candidates == 0 {
+            return None;
+        }
+        let mut passing: Vec<((f32, f32), &str)> = engine
+            .entries
+            .values()
+            .map(|e| &e.item)
+            .filter(|item| {
+                &item.scope == scope
+                    && !item.is_deleted()
+                    && !item.is_file_chunk()
+                    && dedupe::negated(&item.text) == dedupe::negated(text)
+            })
+            .filter_map(|item| {
+                let overlap = text::term_overlap(&terms, &text::terms(&item.text));
+                let cosine = vector
+                    .zip(engine.embeddings.get(&item.id))
+                    .map(|(a, b)| b.vector.dot(a));
+                cfg.is_near_duplicate(overlap, cosine)
+                    .then_some(((overlap, cosine.unwrap_or(0.0)), item.id.as_str()))
+            })
+            .collect();
+        passing.sort_by(|(a, a_id), (b, b_id)| b.partial_cmp(a).unwrap().then(a_id.cmp(b_id)));
+        passing.first().map(|(_, id)| id.to_string())
+    }
+
+    fn words() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop::collection::vec(prop::sample::select(WORDS.to_vec()), 1..6)
+            .prop_map(|words| words.join(" "))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        #[test]
+        fn the_near_duplicate_found_is_the_best_of_all_memories(
+            memories in proptest::collection::vec((words(), 0..2usize, proptest::bool::weighted(0.2)), 0..14),
+            probe in words(),
+            probe_scope in 0..2usize,
+            lexical_threshold in proptest::sample::select(vec![0.4f32, 0.6, 0.85, 1.0, 2.0]),
+            semantic_threshold in proptest::sample::select(vec![0.5f32, 0.9, 2.0]),
+            semantic_lexical_threshold in proptest::sample::select(vec![0.0f32, 0.3, 0.6]),
+            semantic in proptest::bool::ANY,
+        ) {
+            let scopes = [Scope::workspace("u", "w"), Scope::workspace("u", "w").with_session("s")];
+            let config = Config {
+                near_duplicate: NearDuplicateConfig {
+                    lexical_threshold,
+                    semantic_threshold,
+                    semantic_lexical_threshold,
+                    // At least the memories, so that the thresholds of 0
+                    // compare every memory too.
+                    candidates: 16,
+                    action: NearDuplicateAction::Report,
+                },
+                ..Config::default()
+            };
+            let mut engine = Engine::new(config);
+            let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+            let mut txn = Txn::default();
+            if semantic {
+                engine.attach_embedder(Arc::new(WordCounts), &mut txn).unwrap();
+            }
+            for (text, scope, deleted) in memories {
+                let input = MemoryInput::new(text, scopes[scope].clone());
+                let result = engine.ingest(vec![input], &mut env, &mut txn).unwrap().remove(0);
+                if let (true, Some(id)) = (deleted, result.id) {
+                    let now = env.now();
+                    engine.delete(&id, false, now, &mut txn).unwrap();
+                }
+            }
+            let vector = engine.embed(&[probe.as_str()]).unwrap().map(|mut v| v.remove(0));
+            let terms = text::terms(&probe);
+            let scope = &scopes[probe_scope];
+            proptest::prop_assert_eq!(
+                engine.find_near_duplicate(scope, &probe, &terms, vector.as_deref()),
+                brute_force_near_duplicate(&engine, scope, &probe, vector.as_deref())
+            );
+        }
     }
 }

@@ -19,6 +19,7 @@
 //!
 //! summed over the *distinct* query terms present in `d`.
 
+use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,10 @@ impl Default for Bm25Params {
         Bm25Params { k1: 1.2, b: 0.75 }
     }
 }
+
+/// Largest doc range, per posting walked, that [`Bm25Index::docs_sharing`]
+/// counts in a dense array (a byte per doc) rather than by sorting.
+const DENSE_RANGE_PER_POSTING: usize = 32;
 
 /// One doc in a term's posting list.
 #[derive(Debug, Clone, Copy)]
@@ -61,7 +66,8 @@ struct TermSlot {
 #[derive(Debug, Clone)]
 struct DocEntry {
     len: u32,
-    term_ids: Vec<usize>,
+    /// Its distinct terms' ids, ascending.
+    term_ids: Box<[usize]>,
 }
 
 /// The distinct terms of a text as ids of one [`Bm25Index`] (see
@@ -130,8 +136,15 @@ impl Bm25Index {
             );
             term_ids.push(id);
         }
+        term_ids.sort_unstable();
         self.total_len += u64::from(len);
-        self.docs.insert(doc, DocEntry { len, term_ids });
+        self.docs.insert(
+            doc,
+            DocEntry {
+                len,
+                term_ids: term_ids.into_boxed_slice(),
+            },
+        );
     }
 
     /// Removes a doc and every posting of it; returns whether it was present.
@@ -215,11 +228,7 @@ impl Bm25Index {
     /// analysing the doc's text again; `None` when `doc` is not indexed.
     pub fn overlap(&self, doc: u32, set: &TermSet) -> Option<f32> {
         let entry = self.docs.get(&doc)?;
-        let shared = entry
-            .term_ids
-            .iter()
-            .filter(|id| set.known.binary_search(id).is_ok())
-            .count();
+        let shared = common_count(&entry.term_ids, &set.known);
         let union = set.distinct + entry.term_ids.len() - shared;
         Some(if union == 0 {
             0.0
@@ -228,22 +237,41 @@ impl Bm25Index {
         })
     }
 
-    /// How many of `set`'s terms each doc of `docs` (sorted ascending)
-    /// holds: one sequential walk of each term's postings.
-    pub fn shared_term_counts(&self, set: &TermSet, docs: &[u32]) -> Vec<usize> {
-        let mut counts = vec![0; docs.len()];
-        for &id in &set.known {
-            let mut postings = self.slots[id].postings.iter().peekable();
-            for (count, &doc) in counts.iter_mut().zip(docs) {
-                while postings.next_if(|posting| posting.doc < doc).is_some() {}
-                if postings.peek().is_some_and(|posting| posting.doc == doc) {
-                    *count += 1;
-                }
-            }
+    /// The docs that may hold at least `min_shared` of `set`'s distinct
+    /// terms, in ascending order: every doc that does is listed, and a
+    /// listed doc may hold fewer (check it with [`Bm25Index::overlap`]).
+    /// `None` when `min_shared` is 0, which every doc meets.
+    ///
+    /// A doc holding `min_shared` of the `m` known terms holds at least
+    /// `min_shared − (m − k)` of any `k` of them. The postings of the `k`
+    /// rarest terms are counted per doc, `k` being the fewest that make
+    /// this requirement positive, grown while the next term's postings are
+    /// no longer than those already counted: each extra term at most
+    /// doubles the work and raises the requirement by one, so common terms
+    /// (held by most docs) are never walked and the docs left are few.
+    pub fn docs_sharing(&self, set: &TermSet, min_shared: usize) -> Option<Vec<u32>> {
+        if min_shared == 0 {
+            return None;
         }
-        counts
+        let known = set.known.len();
+        if min_shared > known {
+            return Some(Vec::new());
+        }
+        let mut lists: Vec<&[Posting]> = set
+            .known
+            .iter()
+            .map(|&id| self.slots[id].postings.as_slice())
+            .collect();
+        lists.sort_by_key(|postings| postings.len());
+        let mut counted = known - min_shared + 1;
+        let mut walked: usize = lists[..counted].iter().map(|p| p.len()).sum();
+        while counted < known && lists[counted].len() <= walked {
+            walked += lists[counted].len();
+            counted += 1;
+        }
+        let required = min_shared - (known - counted);
+        Some(docs_in_at_least(&lists[..counted], required))
     }
-
     /// Number of docs containing `term`.
     pub fn doc_frequency(&self, term: &str) -> usize {
         self.term_ids
@@ -294,6 +322,63 @@ impl Bm25Index {
         self.term_ids.insert(term.to_owned(), id);
         id
     }
+}
+
+/// How many values two ascending lists have in common (a merge).
+fn common_count(a: &[usize], b: &[usize]) -> usize {
+    let (mut i, mut j, mut common) = (0, 0, 0);
+    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+        match x.cmp(y) {
+            Ordering::Less => i += 1,
+            Ordering::Greater => j += 1,
+            Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    common
+}
+
+/// The docs listed in at least `required` (≥ 1) of `lists` (each sorted
+/// by doc), in ascending order. Counts in a dense array over the docs'
+/// range when that range is small next to the postings walked (doc numbers
+/// are allocated densely), otherwise by sorting the walked docs.
+fn docs_in_at_least(lists: &[&[Posting]], required: usize) -> Vec<u32> {
+    let walked: usize = lists.iter().map(|p| p.len()).sum();
+    let Some(end) = lists.iter().filter_map(|p| p.last()).map(|p| p.doc).max() else {
+        return Vec::new();
+    };
+    // Counts saturate; a requirement past the counter's range is clamped,
+    // which can only list more docs.
+    let required = u8::try_from(required).unwrap_or(u8::MAX);
+    let range = end as usize + 1;
+    let mut docs = Vec::new();
+    if range <= walked.saturating_mul(DENSE_RANGE_PER_POSTING) {
+        let mut counts = vec![0u8; range];
+        for posting in lists.iter().flat_map(|p| p.iter()) {
+            let count = &mut counts[posting.doc as usize];
+            *count = count.saturating_add(1);
+            if *count == required {
+                docs.push(posting.doc);
+            }
+        }
+        docs.sort_unstable();
+    } else {
+        docs.extend(
+            lists
+                .iter()
+                .flat_map(|p| p.iter().map(|posting| posting.doc)),
+        );
+        docs.sort_unstable();
+        docs = docs
+            .chunk_by(|a, b| a == b)
+            .filter(|run| run.len() >= usize::from(required))
+            .map(|run| run[0])
+            .collect();
+    }
+    docs
 }
 
 #[cfg(test)]
@@ -409,6 +494,29 @@ mod tests {
     }
 
     #[test]
+    fn docs_sharing_never_walks_common_terms_it_does_not_need() {
+        let mut index = Bm25Index::default();
+        for doc in 0..100 {
+            index.insert(doc, &strings(&["common", &format!("unique{doc}")]));
+        }
+        index.insert(100, &strings(&["common", "rare", "scarce"]));
+        index.insert(101, &strings(&["rare"]));
+        let set = index.term_set(&strings(&["rare", "scarce", "common"]));
+        // Two of three: one of the two rarest lists; `common` (101 docs)
+        // is not walked, so the 100 docs holding only it are not listed.
+        assert_eq!(index.docs_sharing(&set, 2), Some(vec![100, 101]));
+        // Three of three: only the rarest list.
+        assert_eq!(index.docs_sharing(&set, 3), Some(vec![100]));
+        assert_eq!(index.docs_sharing(&set, 4), Some(vec![]));
+        // One of three needs every list.
+        assert_eq!(index.docs_sharing(&set, 1).map(|d| d.len()), Some(102));
+        // Unknown query terms count in no list.
+        let unknown = index.term_set(&strings(&["rare", "absent"]));
+        assert_eq!(index.docs_sharing(&unknown, 2), Some(vec![]));
+        assert_eq!(index.docs_sharing(&unknown, 1), Some(vec![100, 101]));
+    }
+
+    #[test]
     fn params_serialize_as_camel_case_json() {
         let json = serde_json::to_string(&Bm25Params::default()).unwrap();
         assert_eq!(json, r#"{"k1":1.2,"b":0.75}"#);
@@ -426,11 +534,17 @@ mod tests {
         prop::sample::select(VOCABULARY.to_vec()).prop_map(String::from)
     }
 
+    /// Doc numbers: mostly dense, some far apart (so `docs_sharing`
+    /// counts both ways).
+    fn doc() -> impl Strategy<Value = u32> {
+        prop_oneof![3 => 0u32..8, 1 => 5_000u32..5_003]
+    }
+
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            3 => (0u32..8, prop::collection::vec(term(), 0..6))
+            3 => (doc(), prop::collection::vec(term(), 0..6))
                 .prop_map(|(doc, terms)| Op::Insert(doc, terms)),
-            1 => (0u32..8).prop_map(Op::Remove),
+            1 => doc().prop_map(Op::Remove),
         ]
     }
 
@@ -472,18 +586,24 @@ mod tests {
                 );
             }
             prop_assert_eq!(index.overlap(u32::MAX, &set), None);
-            let docs: Vec<u32> = (0..10).collect();
+            // `docs_sharing` lists, in order, every doc holding enough of
+            // the query's terms.
             let query_terms: std::collections::HashSet<&String> = query.iter().collect();
-            let want: Vec<usize> = docs
-                .iter()
-                .map(|doc| {
-                    surviving.get(doc).map_or(0, |terms| {
-                        let held: std::collections::HashSet<&String> = terms.iter().collect();
-                        held.intersection(&query_terms).count()
-                    })
-                })
-                .collect();
-            prop_assert_eq!(index.shared_term_counts(&set, &docs), want);
+            let shared = |terms: &Vec<String>| {
+                let held: std::collections::HashSet<&String> = terms.iter().collect();
+                held.intersection(&query_terms).count()
+            };
+            prop_assert_eq!(index.docs_sharing(&set, 0), None);
+            for min_shared in 1..=query_terms.len() + 1 {
+                let listed = index.docs_sharing(&set, min_shared).unwrap();
+                prop_assert!(listed.windows(2).all(|w| w[0] < w[1]), "{:?}", listed);
+                for (&doc, terms) in &surviving {
+                    if shared(terms) >= min_shared {
+                        prop_assert!(listed.contains(&doc), "doc {} missing from {:?}", doc, listed);
+                    }
+                }
+                prop_assert!(listed.iter().all(|doc| surviving.contains_key(doc)));
+            }
             let queries = VOCABULARY.iter().map(|word| vec![word.to_string()]).chain([query]);
             for query in queries {
                 let got = index.search(&query);
