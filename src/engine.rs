@@ -1397,11 +1397,13 @@ impl Engine {
         let lexical = self.lexical.get(&tenant);
         let term_set = lexical.map(|ix| ix.term_set(terms));
         let negated = dedupe::negated(text);
-        let same_scope = |doc: u32| {
-            self.entry_of(doc).is_some_and(|e| {
-                &e.item.scope == scope && !e.item.is_deleted() && !e.item.is_file_chunk()
-            })
+        // A live memory of exactly `scope` that is not a file chunk.
+        let eligible = |doc: u32| {
+            self.entry_of(doc)
+                .map(|e| &e.item)
+                .filter(|item| &item.scope == scope && !item.is_deleted() && !item.is_file_chunk())
         };
+        let same_scope = |doc: u32| eligible(doc).is_some();
         let min_overlap = cfg.min_overlap();
         let passing = |doc: u32| -> Option<((f32, f32), &str)> {
             // The overlap comes from the index's term lists when it holds
@@ -1413,14 +1415,7 @@ impl Engine {
             if indexed.is_some_and(|overlap| overlap < min_overlap) {
                 return None;
             }
-            let other = &self.entry_of(doc)?.item;
-            if &other.scope != scope
-                || other.is_deleted()
-                || other.is_file_chunk()
-                || dedupe::negated(&other.text) != negated
-            {
-                return None;
-            }
+            let other = eligible(doc).filter(|o| dedupe::negated(&o.text) == negated)?;
             let overlap =
                 indexed.unwrap_or_else(|| text::term_overlap(terms, &text::terms(&other.text)));
             let cosine = vector

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 
 use mnemo::env::FixedEnvironment;
 use mnemo::inject::EstimatedTokens;
-use mnemo::storage::{FsStorage, MemoryStorage};
+use mnemo::storage::{FsStorage, MemoryStorage, Storage};
 use mnemo::text::markdown::{chunk_markdown, ChunkParams};
 use mnemo::text::normalize;
 use mnemo::{
@@ -365,13 +365,8 @@ fn only_stores_with_files_use_format_version_2() {
         "{:?}",
         versions(&mem)
     );
-    let manifest = mem
-        .storage()
-        .entries()
-        .find(|(k, _)| *k == "meta/manifest")
-        .unwrap()
-        .1;
-    assert!(String::from_utf8_lossy(manifest).contains("\"formatVersion\":1"));
+    let manifest = mem.storage().get("meta/manifest").unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&manifest).contains("\"formatVersion\":1"));
     mem.sync_file(&scope(), "MEMORY.md", NOTES).unwrap();
     for (key, version) in versions(&mem) {
         let expected = if key.starts_with("item/m000001") {

@@ -225,7 +225,7 @@ fn edits_re_embed_and_hard_deletes_erase_the_vector() {
 
 /// The record format version of the stored value of `key`.
 fn record_version(storage: &MemoryStorage, key: &str) -> u16 {
-    let (_, value) = storage.entries().find(|(k, _)| *k == key).unwrap();
+    let value = storage.get(key).unwrap().unwrap();
     u16::from_le_bytes([value[4], value[5]])
 }
 
@@ -253,13 +253,8 @@ fn with_f32_vector_records(
             digest.toggle(value);
         }
     }
-    let stored = mem
-        .storage()
-        .entries()
-        .find(|(k, _)| *k == "meta/manifest")
-        .unwrap()
-        .1;
-    let mut manifest = codec::decode_manifest(stored).unwrap();
+    let stored = mem.storage().get("meta/manifest").unwrap().unwrap();
+    let mut manifest = codec::decode_manifest(&stored).unwrap();
     manifest.items_digest = digest.to_hex();
     batch.put("meta/manifest", codec::encode_manifest(&manifest));
     let mut storage = mem.storage().clone();

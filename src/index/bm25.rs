@@ -272,12 +272,6 @@ impl Bm25Index {
         let required = min_shared - (known - counted);
         Some(docs_in_at_least(&lists[..counted], required))
     }
-    /// Number of docs containing `term`.
-    pub fn doc_frequency(&self, term: &str) -> usize {
-        self.term_ids
-            .get(term)
-            .map_or(0, |&id| self.slots[id].postings.len())
-    }
 
     /// Number of indexed docs.
     pub fn doc_count(&self) -> usize {
