@@ -1,4 +1,4 @@
-// mnemo's benchmark against its peers (issue 9). Run through bench/run.sh,
+// memtide's benchmark against its peers (issue 9). Run through bench/run.sh,
 // which builds what this needs first. Usage:
 //
 //   node --expose-gc bench/main.mjs [--quick] [--sections embed,retrieval,lexical,cold,footprint]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mnemo's benchmark against its peers (issue 9): installs bench/'s pinned
+# memtide's benchmark against its peers (issue 9): installs bench/'s pinned
 # peers, fetches the model, builds the npm package if a source is newer
 # than it, builds the Rust entry points of bench/rust/, then runs every
 # section (bench/main.mjs), prints the ratio table and, after a full run,
@@ -23,7 +23,7 @@ fi
 bash scripts/fetch-model.sh >/dev/null
 
 # The npm package, when a source is newer than its .wasm.
-wasm=dist/mnemo/wasm/mnemo_bg.wasm
+wasm=dist/memtide/wasm/memtide_bg.wasm
 if [[ ! -f $wasm ]] || [[ -n "$(find src pkg-template Cargo.toml Cargo.lock -newer "$wasm" -print -quit)" ]]; then
     log "building the npm package"
     bash scripts/build-pkg.sh

@@ -1,5 +1,5 @@
 // The JSON endpoints the edge examples (Deno, Cloudflare Workers) expose over
-// a mnemo store: POST /ingest, /retrieve, /inject with the package's JSON
+// a memtide store: POST /ingest, /retrieve, /inject with the package's JSON
 // shapes as bodies. Errors answer {error: {code, message}} with an HTTP
 // status chosen by the error's code.
 
@@ -18,7 +18,7 @@ const STATUS = {
 const json = (body, status = 200) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
-/** Answers one request with `mem` (a mnemo `Memory`). */
+/** Answers one request with `mem` (a memtide `Memory`). */
 export async function handleMemoryRequest(mem, request) {
   const { pathname } = new URL(request.url);
   const route = { "/ingest": "ingest", "/retrieve": "retrieve", "/inject": "inject" }[pathname];

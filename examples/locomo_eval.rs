@@ -1,4 +1,4 @@
-//! Evidence recall of mnemo's retrieval on the LoCoMo development set.
+//! Evidence recall of memtide's retrieval on the LoCoMo development set.
 //!
 //! ```text
 //! cargo run --release --example locomo_eval [-- [--model DIR] [path/to/locomo_dev.json]]
@@ -18,10 +18,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use mnemo::embed::Embedder;
-use mnemo::env::FixedEnvironment;
-use mnemo::storage::MemoryStorage;
-use mnemo::{Memory, MemoryInput, RetrieveQuery, Scope, Source, SourceKind, Timestamp};
+use memtide::embed::Embedder;
+use memtide::env::FixedEnvironment;
+use memtide::storage::MemoryStorage;
+use memtide::{Memory, MemoryInput, RetrieveQuery, Scope, Source, SourceKind, Timestamp};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -223,7 +223,7 @@ fn load_model(dir: Option<&str>) -> Result<Option<Arc<dyn Embedder>>, String> {
     let Some(dir) = dir else { return Ok(None) };
     #[cfg(feature = "semantic")]
     {
-        mnemo::embed::MiniLm::from_dir(std::path::Path::new(dir))
+        memtide::embed::MiniLm::from_dir(std::path::Path::new(dir))
             .map(|m| Some(Arc::new(m) as Arc<dyn Embedder>))
             .map_err(|e| e.to_string())
     }

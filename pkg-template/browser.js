@@ -1,7 +1,7 @@
 // Browser entry point: fetches and compiles the WebAssembly module (streaming)
 // from beside this file.
-import init from "./wasm/mnemo.js";
+import init from "./wasm/memtide.js";
 
-await init({ module_or_path: new URL("./wasm/mnemo_bg.wasm", import.meta.url) });
+await init({ module_or_path: new URL("./wasm/memtide_bg.wasm", import.meta.url) });
 
-export { Memory, MnemoError, wasmMemoryBytes } from "./memory.js";
+export { Memory, MemtideError, wasmMemoryBytes } from "./memory.js";

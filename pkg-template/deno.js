@@ -1,6 +1,6 @@
 // Deno entry point: reads the WebAssembly module from beside this file.
-import { initSync } from "./wasm/mnemo.js";
+import { initSync } from "./wasm/memtide.js";
 
-initSync({ module: await Deno.readFile(new URL("./wasm/mnemo_bg.wasm", import.meta.url)) });
+initSync({ module: await Deno.readFile(new URL("./wasm/memtide_bg.wasm", import.meta.url)) });
 
-export { Memory, MnemoError, wasmMemoryBytes } from "./memory.js";
+export { Memory, MemtideError, wasmMemoryBytes } from "./memory.js";

@@ -1,4 +1,4 @@
-// Types of the mnemo npm package. The same camelCase shapes as the Rust API
+// Types of the memtide npm package. The same camelCase shapes as the Rust API
 // (serde) and the CLI's JSON; timestamps are RFC 3339 strings.
 
 /** What sort of memory an item is. */
@@ -349,12 +349,12 @@ export interface HotFileSync {
  * second argument is the write's precondition: a store that can
  * compare-and-set (Deno KV's `atomic().check()`, a SQL transaction) applies
  * the ops only if `expect.key` holds `expect.value` (`null`: absent) and
- * otherwise throws an error with `code: "CONFLICT"`; mnemo then reloads and
+ * otherwise throws an error with `code: "CONFLICT"`; memtide then reloads and
  * retries, so several writers never lose each other's writes. A batch the
  * store cannot apply in one transaction throws `code: "BATCH_TOO_LARGE"`
- * having written nothing, and mnemo journals it instead.
+ * having written nothing, and memtide journals it instead.
  *
- * Without `batch`, mnemo writes a journal first (keys under `journal/`) so a
+ * Without `batch`, memtide writes a journal first (keys under `journal/`) so a
  * write interrupted at any point is completed or undone when the store is
  * next used or opened; that keeps one writer's writes atomic, it is not a
  * lock between writers. A thrown error whose `name` is `QuotaExceededError`
@@ -430,7 +430,7 @@ export interface OpenOptions {
    * gone when closed), or a host adapter.
    */
   storage?: "indexeddb" | "memory" | StorageAdapter;
-  /** The IndexedDB database name (default `"mnemo"`). */
+  /** The IndexedDB database name (default `"mnemo"`, the name of the builds before the rename, so their stores stay found). */
   name?: string;
   /** The embedding model; without it retrieval is lexical-only (`stats().retrievalMode`). */
   model?: ModelFiles;
@@ -457,9 +457,9 @@ export type ErrorCode =
   | "MODEL"
   | "CLOSED";
 
-/** Every failure of a mnemo call; the store stays usable after it. */
-export class MnemoError extends Error {
-  readonly name: "MnemoError";
+/** Every failure of a memtide call; the store stays usable after it. */
+export class MemtideError extends Error {
+  readonly name: "MemtideError";
   readonly code: ErrorCode;
 }
 
@@ -529,7 +529,7 @@ export class Memory {
 }
 
 /**
- * Bytes of the WebAssembly instance's linear memory (mnemo's data and the
+ * Bytes of the WebAssembly instance's linear memory (memtide's data and the
  * loaded model; it never shrinks, so it is also the peak). Useful against
  * an isolate's memory limit.
  */

@@ -1,15 +1,15 @@
-// The typed JavaScript API of mnemo: a thin class over the WebAssembly
+// The typed JavaScript API of memtide: a thin class over the WebAssembly
 // `MemoryCore`. Every method forwards to the core; this file only picks
 // defaults (which storage) and gives errors their class.
-import { MemoryCore, setErrorClass, wasmMemoryBytes } from "./wasm/mnemo.js";
+import { MemoryCore, setErrorClass, wasmMemoryBytes } from "./wasm/memtide.js";
 
 export { wasmMemoryBytes };
 
-/** An error from mnemo; `code` is stable, `message` says what to do. */
-export class MnemoError extends Error {
+/** An error from memtide; `code` is stable, `message` says what to do. */
+export class MemtideError extends Error {
   constructor(message, code) {
     super(message);
-    this.name = "MnemoError";
+    this.name = "MemtideError";
     this.code = code;
   }
 }
@@ -22,15 +22,15 @@ export class Memory {
 
   constructor(token, core) {
     if (token !== opening) {
-      throw new MnemoError("use `await Memory.open(options)` to create a Memory", "INVALID_INPUT");
+      throw new MemtideError("use `await Memory.open(options)` to create a Memory", "INVALID_INPUT");
     }
     this.#core = core;
   }
 
   static async open(options = {}) {
-    setErrorClass(MnemoError);
+    setErrorClass(MemtideError);
     if (options === null || typeof options !== "object") {
-      throw new MnemoError("invalid input: options must be an object", "INVALID_INPUT");
+      throw new MemtideError("invalid input: options must be an object", "INVALID_INPUT");
     }
     const core = await MemoryCore.open(options);
     return new Memory(opening, core);

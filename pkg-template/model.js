@@ -1,5 +1,5 @@
 // Fetching the model files with progress, cached so later page loads do not
-// download them again. mnemo never fetches a model by itself: the host says
+// download them again. memtide never fetches a model by itself: the host says
 // where its copy of the files lives.
 
 async function readWithProgress(response, url, onProgress) {

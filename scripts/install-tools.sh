@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what building and testing mnemo's WebAssembly package needs, from
+# Installs what building and testing memtide's WebAssembly package needs, from
 # package registries only, idempotently (each step is skipped when present):
 #
 #   rustup targets       wasm32-unknown-unknown, wasm32-wasip2

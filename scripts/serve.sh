@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mnemo's main job: builds the npm package (WebAssembly) and serves the
+# memtide's main job: builds the npm package (WebAssembly) and serves the
 # playground (www/) on localhost, with the model files, printing the address.
 # Installs what the build needs and fetches the model when missing.
 #
@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-MNEMO_MODEL_DIR=$(bash scripts/fetch-model.sh | tail -n 1)
-export MNEMO_MODEL_DIR
+MEMTIDE_MODEL_DIR=$(bash scripts/fetch-model.sh | tail -n 1)
+export MEMTIDE_MODEL_DIR
 bash scripts/build-pkg.sh
 exec node www/serve.mjs "$@"

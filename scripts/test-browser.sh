@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs mnemo's Rust tests inside headless Chromium (wasm-bindgen-test-runner
+# Runs memtide's Rust tests inside headless Chromium (wasm-bindgen-test-runner
 # driving Debian's chromium through chromedriver, flags in webdriver.json):
 #
 #   storage_conformance   the storage contract on IndexedDB (and the in-memory
@@ -9,7 +9,7 @@
 #   embed_golden          the MiniLM golden vectors, run by tract in wasm
 #   vector_scores         the vector index's scores against exact cosines,
 #                         through its WebAssembly SIMD dot products
-#   wasm_gemm             mnemo's matrix-product kernel for tract against
+#   wasm_gemm             memtide's matrix-product kernel for tract against
 #                         tract's own, bit for bit, and tract's choice of it
 #
 # Installs chromium/chromedriver and wasm-bindgen-cli if missing. Prints the
@@ -19,8 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-tools.sh --browser
-MNEMO_MODEL_DIR=${MNEMO_MODEL_DIR:-$(bash scripts/fetch-model.sh | tail -n 1)}
-export MNEMO_MODEL_DIR # compiled into the golden test's wasm module
+MEMTIDE_MODEL_DIR=${MEMTIDE_MODEL_DIR:-$(bash scripts/fetch-model.sh | tail -n 1)}
+export MEMTIDE_MODEL_DIR # compiled into the golden test's wasm module
 export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver}

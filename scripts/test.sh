@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every check and test of mnemo and prints a final "N passed, N failed" line.
+# Runs every check and test of memtide and prints a final "N passed, N failed" line.
 # Installs what it needs (rustfmt, clippy, the model files) idempotently.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -71,15 +71,15 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 bash scripts/install-tools.sh --browser || { echo "installing the tools failed" >&2; exit 1; }
 
 step "model files"
-MNEMO_MODEL_DIR=$(bash scripts/fetch-model.sh | tail -n 1) || { echo "fetching the model failed" >&2; exit 1; }
-export MNEMO_MODEL_DIR
+MEMTIDE_MODEL_DIR=$(bash scripts/fetch-model.sh | tail -n 1) || { echo "fetching the model failed" >&2; exit 1; }
+export MEMTIDE_MODEL_DIR
 
 check "cargo fmt --check" cargo fmt --all -- --check
 check "cargo clippy -D warnings" cargo clippy --all-targets --locked -- -D warnings
 check "cargo clippy wasm32 (library with the JS bindings) -D warnings" \
   cargo clippy --lib --locked --target wasm32-unknown-unknown --no-default-features --features js -- -D warnings
-check "cargo clippy mnemo-wasm-gemm and mnemo-int-dot (wasm32 SIMD kernels) -D warnings" \
-  cargo clippy -p mnemo-wasm-gemm -p mnemo-int-dot --locked --target wasm32-unknown-unknown -- -D warnings
+check "cargo clippy memtide-wasm-gemm and memtide-int-dot (wasm32 SIMD kernels) -D warnings" \
+  cargo clippy -p memtide-wasm-gemm -p memtide-int-dot --locked --target wasm32-unknown-unknown -- -D warnings
 rust_tests "cargo test (unit, integration, examples)" \
   cargo test --lib --bins --tests --examples --locked --no-fail-fast
 rust_tests "doc tests" cargo test --doc --locked

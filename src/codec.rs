@@ -1,6 +1,6 @@
-//! The versioned, checksummed record format mnemo persists.
+//! The versioned, checksummed record format memtide persists.
 //!
-//! Every value mnemo writes to a [`crate::storage::Storage`] is one record:
+//! Every value memtide writes to a [`crate::storage::Storage`] is one record:
 //!
 //! | offset | size | field |
 //! |-------:|-----:|-------|

@@ -1,4 +1,4 @@
-//! The engine: mnemo's state machine, without I/O.
+//! The engine: memtide's state machine, without I/O.
 //!
 //! [`Engine`] holds every item and the indexes over them. Each write operation
 //! takes a [`Txn`], mutates the in-memory state and records how to undo it;

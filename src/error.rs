@@ -10,7 +10,7 @@ use crate::storage::StorageError;
 /// Result alias of the public API.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything that can go wrong in mnemo's public API.
+/// Everything that can go wrong in memtide's public API.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The caller passed something malformed; the message says what.

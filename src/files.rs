@@ -1,10 +1,10 @@
-//! Files mnemo stores and indexes: Markdown documents synced by path (a
+//! Files memtide stores and indexes: Markdown documents synced by path (a
 //! `MEMORY.md`) and the files Claude's memory tool keeps under `/memories`
 //! (see [`crate::memory_tool`]).
 //!
 //! A file belongs to exactly one [`Scope`]: files of one scope are invisible
 //! to every other, and two scopes may hold different files at the same
-//! path. mnemo keeps each file's content (with `<private>` spans removed,
+//! path. memtide keeps each file's content (with `<private>` spans removed,
 //! lines kept) and the sha256 of the content as last synced, and indexes it
 //! as chunks ([`crate::text::markdown`]): memories of kind `document` whose
 //! `source` is `{kind: "file", ref: <path>}` and whose `sourceLines` say

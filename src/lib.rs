@@ -1,9 +1,9 @@
-//! # mnemo
+//! # memtide
 //!
 //! Long-term memory for LLM chat clients that runs where the chat runs: a
 //! browser tab, an edge function, Node, or any WebAssembly component host.
 //!
-//! mnemo ingests what the user and the assistant said, keeps it deduplicated
+//! memtide ingests what the user and the assistant said, keeps it deduplicated
 //! and scoped, finds what matters for the next request and renders it as a
 //! bounded, cited block for the prompt:
 //!
@@ -18,10 +18,10 @@
 //! [`storage::Storage`] backend and an [`env::Environment`] (clock and ids).
 //!
 //! ```
-//! use mnemo::{Memory, MemoryInput, RetrieveQuery, Scope};
-//! use mnemo::storage::MemoryStorage;
-//! use mnemo::env::FixedEnvironment;
-//! use mnemo::item::Timestamp;
+//! use memtide::{Memory, MemoryInput, RetrieveQuery, Scope};
+//! use memtide::storage::MemoryStorage;
+//! use memtide::env::FixedEnvironment;
+//! use memtide::item::Timestamp;
 //!
 //! let env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
 //! let mut mem = Memory::open(MemoryStorage::new(), env, Default::default()).unwrap();

@@ -1,4 +1,4 @@
-//! Claude's memory tool (`memory_20250818`, named `memory`), with mnemo as
+//! Claude's memory tool (`memory_20250818`, named `memory`), with memtide as
 //! its storage and index.
 //!
 //! [`run`] takes the `input` of a `tool_use` block the model sent and

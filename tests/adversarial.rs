@@ -33,9 +33,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use mnemo::env::FixedEnvironment;
-use mnemo::storage::{FsStorage, MemoryStorage, Storage};
-use mnemo::{
+use memtide::env::FixedEnvironment;
+use memtide::storage::{FsStorage, MemoryStorage, Storage};
+use memtide::{
     Config, InjectQuery, ListQuery, Memory, MemoryInput, MemoryPatch, Privacy, RetrieveQuery,
     Scope, ScopeFilter, Status, Timestamp,
 };
@@ -194,7 +194,7 @@ impl fmt::Display for Outcome {
     }
 }
 
-fn code_of<T>(result: mnemo::Result<T>) -> Outcome {
+fn code_of<T>(result: memtide::Result<T>) -> Outcome {
     match result {
         Ok(_) => Outcome::Accepted,
         Err(e) => Outcome::Code(e.code().to_string()),
@@ -880,11 +880,11 @@ impl Cli {
         }
     }
 
-    /// Runs `mnemo --store DIR --now NOW ARGS…` with `stdin`.
+    /// Runs `memtide --store DIR --now NOW ARGS…` with `stdin`.
     fn run(&self, args: &[&str], stdin: &[u8]) -> Output {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_memtide"));
         command
-            .env_remove("MNEMO_MODEL_DIR")
+            .env_remove("MEMTIDE_MODEL_DIR")
             .arg("--store")
             .arg(self.store.path())
             .args(["--now", NOW])
@@ -930,7 +930,7 @@ impl Cli {
         let out = self.run(args, stdin);
         assert!(
             out.status.success(),
-            "mnemo {args:?}: {}",
+            "memtide {args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8(out.stdout).unwrap()
@@ -1217,8 +1217,8 @@ fn cli_arguments_that_are_not_utf8_are_usage_errors() {
             std::ffi::OsStr::new("-1"),
         ],
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_mnemo"))
-            .env_remove("MNEMO_MODEL_DIR")
+        let out = Command::new(env!("CARGO_BIN_EXE_memtide"))
+            .env_remove("MEMTIDE_MODEL_DIR")
             .arg("--store")
             .arg(cli.store.path())
             .args(&args)

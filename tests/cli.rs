@@ -1,4 +1,4 @@
-//! Integration tests of the `mnemo` binary: every call runs the real
+//! Integration tests of the `memtide` binary: every call runs the real
 //! executable on a temporary store with a fixed clock.
 
 use std::io::Write;
@@ -9,17 +9,17 @@ use serde_json::{json, Value};
 
 const NOW: &str = "2024-05-01T12:00:00Z";
 
-/// A `mnemo` command that ignores the caller's `MNEMO_MODEL_DIR` (the test
+/// A `memtide` command that ignores the caller's `MEMTIDE_MODEL_DIR` (the test
 /// script sets it), so it runs lexical-only unless given `--model`.
-fn mnemo_command() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
-    command.env_remove("MNEMO_MODEL_DIR");
+fn memtide_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_memtide"));
+    command.env_remove("MEMTIDE_MODEL_DIR");
     command
 }
 
-/// Runs `mnemo --store DIR --now NOW ARGS…` with `stdin` as standard input.
-fn mnemo(store: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut command = mnemo_command();
+/// Runs `memtide --store DIR --now NOW ARGS…` with `stdin` as standard input.
+fn memtide(store: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut command = memtide_command();
     command.arg("--store").arg(store).args(["--now", NOW]);
     run(command.args(args), stdin)
 }
@@ -42,9 +42,9 @@ fn run(command: &mut Command, stdin: &str) -> Output {
 
 /// Runs a command that must succeed and returns its stdout lines as JSON.
 fn ok(store: &Path, args: &[&str], stdin: &str) -> Vec<Value> {
-    let out = mnemo(store, args, stdin);
+    let out = memtide(store, args, stdin);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "mnemo {args:?} failed: {stderr}");
+    assert!(out.status.success(), "memtide {args:?} failed: {stderr}");
     assert!(stderr.is_empty(), "{stderr}");
     stdout_lines(&out)
 }
@@ -59,8 +59,8 @@ fn stdout_lines(out: &Output) -> Vec<Value> {
 
 /// Runs a command that must fail with exit status 1; returns its stderr.
 fn fails(store: &Path, args: &[&str], stdin: &str) -> String {
-    let out = mnemo(store, args, stdin);
-    assert_eq!(out.status.code(), Some(1), "mnemo {args:?} should fail");
+    let out = memtide(store, args, stdin);
+    assert_eq!(out.status.code(), Some(1), "memtide {args:?} should fail");
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -433,7 +433,7 @@ fn export_imports_into_a_fresh_store_and_stats_count() {
     ok(source.path(), &["delete", "m000002"], "");
     ok(source.path(), &["update", "m000003"], r#"{"pinned":true}"#);
 
-    let export = mnemo(source.path(), &["export"], "");
+    let export = memtide(source.path(), &["export"], "");
     assert!(export.status.success());
     let document: Value = serde_json::from_slice(&export.stdout).unwrap();
     assert_eq!(document["format"], "mnemo-export");
@@ -487,7 +487,7 @@ fn a_second_process_sees_the_first_ones_data() {
     let item = &ok(&store, &["get", "m000001"], "")[0];
     assert_eq!(item["text"], "persisted across processes");
     // A later process without `--now` uses the system clock and random ids.
-    let mut command = mnemo_command();
+    let mut command = memtide_command();
     let out = run(
         command.arg("--store").arg(&store).arg("ingest"),
         &inputs(&[("fresh", "w")]),
@@ -506,11 +506,11 @@ fn bad_ids_and_usage_errors_are_reported() {
     let stderr = fails(dir.path(), &["list", "--limit", "0"], "");
     assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
 
-    let out = run(mnemo_command().env_remove("MNEMO_STORE").arg("list"), "");
+    let out = run(memtide_command().env_remove("MEMTIDE_STORE").arg("list"), "");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--store"));
     let out = run(
-        mnemo_command().arg("stats").env("MNEMO_STORE", dir.path()),
+        memtide_command().arg("stats").env("MEMTIDE_STORE", dir.path()),
         "",
     );
     assert!(out.status.success());
@@ -521,13 +521,13 @@ fn bad_ids_and_usage_errors_are_reported() {
         &["list", "--kind", "opinion"],
     ] {
         assert_eq!(
-            mnemo(dir.path(), args, "").status.code(),
+            memtide(dir.path(), args, "").status.code(),
             Some(2),
             "{args:?}"
         );
     }
     let out = run(
-        mnemo_command().args(["--store", "x", "--now", "yesterday", "list"]),
+        memtide_command().args(["--store", "x", "--now", "yesterday", "list"]),
         "",
     );
     assert_eq!(out.status.code(), Some(2));
@@ -552,13 +552,13 @@ fn export_carries_files_and_selects_scopes() {
         "",
     );
     ok(&store, &["ingest"], &inputs(&[("elsewhere", "other")]));
-    let whole = mnemo(&store, &["export"], "");
+    let whole = memtide(&store, &["export"], "");
     let document: Value = serde_json::from_slice(&whole.stdout).unwrap();
     assert_eq!(
         (document["version"].clone(), document["fileCount"].clone()),
         (json!(2), json!(1))
     );
-    let other = mnemo(
+    let other = memtide(
         &store,
         &["export", "--user", "u", "--workspace", "other"],
         "",
@@ -650,7 +650,7 @@ fn md_sync_indexes_a_file_once_and_replaces_its_chunks_on_change() {
     assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
     // The scope is required.
     assert_eq!(
-        mnemo(&store, &["md", "sync", notes_arg], "").status.code(),
+        memtide(&store, &["md", "sync", notes_arg], "").status.code(),
         Some(2)
     );
 }
@@ -696,7 +696,7 @@ fn hot_sync_reads_edits_back_and_rewrites_the_block() {
     let pinned = json!({"text": "I take my coffee black", "pinned": true, "scope": {"userId": "u", "workspaceId": "w"}});
     ok(&store, &["ingest"], &format!("{pinned}\n"));
     std::fs::write(&user_md, "# About me\n").unwrap();
-    let out = mnemo(&store, &scoped(&["hot", "render", user_arg]), "");
+    let out = memtide(&store, &scoped(&["hot", "render", user_arg]), "");
     assert!(out.status.success());
     let block = "<!-- mnemo:begin pinned -->\n- I take my coffee black <!-- mnemo:id=m000001 -->\n<!-- mnemo:end pinned -->\n";
     assert_eq!(
@@ -747,7 +747,7 @@ fn a_closed_stdout_is_not_a_crash() {
     let pairs: Vec<(&str, &str)> = many.iter().map(|(t, w)| (t.as_str(), *w)).collect();
     ok(dir.path(), &["ingest"], &inputs(&pairs));
 
-    let mut child = mnemo_command()
+    let mut child = memtide_command()
         .arg("--store")
         .arg(dir.path())
         .arg("export")
@@ -768,12 +768,12 @@ fn a_closed_stdout_is_not_a_crash() {
 #[cfg(feature = "semantic")]
 mod common;
 
-/// Runs `mnemo --model DIR embed` (no store) with `stdin`.
+/// Runs `memtide --model DIR embed` (no store) with `stdin`.
 #[cfg(feature = "semantic")]
 fn embed(model: &Path, stdin: &str) -> Output {
     run(
-        mnemo_command()
-            .env_remove("MNEMO_STORE")
+        memtide_command()
+            .env_remove("MEMTIDE_STORE")
             .arg("--model")
             .arg(model)
             .arg("embed"),
@@ -833,7 +833,7 @@ fn embed_reports_bad_lines_before_loading_and_model_errors() {
     assert!(stderr.starts_with("error[MODEL]: "), "{stderr}");
     assert!(stderr.contains("model.onnx"), "{stderr}");
 
-    let out = run(mnemo_command().arg("embed"), "");
+    let out = run(memtide_command().arg("embed"), "");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--model"));
 }
@@ -873,11 +873,11 @@ fn store_commands_with_a_model_embed_and_retrieve_by_meaning() {
     let results = hybrid[0]["results"].as_array().unwrap();
     assert_eq!(results[0]["id"], "m000001", "{results:?}");
 
-    // MNEMO_MODEL_DIR works like --model; the embeddings stay stored, and a
+    // MEMTIDE_MODEL_DIR works like --model; the embeddings stay stored, and a
     // later run without a model is lexical-only but keeps them.
     let out = run(
-        Command::new(env!("CARGO_BIN_EXE_mnemo"))
-            .env("MNEMO_MODEL_DIR", model)
+        Command::new(env!("CARGO_BIN_EXE_memtide"))
+            .env("MEMTIDE_MODEL_DIR", model)
             .arg("--store")
             .arg(store)
             .args(["--now", NOW, "retrieve"]),

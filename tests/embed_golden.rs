@@ -16,7 +16,7 @@ mod common;
 
 use std::sync::OnceLock;
 
-use mnemo::embed::{Embedder, MiniLm};
+use memtide::embed::{Embedder, MiniLm};
 use serde::Deserialize;
 
 #[derive(Deserialize)]

@@ -11,9 +11,9 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 
-use mnemo::env::FixedEnvironment;
-use mnemo::storage::{Batch, MemoryStorage, Storage, StorageError};
-use mnemo::{
+use memtide::env::FixedEnvironment;
+use memtide::storage::{Batch, MemoryStorage, Storage, StorageError};
+use memtide::{
     Config, Error, InjectQuery, ListQuery, Memory, MemoryInput, MemoryItem, MemoryPatch,
     RetrieveQuery, Scope, ScopeFilter, Source, Status, Timestamp,
 };

@@ -3,7 +3,7 @@
 //!
 //! Random operation sequences (ingest with exact duplicates, update, approve
 //! and reject, pin, soft and hard delete, restore, deleteAll, export and
-//! import, retrieval that marks usage, reopen) run against mnemo over a
+//! import, retrieval that marks usage, reopen) run against memtide over a
 //! storage backend that injects faults, and against [`Model`]: a plain map of
 //! id to memory that applies each operation's documented semantics directly.
 //! Three fault families, one backend wrapper each:
@@ -11,7 +11,7 @@
 //! - [`Flaky`]: the N-th storage call of an operation fails, as an I/O error
 //!   or a quota error. Commits are atomic, so the failed operation must
 //!   change nothing.
-//! - [`Crashing`]: a key-value store without atomic batches (mnemo journals
+//! - [`Crashing`]: a key-value store without atomic batches (memtide journals
 //!   its writes through [`KvStorage`]) whose process dies at the N-th
 //!   single-key write, leaving the earlier ones applied. The reopened store
 //!   must hold the state before or after the operation, never a mix.
@@ -25,8 +25,8 @@
 //! text, no other is); the statistics; and no byte of an erased memory's
 //! text left in storage.
 //!
-//! `MNEMO_FAULT_SEQUENCES` sets the number of sequences per backend (default
-//! 3,400, so 10,200 in all); `MNEMO_FAULT_SEQUENCES=100000 cargo test
+//! `MEMTIDE_FAULT_SEQUENCES` sets the number of sequences per backend (default
+//! 3,400, so 10,200 in all); `MEMTIDE_FAULT_SEQUENCES=100000 cargo test
 //! --release --test fault_model` is the soak (docs/reliability.md).
 
 use std::cell::{Cell, RefCell};
@@ -38,13 +38,13 @@ use std::task::{Context, Poll, Waker};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
-use mnemo::dedupe::NearDuplicateConfig;
-use mnemo::env::FixedEnvironment;
-use mnemo::storage::{
+use memtide::dedupe::NearDuplicateConfig;
+use memtide::env::FixedEnvironment;
+use memtide::storage::{
     AsyncKeyValue, AsyncStorage, Batch, Expect, KvOp, KvStorage, MemoryStorage, Snapshot, Storage,
     StorageError,
 };
-use mnemo::{
+use memtide::{
     AsyncMemory, Config, Error, IngestOutcome, IngestReason, Kind, ListQuery, MemoryInput,
     MemoryItem, MemoryPatch, RetrieveQuery, Scope, ScopeFilter, Source, SourceKind, Status,
     Timestamp,
@@ -208,7 +208,7 @@ impl Model {
     }
 
     /// Ingests one input (inputs of a batch apply in order); `new_id` names
-    /// an added memory (mnemo picks ids, the model takes them).
+    /// an added memory (memtide picks ids, the model takes them).
     fn ingest(&mut self, input: &InputSpec, new_id: impl FnOnce() -> String) -> Expected {
         let (scope, text) = (scope_of(input.scope), pool_text(input.text));
         match self.same_text(&scope, &text) {
@@ -1053,7 +1053,7 @@ impl<F: Faulty + Default> Run<F> {
                 "a failed operation changed the store ({})",
                 error
             );
-            // Completed by the journal: adopt mnemo's ids for added memories.
+            // Completed by the journal: adopt memtide's ids for added memories.
             let placeholders: Vec<String> = after
                 .items
                 .keys()
@@ -1102,10 +1102,10 @@ fn sequence<F: Faulty + Default>(steps: &[(Op, Option<(u8, u8)>)]) -> Result<(),
     Ok(())
 }
 
-/// Runs `MNEMO_FAULT_SEQUENCES` (default 3,400) random sequences on backend
+/// Runs `MEMTIDE_FAULT_SEQUENCES` (default 3,400) random sequences on backend
 /// `F` and prints what they did.
 fn property<F: Faulty + Default>(name: &str) {
-    let cases = std::env::var("MNEMO_FAULT_SEQUENCES")
+    let cases = std::env::var("MEMTIDE_FAULT_SEQUENCES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3_400);

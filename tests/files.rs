@@ -9,12 +9,12 @@ use std::path::Path;
 
 use proptest::prelude::*;
 
-use mnemo::env::FixedEnvironment;
-use mnemo::inject::EstimatedTokens;
-use mnemo::storage::{FsStorage, MemoryStorage, Storage};
-use mnemo::text::markdown::{chunk_markdown, ChunkParams};
-use mnemo::text::normalize;
-use mnemo::{
+use memtide::env::FixedEnvironment;
+use memtide::inject::EstimatedTokens;
+use memtide::storage::{FsStorage, MemoryStorage, Storage};
+use memtide::text::markdown::{chunk_markdown, ChunkParams};
+use memtide::text::normalize;
+use memtide::{
     Config, FileSyncOutcome, IngestOutcome, InjectFormat, InjectQuery, Kind, LineRange, Memory,
     MemoryInput, MemoryItem, MemoryPatch, RetrieveQuery, Scope, SourceKind, Timestamp,
 };
@@ -93,7 +93,7 @@ fn a_synced_file_is_stored_and_chunked_with_its_lines() {
     assert_eq!(chunk.citation(), "notes/MEMORY.md#L1-L7");
     let file = mem.file(&scope(), "notes/MEMORY.md").unwrap();
     assert_eq!(file.content, NOTES);
-    assert_eq!(file.content_hash, mnemo::text::content_hash(NOTES));
+    assert_eq!(file.content_hash, memtide::text::content_hash(NOTES));
 }
 
 #[test]
@@ -245,7 +245,7 @@ fn files_are_private_to_their_scope() {
             .unwrap();
         assert!(hits.is_empty(), "{who:?} saw {other}");
     }
-    let hard = mnemo::ScopeFilter::from(&work);
+    let hard = memtide::ScopeFilter::from(&work);
     mem.delete_all(&hard, true).unwrap();
     assert!(
         mem.file(&work, "MEMORY.md").is_none(),
@@ -334,11 +334,11 @@ fn files_survive_a_reopen_and_a_torn_file_write_is_refused() {
     assert_eq!(chunks(&reopened, &scope(), "MEMORY.md").len(), 1);
     // Dropping the file record (a torn write) breaks the manifest.
     let mut torn = MemoryStorage::new();
-    let mut batch = mnemo::storage::Batch::new();
+    let mut batch = memtide::storage::Batch::new();
     for (key, value) in storage.entries().filter(|(k, _)| !k.starts_with("file/")) {
         batch.put(key, value.to_vec());
     }
-    mnemo::storage::Storage::commit(&mut torn, &batch).unwrap();
+    memtide::storage::Storage::commit(&mut torn, &batch).unwrap();
     let err = Memory::open(
         torn,
         FixedEnvironment::new(Timestamp(T0)),
@@ -512,7 +512,7 @@ fn a_filtered_export_holds_only_the_selected_scopes() {
     ])
     .unwrap();
     mem.sync_file(&scope(), "a.md", "alice file\n").unwrap();
-    let filter = mnemo::ScopeFilter {
+    let filter = memtide::ScopeFilter {
         user_id: Some("bob".into()),
         ..Default::default()
     };

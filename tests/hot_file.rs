@@ -5,10 +5,10 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 
-use mnemo::env::FixedEnvironment;
-use mnemo::hot_file::{HotFileSync, BLOCK_BEGIN, BLOCK_END};
-use mnemo::storage::MemoryStorage;
-use mnemo::{Config, Kind, ListQuery, Memory, MemoryInput, MemoryItem, Scope, Timestamp};
+use memtide::env::FixedEnvironment;
+use memtide::hot_file::{HotFileSync, BLOCK_BEGIN, BLOCK_END};
+use memtide::storage::MemoryStorage;
+use memtide::{Config, Kind, ListQuery, Memory, MemoryInput, MemoryItem, Scope, Timestamp};
 
 type Mem = Memory<MemoryStorage, FixedEnvironment>;
 
@@ -25,7 +25,7 @@ fn scope() -> Scope {
     Scope::workspace("alice", "home")
 }
 
-fn pin<E: mnemo::env::Environment>(
+fn pin<E: memtide::env::Environment>(
     mem: &mut Memory<MemoryStorage, E>,
     texts: &[&str],
 ) -> Vec<String> {
@@ -142,7 +142,7 @@ struct SameMillisecond {
     next: u32,
 }
 
-impl mnemo::env::Environment for SameMillisecond {
+impl memtide::env::Environment for SameMillisecond {
     fn now(&self) -> Timestamp {
         Timestamp(1_700_000_000_000)
     }
@@ -237,7 +237,7 @@ fn memory_text_cannot_close_the_block_or_forge_an_id() {
     assert!(sync.is_empty(), "{sync:?}");
     assert_eq!(
         mem.get(&ids[0]).unwrap().text,
-        mnemo::text::normalize(&evil)
+        memtide::text::normalize(&evil)
     );
 }
 

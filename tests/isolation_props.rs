@@ -19,11 +19,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
-use mnemo::dedupe::{NearDuplicateAction, NearDuplicateConfig};
-use mnemo::env::FixedEnvironment;
-use mnemo::storage::MemoryStorage;
-use mnemo::text;
-use mnemo::{
+use memtide::dedupe::{NearDuplicateAction, NearDuplicateConfig};
+use memtide::env::FixedEnvironment;
+use memtide::storage::MemoryStorage;
+use memtide::text;
+use memtide::{
     Config, IngestOutcome, IngestReason, InjectQuery, ListQuery, Memory, MemoryInput, MemoryItem,
     MemoryPatch, Privacy, RetrieveHit, RetrieveQuery, Scope, ScopeFilter, Status, Timestamp,
 };

@@ -33,7 +33,7 @@ fn lexical_recall_stays_above_the_bm25_reference() {
 mod common;
 
 /// Hybrid retrieval (BM25 + MiniLM + the conversational signals of
-/// `mnemo::rank`) must reach the milestone's targets: recall@5 ≥ 0.65 and
+/// `memtide::rank`) must reach the milestone's targets: recall@5 ≥ 0.65 and
 /// recall@10 ≥ 0.75, and beat lexical retrieval.
 #[cfg(feature = "semantic")]
 #[test]
@@ -44,7 +44,7 @@ fn hybrid_recall_reaches_the_targets() {
         "/tests/data/locomo_dev.json"
     ))
     .unwrap();
-    let model = mnemo::embed::MiniLm::from_dir(common::model_dir()).unwrap();
+    let model = memtide::embed::MiniLm::from_dir(common::model_dir()).unwrap();
     let hybrid = locomo_eval::evaluate(&json, Some(Arc::new(model))).unwrap();
     let lexical = locomo_eval::evaluate(&json, None).unwrap();
     println!(

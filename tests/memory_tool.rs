@@ -1,14 +1,14 @@
-//! Claude's memory tool over mnemo (issue 6, item 2): every command's
+//! Claude's memory tool over memtide (issue 6, item 2): every command's
 //! result and error strings as the tool's documentation gives them, every
 //! path the rules refuse, files private to their scope, and the index kept
 //! in step with every write.
 
 use serde_json::{json, Value};
 
-use mnemo::env::FixedEnvironment;
-use mnemo::memory_tool::MemoryToolResult;
-use mnemo::storage::MemoryStorage;
-use mnemo::{Config, Memory, RetrieveQuery, Scope, Timestamp};
+use memtide::env::FixedEnvironment;
+use memtide::memory_tool::MemoryToolResult;
+use memtide::storage::MemoryStorage;
+use memtide::{Config, Memory, RetrieveQuery, Scope, Timestamp};
 
 type Mem = Memory<MemoryStorage, FixedEnvironment>;
 

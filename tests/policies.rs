@@ -1,10 +1,10 @@
 //! One test (at least) per invariant of DESIGN.md "Policies", each written so
 //! that it fails if the invariant breaks.
 
-use mnemo::env::FixedEnvironment;
-use mnemo::storage::{MemoryStorage, Storage};
-use mnemo::text;
-use mnemo::{
+use memtide::env::FixedEnvironment;
+use memtide::storage::{MemoryStorage, Storage};
+use memtide::text;
+use memtide::{
     Error, IngestOutcome, IngestReason, InjectFormat, InjectQuery, Kind, Memory, MemoryInput,
     MemoryPatch, Privacy, RetrieveQuery, Scope, ScopeFilter, Status, Timestamp,
 };
@@ -365,8 +365,8 @@ fn exact_duplicates_merge_within_a_scope_only() {
     );
     let again = mem
         .ingest(vec![MemoryInput {
-            source: Some(mnemo::Source {
-                kind: mnemo::SourceKind::Message,
+            source: Some(memtide::Source {
+                kind: memtide::SourceKind::Message,
                 reference: "msg-9".into(),
                 uri: None,
             }),
@@ -443,8 +443,8 @@ fn near_duplicates_merge_with_their_text_kept_and_changed_values_stay_separate()
 
 #[test]
 fn near_duplicates_can_be_reported_instead_of_merged() {
-    let mut config = mnemo::Config::default();
-    config.near_duplicate.action = mnemo::dedupe::NearDuplicateAction::Report;
+    let mut config = memtide::Config::default();
+    config.near_duplicate.action = memtide::dedupe::NearDuplicateAction::Report;
     let mut mem = Memory::open(
         MemoryStorage::new(),
         FixedEnvironment::new(Timestamp(T0)),
@@ -701,7 +701,7 @@ fn a_store_whose_items_disagree_with_the_manifest_is_refused() {
     add(&mut mem, MemoryInput::new("alpha", ws()));
     add(&mut mem, MemoryInput::new("beta", ws()));
     let mut storage = mem.into_storage();
-    let mut torn = mnemo::storage::Batch::new();
+    let mut torn = memtide::storage::Batch::new();
     torn.delete("item/m000002");
     storage.commit(&torn).unwrap();
     let err = Memory::open(
@@ -825,7 +825,7 @@ fn list_pages_cover_every_item_once_newest_first() {
         add(&mut mem, MemoryInput::new(format!("entry {i}"), ws()));
     }
     let mut seen = Vec::new();
-    let mut query = mnemo::ListQuery {
+    let mut query = memtide::ListQuery {
         limit: Some(5),
         ..Default::default()
     };
@@ -868,7 +868,7 @@ fn export_import_round_trips_and_rejects_damaged_or_newer_files() {
     assert_eq!(target.import(truncated).unwrap_err().code(), "CORRUPT");
     let newer = export.replacen(
         "\"version\":1",
-        &format!("\"version\":{}", mnemo::EXPORT_VERSION + 1),
+        &format!("\"version\":{}", memtide::EXPORT_VERSION + 1),
         1,
     );
     assert_eq!(

@@ -4,9 +4,9 @@
 //! Markdown file's chunks — cannot close the block, open a new one, start an
 //! entry of their own or forge a citation, in either format.
 
-use mnemo::env::FixedEnvironment;
-use mnemo::storage::MemoryStorage;
-use mnemo::{
+use memtide::env::FixedEnvironment;
+use memtide::storage::MemoryStorage;
+use memtide::{
     InjectFormat, InjectQuery, Injection, Memory, MemoryInput, RetrieveQuery, Scope, Timestamp,
 };
 

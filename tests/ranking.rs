@@ -1,9 +1,9 @@
-//! The conversational ranking signals of `mnemo::rank`: thread links, answer
+//! The conversational ranking signals of `memtide::rank`: thread links, answer
 //! inheritance and speaker match.
 
-use mnemo::env::FixedEnvironment;
-use mnemo::storage::MemoryStorage;
-use mnemo::{Memory, MemoryInput, RetrieveQuery, Scope, Timestamp};
+use memtide::env::FixedEnvironment;
+use memtide::storage::MemoryStorage;
+use memtide::{Memory, MemoryInput, RetrieveQuery, Scope, Timestamp};
 
 const T0: i64 = 1_700_000_000_000;
 

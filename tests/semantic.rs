@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use mnemo::codec;
-use mnemo::embed::Embedder;
-use mnemo::env::FixedEnvironment;
-use mnemo::storage::{Batch, MemoryStorage, Storage, StorageError};
-use mnemo::{
+use memtide::codec;
+use memtide::embed::Embedder;
+use memtide::env::FixedEnvironment;
+use memtide::storage::{Batch, MemoryStorage, Storage, StorageError};
+use memtide::{
     IngestOutcome, IngestReason, Memory, MemoryInput, MemoryPatch, RetrieveQuery, Scope,
     ScopeFilter, Timestamp,
 };
@@ -50,7 +50,7 @@ impl Embedder for ConceptEmbedder {
     fn dimensions(&self) -> usize {
         DIMS
     }
-    fn embed_batch(&self, texts: &[&str]) -> mnemo::Result<Vec<Vec<f32>>> {
+    fn embed_batch(&self, texts: &[&str]) -> memtide::Result<Vec<Vec<f32>>> {
         Ok(texts
             .iter()
             .map(|t| {

@@ -1,4 +1,4 @@
-//! The storage contract (see `mnemo::storage`), checked against every backend,
+//! The storage contract (see `memtide::storage`), checked against every backend,
 //! native and in the browser.
 //!
 //! Each generic `async fn` below takes a [`Backend`]; `conformance_suite!`
@@ -24,11 +24,11 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use mnemo::storage::{AsyncKeyValue, Batch, Expect, KvOp, KvStorage, MemoryStorage, StorageError};
-use mnemo::storage::{JOURNAL_PREFIX, MAX_KEY_BYTES};
+use memtide::storage::{AsyncKeyValue, Batch, Expect, KvOp, KvStorage, MemoryStorage, StorageError};
+use memtide::storage::{JOURNAL_PREFIX, MAX_KEY_BYTES};
 
 #[cfg(all(target_arch = "wasm32", feature = "js"))]
-use mnemo::storage::IndexedDbStorage;
+use memtide::storage::IndexedDbStorage;
 
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
@@ -37,9 +37,9 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 type Pairs = Vec<(String, Vec<u8>)>;
 
 /// A backend under test. Its storage methods are those of
-/// [`mnemo::storage::AsyncStorage`].
+/// [`memtide::storage::AsyncStorage`].
 #[allow(async_fn_in_trait)]
-trait Backend: mnemo::storage::AsyncStorage + Sized {
+trait Backend: memtide::storage::AsyncStorage + Sized {
     /// An empty store.
     async fn fresh() -> Self;
     /// Closes the store and opens it again: what survives is what the backend
@@ -656,7 +656,7 @@ mod fs_storage_log {
     use std::fs;
     use std::path::{Path, PathBuf};
 
-    use mnemo::storage::{FsStorage, Storage, StorageError};
+    use memtide::storage::{FsStorage, Storage, StorageError};
 
     use super::*;
 
@@ -951,7 +951,7 @@ mod browser {
     use std::task::{Context, Poll, Waker};
 
     use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
-    use mnemo::storage::{AsyncStorage, Expect, IndexedDbStorage};
+    use memtide::storage::{AsyncStorage, Expect, IndexedDbStorage};
     use wasm_bindgen::closure::Closure;
     use wasm_bindgen::{JsCast, JsValue};
     use wasm_bindgen_futures::JsFuture;
@@ -965,7 +965,7 @@ mod browser {
     /// A database name no other test (or earlier run) uses.
     fn unique_name(tag: &str) -> String {
         format!(
-            "mnemo-test-{tag}-{}-{}-{}",
+            "memtide-test-{tag}-{}-{}-{}",
             js_sys::Date::now(),
             DATABASES.fetch_add(1, Ordering::Relaxed),
             (js_sys::Math::random() * 1e9) as u64
@@ -1092,7 +1092,7 @@ mod browser {
             .collect()
     }
 
-    /// Puts `value` (any JavaScript value) under `key`, bypassing mnemo.
+    /// Puts `value` (any JavaScript value) under `key`, bypassing memtide.
     async fn raw_put(name: &str, key: &str, value: &JsValue) {
         let db = raw_open(name, None, &[]).await;
         let tx = db
@@ -1339,7 +1339,7 @@ mod browser {
             version.contains("VersionError: requested 1, have 2"),
             "{version}"
         );
-        assert!(version.contains("newer version of mnemo"), "{version}");
+        assert!(version.contains("newer version of memtide"), "{version}");
         let closed = backend(&dom_exception("closing", "InvalidStateError"));
         assert!(closed.contains("open the store again"), "{closed}");
         let unknown = backend(&dom_exception("io", "UnknownError"));
@@ -1444,7 +1444,7 @@ mod browser {
         raw_open(&foreign, Some(1), &["other"]).await.close();
         match IndexedDbStorage::open(&foreign).await {
             Err(StorageError::Backend(message)) => {
-                assert!(message.contains("not created by mnemo"), "{message}")
+                assert!(message.contains("not created by memtide"), "{message}")
             }
             other => panic!("expected a refusal, got {other:?}"),
         }
@@ -1453,7 +1453,7 @@ mod browser {
         match IndexedDbStorage::open(&newer).await {
             Err(StorageError::Backend(message)) => {
                 assert!(message.contains("VersionError"), "{message}");
-                assert!(message.contains("newer version of mnemo"), "{message}");
+                assert!(message.contains("newer version of memtide"), "{message}");
             }
             other => panic!("expected a version error, got {other:?}"),
         }
@@ -1470,8 +1470,8 @@ mod browser {
         Reflect::set(&hidden, &"value".into(), &JsValue::UNDEFINED).unwrap();
         Reflect::set(&hidden, &"configurable".into(), &JsValue::TRUE).unwrap();
         Object::define_property(&global, &key, &hidden);
-        let result = IndexedDbStorage::open("mnemo-test-no-indexeddb").await;
-        let deleted = IndexedDbStorage::delete_database("mnemo-test-no-indexeddb").await;
+        let result = IndexedDbStorage::open("memtide-test-no-indexeddb").await;
+        let deleted = IndexedDbStorage::delete_database("memtide-test-no-indexeddb").await;
         if own.is_undefined() {
             Reflect::delete_property(&global, &key).unwrap();
         } else {

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
-use mnemo::index::{VectorIndex, VectorParams};
-use mnemo::Error;
+use memtide::index::{VectorIndex, VectorParams};
+use memtide::Error;
 use proptest::prelude::*;
 
 const DIMENSIONS: usize = 384;

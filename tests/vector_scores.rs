@@ -9,7 +9,7 @@
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-use mnemo::index::{VectorIndex, VectorParams};
+use memtide::index::{VectorIndex, VectorParams};
 
 #[path = "common/rng.rs"]
 mod rng;

@@ -1,4 +1,4 @@
-//! mnemo's WebAssembly matrix-product kernel (`crates/wasm-gemm`) against
+//! memtide's WebAssembly matrix-product kernel (`crates/wasm-gemm`) against
 //! tract's own `wasm_f32_8x8`, through tract's public kernel interface.
 //!
 //! Both kernels accumulate each output over `k` in the same order with
@@ -11,7 +11,7 @@
 
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-use mnemo_wasm_gemm::KERNEL_NAME;
+use memtide_wasm_gemm::KERNEL_NAME;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::tract_linalg::mmm::{
     retain_best, AsInputValue, FusedSpec, MatMatMul, Query, RoundingPolicy,
@@ -27,7 +27,7 @@ use rng::Rng;
 const TRACT_KERNEL: &str = "wasm_f32_8x8";
 
 fn kernel(name: &str) -> Box<dyn MatMatMul> {
-    assert!(mnemo_wasm_gemm::register(), "built for wasm32 with simd128");
+    assert!(memtide_wasm_gemm::register(), "built for wasm32 with simd128");
     MmmDispatch::native()
         .runnable()
         .iter()
@@ -38,7 +38,7 @@ fn kernel(name: &str) -> Box<dyn MatMatMul> {
 
 #[wasm_bindgen_test]
 fn tract_picks_the_kernel_for_every_f32_product() {
-    assert!(mnemo_wasm_gemm::register());
+    assert!(memtide_wasm_gemm::register());
     for n in [None, Some(1), Some(2), Some(17), Some(128)] {
         let query = Query::plain(DatumType::F32, Some(384), Some(384), n);
         let picked = MmmDispatch::native().pick(&query).expect("a kernel");

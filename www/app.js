@@ -1,4 +1,4 @@
-// The mnemo playground: a chat-like page over a real mnemo store (IndexedDB,
+// The memtide playground: a chat-like page over a real memtide store (IndexedDB,
 // in a worker), with what retrieval found and why, the block injection would
 // add to the prompt, and an inspector to review and edit what is stored.
 
@@ -10,7 +10,7 @@ const worker = new Worker("/store-worker.js", { type: "module" });
 const waiting = new Map();
 let nextCall = 1;
 
-/** Calls a method of the store; rejects with an Error carrying mnemo's `code`. */
+/** Calls a method of the store; rejects with an Error carrying memtide's `code`. */
 function call(method, ...args) {
   return new Promise((resolve, reject) => {
     const id = nextCall++;
@@ -65,7 +65,7 @@ function toast(message, kind = "info") {
 /** What `attempt` resolves to when the action failed. */
 const FAILED = Symbol("failed");
 
-/** Runs an action, showing its failure (with mnemo's error code) instead of throwing. */
+/** Runs an action, showing its failure (with memtide's error code) instead of throwing. */
 async function attempt(action) {
   try {
     return await action();
@@ -113,7 +113,7 @@ function showMode({ mode, error, fromCache, embedded }) {
 
 // ----- scope and settings -----------------------------------------------------------
 
-const settingsKey = "mnemo-playground-settings";
+const settingsKey = "memtide-playground-settings";
 const remembered = ["userId", "workspaceId", "projectId", "sessionId", "autoCapture", "budget", "format", "limit",
   "includePending", "includePii", "kind"];
 
@@ -318,7 +318,7 @@ async function refreshPreviews() {
   const mine = ++generation;
   const text = currentQuery();
   const scope = chatScope();
-  $("queryText").textContent = text ? `For “${shorten(text, 90)}”, in ${scopePath(scope)}:` : "Type a message to see what mnemo would recall for it.";
+  $("queryText").textContent = text ? `For “${shorten(text, 90)}”, in ${scopePath(scope)}:` : "Type a message to see what memtide would recall for it.";
   if (!text || !scope.userId || !scope.workspaceId) {
     $("hits").replaceChildren();
     $("block").textContent = "";

@@ -1,5 +1,5 @@
 // A small static server for the playground: the page from www/, the built
-// npm package from dist/mnemo/ at /mnemo/, and the model files at /model/.
+// npm package from dist/memtide/ at /memtide/, and the model files at /model/.
 // Used by `scripts/serve.sh` (the README's main job) and by the Playwright
 // test, which starts it on a free port.
 //
@@ -47,10 +47,10 @@ function fileFor(pathname, mounts) {
  * `port` 0 picks a free port. Every response says `no-cache`, so the page
  * always revalidates and the service worker keeps the offline copy.
  */
-export async function startServer({ port = 8080, host = "127.0.0.1", modelDir, distDir = `${repo}dist/mnemo` }) {
+export async function startServer({ port = 8080, host = "127.0.0.1", modelDir, distDir = `${repo}dist/memtide` }) {
   if (!modelDir) throw new Error("startServer needs modelDir (scripts/fetch-model.sh prints it)");
   const mounts = [
-    ["/mnemo/", resolve(distDir)],
+    ["/memtide/", resolve(distDir)],
     ["/model/", resolve(modelDir)],
     ["/", resolve(repo, "www")],
   ];
@@ -94,7 +94,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const server = await startServer({
     port: Number(option(args, "port", process.env.PORT ?? 8080)),
     host: option(args, "host", "127.0.0.1"),
-    modelDir: option(args, "model-dir", process.env.MNEMO_MODEL_DIR),
+    modelDir: option(args, "model-dir", process.env.MEMTIDE_MODEL_DIR),
   });
-  console.log(`mnemo playground: ${server.url}  (Ctrl-C stops it)`);
+  console.log(`memtide playground: ${server.url}  (Ctrl-C stops it)`);
 }

@@ -9,10 +9,10 @@
 //                    { event: "mode", mode: "lexical" | "embedding" | "hybrid", ... }
 //                    { event: "change" }        another tab wrote to the store
 //                    { event: "failed", message }   the store could not open
-import { Memory, wasmMemoryBytes } from "/mnemo/browser.js";
-import { fetchModel } from "/mnemo/model.js";
+import { Memory, wasmMemoryBytes } from "/memtide/browser.js";
+import { fetchModel } from "/memtide/model.js";
 
-const DATABASE = "mnemo-playground";
+const DATABASE = "memtide-playground";
 const methods = new Set([
   "ingest", "retrieve", "inject", "get", "list", "update", "delete", "deleteAll", "export", "import", "stats",
 ]);

@@ -2,10 +2,10 @@
 // load. Requests go to the network first and refresh the cached copy; when
 // the network fails, the cached copy answers. The model files are left to
 // `fetchModel`, which keeps them in its own Cache API entry.
-const CACHE = "mnemo-playground-v1";
+const CACHE = "memtide-playground-v1";
 const SHELL = [
   "/", "/index.html", "/style.css", "/app.js", "/store-worker.js", "/manifest.webmanifest", "/icon.svg",
-  "/mnemo/browser.js", "/mnemo/memory.js", "/mnemo/model.js", "/mnemo/wasm/mnemo.js", "/mnemo/wasm/mnemo_bg.wasm",
+  "/memtide/browser.js", "/memtide/memory.js", "/memtide/model.js", "/memtide/wasm/memtide.js", "/memtide/wasm/memtide_bg.wasm",
 ];
 
 self.addEventListener("install", (event) => {
@@ -15,7 +15,7 @@ self.addEventListener("install", (event) => {
 self.addEventListener("activate", (event) => {
   event.waitUntil((async () => {
     for (const name of await caches.keys()) {
-      if (name.startsWith("mnemo-playground-") && name !== CACHE) await caches.delete(name);
+      if (name.startsWith("memtide-playground-") && name !== CACHE) await caches.delete(name);
     }
     await self.clients.claim();
   })());

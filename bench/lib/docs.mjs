@@ -35,10 +35,10 @@ export function writeDocs(results, table) {
   const peers = Object.entries(results.machine.peers).map(([name, version]) => `\`${name}@${version}\``).join(", ");
   const text = `# Benchmarks
 
-mnemo against its peers, in the same run, on the same inputs, in the same
+memtide against its peers, in the same run, on the same inputs, in the same
 runtime (Node, wasm on both sides unless noted). Every figure is a median
-(or a percentile) of repeated runs after warm-up; the table gives mnemo's
-value, the peer's, and mnemo ÷ peer. Not part of \`scripts/test.sh\`.
+(or a percentile) of repeated runs after warm-up; the table gives memtide's
+value, the peer's, and memtide ÷ peer. Not part of \`scripts/test.sh\`.
 
 \`\`\`sh
 bash bench/run.sh                # everything (about 20 minutes on 2 cores after the builds, most of it the 100k indexes)
@@ -63,26 +63,26 @@ retrieval size, ${p.builds} lexical builds, ${p.coldRuns} cold starts.
 
 ${table}
 
-Ratios are mnemo ÷ peer; the parenthesis says which direction is better.
+Ratios are memtide ÷ peer; the parenthesis says which direction is better.
 What was tried to meet the missed targets, with its figures, is in
 [\`docs/speed.md\`](speed.md) (written by hand; this file is generated).
 
 ## What each section measures
 
-1. **Embedding** (\`bench/sections/embed.mjs\`). mnemo's MiniLM (tract, the
+1. **Embedding** (\`bench/sections/embed.mjs\`). memtide's MiniLM (tract, the
    same \`MiniLm\` as the package, through \`bench_wasm\`'s \`BenchEmbedder\`)
    against transformers.js \`feature-extraction\` on onnxruntime-web's wasm
    backend, both on the *same* \`model.onnx\` (transformers.js gets a model
    directory laid out by \`bench/lib/hf-model.mjs\`: generated
    \`config.json\`/\`tokenizer_config.json\`, the same \`tokenizer.json\` with
-   mnemo's settings — no padding, truncation at 256 — and
+   memtide's settings — no padding, truncation at 256 — and
    \`onnx/model_quantized.onnx\` linked to the file), mean pooling,
    normalized, one thread each, fully offline (\`allowRemoteModels = false\`,
    the ORT wasm files from \`node_modules\`, any network fetch throws).
    Figures: model load (median of loads), one 16- and one 128-token text
    (median of runs after 3 warm-ups), throughput over the sentences in
    batches of 32, and the cosine between both sides' embeddings of 50
-   sentences. Native: mnemo (\`cargo run --release --example bench_embed\`)
+   sentences. Native: memtide (\`cargo run --release --example bench_embed\`)
    against transformers.js on onnxruntime-node (one intra-op thread).
    Each runtime runs in its own process.
 2. **Retrieval** (\`bench/sections/retrieval.mjs\`, \`bench/lib/engines.mjs\`).
@@ -93,22 +93,22 @@ What was tried to meet the missed targets, with its figures, is in
    stopword-free filler of equal length. A query names a pair and its
    vector lies near the centroid, so the exact cosine top 10 is also the
    ideal hybrid top 10: recall@10 is measured against the exact
-   (brute-force cosine, f32) top 10 for every engine. mnemo's JavaScript API
+   (brute-force cosine, f32) top 10 for every engine. memtide's JavaScript API
    cannot take precomputed vectors, so \`bench_wasm\`'s \`BenchStore\` holds a
    \`Memory\` (in-memory storage) whose embedder returns the registered
    vector of each text, and a query is timed with its vector registered
    beforehand: *query embedding excluded* (add the 16-token latency). Memories
    are created an hour apart so none "follows" another (its context vector
    is its own). Peers: Orama hybrid (\`hybridWeights\` text 0.4 / vector
-   0.6, mnemo's weights; \`similarity: 0\`) and hnswlib-wasm vector-only (M
+   0.6, memtide's weights; \`similarity: 0\`) and hnswlib-wasm vector-only (M
    16, efConstruction 200, efSearch 64). Each engine and size runs in a
    fresh process: build time, memory added by the build per 10k memories
-   (mnemo: its wasm linear memory, which never shrinks, so it includes the
+   (memtide: its wasm linear memory, which never shrinks, so it includes the
    build's peaks; JS peers: V8 heap + external after GC), and p50/p95 per
    query after warm-up.
 3. **Lexical** (\`bench/sections/lexical.mjs\`). The npm package without a
    model (lexical-only: BM25 plus its thread signals) against MiniSearch on
-   the same ${p.lexicalSize.toLocaleString("en")} texts and queries: index build (mnemo's
+   the same ${p.lexicalSize.toLocaleString("en")} texts and queries: index build (memtide's
    \`ingest\` in batches of 1,000, which also deduplicates and writes its
    records to in-memory storage, against \`addAll\`), query p50/p95.
 4. **Cold start** (\`bench/sections/coldstart.mjs\`, \`bench/web/coldstart.mjs\`).
@@ -120,7 +120,7 @@ What was tried to meet the missed targets, with its figures, is in
    page's \`performance.now()\` when the answer is in (from navigation start,
    code and .wasm from the HTTP cache; the first visit is not counted).
    Texts only, no model on either side (its load is section 1's figure).
-5. **Footprint** (\`bench/sections/footprint.mjs\`). \`dist/mnemo\`'s .wasm raw
+5. **Footprint** (\`bench/sections/footprint.mjs\`). \`dist/memtide\`'s .wasm raw
    and gzipped (level 9, no model inside) against onnxruntime-web's
    \`ort-wasm-simd-threaded.wasm\`; the package's wasm memory after
    \`Memory.open\` with the model (fresh process); heap per 10k memories from
@@ -128,7 +128,7 @@ What was tried to meet the missed targets, with its figures, is in
 
 ## Limits
 
-- mnemo's retrieval and embedding figures come from \`bench_wasm\`, not the
+- memtide's retrieval and embedding figures come from \`bench_wasm\`, not the
   npm package's \`Memory\` class: the same engine and build flags, without
   the package's JSON conversion of arguments and hits (the package cannot
   take precomputed vectors and has no \`embed\` call). Lexical, cold start

@@ -1,17 +1,17 @@
 // The retrieval engines behind one interface: `build(corpus)` indexes the
 // texts and vectors, `search(query, k)` returns corpus indices best first,
-// `memoryBytes()` what the engine holds (mnemo: its wasm linear memory; the
+// `memoryBytes()` what the engine holds (memtide: its wasm linear memory; the
 // JavaScript peers: V8 heap plus external memory).
 import { create, insertMultiple, search } from "@orama/orama";
 import { DIMENSIONS, row } from "./corpus.mjs";
 import { STOPWORDS } from "./stopwords.mjs";
-import { BenchStore, memoryBytes as wasmBytes } from "./mnemo-wasm.mjs";
+import { BenchStore, memoryBytes as wasmBytes } from "./memtide-wasm.mjs";
 
-/** Memories ingested per mnemo call (its limit is 10,000). */
-const MNEMO_BATCH = 1000;
-/** One hour: more than mnemo's 30-minute thread gap, so no memory follows another. */
+/** Memories ingested per memtide call (its limit is 10,000). */
+const MEMTIDE_BATCH = 1000;
+/** One hour: more than memtide's 30-minute thread gap, so no memory follows another. */
 const HOUR_MS = 3_600_000;
-/** mnemo's fused score weights BM25 0.4 and the cosine 0.6 (RankParams); Orama gets the same. */
+/** memtide's fused score weights BM25 0.4 and the cosine 0.6 (RankParams); Orama gets the same. */
 const HYBRID_WEIGHTS = { text: 0.4, vector: 0.6 };
 /** hnswlib parameters: its usual defaults for M and efConstruction, efSearch for recall ≥ 0.95. */
 const HNSW = { m: 16, efConstruction: 200, efSearch: 64, seed: 100 };
@@ -22,18 +22,18 @@ const jsHeapBytes = () => {
 };
 
 export const ENGINES = {
-  mnemo: () => {
+  memtide: () => {
     const store = new BenchStore();
     const indexOf = new Map();
     return {
-      label: "mnemo hybrid (wasm)",
+      label: "memtide hybrid (wasm)",
       build({ texts, vectors }) {
-        for (let start = 0; start < texts.length; start += MNEMO_BATCH) {
-          const end = Math.min(texts.length, start + MNEMO_BATCH);
+        for (let start = 0; start < texts.length; start += MEMTIDE_BATCH) {
+          const end = Math.min(texts.length, start + MEMTIDE_BATCH);
           const ids = store.ingest(texts.slice(start, end), vectors.subarray(start * DIMENSIONS, end * DIMENSIONS),
             (texts.length - start) * HOUR_MS, HOUR_MS);
           ids.forEach((id, j) => {
-            if (!id) throw new Error(`mnemo did not add memory ${start + j}`);
+            if (!id) throw new Error(`memtide did not add memory ${start + j}`);
             indexOf.set(id, start + j);
           });
         }

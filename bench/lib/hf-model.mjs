@@ -1,4 +1,4 @@
-// The model directory transformers.js expects, laid out from mnemo's model
+// The model directory transformers.js expects, laid out from memtide's model
 // files so both sides run the same ONNX file: config.json,
 // tokenizer_config.json, tokenizer.json and onnx/model_quantized.onnx (a
 // symbolic link to model.onnx).
@@ -9,7 +9,7 @@ import { BUILD_DIR } from "./paths.mjs";
 /** Name of the model under transformers.js's `env.localModelPath`. */
 export const HF_MODEL_NAME = "all-MiniLM-L6-v2-int8";
 export const HF_ROOT = path.join(BUILD_DIR, "hf-models");
-/** mnemo truncates at 256 tokens and does not pad (DESIGN.md, "Embeddings"). */
+/** memtide truncates at 256 tokens and does not pad (DESIGN.md, "Embeddings"). */
 const MAX_TOKENS = 256;
 
 // all-MiniLM-L6-v2: a 6-layer BERT, hidden 384, 12 heads, uncased WordPiece.
@@ -42,19 +42,19 @@ const TOKENIZER_CONFIG = {
 };
 
 /** Lays out the directory (idempotent); returns its root for `env.localModelPath`. */
-export function layOutHfModel(mnemoModelDir) {
+export function layOutHfModel(memtideModelDir) {
   const dir = path.join(HF_ROOT, HF_MODEL_NAME);
   fs.mkdirSync(path.join(dir, "onnx"), { recursive: true });
   fs.writeFileSync(path.join(dir, "config.json"), JSON.stringify(CONFIG, null, 2));
   fs.writeFileSync(path.join(dir, "tokenizer_config.json"), JSON.stringify(TOKENIZER_CONFIG, null, 2));
-  // The shipped tokenizer.json pads to 128 and truncates at 128; mnemo does
-  // neither (it truncates at 256), so the copy matches mnemo's settings.
-  const tokenizer = JSON.parse(fs.readFileSync(path.join(mnemoModelDir, "tokenizer.json"), "utf8"));
+  // The shipped tokenizer.json pads to 128 and truncates at 128; memtide does
+  // neither (it truncates at 256), so the copy matches memtide's settings.
+  const tokenizer = JSON.parse(fs.readFileSync(path.join(memtideModelDir, "tokenizer.json"), "utf8"));
   tokenizer.padding = null;
   tokenizer.truncation = { direction: "Right", max_length: MAX_TOKENS, strategy: "LongestFirst", stride: 0 };
   fs.writeFileSync(path.join(dir, "tokenizer.json"), JSON.stringify(tokenizer));
   const link = path.join(dir, "onnx", "model_quantized.onnx");
   fs.rmSync(link, { force: true });
-  fs.symlinkSync(path.join(mnemoModelDir, "model.onnx"), link);
+  fs.symlinkSync(path.join(memtideModelDir, "model.onnx"), link);
   return HF_ROOT;
 }

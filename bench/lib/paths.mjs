@@ -9,13 +9,13 @@ export const REPO_DIR = path.dirname(BENCH_DIR);
 export const BUILD_DIR = path.join(BENCH_DIR, ".build");
 /** wasm-bindgen output of the bench-only module (bench/rust/bench_wasm.rs). */
 export const BENCH_WASM_DIR = path.join(BUILD_DIR, "wasm");
-export const PACKAGE_DIR = path.join(REPO_DIR, "dist", "mnemo");
-export const PACKAGE_WASM = path.join(PACKAGE_DIR, "wasm", "mnemo_bg.wasm");
+export const PACKAGE_DIR = path.join(REPO_DIR, "dist", "memtide");
+export const PACKAGE_WASM = path.join(PACKAGE_DIR, "wasm", "memtide_bg.wasm");
 export const NATIVE_EMBED_BIN = path.join(REPO_DIR, "target", "release", "examples", "bench_embed");
 
 /** The model directory of scripts/fetch-model.sh (model.onnx, tokenizer.json). */
 export function modelDir() {
-  if (process.env.MNEMO_MODEL_DIR) return process.env.MNEMO_MODEL_DIR;
+  if (process.env.MEMTIDE_MODEL_DIR) return process.env.MEMTIDE_MODEL_DIR;
   const script = path.join(REPO_DIR, "scripts", "fetch-model.sh");
   return execFileSync("bash", [script, "--print-dir"], { encoding: "utf8" }).trim().split("\n").pop();
 }

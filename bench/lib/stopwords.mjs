@@ -1,4 +1,4 @@
-// The English stopwords mnemo's BM25 drops (src/text/terms.rs), given to
+// The English stopwords memtide's BM25 drops (src/text/terms.rs), given to
 // the lexical peers too (Orama and MiniSearch have none by default), so a
 // query's "the" or "what" does not make every memory a match on one side only.
 export const STOPWORDS = (

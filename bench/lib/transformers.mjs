@@ -28,7 +28,7 @@ export async function loadTransformers(backend) {
   if (backend === "wasm") {
     const ort = await import("onnxruntime-web");
     ort.env.wasm.wasmPaths = path.dirname(require.resolve("onnxruntime-web")) + path.sep;
-    // mnemo's tract runs on one thread; so does the peer.
+    // memtide's tract runs on one thread; so does the peer.
     ort.env.wasm.numThreads = 1;
     globalThis[Symbol.for("onnxruntime")] = ort;
   }
@@ -38,9 +38,9 @@ export async function loadTransformers(backend) {
   return {
     version: transformers.env.version,
     ortVersion: backend === "wasm" ? versions.web : versions.node ?? "onnxruntime-node",
-    /** The feature-extraction pipeline on the same ONNX file as mnemo. */
-    async pipeline(mnemoModelDir) {
-      transformers.env.localModelPath = layOutHfModel(mnemoModelDir) + path.sep;
+    /** The feature-extraction pipeline on the same ONNX file as memtide. */
+    async pipeline(memtideModelDir) {
+      transformers.env.localModelPath = layOutHfModel(memtideModelDir) + path.sep;
       return transformers.pipeline("feature-extraction", HF_MODEL_NAME, backend === "wasm"
         ? { device: "auto", dtype: "q8", session_options: { executionProviders: ["wasm"] } }
         : { device: "cpu", dtype: "q8", session_options: { intraOpNumThreads: 1, interOpNumThreads: 1 } });
@@ -48,5 +48,5 @@ export async function loadTransformers(backend) {
   };
 }
 
-/** The pooling mnemo uses: mean over the attention mask, L2 normalized. */
+/** The pooling memtide uses: mean over the attention mask, L2 normalized. */
 export const POOLING = { pooling: "mean", normalize: true };

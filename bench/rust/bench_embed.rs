@@ -1,4 +1,4 @@
-//! Native reference of the embedding section of `bench/`: mnemo's MiniLM
+//! Native reference of the embedding section of `bench/`: memtide's MiniLM
 //! (tract) natively, on the same inputs as the wasm runs.
 //!
 //! ```text
@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use mnemo::embed::{Embedder, MiniLm};
+use memtide::embed::{Embedder, MiniLm};
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize)]
@@ -53,8 +53,8 @@ fn millis(start: Instant) -> f64 {
 fn samples(
     warmup: usize,
     runs: usize,
-    mut work: impl FnMut() -> mnemo::Result<()>,
-) -> mnemo::Result<Vec<f64>> {
+    mut work: impl FnMut() -> memtide::Result<()>,
+) -> memtide::Result<Vec<f64>> {
     for _ in 0..warmup {
         work()?;
     }

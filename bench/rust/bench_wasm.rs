@@ -2,7 +2,7 @@
 //! package, whose API embeds only with the model it is given and has no
 //! `embed` call):
 //!
-//! - [`BenchEmbedder`]: mnemo's MiniLM (tract) on its own, for the
+//! - [`BenchEmbedder`]: memtide's MiniLM (tract) on its own, for the
 //!   embedding section: the same `MiniLm` the package runs.
 //! - [`BenchStore`]: a `Memory` over in-memory storage whose embedder returns
 //!   vectors the benchmark registered beforehand, for the retrieval section:
@@ -14,10 +14,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mnemo::embed::{Embedder, MiniLm};
-use mnemo::env::FixedEnvironment;
-use mnemo::storage::MemoryStorage;
-use mnemo::{IngestOutcome, Memory, MemoryInput, RetrieveQuery, Scope, Timestamp};
+use memtide::embed::{Embedder, MiniLm};
+use memtide::env::FixedEnvironment;
+use memtide::storage::MemoryStorage;
+use memtide::{IngestOutcome, Memory, MemoryInput, RetrieveQuery, Scope, Timestamp};
 use wasm_bindgen::prelude::*;
 
 /// Dimensions of the synthetic vectors (MiniLM's).
@@ -35,7 +35,7 @@ pub fn memory_bytes() -> f64 {
     core::arch::wasm32::memory_size::<0>() as f64 * 65536.0
 }
 
-/// mnemo's MiniLM, loaded from the ONNX bytes and `tokenizer.json`.
+/// memtide's MiniLM, loaded from the ONNX bytes and `tokenizer.json`.
 #[wasm_bindgen]
 pub struct BenchEmbedder(MiniLm);
 
@@ -80,13 +80,13 @@ impl Embedder for Lookup {
         DIMENSIONS
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> mnemo::Result<Vec<Vec<f32>>> {
+    fn embed_batch(&self, texts: &[&str]) -> memtide::Result<Vec<Vec<f32>>> {
         let table = self.table();
         texts
             .iter()
             .map(|text| {
                 table.get(*text).cloned().ok_or_else(|| {
-                    mnemo::Error::Model(format!("no vector registered for {text:?}"))
+                    memtide::Error::Model(format!("no vector registered for {text:?}"))
                 })
             })
             .collect()

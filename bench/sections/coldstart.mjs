@@ -1,5 +1,5 @@
 // Section 4, cold start in Chromium: a page stores the same `size`
-// memories in IndexedDB (mnemo's IndexedDB storage; Orama's saved index as
+// memories in IndexedDB (memtide's IndexedDB storage; Orama's saved index as
 // one IndexedDB value, the way an app persists it), then each run loads a
 // fresh page that opens the store and answers the first query. The figure
 // is the page's `performance.now()` when the answer is in: from navigation
@@ -62,7 +62,7 @@ export async function runColdStart({ size, runs, log }) {
   const base = `http://127.0.0.1:${server.address().port}`;
   try {
     const results = {};
-    for (const engine of ["mnemo", "orama"]) {
+    for (const engine of ["memtide", "orama"]) {
       const context = await browser.newContext();
       log(`cold start: ${engine}, storing ${size} memories`);
       const { stored } = await visit(context, base, { engine, phase: "populate", size });

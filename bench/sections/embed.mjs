@@ -1,7 +1,7 @@
-// Section 1, embedding: mnemo's MiniLM (tract, wasm) against
+// Section 1, embedding: memtide's MiniLM (tract, wasm) against
 // transformers.js on onnxruntime-web (wasm), both on the same int8 ONNX
 // file, same inputs, mean pooling and L2 normalization, one thread each;
-// and natively mnemo (tract, the bench_embed example) against
+// and natively memtide (tract, the bench_embed example) against
 // transformers.js on onnxruntime-node. Each runtime runs in its own
 // process: model load time (median of several loads), latency of one
 // 16- and one 128-token text, throughput over 500 sentences (the default)
@@ -41,8 +41,8 @@ const chunks = (list, size) => Array.from({ length: Math.ceil(list.length / size
 
 /** The two in-process runtimes: load a model, embed a batch (rows of numbers). */
 const RUNTIMES = {
-  async "mnemo-wasm"(dir) {
-    const { BenchEmbedder, memoryBytes } = await import("../lib/mnemo-wasm.mjs");
+  async "memtide-wasm"(dir) {
+    const { BenchEmbedder, memoryBytes } = await import("../lib/memtide-wasm.mjs");
     const onnx = fs.readFileSync(path.join(dir, "model.onnx"));
     const tokenizer = fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8");
     return {
@@ -113,13 +113,13 @@ function writeRequest(req) {
   return file;
 }
 
-function nativeMnemo(req) {
+function nativeMemtide(req) {
   const stdout = execFileSync(NATIVE_EMBED_BIN, [writeRequest(req)], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024, stdio: ["ignore", "pipe", "inherit"] });
   return JSON.parse(stdout);
 }
 
-/** Medians and agreement of one mnemo/peer pair. */
-function summarize(mnemo, peer, sentenceCount) {
+/** Medians and agreement of one memtide/peer pair. */
+function summarize(memtide, peer, sentenceCount) {
   const side = (r) => ({
     loadMs: median(r.loadMs),
     latencyMs: Object.fromEntries(TOKEN_LENGTHS.map((t, i) => [t, median(r.latencyMs[i])])),
@@ -127,9 +127,9 @@ function summarize(mnemo, peer, sentenceCount) {
     memoryAfterLoad: r.memoryAfterLoad,
   });
   // Agreement only means something if different sentences differ.
-  if (cosine(mnemo.embeddings[0], mnemo.embeddings[1]) > 0.999) throw new Error("degenerate embeddings");
-  const cosines = mnemo.embeddings.map((row, i) => cosine(row, peer.embeddings[i]));
-  return { mnemo: side(mnemo), peer: side(peer), cosineMin: Math.min(...cosines), cosineMean: cosines.reduce((a, b) => a + b, 0) / cosines.length };
+  if (cosine(memtide.embeddings[0], memtide.embeddings[1]) > 0.999) throw new Error("degenerate embeddings");
+  const cosines = memtide.embeddings.map((row, i) => cosine(row, peer.embeddings[i]));
+  return { memtide: side(memtide), peer: side(peer), cosineMin: Math.min(...cosines), cosineMean: cosines.reduce((a, b) => a + b, 0) / cosines.length };
 }
 
 /** The section: wasm pair and native pair. */
@@ -140,9 +140,9 @@ export function runEmbed({ runs, loads, throughputRuns, sentenceCount, log }) {
     log(`embedding: ${runtime}`);
     return runNodeChild(fileURLToPath(import.meta.url), ["--runtime", runtime, "--request", requestFile]);
   };
-  const wasm = summarize(child("mnemo-wasm"), child("transformers-wasm"), req.sentences.length);
-  log("embedding: mnemo native (bench_embed)");
-  const native = summarize(nativeMnemo(req), child("transformers-node"), req.sentences.length);
+  const wasm = summarize(child("memtide-wasm"), child("transformers-wasm"), req.sentences.length);
+  log("embedding: memtide native (bench_embed)");
+  const native = summarize(nativeMemtide(req), child("transformers-node"), req.sentences.length);
   return { wasm, native, sentences: req.sentences.length, batch: BATCH, runs, loads, throughputRuns };
 }
 

@@ -35,7 +35,7 @@ async function modelMemory() {
 export function runFootprint({ log }) {
   log("footprint: .wasm sizes, package memory with the model");
   return {
-    mnemoWasm: sizes(PACKAGE_WASM),
+    memtideWasm: sizes(PACKAGE_WASM),
     ortWasm: sizes(ORT_WASM),
     model: runNodeChild(fileURLToPath(import.meta.url)),
   };

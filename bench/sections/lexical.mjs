@@ -1,8 +1,8 @@
-// Section 3, lexical: mnemo lexical-only (the npm package without a model:
+// Section 3, lexical: memtide lexical-only (the npm package without a model:
 // BM25 plus its thread signals) against MiniSearch on the same texts. Index
-// build time: mnemo's `ingest` (which also deduplicates and writes its
+// build time: memtide's `ingest` (which also deduplicates and writes its
 // records to in-memory storage) against MiniSearch's `addAll`, median of
-// builds; query p50/p95 after warm-up. MiniSearch drops mnemo's stopwords.
+// builds; query p50/p95 after warm-up. MiniSearch drops memtide's stopwords.
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import MiniSearch from "minisearch";
@@ -19,7 +19,7 @@ const SCOPE = { userId: "bench", workspaceId: "main" };
 const STOP = new Set(STOPWORDS);
 
 const ENGINES = {
-  async mnemo() {
+  async memtide() {
     const { Memory } = await import(path.join(PACKAGE_DIR, "node.js"));
     let memory;
     return {

@@ -9,7 +9,7 @@ import { exactTopK, memoryCorpus, recall } from "../lib/corpus.mjs";
 import { collectGarbage, median, percentile } from "../lib/stats.mjs";
 
 const K = 10;
-export const ENGINE_NAMES = ["mnemo", "orama", "hnswlib"];
+export const ENGINE_NAMES = ["memtide", "orama", "hnswlib"];
 
 /** One engine at one size, in this process. */
 async function measure({ engine, size, queries, warmup }) {

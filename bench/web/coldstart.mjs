@@ -1,4 +1,4 @@
-// The cold-start page (section 4), run in Chromium: `?engine=mnemo|orama`
+// The cold-start page (section 4), run in Chromium: `?engine=memtide|orama`
 // and `?phase=populate|cold`. Populate stores the corpus in IndexedDB; cold
 // opens it and answers one query, reporting `performance.now()` (time since
 // navigation started) when the answer is in. Texts only: the model is not
@@ -9,7 +9,7 @@ import { STOPWORDS } from "/bench/lib/stopwords.mjs";
 const params = new URLSearchParams(location.search);
 const size = Number(params.get("size"));
 const SCOPE = { userId: "bench", workspaceId: "main" };
-const MNEMO_DB = "bench-cold-mnemo";
+const MEMTIDE_DB = "bench-cold-memtide";
 const ORAMA_DB = "bench-cold-orama";
 const INGEST_BATCH = 1000;
 
@@ -29,10 +29,10 @@ function idb(mode, value) {
 }
 
 const ENGINES = {
-  mnemo: {
+  memtide: {
     async populate(texts) {
       const { Memory } = await import("/pkg/browser.js");
-      const memory = await Memory.open({ storage: "indexeddb", name: MNEMO_DB });
+      const memory = await Memory.open({ storage: "indexeddb", name: MEMTIDE_DB });
       for (let i = 0; i < texts.length; i += INGEST_BATCH) {
         await memory.ingest(texts.slice(i, i + INGEST_BATCH).map((text) => ({ text, scope: SCOPE })));
       }
@@ -42,7 +42,7 @@ const ENGINES = {
     },
     async cold(query) {
       const { Memory } = await import("/pkg/browser.js");
-      const memory = await Memory.open({ storage: "indexeddb", name: MNEMO_DB });
+      const memory = await Memory.open({ storage: "indexeddb", name: MEMTIDE_DB });
       return (await memory.retrieve({ text: query, scope: SCOPE, limit: 10, dryRun: true })).length;
     },
   },

@@ -1,14 +1,14 @@
-// Claude's memory tool (`memory_20250818`) backed by mnemo, in a tool-use
+// Claude's memory tool (`memory_20250818`) backed by memtide, in a tool-use
 // loop: one user turn of a conversation with the Anthropic Messages API.
 //
-// - Before the first request, mnemo's `inject()` finds what is relevant to
+// - Before the first request, memtide's `inject()` finds what is relevant to
 //   the user's message and its cited block is added to the system prompt.
 // - The request declares the memory tool; every `tool_use` block named
 //   `memory` the model sends is run by `memory.memoryTool(scope, input)` and
 //   answered with a `tool_result` (`is_error` from `isError`), until the
 //   response's `stop_reason` is not `tool_use`.
 //
-// The module does no I/O of its own: the caller passes the mnemo `Memory`
+// The module does no I/O of its own: the caller passes the memtide `Memory`
 // and a function that sends one Messages API request and resolves to its
 // response (`fetch` to your backend, the Anthropic SDK, or a scripted fake
 // in tests), so it runs unchanged in a browser tab, a worker, Node or Deno.
@@ -40,8 +40,8 @@ function withMemories(system, block) {
  * it stops asking for tools.
  *
  * @param {object} options
- * @param {import("mnemo").Memory} options.memory The mnemo store.
- * @param {import("mnemo").Scope} options.scope Whose memories: the
+ * @param {import("memtide").Memory} options.memory The memtide store.
+ * @param {import("memtide").Scope} options.scope Whose memories: the
  *   `/memories` directory and the injected memories are this scope's.
  * @param {(request: object) => Promise<object>} options.createMessage Sends
  *   one Messages API request and resolves to the response object.

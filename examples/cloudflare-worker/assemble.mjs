@@ -1,5 +1,5 @@
 // Runs the Worker example locally: assembles it as a bundler would — the
-// worker, its modules, and the built package (dist/mnemo) with its .wasm as
+// worker, its modules, and the built package (dist/memtide) with its .wasm as
 // a compiled module — into a directory (reporting the bundle's size), starts
 // it in workerd through miniflare, and uploads the model files to its MODEL
 // namespace. Used by tests/js/worker.test.mjs and measure-memory.mjs.
@@ -27,10 +27,10 @@ async function size(dir, only) {
 
 /** The bundle directory and its size, raw and gzipped, in bytes. */
 export async function assembleWorker(into) {
-  const bundle = into ?? join(await mkdtemp(join(tmpdir(), "mnemo-worker-")), "bundle");
-  await cp(new URL("dist/mnemo/", root), join(bundle, "mnemo"), { recursive: true });
+  const bundle = into ?? join(await mkdtemp(join(tmpdir(), "memtide-worker-")), "bundle");
+  await cp(new URL("dist/memtide/", root), join(bundle, "memtide"), { recursive: true });
   const worker = (await readFile(new URL("worker.js", example), "utf8"))
-    .replace('from "mnemo"', 'from "./mnemo/workerd.js"')
+    .replace('from "memtide"', 'from "./memtide/workerd.js"')
     .replace('from "../http-handler.js"', 'from "./http-handler.js"');
   await writeFile(join(bundle, "worker.js"), worker);
   await cp(new URL("kv-storage.js", example), join(bundle, "kv-storage.js"));

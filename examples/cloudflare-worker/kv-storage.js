@@ -1,6 +1,6 @@
-// A mnemo storage adapter over a Workers KV namespace binding.
+// A memtide storage adapter over a Workers KV namespace binding.
 //
-// KV has no transactions, so this adapter has no `batch`: mnemo journals
+// KV has no transactions, so this adapter has no `batch`: memtide journals
 // every multi-key write (keys under `journal/`) and finishes or discards an
 // interrupted one on the next open, which keeps one writer's writes whole.
 // KV is eventually consistent between locations and has no compare-and-set:

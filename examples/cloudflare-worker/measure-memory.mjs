@@ -1,7 +1,7 @@
 // Measures the Worker example's memory in workerd (through miniflare) with
 // the model loaded and 10,000 memories ingested, against Workers' 128 MB
 // isolate limit: the WebAssembly instance's linear memory (GET /memory,
-// mnemo's data and the model: the bulk of the isolate), and the resident
+// memtide's data and the model: the bulk of the isolate), and the resident
 // memory of the workerd process (a loose upper bound: it also holds the
 // runtime, compiled code and miniflare's own services).
 //
@@ -15,7 +15,7 @@ import { assembleWorker, putModel, startWorker } from "./assemble.mjs";
 
 const count = Number(process.argv[2] ?? 10_000);
 const root = new URL("../../", import.meta.url);
-const modelDir = process.env.MNEMO_MODEL_DIR ??
+const modelDir = process.env.MEMTIDE_MODEL_DIR ??
   execFileSync("bash", ["scripts/fetch-model.sh"], { cwd: root, encoding: "utf8" }).trim().split("\n").pop();
 
 async function isolateMemory() {

@@ -1,9 +1,9 @@
-// mnemo in a Cloudflare Worker: POST /ingest, /retrieve, /inject over
+// memtide in a Cloudflare Worker: POST /ingest, /retrieve, /inject over
 // memories kept in the MEMORIES KV namespace. The model files live in the
 // MODEL KV namespace (keys `model.onnx`, 23 MB, and `tokenizer.json`: too big
 // for the script bundle, within KV's 25 MiB per value) and are read once per
 // isolate; without them retrieval is lexical-only.
-import { Memory, wasmMemoryBytes } from "mnemo";
+import { Memory, wasmMemoryBytes } from "memtide";
 import { KvStorage } from "./kv-storage.js";
 import { handleMemoryRequest } from "../http-handler.js";
 
@@ -33,7 +33,7 @@ export default {
       return new Response(JSON.stringify(body), { status: 503, headers: { "content-type": "application/json" } });
     }
     if (new URL(request.url).pathname === "/memory") {
-      // How much of the isolate's 128 MB mnemo holds (WebAssembly memory).
+      // How much of the isolate's 128 MB memtide holds (WebAssembly memory).
       return Response.json({ wasmMemoryBytes: wasmMemoryBytes(), stats: await mem.stats() });
     }
     return handleMemoryRequest(mem, request);

@@ -1,8 +1,8 @@
-// A mnemo storage adapter over Deno KV (`Deno.openKv()`), safe with several
+// A memtide storage adapter over Deno KV (`Deno.openKv()`), safe with several
 // writers (isolates, processes) on one database.
 //
-// Layout, under a namespace key prefix (default ["mnemo"]):
-//   [...ns, "k", key]     -> { chunks: n, size }  one entry per mnemo key
+// Layout, under a namespace key prefix (default ["memtide"]):
+//   [...ns, "k", key]     -> { chunks: n, size }  one entry per memtide key
 //   [...ns, "c", key, i]  -> Uint8Array           chunk i (Deno KV values are
 //                                                  limited to 64 KiB)
 // A key's entries are always written in one atomic operation, so they share
@@ -10,10 +10,10 @@
 // and reads again.
 //
 // `batch(ops, expect)` is one atomic operation that checks the versionstamp
-// of the expected key (mnemo's manifest, which every write changes): a
-// concurrent writer makes it fail with CONFLICT and mnemo reloads and
+// of the expected key (memtide's manifest, which every write changes): a
+// concurrent writer makes it fail with CONFLICT and memtide reloads and
 // retries. A batch beyond Deno KV's limits of one atomic operation (1000
-// mutations, 800 KiB) answers BATCH_TOO_LARGE and mnemo journals it instead,
+// mutations, 800 KiB) answers BATCH_TOO_LARGE and memtide journals it instead,
 // which is safe for one writer at a time.
 
 const CHUNK_BYTES = 60 * 1024;
@@ -37,7 +37,7 @@ export class DenoKvStorage {
   #ns;
 
   /** `kv` from `Deno.openKv()`; `namespace` separates several stores in one database. */
-  constructor(kv, namespace = ["mnemo"]) {
+  constructor(kv, namespace = ["memtide"]) {
     this.#kv = kv;
     this.#ns = namespace;
   }
@@ -118,7 +118,7 @@ export class DenoKvStorage {
     let mutations = 0;
     let bytes = 0;
     for (const { type, key, value } of ops) {
-      // With the expectation checked, no other mnemo write can land in
+      // With the expectation checked, no other memtide write can land in
       // between, so the chunk counts read here stay true.
       let old = checked.get(key);
       if (!old) {

@@ -1,10 +1,10 @@
-// mnemo in Deno 2: POST /ingest, /retrieve, /inject over a store kept in
-// Deno KV. The model is read once per process from MNEMO_MODEL_DIR (omit it
+// memtide in Deno 2: POST /ingest, /retrieve, /inject over a store kept in
+// Deno KV. The model is read once per process from MEMTIDE_MODEL_DIR (omit it
 // for lexical-only retrieval).
 //
 //   deno run --allow-read --allow-env --allow-net --unstable-kv main.js
-//   MNEMO_KV=./memories.kv  MNEMO_MODEL_DIR=~/.cache/mnemo/models/all-MiniLM-L6-v2-int8  PORT=8787
-import { Memory } from "mnemo";
+//   MEMTIDE_KV=./memories.kv  MEMTIDE_MODEL_DIR=~/.cache/memtide/models/all-MiniLM-L6-v2-int8  PORT=8787
+import { Memory } from "memtide";
 import { DenoKvStorage } from "./deno_kv_storage.js";
 import { handleMemoryRequest } from "../http-handler.js";
 
@@ -23,8 +23,8 @@ export async function createApp({ kv, model, namespace }) {
 }
 
 if (import.meta.main) {
-  const kv = await Deno.openKv(Deno.env.get("MNEMO_KV"));
-  const modelDir = Deno.env.get("MNEMO_MODEL_DIR");
+  const kv = await Deno.openKv(Deno.env.get("MEMTIDE_KV"));
+  const modelDir = Deno.env.get("MEMTIDE_MODEL_DIR");
   const { handler } = await createApp({ kv, model: modelDir ? await readModel(modelDir) : undefined });
   Deno.serve({ port: Number(Deno.env.get("PORT") ?? 8787), hostname: "127.0.0.1" }, handler);
 }

@@ -4,7 +4,7 @@
 // large for one atomic operation.
 import { createApp, readModel } from "./main.js";
 import { DenoKvStorage } from "./deno_kv_storage.js";
-import { Memory } from "mnemo";
+import { Memory } from "memtide";
 
 function assert(condition, message) {
   if (!condition) throw new Error(`assertion failed: ${message}`);
@@ -14,7 +14,7 @@ function assertEquals(actual, expected, message = "") {
   if (a !== e) throw new Error(`${message} expected ${e}, got ${a}`);
 }
 
-const modelDir = Deno.env.get("MNEMO_MODEL_DIR");
+const modelDir = Deno.env.get("MEMTIDE_MODEL_DIR");
 const model = modelDir ? await readModel(modelDir) : undefined;
 const scope = { userId: "dina", workspaceId: "edge" };
 
@@ -26,7 +26,7 @@ async function post(handler, path, body) {
 }
 
 Deno.test("ingest, retrieve and inject over HTTP, then again after a restart", async () => {
-  assert(model, "MNEMO_MODEL_DIR must name the model files");
+  assert(model, "MEMTIDE_MODEL_DIR must name the model files");
   const path = await Deno.makeTempFile({ suffix: ".kv" });
   let kv = await Deno.openKv(path);
   let app = await createApp({ kv, model });
@@ -107,7 +107,7 @@ Deno.test("a batch beyond one atomic operation is journaled and lands whole", as
   const reopened = await Memory.open({ storage: new DenoKvStorage(kv) });
   assertEquals((await reopened.stats()).items, 1200);
   let journal = 0;
-  for await (const entry of kv.list({ prefix: ["mnemo", "k"] })) if (entry.key.at(-1).startsWith("journal/")) journal++;
+  for await (const entry of kv.list({ prefix: ["memtide", "k"] })) if (entry.key.at(-1).startsWith("journal/")) journal++;
   assertEquals(journal, 0, "journal cleaned up");
   kv.close();
 });

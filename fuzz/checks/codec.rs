@@ -1,4 +1,4 @@
-//! Target `codec`: the record codec (`mnemo::codec`).
+//! Target `codec`: the record codec (`memtide::codec`).
 //!
 //! The first byte picks a mode:
 //! * even: the rest is a stored record. Every decoder returns a value or a
@@ -8,7 +8,7 @@
 //!   names (so the payload decoders run past the checksum). The record
 //!   decodes to exactly that type and payload, then as in the even mode.
 
-use mnemo::codec::{self, RecordType};
+use memtide::codec::{self, RecordType};
 
 /// See the module documentation.
 pub fn check(data: &[u8]) {

@@ -24,8 +24,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arbitrary::{Arbitrary, Unstructured};
-use mnemo::storage::{Batch, FsStorage, Storage, StorageError};
-use mnemo::Memory;
+use memtide::storage::{Batch, FsStorage, Storage, StorageError};
+use memtide::Memory;
 
 use super::{assert_code, env};
 
@@ -118,7 +118,7 @@ impl ScratchDir {
             std::env::temp_dir()
         };
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = base.join(format!("mnemo-fuzz-{}-{n}", std::process::id()));
+        let dir = base.join(format!("memtide-fuzz-{}-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).expect("create the scratch directory");
         ScratchDir(dir)

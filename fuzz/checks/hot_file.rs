@@ -18,8 +18,8 @@
 //! * the store reopens to the same memories.
 
 use arbitrary::{Arbitrary, Unstructured};
-use mnemo::hot_file::{BLOCK_BEGIN, BLOCK_END};
-use mnemo::{ListQuery, Memory, Scope};
+use memtide::hot_file::{BLOCK_BEGIN, BLOCK_END};
+use memtide::{ListQuery, Memory, Scope};
 
 use super::TestMemory;
 

@@ -11,8 +11,8 @@
 //! * on success the stored state reopens to the same export, and the
 //!   store's own export imports into it again without changing it.
 
-use mnemo::storage::{MemoryStorage, Storage};
-use mnemo::Memory;
+use memtide::storage::{MemoryStorage, Storage};
+use memtide::Memory;
 
 use super::{assert_code, env, seeded_memory};
 
@@ -56,7 +56,7 @@ pub fn check(data: &[u8]) {
 /// the sha256 of the items' text, which is what `content_hash` computes.
 pub fn export_document(items: &str) -> String {
     let items = items.trim_matches([' ', '\t', '\n', '\r']);
-    let checksum = mnemo::text::content_hash(items);
+    let checksum = memtide::text::content_hash(items);
     format!("{{\"format\":\"mnemo-export\",\"version\":1,\"checksum\":\"{checksum}\",\"items\":{items}}}")
 }
 
@@ -64,8 +64,8 @@ pub fn export_document(items: &str) -> String {
 /// JSON), with the right checksums.
 pub fn files_export_document(files: &str) -> String {
     let files = files.trim_matches([' ', '\t', '\n', '\r']);
-    let checksum = mnemo::text::content_hash(files);
-    let no_items = mnemo::text::content_hash("[]");
+    let checksum = memtide::text::content_hash(files);
+    let no_items = memtide::text::content_hash("[]");
     format!(
         "{{\"format\":\"mnemo-export\",\"version\":2,\"checksum\":\"{no_items}\",\"items\":[],\"filesChecksum\":\"{checksum}\",\"files\":{files}}}"
     )

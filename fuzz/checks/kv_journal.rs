@@ -20,10 +20,10 @@
 use std::collections::BTreeMap;
 
 use arbitrary::{Arbitrary, Unstructured};
-use mnemo::storage::{
+use memtide::storage::{
     AsyncKeyValue, AsyncStorage, Batch, Expect, KvOp, KvStorage, StorageError, JOURNAL_PREFIX,
 };
-use mnemo::AsyncMemory;
+use memtide::AsyncMemory;
 
 use super::{assert_code, block_on, env};
 

@@ -30,11 +30,11 @@
 //!   a secret's mark, and the chunks are those of the stored content.
 
 use arbitrary::{Arbitrary, Unstructured};
-use mnemo::inject::{EstimatedTokens, TokenCounter};
-use mnemo::storage::MemoryStorage;
-use mnemo::text::markdown::{chunk_markdown, Chunk, ChunkParams};
-use mnemo::text::{self, Capture};
-use mnemo::{Memory, Scope};
+use memtide::inject::{EstimatedTokens, TokenCounter};
+use memtide::storage::MemoryStorage;
+use memtide::text::markdown::{chunk_markdown, Chunk, ChunkParams};
+use memtide::text::{self, Capture};
+use memtide::{Memory, Scope};
 
 /// Marks secret text in the odd mode.
 const SECRET_MARK: char = '\u{E000}';
@@ -253,7 +253,7 @@ fn check_file(document: &str, params: ChunkParams) -> (String, Vec<String>) {
         "a private tag is left in {kept:?}"
     );
 
-    let config = mnemo::Config {
+    let config = memtide::Config {
         chunking: params,
         ..Default::default()
     };

@@ -16,8 +16,8 @@
 //!   `/memories` or starts with `/memories/`; a valid file path is refused
 //!   by the tool only for lying outside `/memories`.
 
-use mnemo::files::{self, PathError, MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
-use mnemo::memory_tool::{check_memory_path, MEMORIES_ROOT};
+use memtide::files::{self, PathError, MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
+use memtide::memory_tool::{check_memory_path, MEMORIES_ROOT};
 
 /// See the module documentation.
 pub fn check(data: &[u8]) {

@@ -27,12 +27,12 @@
 use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Unstructured};
-use mnemo::inject::EstimatedTokens;
-use mnemo::memory_tool::check_memory_path;
-use mnemo::storage::MemoryStorage;
-use mnemo::text::markdown::chunk_markdown;
-use mnemo::text::{self, Capture};
-use mnemo::{Memory, Scope, StoredFile};
+use memtide::inject::EstimatedTokens;
+use memtide::memory_tool::check_memory_path;
+use memtide::storage::MemoryStorage;
+use memtide::text::markdown::chunk_markdown;
+use memtide::text::{self, Capture};
+use memtide::{Memory, Scope, StoredFile};
 use serde_json::{json, Value};
 
 use super::TestMemory;

@@ -1,11 +1,11 @@
-//! The checks of mnemo's fuzz targets, one module per target.
+//! The checks of memtide's fuzz targets, one module per target.
 //!
 //! Each module has `pub fn check(data: &[u8])`: it feeds `data` to one public
-//! entry point of mnemo and panics when an invariant breaks (a panic inside
-//! mnemo is a failure too). The same functions serve two callers:
+//! entry point of memtide and panics when an invariant breaks (a panic inside
+//! memtide is a failure too). The same functions serve two callers:
 //!
 //! * the cargo-fuzz binaries `fuzz_targets/<name>.rs` (nightly, libFuzzer);
-//! * mnemo's stable test `tests/fuzz_regressions.rs`, which includes this
+//! * memtide's stable test `tests/fuzz_regressions.rs`, which includes this
 //!   file with `#[path]` and replays every file of `corpus/<name>/` and
 //!   `regressions/<name>/` through [`TARGETS`].
 //!
@@ -19,9 +19,9 @@ use std::pin::pin;
 use std::sync::OnceLock;
 use std::task::{Context, Poll, Waker};
 
-use mnemo::env::FixedEnvironment;
-use mnemo::storage::MemoryStorage;
-use mnemo::{
+use memtide::env::FixedEnvironment;
+use memtide::storage::MemoryStorage;
+use memtide::{
     Kind, Memory, MemoryInput, MemoryPatch, Privacy, Scope, Source, SourceKind, Status, Timestamp,
 };
 
@@ -69,7 +69,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 }
 
 /// Panics unless `error` has one of the `allowed` codes.
-pub fn assert_code(error: &mnemo::Error, allowed: &[&str], context: &str) {
+pub fn assert_code(error: &memtide::Error, allowed: &[&str], context: &str) {
     assert!(
         allowed.contains(&error.code()),
         "{context}: unexpected error {} ({error})",
@@ -164,7 +164,7 @@ pub fn seeded_storage() -> MemoryStorage {
 pub fn env() -> FixedEnvironment {
     let mut env = FixedEnvironment::new(NOW);
     for _ in 0..1000 {
-        mnemo::env::Environment::new_id(&mut env);
+        memtide::env::Environment::new_id(&mut env);
     }
     env
 }

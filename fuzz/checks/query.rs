@@ -21,9 +21,9 @@
 //! * every failure is `INVALID_INPUT`, `TOO_LARGE` or `NOT_FOUND`, and
 //!   changes nothing.
 
-use mnemo::inject::{EstimatedTokens, TokenCounter};
-use mnemo::storage::MemoryStorage;
-use mnemo::{
+use memtide::inject::{EstimatedTokens, TokenCounter};
+use memtide::storage::MemoryStorage;
+use memtide::{
     Config, InjectQuery, ListQuery, Memory, MemoryInput, MemoryPatch, RetrieveQuery, Scope,
     ScopeFilter, Status,
 };
@@ -140,7 +140,7 @@ fn list(query: &ListQuery) {
 
 /// Runs a write; on success the store reopens to the same export, which
 /// imports into a fresh store; on failure nothing changed.
-fn write(mem: &mut TestMemory, op: impl FnOnce(&mut TestMemory) -> mnemo::Result<()>) {
+fn write(mem: &mut TestMemory, op: impl FnOnce(&mut TestMemory) -> memtide::Result<()>) {
     let before = mem.export();
     match op(mem) {
         Ok(()) => {

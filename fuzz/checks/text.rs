@@ -1,5 +1,5 @@
 //! Target `text`: normalization, the capture policies (`<private>`,
-//! `<no-memory>`) and lexical terms (`mnemo::text`).
+//! `<no-memory>`) and lexical terms (`memtide::text`).
 //!
 //! The first byte picks a mode:
 //! * even: the rest is raw text (UTF-8, lossily);
@@ -21,7 +21,7 @@
 //!   and is 1 for a non-empty list with itself.
 
 use arbitrary::{Arbitrary, Unstructured};
-use mnemo::text::{self, Capture};
+use memtide::text::{self, Capture};
 
 /// Marks secret text in the odd mode.
 const SECRET_MARK: char = '\u{E000}';

@@ -1,4 +1,4 @@
-//! Target `wordpiece`: the BERT WordPiece tokenizer (`mnemo::embed::WordPiece`)
+//! Target `wordpiece`: the BERT WordPiece tokenizer (`memtide::embed::WordPiece`)
 //! with a small vocabulary built here.
 //!
 //! The first byte picks a mode:
@@ -13,7 +13,7 @@
 
 use std::sync::OnceLock;
 
-use mnemo::embed::WordPiece;
+use memtide::embed::WordPiece;
 
 use super::assert_code;
 

@@ -8,7 +8,7 @@
 //! `serde-wasm-bindgen`, which reads only the fields a struct declares and
 //! so would let misspelled options pass silently; through JSON, unknown
 //! fields, lone surrogates, `NaN` and infinities are refused. Every failure
-//! becomes a `MnemoError` with a stable `code`, and every call is a promise. Calls on one store run one at a time
+//! becomes a `MemtideError` with a stable `code`, and every call is a promise. Calls on one store run one at a time
 //! in call order (an async mutex), because a write awaits its storage commit.
 
 use std::rc::Rc;
@@ -32,7 +32,9 @@ use crate::storage::{
 };
 use crate::{AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch, RetrieveQuery};
 
-/// The IndexedDB database name when the `name` option is absent.
+/// The IndexedDB database name when the `name` option is absent: the
+/// project's name before it was renamed, kept so that stores written by
+/// earlier builds are found (docs/format.md §1).
 const DEFAULT_NAME: &str = "mnemo";
 
 /// What a binding call can fail with.
@@ -71,15 +73,15 @@ thread_local! {
     static ERROR_CLASS: std::cell::RefCell<Option<Function>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Bytes of this WebAssembly instance's linear memory: mnemo's data and the
-/// loaded model, the bulk of what an isolate holds for mnemo. It grows as
+/// Bytes of this WebAssembly instance's linear memory: memtide's data and the
+/// loaded model, the bulk of what an isolate holds for memtide. It grows as
 /// needed and never shrinks, so it is also the peak.
 #[wasm_bindgen(js_name = wasmMemoryBytes)]
 pub fn wasm_memory_bytes() -> f64 {
     core::arch::wasm32::memory_size::<0>() as f64 * 65536.0
 }
 
-/// Sets the class mnemo constructs its errors with: `new errorClass(message,
+/// Sets the class memtide constructs its errors with: `new errorClass(message,
 /// code)`. Without one, errors are plain `Error`s with a `code` property.
 #[wasm_bindgen(js_name = setErrorClass)]
 pub fn set_error_class(error_class: Function) {
@@ -294,7 +296,7 @@ struct ChangeChannel {
 }
 
 impl ChangeChannel {
-    /// Joins the channel `mnemo:<name>`; on a message, `store` refreshes
+    /// Joins the channel `memtide:<name>`; on a message, `store` refreshes
     /// and, if it reloaded, calls `on_change`.
     fn join(
         name: &str,

@@ -1,9 +1,9 @@
-//! The WebAssembly component of `wit/` (`mnemo:memory`): the `store`
+//! The WebAssembly component of `wit/` (`memtide:memory`): the `store`
 //! resource of the exported `memory` interface over the host's imported
 //! `storage`.
 //!
 //! Conversion and error mapping only, like the JavaScript bindings: the WIT
-//! records and variants become mnemo's request types (RFC 3339 timestamps
+//! records and variants become memtide's request types (RFC 3339 timestamps
 //! parsed as the JSON API parses them) and its results become WIT records;
 //! every failure becomes the WIT `error` record with its stable code. The
 //! imported storage is an [`AsyncKeyValue`] whose futures complete at once,
@@ -37,16 +37,16 @@ use crate::{
 mod generated {
     wit_bindgen::generate!({
         path: "wit",
-        world: "mnemo",
+        world: "memtide",
     });
 
     use super::Component;
     export!(Component with_types_in self);
 }
 
-use generated::exports::mnemo::memory::memory::{Guest, GuestStore, Store};
-use generated::exports::mnemo::memory::types as w;
-use generated::mnemo::memory::storage as host;
+use generated::exports::memtide::memory::memory::{Guest, GuestStore, Store};
+use generated::exports::memtide::memory::types as w;
+use generated::memtide::memory::storage as host;
 
 /// The component's exports.
 struct Component;
@@ -91,7 +91,7 @@ impl AsyncKeyValue for HostKeyValue {
         host::list(prefix).map_err(storage_error)
     }
 
-    /// The interface has single-key writes only: mnemo journals.
+    /// The interface has single-key writes only: memtide journals.
     fn has_atomic_batch(&self) -> bool {
         false
     }

@@ -15,7 +15,7 @@
 //! where `x16[r]` is row `r` of the activations quantized to `i16` with its
 //! own scale (`x_scale[r]` = max |x[r]| / 32767, so a row's rounding does
 //! not depend on the other rows: batching cannot change a result). The sum
-//! is an exact integer ([`mnemo_int_dot::dot_tile`]): in WebAssembly,
+//! is an exact integer ([`memtide_int_dot::dot_tile`]): in WebAssembly,
 //! `i32x4.dot_i16x8_s` does eight multiply-adds per instruction where `f32`
 //! SIMD does four in two. The weights are exact, so the only rounding
 //! beyond `f32`'s is the activations' to 16 bits: each component is off by
@@ -29,13 +29,13 @@ use tract_onnx::pb::{GraphProto, NodeProto};
 use tract_onnx::tract_hir::internal::*;
 use tract_onnx::tract_hir::tract_ndarray::{ArrayD, IxDyn};
 
-use mnemo_int_dot::{dot_tile, I16Vectors, I8Vectors};
+use memtide_int_dot::{dot_tile, I16Vectors, I8Vectors};
 
 use super::minilm::attribute_int;
 
 /// Operator type of the fused nodes in the rewritten graph. The operator
 /// check of [`super::onnx_ops::PrunedOnnx`] refuses it in a model file.
-pub const OPERATOR: &str = "mnemo.Int8MatMul";
+pub const OPERATOR: &str = "memtide.Int8MatMul";
 
 /// Largest magnitude of a quantized activation.
 const ACTIVATION_MAX: f32 = 32767.0;
@@ -612,7 +612,7 @@ mod tests {
         )
     }
 
-    /// Runs `proto` as mnemo does once it has rewritten a checked graph:
+    /// Runs `proto` as memtide does once it has rewritten a checked graph:
     /// through the framework the operator check wraps.
     fn run(proto: &ModelProto, x: &Tensor) -> Vec<f32> {
         let framework = onnx_ops::onnx();

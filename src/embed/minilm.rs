@@ -108,10 +108,10 @@ impl MiniLm {
         let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
         let model_id = format!("all-MiniLM-L6-v2-int8/{hash}/mean/{MAX_TOKENS}");
 
-        // In WebAssembly, tract's f32 products run on mnemo's kernel; its
+        // In WebAssembly, tract's f32 products run on memtide's kernel; its
         // registry entries must be linked before tract plans the model.
         #[cfg(target_arch = "wasm32")]
-        mnemo_wasm_gemm::register();
+        memtide_wasm_gemm::register();
         let onnx_framework = super::onnx_ops::onnx().with_ignore_value_info(true);
         let mut proto = onnx_framework
             .proto_model_for_read(&mut OwnedBytes(onnx))

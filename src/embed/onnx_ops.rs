@@ -1,4 +1,4 @@
-//! The ONNX operators mnemo's model uses, and no others.
+//! The ONNX operators memtide's model uses, and no others.
 //!
 //! `tract_onnx::onnx()` registers a builder for every operator tract knows
 //! (convolutions, recurrent layers, FFT, resizing, non-max suppression, ML
@@ -6,7 +6,7 @@
 //! cannot tell which of them a model will ask for, so it keeps them all: they
 //! were about a third of the package's `.wasm` (docs/speed.md, "The `.wasm`
 //! size"). [`onnx`] registers only the operators of the int8
-//! all-MiniLM-L6-v2 export mnemo embeds with (opset 17, no `Constant` nodes),
+//! all-MiniLM-L6-v2 export memtide embeds with (opset 17, no `Constant` nodes),
 //! each built on public tract-hir/tract-core ops, so the rest is left out of
 //! the build.
 //!
@@ -85,14 +85,14 @@ pub const OPERATORS: &[(&str, Builder)] = &[
     ("Where", |_, _| Ok((expand(Iff), vec![]))),
 ];
 
-/// The ONNX framework with only mnemo's [`OPERATORS`], in place of
+/// The ONNX framework with only memtide's [`OPERATORS`], in place of
 /// `tract_onnx::onnx()`.
 pub fn onnx() -> PrunedOnnx {
     let mut register = OnnxOpRegister::default();
     for &(name, builder) in OPERATORS {
         register.insert(name, builder);
     }
-    // Not in OPERATORS: only mnemo's own graph rewrite creates such nodes.
+    // Not in OPERATORS: only memtide's own graph rewrite creates such nodes.
     register.insert(int8_matmul::OPERATOR, int8_matmul::build);
     PrunedOnnx(Onnx {
         op_register: register,
@@ -126,7 +126,7 @@ impl PrunedOnnx {
         for node in &graph.node {
             if !node.domain.is_empty() && node.domain != "ai.onnx" {
                 bail!(
-                    "node `{}` runs `{}` of the operator set `{}`; mnemo reads only standard ONNX operators",
+                    "node `{}` runs `{}` of the operator set `{}`; memtide reads only standard ONNX operators",
                     node.name,
                     node.op_type,
                     node.domain
@@ -136,7 +136,7 @@ impl PrunedOnnx {
                 let mut known: Vec<&str> = OPERATORS.iter().map(|&(name, _)| name).collect();
                 known.sort_unstable();
                 bail!(
-                    "node `{}` runs the ONNX operator `{}`, which this build of mnemo does not include (it has {})",
+                    "node `{}` runs the ONNX operator `{}`, which this build of memtide does not include (it has {})",
                     node.name,
                     node.op_type,
                     known.join(", ")
@@ -405,7 +405,7 @@ impl UnitAxes {
 
 impl Expansion for UnitAxes {
     fn name(&self) -> StaticName {
-        format!("mnemo.{}", self.op()).into()
+        format!("memtide.{}", self.op()).into()
     }
 
     fn rules<'r, 'p: 'r, 's: 'r>(
@@ -486,7 +486,7 @@ impl ShapeRange {
 
 impl Expansion for ShapeRange {
     fn name(&self) -> StaticName {
-        "mnemo.Shape".into()
+        "memtide.Shape".into()
     }
 
     fn rules<'r, 'p: 'r, 's: 'r>(
@@ -610,7 +610,7 @@ impl SliceAttributes {
 
 impl Expansion for SliceAttributes {
     fn name(&self) -> StaticName {
-        "mnemo.Slice1".into()
+        "memtide.Slice1".into()
     }
 
     fn rules<'r, 'p: 'r, 's: 'r>(
@@ -696,7 +696,7 @@ struct LayerNorm {
 
 impl Expansion for LayerNorm {
     fn name(&self) -> StaticName {
-        "mnemo.LayerNormalization".into()
+        "memtide.LayerNormalization".into()
     }
 
     fn rules<'r, 'p: 'r, 's: 'r>(
@@ -919,7 +919,7 @@ mod tests {
         );
         assert!(message.contains("Add, And, Cast"), "{message}");
 
-        // Through mnemo's loader: an `Error::Model` before anything runs.
+        // Through memtide's loader: an `Error::Model` before anything runs.
         let special =
             |id: u32, token: &str| serde_json::json!({"id": token, "ids": [id], "tokens": [token]});
         let tokenizer = serde_json::json!({

@@ -266,7 +266,7 @@ impl Engine {
     }
 }
 
-/// `value` as JSON, or `fallback` (serializing mnemo's own types does not
+/// `value` as JSON, or `fallback` (serializing memtide's own types does not
 /// fail).
 fn to_json<T: Serialize + ?Sized>(value: &T, fallback: &str) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| fallback.to_string())
@@ -306,7 +306,7 @@ struct Export {
 
 fn parse_export(data: &str) -> Result<Export> {
     let header: ExportHeader<'_> = serde_json::from_str(data)
-        .map_err(|e| Error::Corrupt(format!("not a mnemo export: {e}")))?;
+        .map_err(|e| Error::Corrupt(format!("not a memtide export: {e}")))?;
     if header.format != EXPORT_FORMAT {
         return Err(Error::invalid(format!(
             "format is `{}`, expected `{EXPORT_FORMAT}`",

@@ -294,7 +294,7 @@ impl Engine {
         }
     }
 
-    /// Checks a file given to mnemo (synced or imported): a valid scope and
+    /// Checks a file given to memtide (synced or imported): a valid scope and
     /// path, and content within `maxFileBytes`.
     pub(super) fn check_file_input(&self, scope: &Scope, path: &str, content: &str) -> Result<()> {
         scope.validate()?;

@@ -78,7 +78,7 @@
 //!   `ef_search` 200, far more than the exact scan.
 //!
 //! With the SIMD scan, graphs only pay off far above 100 000 vectors: the
-//! default threshold of 131 072 keeps tenants of the size mnemo targets
+//! default threshold of 131 072 keeps tenants of the size memtide targets
 //! exact (recall of the int8 scan, no build pauses, ingest linear in the
 //! memories). With the former threshold of 16 384, ingesting 100 000
 //! memories in wasm spent some 35 minutes building and merging graphs, and
@@ -105,7 +105,7 @@ use instant_distance::{Builder, Hnsw, Point, Search};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use mnemo_int_dot::{dot_i16_i8, dot_i8_i8};
+use memtide_int_dot::{dot_i16_i8, dot_i8_i8};
 
 /// The tuning parameters of a [`VectorIndex`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 //!
 //! One database per store, holding one object store, [`STORE`]:
 //!
-//! * key: the mnemo key, a JavaScript string (out-of-line key, no key path);
+//! * key: the memtide key, a JavaScript string (out-of-line key, no key path);
 //! * value: the key's bytes, a `Uint8Array` (an `ArrayBuffer` is read too).
 //!
 //! A commit is one `readwrite` transaction (durability `"strict"` where the
@@ -43,7 +43,7 @@ const STORE: &str = "kv";
 /// A JavaScript event handler owned by Rust.
 type Handler = Closure<dyn FnMut(Event)>;
 
-/// A mnemo store in one IndexedDB database; see the module documentation.
+/// A memtide store in one IndexedDB database; see the module documentation.
 pub struct IndexedDbStorage {
     name: String,
     db: IdbDatabase,
@@ -65,7 +65,7 @@ impl fmt::Debug for IndexedDbStorage {
 }
 
 impl IndexedDbStorage {
-    /// The database version this mnemo creates and reads: 1 = one object
+    /// The database version this memtide creates and reads: 1 = one object
     /// store [`IndexedDbStorage::STORE`] of string keys and `Uint8Array`
     /// values (`docs/format.md`, section "IndexedDB").
     pub const SCHEMA_VERSION: u32 = SCHEMA_VERSION;
@@ -77,7 +77,7 @@ impl IndexedDbStorage {
     /// global `indexedDB` factory, which windows, workers, and Node or Deno
     /// with an IndexedDB implementation installed all provide. An upgrade
     /// waits while a connection of an older version stays open elsewhere
-    /// (mnemo's own connections close themselves when asked).
+    /// (memtide's own connections close themselves when asked).
     pub async fn open(name: &str) -> Result<IndexedDbStorage, StorageError> {
         let context = format!("opening IndexedDB database `{name}`");
         let factory = factory()?;
@@ -122,7 +122,7 @@ impl IndexedDbStorage {
             db.close();
             return Err(StorageError::Backend(format!(
                 "IndexedDB database `{name}` (version {}) has no `{STORE}` object store: it was \
-                 not created by mnemo; open the store under another name",
+                 not created by memtide; open the store under another name",
                 db.version()
             )));
         }
@@ -164,7 +164,7 @@ impl IndexedDbStorage {
     }
 
     /// Deletes the database `name` and everything in it. Open connections of
-    /// mnemo close themselves first; the call waits for connections of other
+    /// memtide close themselves first; the call waits for connections of other
     /// code that do not.
     pub async fn delete_database(name: &str) -> Result<(), StorageError> {
         let context = format!("deleting IndexedDB database `{name}`");
@@ -230,7 +230,7 @@ impl IndexedDbStorage {
         }
         let advice = match name.as_str() {
             "VersionError" => {
-                "the database was written by a newer version of mnemo; update mnemo or open \
+                "the database was written by a newer version of memtide; update memtide or open \
                  another database"
             }
             "InvalidStateError" => {
@@ -486,7 +486,7 @@ fn factory() -> Result<IdbFactory, StorageError> {
         Some(factory) if factory.is_object() => Ok(factory.unchecked_into()),
         _ => Err(StorageError::Backend(
             "IndexedDB is not available here: the global object has no `indexedDB` (in Node \
-             or Deno install an implementation such as fake-indexeddb first, or give mnemo \
+             or Deno install an implementation such as fake-indexeddb first, or give memtide \
              another storage adapter)"
                 .into(),
         )),

@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 use super::frame::{encode_frame, intact_frame_len, parse_frame, Op};
 use super::{AsyncStorage, Batch, Expect, StorageError};
 
-/// Prefix of the journal's keys; mnemo never stores data under it.
+/// Prefix of the journal's keys; memtide never stores data under it.
 pub const JOURNAL_PREFIX: &str = "journal/";
 /// Key of the commit record.
 const COMMIT_KEY: &str = "journal/commit";

@@ -13,7 +13,7 @@
 //! whose `code` is `QUOTA_EXCEEDED` is reported as
 //! [`StorageError::QuotaExceeded`]; `code: "BATCH_TOO_LARGE"` (the ops do not
 //! fit one transaction of the store; nothing written) as
-//! [`StorageError::BatchTooLarge`], after which mnemo journals the batch;
+//! [`StorageError::BatchTooLarge`], after which memtide journals the batch;
 //! `code: "CONFLICT"` as [`StorageError::Conflict`]; any other as
 //! [`StorageError::Backend`].
 

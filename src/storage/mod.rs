@@ -19,7 +19,7 @@
 //! # Contract
 //!
 //! * Keys are non-empty UTF-8 strings of at most [`MAX_KEY_BYTES`] bytes; values
-//!   are opaque bytes (mnemo writes records of [`crate::codec`]).
+//!   are opaque bytes (memtide writes records of [`crate::codec`]).
 //! * [`Storage::commit`] is all-or-nothing: when it returns `Ok`, every put and
 //!   delete of the batch is durable; when it returns `Err` (or the process
 //!   dies during the call) a later reader sees either the whole batch or none of
@@ -35,7 +35,7 @@
 //!   only if the expected key still holds the expected value, checked
 //!   atomically with the write where the backend shares itself between
 //!   writers (IndexedDB across tabs). Otherwise it fails with
-//!   [`StorageError::Conflict`] and changes nothing; mnemo then reloads and
+//!   [`StorageError::Conflict`] and changes nothing; memtide then reloads and
 //!   retries. Backends owned by one writer check it with a plain `get`.
 
 use std::collections::BTreeMap;
@@ -215,12 +215,12 @@ pub trait AsyncStorage {
 
     /// The `scan` of each prefix and the `get` of `key`, read from one
     /// state of the store: a commit of another writer lands entirely before
-    /// or after. `key` is one every commit rewrites (mnemo's manifest).
+    /// or after. `key` is one every commit rewrites (memtide's manifest).
     ///
     /// The default reads `key`, then the prefixes, then `key` again, and
     /// reads again while the two differ (another writer committed in
     /// between), at most [`SNAPSHOT_ATTEMPTS`] times; after that it returns
-    /// the last reading, which the caller checks against its `key` (mnemo's
+    /// the last reading, which the caller checks against its `key` (memtide's
     /// manifest lists a digest of the records). Backends with read
     /// transactions override it with one.
     async fn snapshot(&self, prefixes: &[&str], key: &str) -> Result<Snapshot, StorageError> {

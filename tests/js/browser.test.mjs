@@ -1,5 +1,5 @@
 // The built package in a real browser tab: headless Debian Chromium driven by
-// playwright-core. A local server serves dist/mnemo and the model files; the
+// playwright-core. A local server serves dist/memtide and the model files; the
 // page imports the package's browser entry point. Checks the default
 // IndexedDB storage across a page reload, fetchModel's progress and its
 // Cache API copy on the second load, two tabs on one database, Markdown
@@ -14,14 +14,14 @@ import { extname } from "node:path";
 import { launchChromium } from "./chromium.mjs";
 
 const root = new URL("../../", import.meta.url);
-const modelDir = process.env.MNEMO_MODEL_DIR ??
+const modelDir = process.env.MEMTIDE_MODEL_DIR ??
   execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" }).trim().split("\n").pop();
 const types = { ".js": "text/javascript", ".wasm": "application/wasm", ".html": "text/html", ".json": "application/json" };
-const page = `<!doctype html><meta charset="utf-8"><title>mnemo package test</title>
+const page = `<!doctype html><meta charset="utf-8"><title>memtide package test</title>
 <script type="module">
-  import { Memory, MnemoError } from "/dist/mnemo/browser.js";
-  import { fetchModel } from "/dist/mnemo/model.js";
-  window.mnemo = { Memory, MnemoError, fetchModel };
+  import { Memory, MemtideError } from "/dist/memtide/browser.js";
+  import { fetchModel } from "/dist/memtide/model.js";
+  window.memtide = { Memory, MemtideError, fetchModel };
   document.title = "ready";
 </script>`;
 
@@ -38,7 +38,7 @@ before(async () => {
       let body;
       if (path === "/") body = page;
       else if (path.startsWith("/model/")) body = await readFile(`${modelDir}/${path.slice(7)}`);
-      else if (path.startsWith("/dist/mnemo/") || path.startsWith("/examples/claude-memory-tool/")) {
+      else if (path.startsWith("/dist/memtide/") || path.startsWith("/examples/claude-memory-tool/")) {
         body = await readFile(new URL(path.slice(1), root));
       }
       else throw new Error("not found");
@@ -70,7 +70,7 @@ test("IndexedDB by default, kept across a reload; the model cached after the fir
   const context = await browser.newContext();
   const tab = await openTab(context);
   const first = await tab.evaluate(async () => {
-    const { Memory, fetchModel } = window.mnemo;
+    const { Memory, fetchModel } = window.memtide;
     const progress = [];
     const model = await fetchModel({
       onnxUrl: "/model/model.onnx",
@@ -105,7 +105,7 @@ test("IndexedDB by default, kept across a reload; the model cached after the fir
   await tab.reload();
   await tab.waitForFunction(() => document.title === "ready");
   const second = await tab.evaluate(async () => {
-    const { Memory, fetchModel } = window.mnemo;
+    const { Memory, fetchModel } = window.memtide;
     const model = await fetchModel({ onnxUrl: "/model/model.onnx", tokenizerUrl: "/model/tokenizer.json" });
     const mem = await Memory.open({ name: "reload", model });
     const home = { userId: "ann", workspaceId: "home" };
@@ -126,10 +126,10 @@ test("two tabs on one database see each other's writes", async () => {
   const [tabA, tabB] = [await openTab(context), await openTab(context)];
   await tabB.evaluate(async () => {
     window.changes = 0;
-    window.mem = await window.mnemo.Memory.open({ name: "tabs", onChange: () => window.changes++ });
+    window.mem = await window.memtide.Memory.open({ name: "tabs", onChange: () => window.changes++ });
   });
   await tabA.evaluate(async () => {
-    window.mem = await window.mnemo.Memory.open({ name: "tabs" });
+    window.mem = await window.memtide.Memory.open({ name: "tabs" });
   });
   const scope = { userId: "ann", workspaceId: "shared" };
   await Promise.all([
@@ -158,7 +158,7 @@ test("files and the memory tool loop run in a tab and stay in IndexedDB across a
   const scope = { userId: "ann", workspaceId: "chat" };
   const first = await tab.evaluate(async (scope) => {
     const { runTurn } = await import("/examples/claude-memory-tool/memory-tool-loop.js");
-    const mem = await window.mnemo.Memory.open({ name: "files" });
+    const mem = await window.memtide.Memory.open({ name: "files" });
     const synced = await mem.syncFile({ scope, path: "MEMORY.md", content: "# Project\nDeploys run on Tuesdays.\n" });
     const tool = (id, input) => ({ type: "tool_use", id, name: "memory", input });
     const responses = [
@@ -185,7 +185,7 @@ test("files and the memory tool loop run in a tab and stay in IndexedDB across a
   await tab.reload();
   await tab.waitForFunction(() => document.title === "ready");
   const second = await tab.evaluate(async (scope) => {
-    const mem = await window.mnemo.Memory.open({ name: "files" });
+    const mem = await window.memtide.Memory.open({ name: "files" });
     const file = await mem.file({ scope, path: "/memories/prefs.md" });
     const [hit] = await mem.retrieve({ text: "cortado", scope });
     const { block } = await mem.inject({ text: "when do deploys run", scope, budgetTokens: 300 });
@@ -201,11 +201,11 @@ test("files and the memory tool loop run in a tab and stay in IndexedDB across a
   await context.close();
 });
 
-test("errors in the browser are MnemoErrors with codes", async () => {
+test("errors in the browser are MemtideErrors with codes", async () => {
   const context = await browser.newContext();
   const tab = await openTab(context);
   const codes = await tab.evaluate(async () => {
-    const { Memory, MnemoError } = window.mnemo;
+    const { Memory, MemtideError } = window.memtide;
     const mem = await Memory.open({ storage: "memory" });
     const codes = [];
     for (const call of [
@@ -213,7 +213,7 @@ test("errors in the browser are MnemoErrors with codes", async () => {
       () => mem.retrieve({ text: "q", scope: { userId: "a", workspaceId: "b" }, limit: NaN }),
       () => mem.get("missing"),
     ]) {
-      try { await call(); codes.push("resolved"); } catch (e) { codes.push(e instanceof MnemoError ? e.code : String(e)); }
+      try { await call(); codes.push("resolved"); } catch (e) { codes.push(e instanceof MemtideError ? e.code : String(e)); }
     }
     await mem.close();
     try { await mem.stats(); } catch (e) { codes.push(e.code); }

@@ -1,13 +1,13 @@
 // The example examples/claude-memory-tool/ driven by a scripted fake of the
 // Anthropic Messages API (no network, no API key): its requests declare the
 // memory tool and carry the injected memories, each memory tool call the
-// fake model makes is run by mnemo and answered with a tool_result, and what
+// fake model makes is run by memtide and answered with a tool_result, and what
 // the model wrote ends up stored, retrievable and injected in a later
 // conversation, also after a reopen. Run: node --test tests/js/
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { Memory } from "../../dist/mnemo/node.js";
+import { Memory } from "../../dist/memtide/node.js";
 import { MEMORY_TOOL, runTurn, textOf } from "../../examples/claude-memory-tool/memory-tool-loop.js";
 
 const alice = { userId: "alice", workspaceId: "chat" };

@@ -1,4 +1,4 @@
-// Node tests of the npm package's Markdown-file API (dist/mnemo, from
+// Node tests of the npm package's Markdown-file API (dist/memtide, from
 // scripts/build-pkg.sh): syncFile/removeFile/file, Claude's memory tool
 // (memoryTool) and the hot memory file (renderHotFile/readHotFile), through
 // the typed JavaScript surface, lexical-only (no model needed).
@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { Memory, MnemoError } from "../../dist/mnemo/node.js";
+import { Memory, MemtideError } from "../../dist/memtide/node.js";
 import { mapAdapter, snapshot } from "./map-adapter.mjs";
 
 const home = { userId: "alice", workspaceId: "home" };
@@ -14,7 +14,7 @@ const bob = { userId: "bob", workspaceId: "home" };
 
 async function rejectsWith(promise, code, pattern) {
   await assert.rejects(promise, (error) => {
-    assert.ok(error instanceof MnemoError, `expected a MnemoError, got ${error}`);
+    assert.ok(error instanceof MemtideError, `expected a MemtideError, got ${error}`);
     assert.equal(error.code, code, error.message);
     if (pattern) assert.match(error.message, pattern);
     return true;
@@ -272,7 +272,7 @@ for (const atomic of [false, true]) {
   });
 }
 
-test("bad arguments and failures are MnemoErrors with stable codes, and the store stays usable", async () => {
+test("bad arguments and failures are MemtideErrors with stable codes, and the store stays usable", async () => {
   const adapter = mapAdapter({ atomic: true });
   const mem = await Memory.open({ storage: adapter, config: { limits: { maxFileBytes: 64 } } });
   await rejectsWith(mem.syncFile({ scope: home, path: "a.md", content: "x".repeat(65) }), "TOO_LARGE", /file `a\.md` is too large/);

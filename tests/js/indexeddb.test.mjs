@@ -8,11 +8,11 @@ import "fake-indexeddb/auto";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { Memory } from "../../dist/mnemo/node.js";
+import { Memory } from "../../dist/memtide/node.js";
 
 const scope = { userId: "u1", workspaceId: "tabs" };
 let databases = 0;
-const freshName = () => `mnemo-node-test-${process.pid}-${databases++}`;
+const freshName = () => `memtide-node-test-${process.pid}-${databases++}`;
 
 test("IndexedDB is the default and survives close and reopen", async () => {
   const name = freshName();

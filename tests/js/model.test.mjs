@@ -1,4 +1,4 @@
-// Node tests of `mnemo/model`'s fetchModel: progress, caching, errors, and
+// Node tests of `memtide/model`'s fetchModel: progress, caching, errors, and
 // the fetched files loading into a store. A local HTTP server serves the
 // model files; a Map-backed object with the Cache API's `open/match/put`
 // stands in for `caches`, which Node lacks.
@@ -8,10 +8,10 @@ import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 
-import { fetchModel } from "../../dist/mnemo/model.js";
-import { Memory } from "../../dist/mnemo/node.js";
+import { fetchModel } from "../../dist/memtide/model.js";
+import { Memory } from "../../dist/memtide/node.js";
 
-const modelDir = process.env.MNEMO_MODEL_DIR ??
+const modelDir = process.env.MEMTIDE_MODEL_DIR ??
   execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" }).trim().split("\n").pop();
 const files = {
   "/model.onnx": await readFile(`${modelDir}/model.onnx`),

@@ -1,4 +1,4 @@
-// Node tests of the built npm package (dist/mnemo, from scripts/build-pkg.sh):
+// Node tests of the built npm package (dist/memtide, from scripts/build-pkg.sh):
 // the typed API end to end, with the model, over in-memory and injected
 // storage, and every kind of bad input. Run: node --test tests/js/
 import { test } from "node:test";
@@ -6,10 +6,10 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 
-import { Memory, MnemoError, wasmMemoryBytes } from "../../dist/mnemo/node.js";
+import { Memory, MemtideError, wasmMemoryBytes } from "../../dist/memtide/node.js";
 import { mapAdapter } from "./map-adapter.mjs";
 
-const modelDir = process.env.MNEMO_MODEL_DIR ??
+const modelDir = process.env.MEMTIDE_MODEL_DIR ??
   execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" }).trim().split("\n").pop();
 const model = {
   onnx: await readFile(`${modelDir}/model.onnx`),
@@ -21,7 +21,7 @@ const work = { userId: "alice", workspaceId: "work", projectId: "api" };
 
 async function rejectsWith(promise, code) {
   await assert.rejects(promise, (error) => {
-    assert.ok(error instanceof MnemoError, `expected a MnemoError, got ${error}`);
+    assert.ok(error instanceof MemtideError, `expected a MemtideError, got ${error}`);
     assert.ok(error instanceof Error);
     assert.equal(error.code, code, error.message);
     assert.ok(error.message.length > 10);
@@ -216,7 +216,7 @@ test("bad input is INVALID_INPUT or TOO_LARGE and the instance stays usable", as
   await rejectsWith(Memory.open({ config: { limits: { maxTextByte: 10 } } }), "INVALID_INPUT");
   const strict = await Memory.open({ config: { limits: { maxTextBytes: 10 } } }); // the rest default
   await rejectsWith(strict.ingest({ text: "longer than ten bytes", scope: home }), "TOO_LARGE");
-  assert.throws(() => new Memory(), MnemoError);
+  assert.throws(() => new Memory(), MemtideError);
 
   const [ok] = await mem.ingest({ text: "Still works after all that.", scope: home });
   assert.equal(ok.outcome, "added");

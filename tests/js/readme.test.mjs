@@ -1,6 +1,6 @@
 // The JavaScript examples of README.md and of the npm package's README run
 // as tests against the built package: each ```js block becomes a module
-// whose `from "mnemo"` imports dist/mnemo, with console.assert made to throw.
+// whose `from "memtide"` imports dist/memtide, with console.assert made to throw.
 import { test } from "node:test";
 import { readFile, writeFile, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 const root = new URL("../../", import.meta.url);
-const entry = new URL("dist/mnemo/node.js", root).href;
+const entry = new URL("dist/memtide/node.js", root).href;
 
 console.assert = (condition, ...message) => {
   if (!condition) throw new Error(`console.assert failed: ${message.join(" ")}`);
@@ -22,9 +22,9 @@ for (const readme of ["README.md", "pkg-template/README.md"]) {
   });
   blocks.forEach((code, i) => {
     test(`${readme} example ${i + 1} runs`, async () => {
-      const dir = await mkdtemp(join(tmpdir(), "mnemo-readme-"));
+      const dir = await mkdtemp(join(tmpdir(), "memtide-readme-"));
       const file = join(dir, "example.mjs");
-      await writeFile(file, code.replaceAll('from "mnemo"', `from "${entry}"`));
+      await writeFile(file, code.replaceAll('from "memtide"', `from "${entry}"`));
       await import(pathToFileURL(file).href);
     });
   });

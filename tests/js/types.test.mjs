@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
-import { Memory } from "../../dist/mnemo/node.js";
+import { Memory } from "../../dist/memtide/node.js";
 
 const declarations = fileURLToPath(new URL("../../pkg-template/index.d.ts", import.meta.url));
 
@@ -104,7 +104,7 @@ export {
   config, fileInput, fileSyncs, fileRef, storedFiles, toolInputs, toolResults, chunkHits, hotDocument, hotInput, hotSync, removed,
 };
 `;
-  const dir = await mkdtemp(join(tmpdir(), "mnemo-types-"));
+  const dir = await mkdtemp(join(tmpdir(), "memtide-types-"));
   const file = join(dir, "check.ts");
   await writeFile(file, source);
   const program = ts.createProgram([file], {

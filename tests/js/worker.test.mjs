@@ -15,10 +15,10 @@ import { assembleWorker, putModel, startWorker } from "../../examples/cloudflare
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 
-const modelDir = process.env.MNEMO_MODEL_DIR ??
+const modelDir = process.env.MEMTIDE_MODEL_DIR ??
   execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" }).trim().split("\n").pop();
 const scope = { userId: "wes", workspaceId: "worker" };
-const work = await mkdtemp(join(tmpdir(), "mnemo-worker-"));
+const work = await mkdtemp(join(tmpdir(), "memtide-worker-"));
 after(() => rm(work, { recursive: true, force: true }));
 
 async function post(mf, path, body) {

@@ -5,7 +5,7 @@
 // workspace stays out, that the injection preview keeps to its budget, that
 // memories survive a reload, that a deleted memory leaves retrieval, and that
 // the page works with the server gone. Saves a screenshot as an artifact
-// ($MNEMO_ARTIFACTS, default target/artifacts/playground.png).
+// ($MEMTIDE_ARTIFACTS, default target/artifacts/playground.png).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -15,9 +15,9 @@ import { launchChromium } from "./chromium.mjs";
 import { startServer } from "../../www/serve.mjs";
 
 const repo = fileURLToPath(new URL("../../", import.meta.url));
-const modelDir = process.env.MNEMO_MODEL_DIR ??
+const modelDir = process.env.MEMTIDE_MODEL_DIR ??
   execFileSync("bash", ["scripts/fetch-model.sh"], { cwd: repo, encoding: "utf8" }).trim().split("\n").pop();
-const artifacts = process.env.MNEMO_ARTIFACTS ?? `${repo}target/artifacts`;
+const artifacts = process.env.MEMTIDE_ARTIFACTS ?? `${repo}target/artifacts`;
 
 const SISTER = "My sister's birthday is on the ninth of March.";
 const FERNS = "I water the ferns every Sunday morning.";
@@ -89,13 +89,13 @@ test("the server serves the page, the package and the model, and nothing outside
   const status = async (path) => (await fetch(new URL(path, server.url))).status;
   const page = await fetch(server.url);
   assert.equal(page.headers.get("content-type"), "text/html; charset=utf-8");
-  assert.match(await page.text(), /<title>mnemo playground<\/title>/);
-  const wasm = await fetch(new URL("/mnemo/wasm/mnemo_bg.wasm", server.url));
+  assert.match(await page.text(), /<title>memtide playground<\/title>/);
+  const wasm = await fetch(new URL("/memtide/wasm/memtide_bg.wasm", server.url));
   assert.equal(wasm.headers.get("content-type"), "application/wasm", "streaming compilation needs the wasm type");
   await wasm.arrayBuffer();
   assert.equal(await status("/model/tokenizer.json"), 200);
-  for (const escape of ["/%2e%2e/package.json", "/mnemo/..%2f..%2fCargo.toml", "/model/%2e%2e%2f%2e%2e%2fetc/passwd",
-    "/..%5c..%5cCargo.toml", "/index.html%00.js", "/mnemo/", "/missing.js", "/%E0%A4%A"]) {
+  for (const escape of ["/%2e%2e/package.json", "/memtide/..%2f..%2fCargo.toml", "/model/%2e%2e%2f%2e%2e%2fetc/passwd",
+    "/..%5c..%5cCargo.toml", "/index.html%00.js", "/memtide/", "/missing.js", "/%E0%A4%A"]) {
     assert.equal(await status(escape), 404, escape);
   }
 });

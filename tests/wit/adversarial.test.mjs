@@ -16,7 +16,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { MapStorage, instantiateMnemo, listQuery, retrieveQuery, scope } from "./host.mjs";
+import { MapStorage, instantiateMemtide, listQuery, retrieveQuery, scope } from "./host.mjs";
 import {
   SEED,
   SEED_FILE,
@@ -164,7 +164,7 @@ function patch(v) {
 
 async function openSeeded() {
   const storage = new MapStorage();
-  const { Store } = await instantiateMnemo(storage);
+  const { Store } = await instantiateMemtide(storage);
   const store = Store.open(undefined);
   const ids = store.ingest(SEED.map((input) => memoryInput(input))).map((r) => r.id);
   store.delete(ids[6], false);
@@ -202,7 +202,7 @@ function outcomeOf(call, context) {
     if (e && typeof e === "object" && "payload" in e && typeof e.payload?.code === "string") {
       return e.payload.code.toUpperCase().replaceAll("-", "_");
     }
-    assert.fail(`${context}: not a mnemo error: ${e?.stack ?? e}`);
+    assert.fail(`${context}: not a memtide error: ${e?.stack ?? e}`);
   }
 }
 

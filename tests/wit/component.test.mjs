@@ -1,4 +1,4 @@
-// Node tests of mnemo's WebAssembly component (wit/), transpiled by jco,
+// Node tests of memtide's WebAssembly component (wit/), transpiled by jco,
 // with the storage import implemented in JavaScript over a Map: every verb,
 // a reopen over the same storage, bad input, storage failures, and the
 // semantic model. Run by scripts/test-wit.sh (which builds and transpiles
@@ -11,7 +11,7 @@ import { execFileSync } from "node:child_process";
 import {
   MapStorage,
   errorOf,
-  instantiateMnemo,
+  instantiateMemtide,
   listQuery,
   retrieveQuery,
   scope,
@@ -35,7 +35,7 @@ const inputs = [
 
 /** Opens a store over `storage` in a new instance of the component. */
 async function open(storage, config) {
-  const { Store } = await instantiateMnemo(storage);
+  const { Store } = await instantiateMemtide(storage);
   return Store.open(config);
 }
 
@@ -170,7 +170,7 @@ test("a store reopened over the same storage has everything", async () => {
 
   // The same instance can open a second store over the same storage, too.
   reopened.ingest([{ text: "Another memory after the reopen.", scope: home }]);
-  const { Store } = await instantiateMnemo(storage);
+  const { Store } = await instantiateMemtide(storage);
   assert.equal(Store.open(undefined).stats(undefined).items, 5);
 });
 
@@ -197,7 +197,7 @@ test("bad input is an invalid-input error and the store stays usable", async () 
   assert.equal(ok[0].outcome, "added");
   assert.equal(store.stats(undefined).items, 2);
 
-  const { Store } = await instantiateMnemo(new MapStorage());
+  const { Store } = await instantiateMemtide(new MapStorage());
   const badConfig = errorOf(() => Store.open('{"limits":{"maxTextBytes":"ten"}}'));
   assert.equal(badConfig.code, "invalid-input");
   assert.match(badConfig.message, /^invalid input: config: /);
@@ -237,7 +237,7 @@ test("a storage quota error is quota-exceeded and changes nothing", async () => 
 });
 
 test("with the model, stats say hybrid and a semantic query ranks right", async () => {
-  const dir = process.env.MNEMO_MODEL_DIR ??
+  const dir = process.env.MEMTIDE_MODEL_DIR ??
     execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" }).trim().split("\n").pop();
   const onnx = await readFile(`${dir}/model.onnx`);
   const tokenizer = await readFile(`${dir}/tokenizer.json`, "utf8");

@@ -1,15 +1,15 @@
-// A JavaScript host of mnemo's WebAssembly component: the component
+// A JavaScript host of memtide's WebAssembly component: the component
 // transpiled by jco (`--instantiation async`, in dist/wit-js/ or
-// $MNEMO_WIT_JS), WASI from @bytecodealliance/preview2-shim (sandboxed: no
-// files, no environment, no network), and the `mnemo:memory/storage` import
+// $MEMTIDE_WIT_JS), WASI from @bytecodealliance/preview2-shim (sandboxed: no
+// files, no environment, no network), and the `memtide:memory/storage` import
 // implemented over a Map.
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 
 const root = new URL("../../", import.meta.url);
-const outDir = process.env.MNEMO_WIT_JS
-  ? pathToFileURL(`${process.env.MNEMO_WIT_JS.replace(/\/$/, "")}/`)
+const outDir = process.env.MEMTIDE_WIT_JS
+  ? pathToFileURL(`${process.env.MEMTIDE_WIT_JS.replace(/\/$/, "")}/`)
   : new URL("dist/wit-js/", root);
 
 // preview2-shim is a dependency of jco; npm may keep it under jco's own
@@ -27,7 +27,7 @@ function resolveShim(specifier) {
 const { WASIShim } = await import(
   pathToFileURL(resolveShim("@bytecodealliance/preview2-shim/instantiation")).href
 );
-const { instantiate } = await import(new URL("mnemo.js", outDir).href);
+const { instantiate } = await import(new URL("memtide.js", outDir).href);
 
 const coreModules = new Map();
 
@@ -53,7 +53,7 @@ export class MapStorage {
     this.calls = { get: 0, put: 0, delete: 0, list: 0 };
   }
 
-  /** The `mnemo:memory/storage` import object over this store. */
+  /** The `memtide:memory/storage` import object over this store. */
   imports() {
     return {
       get: (key) => {
@@ -90,9 +90,9 @@ export class MapStorage {
  * A new instance of the component over `storage`; resolves to its `memory`
  * interface ({Store}).
  */
-export async function instantiateMnemo(storage) {
-  const wasi = new WASIShim({ sandbox: { preopens: {}, env: {}, args: ["mnemo"], enableNetwork: false } });
-  const imports = { ...wasi.getImportObject(), "mnemo:memory/storage": storage.imports() };
+export async function instantiateMemtide(storage) {
+  const wasi = new WASIShim({ sandbox: { preopens: {}, env: {}, args: ["memtide"], enableNetwork: false } });
+  const imports = { ...wasi.getImportObject(), "memtide:memory/storage": storage.imports() };
   const exports = await instantiate(getCoreModule, imports);
   return exports.memory;
 }
@@ -108,7 +108,7 @@ export function errorOf(fn) {
     if (e && typeof e === "object" && "payload" in e) return e.payload;
     throw e;
   }
-  throw new Error("expected the call to fail with a mnemo error");
+  throw new Error("expected the call to fail with a memtide error");
 }
 
 /** A scope record. */

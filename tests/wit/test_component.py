@@ -1,14 +1,14 @@
-"""Python tests of mnemo's WebAssembly component (wit/) run by wasmtime.
+"""Python tests of memtide's WebAssembly component (wit/) run by wasmtime.
 
 The host is the PyPI `wasmtime` package (tests/wit/requirements.txt): a
-component linker with WASI p2 and the `mnemo:memory/storage` import
+component linker with WASI p2 and the `memtide:memory/storage` import
 implemented in Python over a dict. Every verb, a reopen over the same
 storage, bad input and a storage quota error. Run by scripts/test-wit.sh:
 
     python -m unittest -v tests/wit/test_component.py
 
-The component is target/wasm32-wasip2/release/mnemo.wasm, or
-$MNEMO_WIT_COMPONENT. Compiled code is cached by wasmtime (~/.cache/wasmtime).
+The component is target/wasm32-wasip2/release/memtide.wasm, or
+$MEMTIDE_WIT_COMPONENT. Compiled code is cached by wasmtime (~/.cache/wasmtime).
 
 wasmtime-py maps WIT values to Python: records are `Record` objects whose
 attributes are the kebab-case field names (set with `setattr`), enums are
@@ -28,10 +28,10 @@ from wasmtime.component import Component, Linker, Record, ResourceAny, Variant
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENT_PATH = os.environ.get(
-    "MNEMO_WIT_COMPONENT", str(ROOT / "target/wasm32-wasip2/release/mnemo.wasm")
+    "MEMTIDE_WIT_COMPONENT", str(ROOT / "target/wasm32-wasip2/release/memtide.wasm")
 )
-STORAGE = "mnemo:memory/storage@0.2.0"
-MEMORY = "mnemo:memory/memory@0.2.0"
+STORAGE = "memtide:memory/storage@0.2.0"
+MEMORY = "memtide:memory/memory@0.2.0"
 
 _config = Config()
 _config.cache = True
@@ -58,7 +58,7 @@ def plain(value):
     return value
 
 
-class MnemoError(Exception):
+class MemtideError(Exception):
     """The component's `error` record: a code and a message."""
 
     def __init__(self, error):
@@ -68,14 +68,14 @@ class MnemoError(Exception):
 
 
 def unwrap(value):
-    """The `ok` payload of a lifted `result<T, error>`; raises MnemoError
+    """The `ok` payload of a lifted `result<T, error>`; raises MemtideError
     for `err`."""
     if isinstance(value, Variant):
         if value.tag == "err":
-            raise MnemoError(value.payload)
+            raise MemtideError(value.payload)
         return value.payload
     if isinstance(value, Record) and set(vars(value)) == {"code", "message"}:
-        raise MnemoError(value)
+        raise MemtideError(value)
     return value
 
 
@@ -270,7 +270,7 @@ def inputs():
 
 class ComponentTest(unittest.TestCase):
     def assert_error(self, code, fn, *args):
-        with self.assertRaises(MnemoError) as caught:
+        with self.assertRaises(MemtideError) as caught:
             fn(*args)
         self.assertEqual(caught.exception.code, code, caught.exception.message)
         return caught.exception

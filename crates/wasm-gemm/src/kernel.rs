@@ -43,7 +43,7 @@ inventory::submit! {
         arch: Some(Arch::Wasm32Simd128),
         // tract's own wasm tier has precedence 1.
         precedence: 2,
-        name: "mnemo-wasm-gemm",
+        name: "memtide-wasm-gemm",
         applies: |_| true,
         preferred,
     }

@@ -17,7 +17,7 @@
 //! `batch × sequence`). Every `f32` product of the process uses it.
 //!
 //! On any other target the crate is empty and [`register`] returns `false`.
-//! This crate holds mnemo's only `unsafe` code: tract's kernel interface
+//! This crate holds memtide's only `unsafe` code: tract's kernel interface
 //! passes raw pointers to packed panels and output tiles.
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -25,7 +25,7 @@ mod kernel;
 
 /// The kernel's name in tract's registry (what
 /// `tract_linalg::MmmDispatch::native().pick(..)` reports).
-pub const KERNEL_NAME: &str = "mnemo_wasm_f32_4x8";
+pub const KERNEL_NAME: &str = "memtide_wasm_f32_4x8";
 
 /// Makes sure the kernel is linked, and with it its registry entries: the
 /// WebAssembly linker drops an object nothing references, static

@@ -1,4 +1,4 @@
-// mnemo: the `inventory::submit!` that registered this transform as "patch"
+// memtide: the `inventory::submit!` that registered this transform as "patch"
 // is removed (see vendor/README.md); what only it used is left in place.
 #![allow(dead_code, unused_imports)]
 

@@ -1,11 +1,11 @@
-//! mnemo's speed and memory figures (a benchmark, not a test: it prints
+//! memtide's speed and memory figures (a benchmark, not a test: it prints
 //! figures and asserts nothing about them).
 //!
 //! ```text
-//! cargo bench --bench mnemo [-- --model DIR] [--sizes 1000,10000,100000] [--retrieval-only]
+//! cargo bench --bench memtide [-- --model DIR] [--sizes 1000,10000,100000] [--retrieval-only]
 //! ```
 //!
-//! The model directory defaults to `$MNEMO_MODEL_DIR`, else to the one
+//! The model directory defaults to `$MEMTIDE_MODEL_DIR`, else to the one
 //! `scripts/fetch-model.sh --print-dir` names (run the script first). A
 //! counting global allocator measures the heap. Sections:
 //!
@@ -30,10 +30,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mnemo::embed::{Embedder, MiniLm};
-use mnemo::env::FixedEnvironment;
-use mnemo::storage::MemoryStorage;
-use mnemo::{Memory, MemoryInput, RetrieveQuery, Scope, Timestamp};
+use memtide::embed::{Embedder, MiniLm};
+use memtide::env::FixedEnvironment;
+use memtide::storage::MemoryStorage;
+use memtide::{Memory, MemoryInput, RetrieveQuery, Scope, Timestamp};
 use serde::Deserialize;
 
 /// The system allocator, counting live and peak bytes.
@@ -110,7 +110,7 @@ struct Options {
 
 fn options() -> Result<Options, Failure> {
     let mut options = Options {
-        model: std::env::var_os("MNEMO_MODEL_DIR")
+        model: std::env::var_os("MEMTIDE_MODEL_DIR")
             .filter(|dir| !dir.is_empty())
             .map(PathBuf::from),
         sizes: vec![1_000, 10_000, 100_000],
@@ -216,8 +216,8 @@ fn text_of(model: &MiniLm, tokens: usize) -> Result<String, Failure> {
 /// The median of `runs` timings of `work`, after two warm-up runs.
 fn median_time(
     runs: usize,
-    mut work: impl FnMut() -> mnemo::Result<()>,
-) -> mnemo::Result<Duration> {
+    mut work: impl FnMut() -> memtide::Result<()>,
+) -> memtide::Result<Duration> {
     for _ in 0..2 {
         work()?;
     }
@@ -275,7 +275,7 @@ fn model_figures(dir: &std::path::Path) -> Result<MiniLm, Failure> {
     Ok(model)
 }
 
-fn open_memory() -> mnemo::Result<Memory<MemoryStorage, FixedEnvironment>> {
+fn open_memory() -> memtide::Result<Memory<MemoryStorage, FixedEnvironment>> {
     let env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
     Memory::open(MemoryStorage::new(), env, Default::default())
 }
@@ -289,7 +289,7 @@ fn ingest_all(
     memory: &mut Memory<MemoryStorage, FixedEnvironment>,
     texts: &[String],
     batch: usize,
-) -> mnemo::Result<Duration> {
+) -> memtide::Result<Duration> {
     let start = Instant::now();
     for chunk in texts.chunks(batch) {
         let inputs = chunk
@@ -369,7 +369,7 @@ impl Embedder for HashedBagOfWords {
         Self::DIMENSIONS
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> mnemo::Result<Vec<Vec<f32>>> {
+    fn embed_batch(&self, texts: &[&str]) -> memtide::Result<Vec<Vec<f32>>> {
         Ok(texts.iter().map(|text| Self::embed(text)).collect())
     }
 

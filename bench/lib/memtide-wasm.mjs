@@ -1,4 +1,4 @@
-// The bench-only wasm module (bench/rust/bench_wasm.rs): mnemo's MiniLM on
+// The bench-only wasm module (bench/rust/bench_wasm.rs): memtide's MiniLM on
 // its own and a store fed precomputed vectors. Same engine code and build
 // flags as the npm package's .wasm.
 import fs from "node:fs";

@@ -1,4 +1,4 @@
-//! `mnemo`: the command-line tool over a directory store.
+//! `memtide`: the command-line tool over a directory store.
 //!
 //! A thin shell over [`Memory`] with [`FsStorage`]: it parses arguments and
 //! JSON input, calls the library and prints compact JSON, one value per line.
@@ -14,12 +14,12 @@ use clap::{CommandFactory, Parser, Subcommand};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use mnemo::env::{Environment, FixedEnvironment, SystemEnvironment};
-use mnemo::hot_file::HotFileSync;
-use mnemo::policy::Admission;
-use mnemo::rank::ScoreBreakdown;
-use mnemo::storage::FsStorage;
-use mnemo::{
+use memtide::env::{Environment, FixedEnvironment, SystemEnvironment};
+use memtide::hot_file::HotFileSync;
+use memtide::policy::Admission;
+use memtide::rank::ScoreBreakdown;
+use memtide::storage::FsStorage;
+use memtide::{
     Config, Error, InjectQuery, Kind, ListQuery, Memory, MemoryInput, MemoryPatch, RetrieveHit,
     RetrieveQuery, Scope, ScopeFilter, Source, Status, Timestamp,
 };
@@ -33,13 +33,13 @@ const MAX_STDIN_BYTES: usize = 256 * 1024 * 1024;
 /// prints the Markdown document). JSON Lines commands read one request per
 /// line from stdin; blank lines are ignored but counted.
 #[derive(Debug, Parser)]
-#[command(name = "mnemo", version)]
+#[command(name = "memtide", version)]
 struct Cli {
-    /// Store directory, created if missing [default: $MNEMO_STORE].
+    /// Store directory, created if missing [default: $MEMTIDE_STORE].
     #[arg(long, global = true, value_name = "DIR")]
     store: Option<PathBuf>,
     /// Model directory holding `model.onnx` and `tokenizer.json`, as
-    /// `scripts/fetch-model.sh` makes it [default: $MNEMO_MODEL_DIR].
+    /// `scripts/fetch-model.sh` makes it [default: $MEMTIDE_MODEL_DIR].
     /// Required by `embed`. With a store, `ingest`, `retrieve`, `inject`,
     /// `update`, `import` and `stats` load it: memories are embedded (those
     /// stored without an embedding, or with another model's, at once) and
@@ -311,14 +311,14 @@ fn parse_wire<T: DeserializeOwned>(text: &str) -> Result<T, String> {
 #[derive(Debug)]
 enum Failure {
     /// The library refused the operation.
-    Mnemo(Error),
+    Memtide(Error),
     /// Reading stdin or writing stdout failed.
     Io(io::Error),
 }
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        Failure::Mnemo(e)
+        Failure::Memtide(e)
     }
 }
 
@@ -408,13 +408,13 @@ fn main() -> ExitCode {
     let result = match cli.command {
         #[cfg(feature = "semantic")]
         Command::Embed => {
-            let model = required_dir(cli.model, "--model", "MNEMO_MODEL_DIR", "model");
+            let model = required_dir(cli.model, "--model", "MEMTIDE_MODEL_DIR", "model");
             embed(&model, &mut input, &mut out)
         }
         Command::Store(command) => {
-            let store = required_dir(cli.store, "--store", "MNEMO_STORE", "store");
+            let store = required_dir(cli.store, "--store", "MEMTIDE_STORE", "store");
             #[cfg(feature = "semantic")]
-            let model = optional_dir(cli.model, "MNEMO_MODEL_DIR");
+            let model = optional_dir(cli.model, "MEMTIDE_MODEL_DIR");
             #[cfg(not(feature = "semantic"))]
             let model: Option<PathBuf> = None;
             let target = Target {
@@ -441,7 +441,7 @@ fn main() -> ExitCode {
         // The reader went away (`| head`): not an error of ours.
         Err(Failure::Io(e)) if e.kind() == ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
         Err(Failure::Io(e)) => format!("error[IO]: {e}"),
-        Err(Failure::Mnemo(e)) => format!("error[{}]: {e}", e.code()),
+        Err(Failure::Memtide(e)) => format!("error[{}]: {e}", e.code()),
     };
     let _ = writeln!(io::stderr(), "{message}");
     ExitCode::FAILURE
@@ -487,7 +487,7 @@ fn open_store<E: Environment>(
     let mut memory = Memory::open(FsStorage::open(target.store)?, env, Config::default())?;
     #[cfg(feature = "semantic")]
     if let (true, Some(dir)) = (uses_model, target.model) {
-        let model = mnemo::embed::MiniLm::from_dir(dir)?;
+        let model = memtide::embed::MiniLm::from_dir(dir)?;
         memory.set_embedder(std::sync::Arc::new(model))?;
     }
     #[cfg(not(feature = "semantic"))]
@@ -696,7 +696,7 @@ fn read_text_file_or_empty(file: &Path) -> Result<String, Failure> {
 /// reader never sees half of it.
 fn write_file_atomically(file: &Path, text: &str) -> Result<(), Failure> {
     let mut temporary = file.as_os_str().to_owned();
-    temporary.push(".mnemo-tmp");
+    temporary.push(".memtide-tmp");
     let temporary = PathBuf::from(temporary);
     std::fs::write(&temporary, text)?;
     std::fs::rename(&temporary, file)?;
@@ -728,7 +728,7 @@ struct EmbedOutput<'a> {
 /// loads) with the model in `model_dir`.
 #[cfg(feature = "semantic")]
 fn embed(model_dir: &Path, input: &mut dyn Read, out: &mut dyn Write) -> Result<(), Failure> {
-    use mnemo::embed::{Embedder, MiniLm};
+    use memtide::embed::{Embedder, MiniLm};
 
     let lines: Vec<Line<EmbedRequest>> = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
     let texts: Vec<String> = lines.into_iter().map(|line| line.value.text).collect();
@@ -827,7 +827,7 @@ mod tests {
     fn stdin_beyond_the_limit_is_refused() {
         assert_eq!(read_limited(&mut &b"abcd"[..], 4).unwrap(), b"abcd");
         match read_limited(&mut &b"abcde"[..], 4) {
-            Err(Failure::Mnemo(e)) => assert_eq!(e.code(), "TOO_LARGE"),
+            Err(Failure::Memtide(e)) => assert_eq!(e.code(), "TOO_LARGE"),
             other => panic!("expected TOO_LARGE, got {other:?}"),
         }
     }
