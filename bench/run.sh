@@ -31,8 +31,8 @@ fi
 
 log "building the bench entry points (bench/rust/)"
 cargo build --quiet --locked --release --example bench_embed
-cargo build --quiet --locked --release --example bench_wasm \
-    --target wasm32-unknown-unknown --no-default-features --features js
+cargo build --quiet --locked --release -p memtide-js --example bench_wasm \
+    --target wasm32-unknown-unknown
 wasm-bindgen --target web --out-dir bench/.build/wasm --out-name bench \
     target/wasm32-unknown-unknown/release/examples/bench_wasm.wasm
 

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --quiet --bin memtide
+cargo build --quiet -p memtide-cli --bin memtide
 memtide=target/debug/memtide
 store=${1:-$(mktemp -d)/store}
 export MEMTIDE_STORE=$store

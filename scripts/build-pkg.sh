@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the npm package into dist/memtide: the library for wasm32 (feature
-# `js`, SIMD on through .cargo/config.toml), wasm-bindgen's `--target web`
+# Builds the npm package into dist/memtide: the host crate crates/js for
+# wasm32 (SIMD on through .cargo/config.toml), wasm-bindgen's `--target web`
 # glue, and pkg-template/ (typed wrapper, entry points per runtime, types).
 # Prints the .wasm size raw and gzipped. Usage: bash scripts/build-pkg.sh
 set -euo pipefail
@@ -9,14 +9,13 @@ cd "$(dirname "$0")/.."
 bash scripts/install-tools.sh
 
 out=dist/memtide
-cargo rustc --quiet --locked --lib --release --target wasm32-unknown-unknown \
-    --no-default-features --features js --crate-type cdylib
+cargo build --quiet --locked --lib --release --target wasm32-unknown-unknown -p memtide-js
 rm -rf "$out"
 mkdir -p "$out"
 # Without the name section (function names for stack traces): 0.5 MiB less
 # to download gzipped.
 wasm-bindgen --target web --remove-name-section --out-dir "$out/wasm" --out-name memtide \
-    target/wasm32-unknown-unknown/release/memtide.wasm
+    target/wasm32-unknown-unknown/release/memtide_js.wasm
 cp pkg-template/* "$out/"
 
 wasm="$out/wasm/memtide_bg.wasm"

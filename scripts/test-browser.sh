@@ -30,5 +30,7 @@ export TMPDIR=${TMPDIR:-/tmp}
 
 # --release shares the dependencies scripts/build-pkg.sh compiled (same
 # target, features and profile): one build of tract for wasm32, not two.
-exec cargo test --locked --release --target wasm32-unknown-unknown --no-default-features --features js \
+# The engine's tests in wasm32 use crates/js (a dev-dependency there) for
+# IndexedDB and the JavaScript randomness.
+exec cargo test --locked --release --target wasm32-unknown-unknown --no-default-features --features semantic \
     --test storage_conformance --test embed_golden --test vector_scores --test wasm_gemm --test int_dot "$@"

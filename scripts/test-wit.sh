@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds memtide's WebAssembly component (wit/, cargo feature `wit`, target
+# Builds memtide's WebAssembly component (wit/, the crate crates/wit, target
 # wasm32-wasip2) and runs its tests in two hosts: Node through jco's
 # transpilation (tests/wit/*.test.mjs) and Python through wasmtime's
 # component linker (tests/wit/test_*.py). Prints each test's outcome and
@@ -52,9 +52,9 @@ log "tools ready ($((SECONDS - start)) s)"
 
 # --- build and transpile -------------------------------------------------------
 phase=$SECONDS
-cargo rustc --quiet --lib --release --target wasm32-wasip2 --no-default-features --features wit \
-    --crate-type cdylib >&2 || die "building the component failed"
-component=${CARGO_TARGET_DIR:-target}/wasm32-wasip2/release/memtide.wasm
+cargo build --quiet --locked --lib --release --target wasm32-wasip2 -p memtide-wit >&2 ||
+    die "building the component failed"
+component=${CARGO_TARGET_DIR:-target}/wasm32-wasip2/release/memtide_wit.wasm
 raw=$(stat -c %s "$component")
 gz=$(gzip -6 -c "$component" | wc -c)
 log "component $component: $raw bytes ($((raw / 1048576)).$(((raw % 1048576) * 10 / 1048576)) MiB), gzip $gz bytes, built in $((SECONDS - phase)) s"

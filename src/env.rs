@@ -64,13 +64,13 @@ impl Environment for FixedEnvironment {
 }
 
 /// The operating system's clock and random numbers: native targets, and
-/// WASI (`wasm32-wasip2`: the host's `wasi:clocks` and `wasi:random`). The
-/// JavaScript bindings (`wasm32-unknown-unknown`) supply their own.
-#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+/// WASI (`wasm32-wasip2`: the host's `wasi:clocks` and `wasi:random`); the
+/// feature `os`. The JavaScript host (crates/js) supplies its own.
+#[cfg(feature = "os")]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemEnvironment;
 
-#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+#[cfg(feature = "os")]
 impl Environment for SystemEnvironment {
     fn now(&self) -> Timestamp {
         let ms = std::time::SystemTime::now()
@@ -94,51 +94,6 @@ impl Environment for SystemEnvironment {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
             random[..4].copy_from_slice(&nanos.to_le_bytes());
             random[4..].copy_from_slice(&n.to_le_bytes()[..6]);
-        }
-        ulid(self.now().0, random)
-    }
-}
-
-/// The JavaScript host's clock (`Date.now()`, or a function the host
-/// injects) and ULIDs from `crypto.getRandomValues` (WebAssembly with the
-/// `js` feature).
-#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
-#[derive(Debug, Clone, Default)]
-pub struct JsEnvironment {
-    clock: Option<js_sys::Function>,
-}
-
-#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
-impl JsEnvironment {
-    /// Reads time from `clock()` (milliseconds since the Unix epoch) when
-    /// given, else from `Date.now()`.
-    pub fn new(clock: Option<js_sys::Function>) -> Self {
-        JsEnvironment { clock }
-    }
-}
-
-#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
-impl Environment for JsEnvironment {
-    /// A clock that throws or answers something other than a finite number
-    /// falls back to `Date.now()`.
-    fn now(&self) -> Timestamp {
-        let injected = self
-            .clock
-            .as_ref()
-            .and_then(|clock| clock.call0(&wasm_bindgen::JsValue::UNDEFINED).ok())
-            .and_then(|value| value.as_f64())
-            .filter(|ms| ms.is_finite());
-        Timestamp(injected.unwrap_or_else(js_sys::Date::now) as i64)
-    }
-
-    fn new_id(&mut self) -> String {
-        let mut random = [0u8; 10];
-        if getrandom_02::getrandom(&mut random).is_err() {
-            // No crypto API: Math.random is weaker but still unique enough
-            // together with the millisecond prefix.
-            for byte in &mut random {
-                *byte = (js_sys::Math::random() * 256.0) as u8;
-            }
         }
         ulid(self.now().0, random)
     }

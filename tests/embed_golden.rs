@@ -3,8 +3,8 @@
 //! `tests/data/minilm-int8-golden.json`: the same token ids, embeddings within
 //! cosine 0.9999; batching must not change results; no input may panic.
 //!
-//! The same tests run natively and, built for `wasm32-unknown-unknown` with
-//! the `js` feature, inside headless Chromium (`scripts/test-browser.sh`),
+//! The same tests run natively and, built for `wasm32-unknown-unknown` (with
+//! crates/js for the JavaScript randomness), inside headless Chromium (`scripts/test-browser.sh`),
 //! where the model files are compiled into the test module.
 
 #![cfg(feature = "semantic")]

@@ -11,7 +11,7 @@
 //! CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 //!   CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=300 \
 //!   cargo test --target wasm32-unknown-unknown --no-default-features \
-//!   --features js --test storage_conformance
+//!   --features semantic --test storage_conformance
 //! ```
 //!
 //! A new backend joins by implementing [`Backend`] and adding one line to the
@@ -24,11 +24,13 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use memtide::storage::{AsyncKeyValue, Batch, Expect, KvOp, KvStorage, MemoryStorage, StorageError};
+use memtide::storage::{
+    AsyncKeyValue, Batch, Expect, KvOp, KvStorage, MemoryStorage, StorageError,
+};
 use memtide::storage::{JOURNAL_PREFIX, MAX_KEY_BYTES};
 
-#[cfg(all(target_arch = "wasm32", feature = "js"))]
-use memtide::storage::IndexedDbStorage;
+#[cfg(target_arch = "wasm32")]
+use memtide_js::IndexedDbStorage;
 
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
@@ -197,7 +199,7 @@ conformance_suite! {
     kv_storage_atomic_batch: KvStorage<MapKv<true>>,
     #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
     fs_storage: fs_storage_log::FsBackend,
-    #[cfg(all(target_arch = "wasm32", feature = "js"))]
+    #[cfg(target_arch = "wasm32")]
     indexed_db: IndexedDbStorage,
 }
 
@@ -944,14 +946,15 @@ mod fs_storage_log {
 
 // ------------------------------------ IndexedDB backend and browser tests
 
-#[cfg(all(target_arch = "wasm32", feature = "js"))]
+#[cfg(target_arch = "wasm32")]
 mod browser {
     use std::future::Future;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::task::{Context, Poll, Waker};
 
     use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
-    use memtide::storage::{AsyncStorage, Expect, IndexedDbStorage};
+    use memtide::storage::{AsyncStorage, Expect};
+    use memtide_js::IndexedDbStorage;
     use wasm_bindgen::closure::Closure;
     use wasm_bindgen::{JsCast, JsValue};
     use wasm_bindgen_futures::JsFuture;

@@ -27,7 +27,10 @@ use rng::Rng;
 const TRACT_KERNEL: &str = "wasm_f32_8x8";
 
 fn kernel(name: &str) -> Box<dyn MatMatMul> {
-    assert!(memtide_wasm_gemm::register(), "built for wasm32 with simd128");
+    assert!(
+        memtide_wasm_gemm::register(),
+        "built for wasm32 with simd128"
+    );
     MmmDispatch::native()
         .runnable()
         .iter()

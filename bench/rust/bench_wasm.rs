@@ -9,7 +9,8 @@
 //!   synthetic 384-d vectors, and queries timed without their embedding.
 //!
 //! Built by `bench/run.sh` with
-//! `cargo build --release --example bench_wasm --target wasm32-unknown-unknown --no-default-features --features js`.
+//! `cargo build --release -p memtide-js --example bench_wasm --target wasm32-unknown-unknown`
+//! (an example of crates/js, whose JavaScript randomness it needs).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -4,8 +4,8 @@
 //! key puts and deletes; the shell hands it to [`Storage::commit`] and only
 //! then makes the change visible. Backends: [`MemoryStorage`] (tests, ephemeral
 //! use) and, with the `fs` feature, [`FsStorage`] (a native directory). The
-//! JavaScript package adds IndexedDB and injected adapters implementing the
-//! same contract.
+//! JavaScript host (crates/js) adds IndexedDB and injected adapters
+//! implementing the same contract.
 //!
 //! [`Storage`] is synchronous, as native backends are. [`AsyncStorage`] is the
 //! same contract for hosts whose storage answers later (IndexedDB, an injected
@@ -42,23 +42,13 @@ use std::collections::BTreeMap;
 
 mod frame;
 mod journal;
-#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
-mod js;
 mod memory;
 pub use journal::{AsyncKeyValue, KvOp, KvStorage, JOURNAL_PREFIX};
-#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
-pub use js::JsKeyValue;
-#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
-pub(crate) use js::{bytes_of, property, thrown_message};
 pub use memory::MemoryStorage;
 #[cfg(feature = "fs")]
 mod fs;
 #[cfg(feature = "fs")]
 pub use fs::FsStorage;
-#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
-mod indexeddb;
-#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))]
-pub use indexeddb::IndexedDbStorage;
 
 /// How many times the default [`AsyncStorage::snapshot`] reads while other
 /// writers keep committing.

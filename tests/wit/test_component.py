@@ -7,7 +7,7 @@ storage, bad input and a storage quota error. Run by scripts/test-wit.sh:
 
     python -m unittest -v tests/wit/test_component.py
 
-The component is target/wasm32-wasip2/release/memtide.wasm, or
+The component is target/wasm32-wasip2/release/memtide_wit.wasm, or
 $MEMTIDE_WIT_COMPONENT. Compiled code is cached by wasmtime (~/.cache/wasmtime).
 
 wasmtime-py maps WIT values to Python: records are `Record` objects whose
@@ -28,7 +28,7 @@ from wasmtime.component import Component, Linker, Record, ResourceAny, Variant
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENT_PATH = os.environ.get(
-    "MEMTIDE_WIT_COMPONENT", str(ROOT / "target/wasm32-wasip2/release/memtide.wasm")
+    "MEMTIDE_WIT_COMPONENT", str(ROOT / "target/wasm32-wasip2/release/memtide_wit.wasm")
 )
 STORAGE = "memtide:memory/storage@0.2.0"
 MEMORY = "memtide:memory/memory@0.2.0"

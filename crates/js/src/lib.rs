@@ -23,14 +23,23 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::future_to_promise;
 use web_sys::{BroadcastChannel, MessageEvent};
 
-use crate::embed::MiniLm;
-use crate::env::JsEnvironment;
-use crate::item::{Scope, ScopeFilter};
-use crate::storage::{
-    bytes_of, thrown_message, AsyncStorage, Batch, Expect, IndexedDbStorage, JsKeyValue, KvStorage,
-    MemoryStorage, Snapshot, StorageError,
+use memtide::embed::MiniLm;
+use memtide::item::{Scope, ScopeFilter};
+use memtide::storage::{
+    AsyncStorage, Batch, Expect, KvStorage, MemoryStorage, Snapshot, StorageError,
 };
-use crate::{AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch, RetrieveQuery};
+use memtide::{
+    AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch, RetrieveQuery,
+};
+
+mod adapter;
+mod env;
+mod indexeddb;
+
+pub use adapter::JsKeyValue;
+use adapter::{bytes_of, thrown_message};
+pub use env::JsEnvironment;
+pub use indexeddb::IndexedDbStorage;
 
 /// The IndexedDB database name when the `name` option is absent: the
 /// project's name before it was renamed, kept so that stores written by
@@ -42,7 +51,7 @@ const DEFAULT_NAME: &str = "mnemo";
 enum BindingError {
     /// An error of the memory API.
     #[error(transparent)]
-    Core(#[from] crate::Error),
+    Core(#[from] memtide::Error),
     /// A JavaScript value that does not convert.
     #[error("invalid input: {0}")]
     Value(String),

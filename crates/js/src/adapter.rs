@@ -1,5 +1,5 @@
 //! [`JsKeyValue`]: an injected JavaScript storage object as an
-//! [`AsyncKeyValue`], so [`super::KvStorage`] makes it a full backend.
+//! [`AsyncKeyValue`], so [`memtide::storage::KvStorage`] makes it a full backend.
 //!
 //! The object has `get(key)`, `put(key, bytes)`, `delete(key)` and
 //! `list(prefix)`, and optionally `batch(ops)`; each may return a value or a
@@ -21,8 +21,7 @@ use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use super::journal::{AsyncKeyValue, KvOp};
-use super::{Expect, StorageError};
+use memtide::storage::{AsyncKeyValue, Expect, KvOp, StorageError};
 
 /// The methods every adapter must have.
 const REQUIRED_METHODS: [&str; 4] = ["get", "put", "delete", "list"];

@@ -31,7 +31,9 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{Event, IdbDatabase, IdbFactory, IdbKeyRange, IdbObjectStore, IdbRequest};
 use web_sys::{IdbTransaction, IdbVersionChangeEvent};
 
-use super::{property, validate_key, AsyncStorage, Batch, Expect, Snapshot, StorageError};
+use memtide::storage::{validate_key, AsyncStorage, Batch, Expect, Snapshot, StorageError};
+
+use crate::adapter::property;
 
 /// Version of the database schema, the `version` IndexedDB opens: 1 = one
 /// object store [`STORE`] of string keys and `Uint8Array` values.

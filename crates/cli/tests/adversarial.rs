@@ -1,4 +1,5 @@
-//! Adversarial input through the Rust API and the CLI: the table of
+//! Adversarial input through the Rust API and the CLI (so it lives with the
+//! binary it runs): the table of the repository's
 //! `tests/data/adversarial.json` (also run by `tests/js/adversarial.test.mjs`
 //! through the npm package and by `tests/wit/adversarial.test.mjs` through
 //! the WIT component), sweeps of truncated and bit-flipped exports, and the
@@ -40,7 +41,7 @@ use memtide::{
     Scope, ScopeFilter, Status, Timestamp,
 };
 
-const FIXTURE: &str = include_str!("data/adversarial.json");
+const FIXTURE: &str = include_str!("../../../tests/data/adversarial.json");
 const NOW: &str = "2024-05-01T12:00:00Z";
 const SCOPE_JSON: &str = r#"{"userId": "alice", "workspaceId": "home"}"#;
 /// `$BIG`: 10 MiB.

@@ -11,20 +11,24 @@
 //! and the store is an [`AsyncMemory`] driven by `block_on`. Time and ids
 //! come from WASI ([`SystemEnvironment`]).
 
+// The canonical ABI glue that wit-bindgen generates is the only `unsafe`
+// code, allowed in its module alone.
+#![deny(unsafe_code)]
+
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use crate::embed::MiniLm;
-use crate::env::SystemEnvironment;
-use crate::hot_file::HotFileSync;
-use crate::inject::Dropped;
-use crate::item::{MergeRecord, ScopeFilter};
-use crate::memory::block_on;
-use crate::memory_tool::MemoryToolResult;
-use crate::policy::Admission;
-use crate::rank::ScoreBreakdown;
-use crate::storage::{AsyncKeyValue, Expect, KvOp, KvStorage, StorageError};
-use crate::{
+use memtide::embed::MiniLm;
+use memtide::env::SystemEnvironment;
+use memtide::hot_file::HotFileSync;
+use memtide::inject::Dropped;
+use memtide::item::{MergeRecord, ScopeFilter};
+use memtide::memory::block_on;
+use memtide::memory_tool::MemoryToolResult;
+use memtide::policy::Admission;
+use memtide::rank::ScoreBreakdown;
+use memtide::storage::{AsyncKeyValue, Expect, KvOp, KvStorage, StorageError};
+use memtide::{
     AsyncMemory, Config, DeleteAllResult, FileSync, FileSyncOutcome, ImportResult, IngestOutcome,
     IngestReason, IngestResult, InjectFormat, InjectQuery, Injection, Kind, LineRange, ListPage,
     ListQuery, MemoryInput, MemoryItem, MemoryPatch, Privacy, RetrieveHit, RetrieveQuery, Scope,
@@ -36,7 +40,7 @@ use crate::{
 #[allow(missing_docs, unsafe_code, clippy::all)]
 mod generated {
     wit_bindgen::generate!({
-        path: "wit",
+        path: "../../wit",
         world: "memtide",
     });
 
@@ -116,9 +120,9 @@ impl WitStore {
     /// Runs `op` on the store. The component model refuses to re-enter an
     /// instance, so the store is never borrowed twice; should it be, the
     /// call fails instead of panicking.
-    fn with<T>(&self, op: impl FnOnce(&mut Inner) -> crate::Result<T>) -> WitResult<T> {
+    fn with<T>(&self, op: impl FnOnce(&mut Inner) -> memtide::Result<T>) -> WitResult<T> {
         let mut inner = self.inner.try_borrow_mut().map_err(|_| {
-            error(crate::Error::Storage(
+            error(memtide::Error::Storage(
                 "the store is already running a call".into(),
             ))
         })?;
@@ -131,7 +135,7 @@ impl GuestStore for WitStore {
         let opened = (|| {
             let config: Config = match config {
                 Some(text) => serde_json::from_str(&text)
-                    .map_err(|e| crate::Error::invalid(format!("config: {e}")))?,
+                    .map_err(|e| memtide::Error::invalid(format!("config: {e}")))?,
                 None => Config::default(),
             };
             block_on(async {
@@ -157,7 +161,7 @@ impl GuestStore for WitStore {
             .into_iter()
             .enumerate()
             .map(|(i, input)| memory_input(input).map_err(|e| e.at(&format!("inputs[{i}]"))))
-            .collect::<crate::Result<Vec<_>>>()
+            .collect::<memtide::Result<Vec<_>>>()
             .map_err(error)?;
         self.with(|store| block_on(store.ingest(inputs))?)
             .map(|results| results.into_iter().map(Into::into).collect())
@@ -243,7 +247,7 @@ impl GuestStore for WitStore {
     fn memory_tool(&self, scope: w::Scope, input: String) -> WitResult<w::MemoryToolResult> {
         let scope = Scope::from(scope);
         let input: serde_json::Value = serde_json::from_str(&input)
-            .map_err(|e| error(crate::Error::invalid(format!("input is not JSON: {e}"))))?;
+            .map_err(|e| error(memtide::Error::invalid(format!("input is not JSON: {e}"))))?;
         self.with(|store| block_on(store.memory_tool(&scope, &input))?)
             .map(Into::into)
     }
@@ -266,8 +270,8 @@ impl GuestStore for WitStore {
 }
 
 /// The WIT `error` record of `error`: its stable code and its message.
-fn error(error: crate::Error) -> w::Error {
-    use crate::Error as E;
+fn error(error: memtide::Error) -> w::Error {
+    use memtide::Error as E;
     let code = match &error {
         E::InvalidInput(_) => w::ErrorCode::InvalidInput,
         E::TooLarge { .. } => w::ErrorCode::TooLarge,
@@ -295,12 +299,12 @@ fn size(n: u32) -> usize {
 }
 
 /// Parses an optional RFC 3339 timestamp; errors name the field.
-fn timestamp(text: Option<String>, field: &str) -> crate::Result<Option<Timestamp>> {
+fn timestamp(text: Option<String>, field: &str) -> memtide::Result<Option<Timestamp>> {
     text.map(|t| Timestamp::parse_rfc3339(&t).map_err(|e| e.at(field)))
         .transpose()
 }
 
-fn memory_input(input: w::MemoryInput) -> crate::Result<MemoryInput> {
+fn memory_input(input: w::MemoryInput) -> memtide::Result<MemoryInput> {
     Ok(MemoryInput {
         text: input.text,
         scope: input.scope.into(),
@@ -314,7 +318,7 @@ fn memory_input(input: w::MemoryInput) -> crate::Result<MemoryInput> {
     })
 }
 
-fn retrieve_query(query: w::RetrieveQuery) -> crate::Result<RetrieveQuery> {
+fn retrieve_query(query: w::RetrieveQuery) -> memtide::Result<RetrieveQuery> {
     Ok(RetrieveQuery {
         text: query.text,
         scope: query.scope.into(),
@@ -330,7 +334,7 @@ fn retrieve_query(query: w::RetrieveQuery) -> crate::Result<RetrieveQuery> {
     })
 }
 
-fn list_query(query: w::ListQuery) -> crate::Result<ListQuery> {
+fn list_query(query: w::ListQuery) -> memtide::Result<ListQuery> {
     Ok(ListQuery {
         scope: query.scope.map(Into::into).unwrap_or_default(),
         kinds: kinds(query.kinds),

@@ -506,11 +506,16 @@ fn bad_ids_and_usage_errors_are_reported() {
     let stderr = fails(dir.path(), &["list", "--limit", "0"], "");
     assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
 
-    let out = run(memtide_command().env_remove("MEMTIDE_STORE").arg("list"), "");
+    let out = run(
+        memtide_command().env_remove("MEMTIDE_STORE").arg("list"),
+        "",
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--store"));
     let out = run(
-        memtide_command().arg("stats").env("MEMTIDE_STORE", dir.path()),
+        memtide_command()
+            .arg("stats")
+            .env("MEMTIDE_STORE", dir.path()),
         "",
     );
     assert!(out.status.success());
@@ -650,7 +655,9 @@ fn md_sync_indexes_a_file_once_and_replaces_its_chunks_on_change() {
     assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
     // The scope is required.
     assert_eq!(
-        memtide(&store, &["md", "sync", notes_arg], "").status.code(),
+        memtide(&store, &["md", "sync", notes_arg], "")
+            .status
+            .code(),
         Some(2)
     );
 }
@@ -765,7 +772,10 @@ fn a_closed_stdout_is_not_a_crash() {
     assert!(out.status.success());
 }
 
+// The model helpers of the engine's tests (the files of
+// scripts/fetch-model.sh, the golden vectors).
 #[cfg(feature = "semantic")]
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 /// Runs `memtide --model DIR embed` (no store) with `stdin`.

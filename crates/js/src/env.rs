@@ -1,0 +1,46 @@
+//! The JavaScript host's time and identity for the engine's
+//! [`Environment`].
+
+use memtide::env::{ulid, Environment};
+use memtide::item::Timestamp;
+
+/// The JavaScript host's clock (`Date.now()`, or a function the host
+/// injects) and ULIDs from `crypto.getRandomValues` (`wasm32-unknown-unknown`).
+#[derive(Debug, Clone, Default)]
+pub struct JsEnvironment {
+    clock: Option<js_sys::Function>,
+}
+
+impl JsEnvironment {
+    /// Reads time from `clock()` (milliseconds since the Unix epoch) when
+    /// given, else from `Date.now()`.
+    pub fn new(clock: Option<js_sys::Function>) -> Self {
+        JsEnvironment { clock }
+    }
+}
+
+impl Environment for JsEnvironment {
+    /// A clock that throws or answers something other than a finite number
+    /// falls back to `Date.now()`.
+    fn now(&self) -> Timestamp {
+        let injected = self
+            .clock
+            .as_ref()
+            .and_then(|clock| clock.call0(&wasm_bindgen::JsValue::UNDEFINED).ok())
+            .and_then(|value| value.as_f64())
+            .filter(|ms| ms.is_finite());
+        Timestamp(injected.unwrap_or_else(js_sys::Date::now) as i64)
+    }
+
+    fn new_id(&mut self) -> String {
+        let mut random = [0u8; 10];
+        if getrandom_02::getrandom(&mut random).is_err() {
+            // No crypto API: Math.random is weaker but still unique enough
+            // together with the millisecond prefix.
+            for byte in &mut random {
+                *byte = (js_sys::Math::random() * 256.0) as u8;
+            }
+        }
+        ulid(self.now().0, random)
+    }
+}
