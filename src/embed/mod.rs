@@ -42,7 +42,7 @@ pub trait Embedder: Send + Sync {
 /// Counts prompt tokens with an embedder's own tokenizer.
 pub struct ModelTokens<'a>(pub &'a dyn Embedder);
 
-impl crate::inject::TokenCounter for ModelTokens<'_> {
+impl crate::text::tokens::TokenCounter for ModelTokens<'_> {
     fn count(&self, text: &str) -> usize {
         self.0.count_tokens(text)
     }
