@@ -36,10 +36,10 @@ use crate::Error;
 pub const MAX_TOKENS: usize = 256;
 
 /// Largest number of tokens (batch size × padded length) run through the
-/// model at once. The activations take about 8 MiB per 256-token sequence
-/// (attention scores grow with the square of the length): at 1024 tokens a
-/// batch of long texts peaks about 33 MiB above the loaded model, which keeps
-/// the heap below its peak while loading; larger sub-batches were not faster.
+/// model at once. It bounds the activations (attention scores grow with the
+/// square of the length), so a batch of long texts keeps the heap below its
+/// peak while loading the model; larger sub-batches were not faster
+/// (`docs/speed.md`, "Heap per memory").
 const MAX_BATCH_TOKENS: usize = 1024;
 
 /// Most sequences run together: a sub-batch holds at most
@@ -410,8 +410,8 @@ fn load_model(
 /// bounds tract can prove that the
 /// element-wise operations (residual additions, GELU, layer norms) are large
 /// enough for its vectorized by-scalar and unicast kernels and fuses more of
-/// them; without them they stay generic broadcasting loops, about a tenth of
-/// the run time (`docs/speed.md`).
+/// them; without them they stay generic broadcasting loops
+/// (`docs/speed.md`, "Where the time goes").
 fn symbol_bounds() -> [String; 4] {
     [
         format!("batch >= {}", BATCH_SIZES.start()),
