@@ -5,7 +5,7 @@
 //! `Mul(Cast<float>(q), scale)`. tract folds that into an `f32` matrix and
 //! packs it: 43 MB of weights, walked once per tile of 8 tokens, for a
 //! 23 MB model. [`super::rewrites::fuse`] rewrites each such `MatMul` into one
-//! [`Int8MatMul`] node that keeps the codes (10.6 MB in all, column by
+//! `Int8MatMul` node that keeps the codes (10.6 MB in all, column by
 //! column in the kernel's layout) and computes
 //!
 //! ```text
@@ -13,7 +13,7 @@
 //! ```
 //!
 //! where `x16[r]` is row `r` of the activations quantized to `i16` with its
-//! own scale (`x_scale[r]` = max |x[r]| / 32767, so a row's rounding does
+//! own scale (`x_scale[r] = max |x[r]| / 32767`, so a row's rounding does
 //! not depend on the other rows: batching cannot change a result). The sum
 //! is an exact integer ([`memtide_int_dot::dot_tile`]): in WebAssembly,
 //! `i32x4.dot_i16x8_s` does eight multiply-adds per instruction where `f32`

@@ -2,7 +2,7 @@
 //! uses, and no others.
 //!
 //! Layers, each using only those below it: this module (the registry and the
-//! operator check) builds on [`ops`] (the operators' builders),
+//! operator check) builds on `ops` (the operators' builders),
 //! [`rewrites`] (rewrites of the graph before tract parses it) and [`int8`]
 //! (the int8 matrix products the rewrites introduce).
 //!
