@@ -62,6 +62,8 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use crate::item::MemoryItem;
+// [`render`] takes a counter; hosts, the fuzz checks and the engine name the
+// counters by this path.
 pub use crate::text::tokens::{EstimatedTokens, TokenCounter};
 
 /// Begin line and instruction line. The instruction holds no `[memory:`, so

@@ -7,7 +7,8 @@
 //! The result matches the reference stack (Hugging Face tokenizers +
 //! onnxruntime) to a cosine of 0.9999 or better.
 //!
-//! Loading rewrites one spot of the graph: the export stores the
+//! Loading rewrites one spot of the graph
+//! ([`super::onnx::rewrites::gather_before_dequantize`]): the export stores the
 //! 30522 × 384 word-embedding table as int8 and dequantizes all of it
 //! (`Cast` + per-row `Mul`) before the `Gather` that picks the input's rows.
 //! tract does not fold that 47 MB constant, so it would be recomputed on every

@@ -1,11 +1,11 @@
 //! Rewrites of the ONNX graph, made on its protobuf before tract parses it.
 //!
-//! The int8 export dequantizes every weight matrix in the graph,
-//! `Mul(Cast<float>(q), scale)` with `q` an int8 initializer, and tract folds
-//! each into an `f32` constant. [`gather_before_dequantize`] makes the
-//! word-embedding lookup dequantize only the rows it picks;
-//! [`fuse`] turns the products by such matrices into the int8 products of
-//! [`super::int8`].
+//! The int8 export dequantizes its word-embedding table and every weight
+//! matrix in the graph, `Mul(Cast<float>(q), scale)` with `q` an int8
+//! initializer. [`gather_before_dequantize`] makes the word-embedding lookup
+//! dequantize only the rows it picks (tract would dequantize the whole table
+//! on every run); [`fuse`] turns the products by such matrices into the int8
+//! products of [`super::int8`] (tract would fold them into `f32` matrices).
 
 use tract_onnx::pb::attribute_proto::AttributeType;
 use tract_onnx::pb::tensor_proto::DataType;
@@ -18,9 +18,9 @@ use crate::Error;
 /// dequantizes, and returns the number of rows of the embedding table (the
 /// model's vocabulary size).
 ///
-/// The lookup is the `Gather` (axis 0) of the input `ids`. In the int8 export its
-/// table is `Mul(Cast<float>(q), scale)` with `q` an int8 `[rows, width]`
-/// initializer and `scale` a float `[rows, 1]` one:
+/// The lookup is the `Gather` (axis 0) of the input `ids`. In the int8
+/// export its table is `Mul(Cast<float>(q), scale)` with `q` an int8
+/// `[rows, width]` initializer and `scale` a float `[rows, 1]` one:
 ///
 /// ```text
 /// before: Gather(Mul(Cast(q), scale), ids)
