@@ -1,7 +1,7 @@
 // memtide's benchmark against its peers (issue 9). Run through bench/run.sh,
 // which builds what this needs first. Usage:
 //
-//   node --expose-gc bench/main.mjs [--quick] [--sections embed,retrieval,lexical,cold,footprint]
+//   node --expose-gc bench/main.mjs [--quick] [--sections embed,retrieval,lexical,cold,footprint,native]
 //                                   [--sizes 1000,10000,100000] [--write-docs | --no-docs]
 //   node bench/main.mjs --from bench/.build/results/latest.json [--write-docs]   (re-render only)
 //   node bench/main.mjs --from RUN1.json --from RUN2.json [--write-docs]
@@ -21,8 +21,9 @@ import { runRetrieval } from "./sections/retrieval.mjs";
 import { runLexical } from "./sections/lexical.mjs";
 import { runColdStart } from "./sections/coldstart.mjs";
 import { runFootprint } from "./sections/footprint.mjs";
+import { runNative } from "./sections/native.mjs";
 
-const SECTIONS = ["embed", "retrieval", "lexical", "cold", "footprint"];
+const SECTIONS = ["embed", "retrieval", "lexical", "cold", "footprint", "native"];
 /** Repetitions of a full run and of a quick one. */
 const PROFILES = {
   full: { sizes: [1000, 10000, 100000], queries: 200, embedRuns: 20, loads: 5, throughputRuns: 3, sentenceCount: 500,
@@ -71,10 +72,14 @@ function machine() {
 
 const log = (message) => console.error(`bench: ${message}`);
 
-/** Prints the table of `results` and, if asked, rewrites docs/benchmarks.md. */
+/**
+ * Prints the table of `results` and the native section's report, and, if
+ * asked, rewrites docs/benchmarks.md.
+ */
 async function report(results, writeDocsToo) {
   const table = markdownTable(tableRows(results));
   console.log(table);
+  if (results.native) console.log(`\n${results.native.report}`);
   if (writeDocsToo) {
     const { writeDocs } = await import("./lib/docs.mjs");
     writeDocs(results, table);
@@ -117,6 +122,7 @@ async function run() {
   if (want("lexical")) results.lexical = runLexical({ size: p.lexicalSize, queries: p.queries, builds: p.builds, log });
   if (want("cold")) results.cold = await runColdStart({ size: p.coldSize, runs: p.coldRuns, log });
   if (want("footprint")) results.footprint = runFootprint({ log });
+  if (want("native")) results.native = runNative({ sizes: p.sizes, log });
   results.machine.loadAfter = os.loadavg();
   results.profileSettings = p;
 

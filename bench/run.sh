@@ -5,7 +5,7 @@
 # section (bench/main.mjs), prints the ratio table and, after a full run,
 # rewrites docs/benchmarks.md. Not part of scripts/test.sh.
 #
-#   bash bench/run.sh [--quick] [--sections embed,retrieval,lexical,cold,footprint]
+#   bash bench/run.sh [--quick] [--sections embed,retrieval,lexical,cold,footprint,native]
 #                     [--sizes 1000,10000,100000] [--write-docs | --no-docs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +30,7 @@ if [[ ! -f $wasm ]] || [[ -n "$(find src pkg-template Cargo.toml Cargo.lock -new
 fi
 
 log "building the bench entry points (bench/rust/)"
-cargo build --quiet --locked --release --example bench_embed
+cargo build --quiet --locked --release --example bench_embed --example bench_native
 cargo build --quiet --locked --release -p memtide-js --example bench_wasm \
     --target wasm32-unknown-unknown
 wasm-bindgen --target web --out-dir bench/.build/wasm --out-name bench \

@@ -19,8 +19,8 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::codec::hex;
 use crate::item::{Scope, Timestamp};
+use crate::text::hex;
 
 /// Storage key prefix of file records.
 pub const FILE_PREFIX: &str = "file/";

@@ -27,10 +27,11 @@ use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::files::{FileSync, StoredFile, FILE_PREFIX};
 use crate::hot_file::{self, HotFileSync};
-use crate::inject::{EstimatedTokens, Injection, TokenCounter};
+use crate::inject::Injection;
 use crate::item::{MemoryItem, Scope, ScopeFilter};
 use crate::memory_tool::{self, MemoryToolResult};
 use crate::storage::{AsyncStorage, Batch, Expect, Storage, StorageError};
+use crate::text::tokens::{EstimatedTokens, TokenCounter};
 
 /// How many times a write is tried when other writers keep changing the
 /// store first.

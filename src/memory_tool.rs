@@ -56,8 +56,8 @@ use crate::engine::{Engine, Txn};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::files::{self, PathError};
-use crate::inject::TokenCounter;
 use crate::item::Scope;
+use crate::text::tokens::TokenCounter;
 
 /// The root every memory tool path lies under.
 pub const MEMORIES_ROOT: &str = "/memories";

@@ -20,6 +20,18 @@ and re-run on a quiet machine before drawing fine conclusions.`
     : `The machine was quiet: ${figures}.`;
 }
 
+/** The native section's report, when the results have one. */
+function nativeParagraph(results) {
+  if (!results.native) return "";
+  return `Native figures (section 6, no peer), as \`bench_native\` printed them:
+
+\`\`\`text
+${results.native.report.trimEnd()}
+\`\`\`
+
+`;
+}
+
 /** When, at which commit and under which load the figures were taken. */
 function runsParagraph(results) {
   const m = results.machine;
@@ -44,14 +56,15 @@ value, the peer's, and memtide ÷ peer. Not part of \`scripts/test.sh\`.
 bash bench/run.sh                # everything (about 20 minutes on 2 cores after the builds, most of it the 100k indexes)
 bash bench/run.sh --quick        # fewer repetitions, 1k and 10k memories only (docs untouched)
 bash bench/run.sh --sections embed,footprint --sizes 1000,10000
+bash bench/run.sh --sections native --sizes 1000   # memtide's native figures alone, smallest store
 \`\`\`
 
 \`bench/run.sh\` installs \`bench/\`'s pinned peers (${peers}) with
 \`npm install --ignore-scripts\`, fetches the model
 (\`scripts/fetch-model.sh\`), builds the npm package when a source is newer
-than it (\`scripts/build-pkg.sh\`), builds the two Rust entry points of
-\`bench/rust/\` (examples \`bench_embed\`, native, and \`bench_wasm\`, a
-bench-only wasm module), then runs \`bench/main.mjs\`, which prints the
+than it (\`scripts/build-pkg.sh\`), builds the Rust entry points of
+\`bench/rust/\` (examples \`bench_embed\` and \`bench_native\`, native, and
+\`bench_wasm\`, a bench-only wasm module), then runs \`bench/main.mjs\`, which prints the
 table, keeps the raw figures in \`bench/.build/results/latest.json\` and,
 after a full run, rewrites this file.
 
@@ -64,10 +77,11 @@ retrieval size, ${p.builds} lexical builds, ${p.coldRuns} cold starts.
 ${table}
 
 Ratios are memtide ÷ peer; the parenthesis says which direction is better.
+
 What was tried to meet the missed targets, with its figures, is in
 [\`docs/speed.md\`](speed.md) (written by hand; this file is generated).
 
-## What each section measures
+${nativeParagraph(results)}## What each section measures
 
 1. **Embedding** (\`bench/sections/embed.mjs\`). memtide's MiniLM (tract, the
    same \`MiniLm\` as the package, through \`bench_wasm\`'s \`BenchEmbedder\`)
@@ -125,6 +139,18 @@ What was tried to meet the missed targets, with its figures, is in
    \`ort-wasm-simd-threaded.wasm\`; the package's wasm memory after
    \`Memory.open\` with the model (fresh process); heap per 10k memories from
    section 2. "Model + 100,000 memories" adds the two measured figures (MiB).
+
+6. **Native** (\`bench/sections/native.mjs\`, \`bench/rust/bench_native.rs\`).
+   memtide natively, no peer, with a counting allocator for the heap: model
+   load time, heap after the load and its peak during it, one 16- and one
+   128-token text (median of 20), 32 texts of 16 tokens batched against one
+   at a time, the heap peak of 32 texts of 256 tokens; ingest of the 788
+   LoCoMo dev-set turns (batches of 256) with the model and lexical-only;
+   and at each retrieval size a store of that many memories (two LoCoMo
+   turns each, one scope, vectors of a hashed bag-of-words stand-in for the
+   model): its ingest rate, heap per 10k memories (and the share of it in
+   the in-memory storage's records), and hybrid retrieve p50/p95 over the
+   dev-set questions, query embedding excluded.
 
 ## Limits
 

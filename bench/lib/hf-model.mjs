@@ -9,7 +9,7 @@ import { BUILD_DIR } from "./paths.mjs";
 /** Name of the model under transformers.js's `env.localModelPath`. */
 export const HF_MODEL_NAME = "all-MiniLM-L6-v2-int8";
 export const HF_ROOT = path.join(BUILD_DIR, "hf-models");
-/** memtide truncates at 256 tokens and does not pad (DESIGN.md, "Embeddings"). */
+/** memtide truncates at 256 tokens and does not pad (`docs/design.md`, "Embeddings"). */
 const MAX_TOKENS = 256;
 
 // all-MiniLM-L6-v2: a 6-layer BERT, hidden 384, 12 heads, uncased WordPiece.

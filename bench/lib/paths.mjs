@@ -12,6 +12,8 @@ export const BENCH_WASM_DIR = path.join(BUILD_DIR, "wasm");
 export const PACKAGE_DIR = path.join(REPO_DIR, "dist", "memtide");
 export const PACKAGE_WASM = path.join(PACKAGE_DIR, "wasm", "memtide_bg.wasm");
 export const NATIVE_EMBED_BIN = path.join(REPO_DIR, "target", "release", "examples", "bench_embed");
+/** The native section's program (bench/rust/bench_native.rs). */
+export const NATIVE_FIGURES_BIN = path.join(REPO_DIR, "target", "release", "examples", "bench_native");
 
 /** The model directory of scripts/fetch-model.sh (model.onnx, tokenizer.json). */
 export function modelDir() {

@@ -7,7 +7,8 @@
 //! The result matches the reference stack (Hugging Face tokenizers +
 //! onnxruntime) to a cosine of 0.9999 or better.
 //!
-//! Loading rewrites one spot of the graph: the export stores the
+//! Loading rewrites one spot of the graph
+//! ([`super::onnx::rewrites::gather_before_dequantize`]): the export stores the
 //! 30522 × 384 word-embedding table as int8 and dequantizes all of it
 //! (`Cast` + per-row `Mul`) before the `Gather` that picks the input's rows.
 //! tract does not fold that 47 MB constant, so it would be recomputed on every
@@ -22,14 +23,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
-use tract_onnx::pb::attribute_proto::AttributeType;
-use tract_onnx::pb::tensor_proto::DataType;
-use tract_onnx::pb::{AttributeProto, GraphProto, ModelProto, NodeProto};
+use tract_onnx::pb::{GraphProto, ModelProto};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::optim::Optimizer;
 use tract_onnx::tract_hir::internal::DimLike;
 
-use super::int8_matmul::{self, Dequantized};
+use super::onnx::{self, rewrites};
 use super::{Embedder, WordPiece};
 use crate::Error;
 
@@ -38,10 +37,10 @@ use crate::Error;
 pub const MAX_TOKENS: usize = 256;
 
 /// Largest number of tokens (batch size × padded length) run through the
-/// model at once. The activations take about 8 MiB per 256-token sequence
-/// (attention scores grow with the square of the length): at 1024 tokens a
-/// batch of long texts peaks about 33 MiB above the loaded model, which keeps
-/// the heap below its peak while loading; larger sub-batches were not faster.
+/// model at once. It bounds the activations (attention scores grow with the
+/// square of the length), so a batch of long texts keeps the heap below its
+/// peak while loading the model; larger sub-batches were not faster
+/// (`docs/speed.md`, "Heap per memory").
 const MAX_BATCH_TOKENS: usize = 1024;
 
 /// Most sequences run together: a sub-batch holds at most
@@ -112,7 +111,7 @@ impl MiniLm {
         // registry entries must be linked before tract plans the model.
         #[cfg(target_arch = "wasm32")]
         memtide_wasm_gemm::register();
-        let onnx_framework = super::onnx_ops::onnx().with_ignore_value_info(true);
+        let onnx_framework = onnx::onnx().with_ignore_value_info(true);
         let mut proto = onnx_framework
             .proto_model_for_read(&mut OwnedBytes(onnx))
             .map_err(|e| model_error("cannot parse the ONNX file", e))?;
@@ -120,13 +119,13 @@ impl MiniLm {
             .graph
             .as_mut()
             .ok_or_else(|| Error::Model("the ONNX file has no graph".into()))?;
-        let vocab_rows = gather_before_dequantize(graph)?;
+        let vocab_rows = rewrites::gather_before_dequantize(graph, INPUT_IDS)?;
         // In WebAssembly the int8 products are faster than tract's f32 ones
         // and keep a quarter of the weights' memory. Natively tract's
         // AVX/FMA f32 kernels are several times faster than the portable
         // integer loop, so the graph is left as it is.
         #[cfg(target_arch = "wasm32")]
-        int8_matmul::fuse(graph);
+        rewrites::fuse(graph);
         if tokenizer.vocab_size() > vocab_rows {
             return Err(Error::Model(format!(
                 "the tokenizer has {} tokens but the model's embedding table only {vocab_rows}",
@@ -412,8 +411,8 @@ fn load_model(
 /// bounds tract can prove that the
 /// element-wise operations (residual additions, GELU, layer norms) are large
 /// enough for its vectorized by-scalar and unicast kernels and fuses more of
-/// them; without them they stay generic broadcasting loops, about a tenth of
-/// the run time (`docs/speed.md`).
+/// them; without them they stay generic broadcasting loops
+/// (`docs/speed.md`, "Where the time goes").
 fn symbol_bounds() -> [String; 4] {
     [
         format!("batch >= {}", BATCH_SIZES.start()),
@@ -463,110 +462,17 @@ fn output_dimensions(model: &TypedModel) -> crate::Result<usize> {
     }
 }
 
-/// Rewrites the word-embedding lookup of `graph` to gather before it
-/// dequantizes, and returns the number of rows of the embedding table (the
-/// model's vocabulary size).
-///
-/// The lookup is the `Gather` (axis 0) of `input_ids`. In the int8 export its
-/// table is `Mul(Cast<float>(q), scale)` with `q` an int8 `[rows, width]`
-/// initializer and `scale` a float `[rows, 1]` one:
-///
-/// ```text
-/// before: Gather(Mul(Cast(q), scale), ids)
-/// after:  Mul(Cast(Gather(q, ids)), Gather(scale, ids))
-/// ```
-///
-/// Each output element is the same product of the same two numbers, so the
-/// result is bit-identical. The `Cast` and `Mul` are removed when nothing
-/// else reads them. A table that is a plain initializer is left alone.
-fn gather_before_dequantize(graph: &mut GraphProto) -> crate::Result<usize> {
-    let unsupported = |what: &str| Error::Model(format!("unsupported embedding lookup: {what}"));
-    let gather_index = graph
-        .node
-        .iter()
-        .position(|node| {
-            node.op_type == "Gather" && node.input.get(1).map(String::as_str) == Some(INPUT_IDS)
-        })
-        .ok_or_else(|| unsupported("no Gather reads input_ids"))?;
-    let gather = &graph.node[gather_index];
-    if attribute_int(gather, "axis").unwrap_or(0) != 0 {
-        return Err(unsupported("the Gather is not on axis 0"));
-    }
-    let table = gather.input[0].clone();
-    let initializer_rows = |name: &str, data_type: DataType, width: Option<i64>| {
-        graph
-            .initializer
-            .iter()
-            .find(|t| t.name == name && t.data_type == data_type as i32)
-            .and_then(|t| match (t.dims.as_slice(), width) {
-                ([rows, _], None) => Some(*rows),
-                ([rows, columns], Some(width)) if *columns == width => Some(*rows),
-                _ => None,
-            })
-            .and_then(|rows| usize::try_from(rows).ok())
-    };
-    if let Some(rows) = initializer_rows(&table, DataType::Float, None) {
-        return Ok(rows);
-    }
-    let Dequantized {
-        quantized,
-        scale,
-        cast_output,
-    } = int8_matmul::dequantized(graph, &table).ok_or_else(|| {
-        unsupported("the table is neither a float initializer nor a dequantized int8 one")
-    })?;
-    let rows = initializer_rows(&quantized, DataType::Int8, None)
-        .ok_or_else(|| unsupported("the int8 table is not a matrix"))?;
-    if initializer_rows(&scale, DataType::Float, Some(1)) != Some(rows) {
-        return Err(unsupported("the scale is not one float per row"));
-    }
-
-    let gathered_output = gather.output[0].clone();
-    let named = |suffix: &str| format!("{table}/gathered_{suffix}");
-    let node = |name: &str, op_type: &str, inputs: &[&str], output: &str| NodeProto {
-        name: named(name),
-        op_type: op_type.into(),
-        input: inputs.iter().map(|input| input.to_string()).collect(),
-        output: vec![output.into()],
-        ..NodeProto::default()
-    };
-    let mut cast_rows = node("cast", "Cast", &[&named("q")], &named("f"));
-    cast_rows.attribute.push(AttributeProto {
-        name: "to".into(),
-        r#type: AttributeType::Int as i32,
-        i: DataType::Float as i64,
-        ..AttributeProto::default()
-    });
-    let replacement = [
-        node("q", "Gather", &[&quantized, INPUT_IDS], &named("q")),
-        cast_rows,
-        node("scale", "Gather", &[&scale, INPUT_IDS], &named("scale")),
-        node(
-            "mul",
-            "Mul",
-            &[&named("f"), &named("scale")],
-            &gathered_output,
-        ),
-    ];
-    graph.node.splice(gather_index..=gather_index, replacement);
-    int8_matmul::remove_unread(graph, &[table, cast_output]);
-    Ok(rows)
-}
-
-/// The integer attribute `name` of `node`, if set.
-pub(super) fn attribute_int(node: &NodeProto, name: &str) -> Option<i64> {
-    node.attribute.iter().find(|a| a.name == name).map(|a| a.i)
-}
-
 /// Wraps a tract error with what was being done.
 fn model_error(doing: &str, error: impl std::fmt::Display) -> Error {
     Error::Model(format!("{doing}: {error:#}"))
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
-    use tract_onnx::pb::{type_proto, OperatorSetIdProto, TensorProto, TypeProto, ValueInfoProto};
+    use prost::Message;
+
+    use crate::embed::onnx::tests::{node, one_node};
 
     #[test]
     fn sub_batches_bound_tokens_and_padding_and_cover_every_index() {
@@ -618,162 +524,35 @@ pub(super) mod tests {
         assert_eq!(mean_pool(&[0.0, 0.0], 2), [0.0, 0.0]);
     }
 
-    /// An initializer of `dims` holding `raw_data`.
-    pub(in crate::embed) fn initializer(
-        name: &str,
-        dims: &[i64],
-        data_type: DataType,
-        raw_data: Vec<u8>,
-    ) -> TensorProto {
-        TensorProto {
-            name: name.into(),
-            dims: dims.to_vec(),
-            data_type: data_type as i32,
-            raw_data,
-            ..TensorProto::default()
-        }
-    }
-
-    /// A graph input or output of `data_type` and unknown shape.
-    pub(in crate::embed) fn value(name: &str, data_type: DataType) -> ValueInfoProto {
-        let tensor = type_proto::Tensor {
-            elem_type: data_type as i32,
-            shape: None,
-        };
-        ValueInfoProto {
-            name: name.into(),
-            r#type: Some(TypeProto {
-                value: Some(type_proto::Value::TensorType(tensor)),
-                ..TypeProto::default()
-            }),
-            ..ValueInfoProto::default()
-        }
-    }
-
-    /// A `Cast` of `input` to float.
-    pub(in crate::embed) fn cast_to_float(input: &str, output: &str) -> NodeProto {
-        NodeProto {
-            name: format!("cast_{input}"),
-            op_type: "Cast".into(),
-            input: vec![input.into()],
-            output: vec![output.into()],
-            attribute: vec![AttributeProto {
-                name: "to".into(),
-                r#type: AttributeType::Int as i32,
-                i: DataType::Float as i64,
-                ..AttributeProto::default()
-            }],
-            ..NodeProto::default()
-        }
-    }
-
-    /// A model of `graph` importing the default operator set `opset`.
-    pub(in crate::embed) fn model_of(opset: i64, graph: GraphProto) -> ModelProto {
-        ModelProto {
-            ir_version: 8,
-            opset_import: vec![OperatorSetIdProto {
-                domain: String::new(),
-                version: opset,
-            }],
-            graph: Some(graph),
-            ..ModelProto::default()
-        }
-    }
-
-    /// A node `op_type` of two inputs and one output.
-    pub(in crate::embed) fn binary_node(
-        name: &str,
-        op_type: &str,
-        input: [&str; 2],
-        output: &str,
-    ) -> NodeProto {
-        NodeProto {
-            name: name.into(),
-            op_type: op_type.into(),
-            input: input.iter().map(|i| i.to_string()).collect(),
-            output: vec![output.into()],
-            ..NodeProto::default()
-        }
-    }
-
-    /// A model that only looks up `input_ids` in an int8 table dequantized
-    /// per row, the way the MiniLM export does.
-    fn lookup_model() -> ModelProto {
-        let quantized: Vec<u8> = [-128i8, -1, 0, 1, 127, 5, -7, 64, 3, 2, -2, 100]
-            .iter()
-            .map(|&q| q as u8)
-            .collect();
-        let scales: Vec<u8> = [0.013f32, 0.5, 1e-3, 3.7]
-            .iter()
-            .flat_map(|s| s.to_le_bytes())
-            .collect();
-        model_of(
-            17,
-            GraphProto {
-                node: vec![
-                    cast_to_float("q", "table_f"),
-                    binary_node("mul", "Mul", ["table_f", "scale"], "table"),
-                    binary_node("lookup", "Gather", ["table", INPUT_IDS], "rows"),
-                ],
-                initializer: vec![
-                    initializer("q", &[4, 3], DataType::Int8, quantized),
-                    initializer("scale", &[4, 1], DataType::Float, scales),
-                ],
-                input: vec![value(INPUT_IDS, DataType::Int64)],
-                output: vec![value("rows", DataType::Float)],
-                ..GraphProto::default()
+    /// A model with an operator the registry lacks fails to load, before
+    /// anything runs.
+    #[test]
+    fn a_model_with_an_operator_outside_the_registry_is_a_model_error() {
+        let proto = one_node(17, node("Relu", &["x"], &["y"], vec![]), vec![]);
+        let special =
+            |id: u32, token: &str| serde_json::json!({"id": token, "ids": [id], "tokens": [token]});
+        let tokenizer = serde_json::json!({
+            "added_tokens": [],
+            "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+                           "strip_accents": null, "lowercase": true},
+            "pre_tokenizer": {"type": "BertPreTokenizer"},
+            "post_processor": {
+                "type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                           {"Sequence": {"id": "A", "type_id": 0}},
+                           {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                "special_tokens": {"[CLS]": special(2, "[CLS]"), "[SEP]": special(3, "[SEP]")}
             },
-        )
-    }
-
-    /// Runs a lookup model on ids `[[3, 0, 2], [1, 1, 3]]`.
-    fn run_lookup(proto: &ModelProto) -> Vec<f32> {
-        let model = crate::embed::onnx_ops::onnx()
-            .with_ignore_value_info(true)
-            .model_for_proto_model(proto)
-            .unwrap()
-            .with_input_fact(0, InferenceFact::dt_shape(i64::datum_type(), [2, 3]))
-            .unwrap();
-        let plan = model.into_optimized().unwrap().into_runnable().unwrap();
-        let ids = Tensor::from_shape(&[2, 3], &[3i64, 0, 2, 1, 1, 3]).unwrap();
-        let output = plan.run(tvec![ids.into_tvalue()]).unwrap();
-        let view = output[0].try_as_plain_ram().unwrap();
-        view.as_slice::<f32>().unwrap().to_vec()
-    }
-
-    #[test]
-    fn gathering_before_dequantizing_gives_identical_rows() {
-        let original = lookup_model();
-        let mut rewritten = original.clone();
-        let graph = rewritten.graph.as_mut().unwrap();
-        assert_eq!(gather_before_dequantize(graph).unwrap(), 4);
-        // The whole-table Cast and Mul are gone.
-        assert!(graph
-            .node
-            .iter()
-            .all(|n| !n.input.iter().any(|i| i == "table_f" || i == "table")));
-        assert_eq!(graph.node.len(), 4);
-        let expected = run_lookup(&original);
-        assert_eq!(expected.len(), 18);
-        assert_eq!(expected[..3], [2.0 * 3.7, -2.0 * 3.7, 100.0 * 3.7]);
-        let got = run_lookup(&rewritten);
-        assert_eq!(
-            got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-            expected.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
-        );
-    }
-
-    #[test]
-    fn lookups_of_another_shape_are_refused() {
-        let mut model = lookup_model();
-        let graph = model.graph.as_mut().unwrap();
-        graph.initializer[1].dims = vec![1, 4];
-        let error = gather_before_dequantize(graph).unwrap_err();
-        assert_eq!(error.code(), "MODEL");
-        graph.node.pop();
-        let error = gather_before_dequantize(graph).unwrap_err();
+            "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                      "max_input_chars_per_word": 100,
+                      "vocab": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "a": 4}}
+        });
+        let error = MiniLm::from_bytes(proto.encode_to_vec(), &tokenizer.to_string()).unwrap_err();
+        assert_eq!(error.code(), "MODEL", "{error}");
         assert!(
-            error.to_string().contains("no Gather reads input_ids"),
+            error
+                .to_string()
+                .contains("operator `Relu`, which this build"),
             "{error}"
         );
     }

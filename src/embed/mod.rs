@@ -4,15 +4,14 @@
 //! dimensions, at most 256 tokens). The model is an asset the host passes in;
 //! `scripts/fetch-model.sh` fetches it and its `tokenizer.json` for
 //! development. [`wordpiece`] turns text into the model's token ids;
-//! `minilm` (feature `semantic`) runs the model, with the ONNX operators of
-//! `onnx_ops`. Everything that embeds goes through the [`Embedder`] trait.
+//! `minilm` (feature `semantic`) runs the model, loaded through the ONNX
+//! framework of `onnx` (its operators, graph rewrites and int8 products).
+//! Everything that embeds goes through the [`Embedder`] trait.
 
-#[cfg(feature = "semantic")]
-pub mod int8_matmul;
 #[cfg(feature = "semantic")]
 pub mod minilm;
 #[cfg(feature = "semantic")]
-pub mod onnx_ops;
+pub mod onnx;
 pub mod wordpiece;
 
 #[cfg(feature = "semantic")]
@@ -42,7 +41,7 @@ pub trait Embedder: Send + Sync {
 /// Counts prompt tokens with an embedder's own tokenizer.
 pub struct ModelTokens<'a>(pub &'a dyn Embedder);
 
-impl crate::inject::TokenCounter for ModelTokens<'_> {
+impl crate::text::tokens::TokenCounter for ModelTokens<'_> {
     fn count(&self, text: &str) -> usize {
         self.0.count_tokens(text)
     }

@@ -60,33 +60,31 @@
 //! exactly instead, so a filter never loses results and the answer is never
 //! worse than the graphs alone.
 //!
-//! # Costs (384-d, measured)
+//! # Costs
 //!
-//! - **Exact scan**: in Node (wasm SIMD) about 20–25 ns per row, so 2–2.5 ms
-//!   at 100 000 rows (the portable loop compiled to wasm: 80 ns); natively
-//!   (portable loop, baseline x86-64) about 120 ns of CPU per row on a busy
-//!   2-core machine. 388 bytes per row plus the doc map.
-//! - **Graph build**: about 12 ms of CPU per vector natively. `instant-distance` fixes
-//!   `M` = 32 (64 links on layer 0) and re-selects the links of every
-//!   neighbour of a new point with the diversity heuristic: some 10⁵ distance
-//!   computations per point. Its simple selection is cheap but loses recall
-//!   as graphs grow (0.75 at 20 000 random vectors), so it is not used. A
-//!   graph adds about 330 bytes per vector.
-//! - **Graph search**: random 384-d vectors need `ef_search` ≈ 300 for a
-//!   recall@10 above 0.95 on a graph of 10 000 (0.95 at 200, 0.977 at 300,
-//!   0.983 at 400), and such a search visits most of the graph: 4.4 ms at
-//!   `ef_search` 200, far more than the exact scan.
+//! `docs/speed.md` ("Retrieval") has the measurements behind this section.
 //!
-//! With the SIMD scan, graphs only pay off far above 100 000 vectors: the
-//! default threshold of 131 072 keeps tenants of the size memtide targets
-//! exact (recall of the int8 scan, no build pauses, ingest linear in the
-//! memories). With the former threshold of 16 384, ingesting 100 000
-//! memories in wasm spent some 35 minutes building and merging graphs, and
-//! a query searched six graphs (29 ms). The price is a cliff: the insert
-//! that brings a tenant's tail to the threshold builds one graph of all of
-//! it, synchronously: at 12 ms per vector, some 26 minutes of CPU (natively
-//! spread over the cores; in wasm on one thread). The engine uses the
-//! defaults for every tenant, so a tenant that large pays that pause once.
+//! - **Exact scan**: one exact integer dot product per row (SIMD in wasm, a
+//!   portable loop elsewhere); 388 bytes per row (384 codes and the scale)
+//!   plus the doc map.
+//! - **Graph build**: `instant-distance` fixes `M` = 32 (64 links on layer
+//!   0) and re-selects the links of every neighbour of a new point with the
+//!   diversity heuristic: some 10⁵ distance computations per point. Its
+//!   simple selection is cheap but loses recall as graphs grow, so it is not
+//!   used.
+//! - **Graph search**: random 384-d vectors need an `ef_search` in the
+//!   hundreds for a good recall@10, and such a search visits most of the
+//!   graph, which costs more than the exact scan.
+//!
+//! So graphs only pay off far above 100 000 vectors: the default threshold
+//! of 131 072 keeps tenants of the size memtide targets exact (recall of the
+//! int8 scan, no build pauses, ingest linear in the memories); a lower one
+//! spent most of a large ingest building and merging graphs, and made a
+//! query search several graphs. The price is a cliff: the insert that
+//! brings a tenant's tail to the threshold builds one graph of all of it,
+//! synchronously (natively spread over the cores; in wasm on one thread).
+//! The engine uses the defaults for every tenant, so a tenant that large
+//! pays that pause once.
 //!
 //! # Determinism
 //!

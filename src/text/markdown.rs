@@ -27,7 +27,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::inject::TokenCounter;
+use super::tokens::TokenCounter;
 
 /// How documents are cut into chunks. In JSON every field is optional.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -311,10 +311,10 @@ fn char_ends(text: &str) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inject::EstimatedTokens;
+    use crate::text::tokens::EstimatedTokens;
     use proptest::prelude::*;
 
-    use crate::inject::test_counters::PerChar;
+    use crate::text::tokens::test_counters::PerChar;
 
     fn params(max_tokens: usize, overlap_lines: usize) -> ChunkParams {
         ChunkParams {

@@ -10,18 +10,18 @@
 //! * [`terms`] analyses text into BM25 terms; [`term_overlap`] compares two
 //!   term lists for near-duplicate detection.
 //! * [`markdown`] cuts Markdown documents into line-ranged chunks.
+//! * [`tokens`] counts prompt tokens, or estimates them.
 
 pub mod markdown;
 mod redact;
 mod terms;
+pub mod tokens;
 
 pub use redact::{redact, remove_private_keeping_lines, Capture};
 pub use terms::{term_overlap, terms};
 
 use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;
-
-use crate::codec::hex;
 
 /// Normalizes text for storage and hashing.
 ///
@@ -89,6 +89,17 @@ pub fn capture(raw: &str) -> Capture {
 /// sha256 of already-normalized text, lowercase hex.
 pub fn content_hash(normalized: &str) -> String {
     hex(&Sha256::digest(normalized.as_bytes()))
+}
+
+/// Lowercase hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    out
 }
 
 /// Unifies line breaks, drops control and zero-width characters and maps
@@ -259,6 +270,11 @@ mod tests {
             content_hash("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    #[test]
+    fn hex_is_lowercase_two_digits_a_byte() {
+        assert_eq!(hex(&[0, 255, 16]), "00ff10");
     }
 
     fn tricky_text() -> impl Strategy<Value = String> {

@@ -6,8 +6,7 @@
 //! V8 allocates at most 16 SIMD registers on x86-64 (one of them is its
 //! scratch register), so that loop spills. The kernel here computes a 4×8
 //! tile: 8 accumulators, and every operand of a step still in a register.
-//! Through the npm package in Node 20 it embeds a 128-token text about 30 %
-//! faster (`docs/speed.md` has the figures).
+//! `docs/speed.md` ("The matrix-product kernel") has what it gains.
 //!
 //! The kernel joins tract's registries the way tract's own kernels do: an
 //! `MmmRoutine` makes it runnable on `wasm32` with `simd128`, an `MmmTier`

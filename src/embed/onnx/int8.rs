@@ -4,8 +4,8 @@
 //! int8 codes `q` with one float scale per column, and multiplies by
 //! `Mul(Cast<float>(q), scale)`. tract folds that into an `f32` matrix and
 //! packs it: 43 MB of weights, walked once per tile of 8 tokens, for a
-//! 23 MB model. [`fuse`] rewrites each such `MatMul` into one
-//! [`Int8MatMul`] node that keeps the codes (10.6 MB in all, column by
+//! 23 MB model. [`super::rewrites::fuse`] rewrites each such `MatMul` into one
+//! `Int8MatMul` node that keeps the codes (10.6 MB in all, column by
 //! column in the kernel's layout) and computes
 //!
 //! ```text
@@ -13,7 +13,7 @@
 //! ```
 //!
 //! where `x16[r]` is row `r` of the activations quantized to `i16` with its
-//! own scale (`x_scale[r]` = max |x[r]| / 32767, so a row's rounding does
+//! own scale (`x_scale[r] = max |x[r]| / 32767`, so a row's rounding does
 //! not depend on the other rows: batching cannot change a result). The sum
 //! is an exact integer ([`memtide_int_dot::dot_tile`]): in WebAssembly,
 //! `i32x4.dot_i16x8_s` does eight multiply-adds per instruction where `f32`
@@ -24,17 +24,14 @@
 
 use std::sync::Arc;
 
-use tract_onnx::pb::tensor_proto::DataType;
-use tract_onnx::pb::{GraphProto, NodeProto};
+use tract_onnx::pb::NodeProto;
 use tract_onnx::tract_hir::internal::*;
 use tract_onnx::tract_hir::tract_ndarray::{ArrayD, IxDyn};
 
 use memtide_int_dot::{dot_tile, I16Vectors, I8Vectors};
 
-use super::minilm::attribute_int;
-
 /// Operator type of the fused nodes in the rewritten graph. The operator
-/// check of [`super::onnx_ops::PrunedOnnx`] refuses it in a model file.
+/// check of [`super::PrunedOnnx`] refuses it in a model file.
 pub const OPERATOR: &str = "memtide.Int8MatMul";
 
 /// Largest magnitude of a quantized activation.
@@ -353,113 +350,16 @@ pub fn build(
     Ok((expand(Int8MatMulNode), vec![]))
 }
 
-/// How a weight matrix is dequantized in the graph:
-/// `Mul(Cast<float>(quantized), scale)`.
-pub(super) struct Dequantized {
-    /// The int8 initializer.
-    pub quantized: String,
-    /// The float scale initializer.
-    pub scale: String,
-    /// The `Cast`'s output (the `Mul`'s output is the dequantized matrix).
-    pub cast_output: String,
-}
-
-/// The dequantization producing `output`, when `output` is
-/// `Mul(Cast<float>(q), scale)` with `q` an `i8` initializer of rank 2.
-pub(super) fn dequantized(graph: &GraphProto, output: &str) -> Option<Dequantized> {
-    let producer = |output: &str| {
-        graph
-            .node
-            .iter()
-            .find(|n| n.output.iter().any(|o| o == output))
-    };
-    let mul = producer(output).filter(|n| n.op_type == "Mul" && n.input.len() == 2)?;
-    let (cast, scale) = mul.input.iter().enumerate().find_map(|(side, input)| {
-        let cast = producer(input).filter(|n| n.op_type == "Cast" && n.input.len() == 1)?;
-        Some((cast, mul.input[1 - side].clone()))
-    })?;
-    let to_float = attribute_int(cast, "to") == Some(DataType::Float as i64);
-    let quantized = graph.initializer.iter().find(|t| {
-        t.name == cast.input[0] && t.data_type == DataType::Int8 as i32 && t.dims.len() == 2
-    })?;
-    to_float.then(|| Dequantized {
-        quantized: quantized.name.clone(),
-        scale,
-        cast_output: cast.output[0].clone(),
-    })
-}
-
-/// Removes the nodes producing `names` that nothing reads any more.
-pub(super) fn remove_unread(graph: &mut GraphProto, names: &[String]) {
-    for dead in names {
-        let read_elsewhere = graph.node.iter().any(|n| n.input.contains(dead))
-            || graph.output.iter().any(|o| &o.name == dead);
-        if !read_elsewhere {
-            graph.node.retain(|n| !n.output.contains(dead));
-        }
-    }
-}
-
-/// Rewrites every `MatMul(x, Mul(Cast<float>(q), scale))` of `graph`, `q`
-/// an int8 `[depth, columns]` initializer and `scale` a float one of
-/// `columns` values, into an [`OPERATOR`] node `(x, q, scale)`; removes the
-/// `Cast` and `Mul` when nothing else reads them. Returns how many it fused.
-pub fn fuse(graph: &mut GraphProto) -> usize {
-    let scale_columns = |graph: &GraphProto, name: &str| {
-        graph
-            .initializer
-            .iter()
-            .find(|t| t.name == name && t.data_type == DataType::Float as i32)
-            .filter(|t| t.dims.iter().rev().skip(1).all(|&d| d == 1))
-            .and_then(|t| t.dims.last().copied())
-    };
-    let mut matches = Vec::new();
-    for (index, node) in graph.node.iter().enumerate() {
-        if node.op_type != "MatMul" || node.input.len() != 2 || !node.domain.is_empty() {
-            continue;
-        }
-        let Some(weights) = dequantized(graph, &node.input[1]) else {
-            continue;
-        };
-        let columns = graph
-            .initializer
-            .iter()
-            .find(|t| t.name == weights.quantized)
-            .map(|t| t.dims[1]);
-        if columns.is_some() && scale_columns(graph, &weights.scale) == columns {
-            matches.push((index, weights));
-        }
-    }
-    let mut unread = Vec::new();
-    for (index, weights) in &matches {
-        let node = &mut graph.node[*index];
-        unread.push(std::mem::take(&mut node.input[1]));
-        unread.push(weights.cast_output.clone());
-        node.op_type = OPERATOR.into();
-        node.input = vec![
-            std::mem::take(&mut node.input[0]),
-            weights.quantized.clone(),
-            weights.scale.clone(),
-        ];
-    }
-    remove_unread(graph, &unread);
-    matches.len()
-}
-
 #[cfg(test)]
-mod tests {
-    use tract_onnx::pb::{ModelProto, TensorProto};
-
+pub(super) mod tests {
     use super::*;
-    use crate::embed::minilm::tests::{binary_node, cast_to_float, initializer, model_of, value};
-    use crate::embed::onnx_ops;
     use crate::index::vector::test_rng::Rng;
 
     /// Seeded test values in (-1, 1] and int8 codes.
-    struct Values(Rng);
+    pub(in crate::embed::onnx) struct Values(pub(in crate::embed::onnx) Rng);
 
     impl Values {
-        fn next(&mut self) -> f32 {
+        pub(in crate::embed::onnx) fn next(&mut self) -> f32 {
             self.0.signed()
         }
 
@@ -468,7 +368,12 @@ mod tests {
         }
     }
 
-    fn weights(depth: usize, columns: usize, values: &mut Values) -> (Tensor, Tensor) {
+    /// Seeded int8 weights `[depth, columns]` with their `[1, columns]` scales.
+    pub(in crate::embed::onnx) fn weights(
+        depth: usize,
+        columns: usize,
+        values: &mut Values,
+    ) -> (Tensor, Tensor) {
         let codes = values.codes(depth * columns);
         let scales: Vec<f32> = (0..columns).map(|_| values.next().abs() / 50.0).collect();
         (
@@ -576,101 +481,5 @@ mod tests {
             weights.multiply(&[1.0, -1.0]),
             [-3.0 * 1.0, -3.0 * 2.0, -3.0 * 3.0]
         );
-    }
-
-    /// `y = MatMul(MatMul(x, Mul(Cast(q), scale)), plain)`: one int8
-    /// product to fuse and one float product to leave alone.
-    fn dequantizing_model(depth: usize, columns: usize, values: &mut Values) -> ModelProto {
-        let (q, scale) = weights(depth, columns, values);
-        let bytes = |t: &Tensor| t.as_bytes().to_vec();
-        let plain: Vec<f32> = (0..columns * columns).map(|_| values.next()).collect();
-        let (depth, columns) = (depth as i64, columns as i64);
-        model_of(
-            17,
-            GraphProto {
-                node: vec![
-                    cast_to_float("q", "q_f"),
-                    binary_node("w", "Mul", ["q_f", "scale"], "w"),
-                    binary_node("h", "MatMul", ["x", "w"], "h"),
-                    binary_node("y", "MatMul", ["h", "plain"], "y"),
-                ],
-                initializer: vec![
-                    initializer("q", &[depth, columns], DataType::Int8, bytes(&q)),
-                    initializer("scale", &[1, columns], DataType::Float, bytes(&scale)),
-                    TensorProto {
-                        name: "plain".into(),
-                        dims: vec![columns, columns],
-                        data_type: DataType::Float as i32,
-                        float_data: plain,
-                        ..TensorProto::default()
-                    },
-                ],
-                input: vec![value("x", DataType::Float)],
-                output: vec![value("y", DataType::Float)],
-                ..GraphProto::default()
-            },
-        )
-    }
-
-    /// Runs `proto` as memtide does once it has rewritten a checked graph:
-    /// through the framework the operator check wraps.
-    fn run(proto: &ModelProto, x: &Tensor) -> Vec<f32> {
-        let framework = onnx_ops::onnx();
-        let model = (*framework)
-            .model_for_proto_model(proto)
-            .unwrap()
-            .with_input_fact(0, InferenceFact::dt_shape(f32::datum_type(), x.shape()))
-            .unwrap();
-        let plan = model.into_optimized().unwrap().into_runnable().unwrap();
-        let output = plan.run(tvec![x.clone().into_tvalue()]).unwrap();
-        assert_eq!(output[0].shape(), [2, 3, 5]);
-        let view = output[0].try_as_plain_ram().unwrap();
-        view.as_slice::<f32>().unwrap().to_vec()
-    }
-
-    #[test]
-    fn fused_graphs_compute_the_dequantized_product() {
-        let mut values = Values(Rng(11));
-        let (depth, columns) = (24, 5);
-        let original = dequantizing_model(depth, columns, &mut values);
-        let mut fused = original.clone();
-        let graph = fused.graph.as_mut().unwrap();
-        assert_eq!(fuse(graph), 1, "only the int8 product is fused");
-        let ops: Vec<&str> = graph.node.iter().map(|n| n.op_type.as_str()).collect();
-        assert_eq!(ops, [OPERATOR, "MatMul"], "the Cast and Mul are gone");
-        assert_eq!(graph.node[0].input, ["x", "q", "scale"]);
-
-        let x: Vec<f32> = (0..2 * 3 * depth).map(|_| values.next()).collect();
-        let x = Tensor::from_shape(&[2, 3, depth], &x).unwrap();
-        let want = run(&original, &x);
-        let got = run(&fused, &x);
-        // Activations in (-1, 1] round by at most 1.5e-5; through 24 weights
-        // of up to 2.56 and a float product of 5, outputs stay within 2e-3
-        // (a wrong weight layout is off by whole units).
-        let largest = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-        assert!(largest > 0.5, "{want:?}");
-        for (got, want) in got.iter().zip(&want) {
-            assert!((got - want).abs() <= 2e-3, "{got} against {want}");
-        }
-    }
-
-    #[test]
-    fn a_dequantized_matrix_read_elsewhere_is_kept() {
-        let mut values = Values(Rng(5));
-        let mut model = dequantizing_model(8, 5, &mut values);
-        let graph = model.graph.as_mut().unwrap();
-        graph.output.push(value("w", DataType::Float));
-        assert_eq!(fuse(graph), 1);
-        let ops: Vec<&str> = graph.node.iter().map(|n| n.op_type.as_str()).collect();
-        assert_eq!(ops, ["Cast", "Mul", OPERATOR, "MatMul"]);
-    }
-
-    #[test]
-    fn model_files_cannot_use_the_fused_operator() {
-        let mut values = Values(Rng(5));
-        let mut model = dequantizing_model(8, 5, &mut values);
-        fuse(model.graph.as_mut().unwrap());
-        let error = onnx_ops::onnx().check_operators(&model).unwrap_err();
-        assert!(format!("{error}").contains(OPERATOR), "{error}");
     }
 }

@@ -1,8 +1,10 @@
-//! memtide's speed and memory figures (a benchmark, not a test: it prints
-//! figures and asserts nothing about them).
+//! The native section of `bench/`: memtide's own speed and memory figures,
+//! natively, with no peer (it prints figures and asserts nothing about
+//! them). `bash bench/run.sh --sections native` builds and runs it with the
+//! run's sizes; by hand:
 //!
 //! ```text
-//! cargo bench --bench memtide [-- --model DIR] [--sizes 1000,10000,100000] [--retrieval-only]
+//! cargo run --release --example bench_native -- [--model DIR] [--sizes 1000,10000,100000] [--retrieval-only]
 //! ```
 //!
 //! The model directory defaults to `$MEMTIDE_MODEL_DIR`, else to the one
@@ -99,8 +101,7 @@ fn mib(bytes: usize) -> String {
 
 type Failure = Box<dyn std::error::Error>;
 
-/// The command line: `--model DIR`, `--sizes N,N,…`, `--retrieval-only`
-/// (cargo's `--bench` is ignored).
+/// The command line: `--model DIR`, `--sizes N,N,…`, `--retrieval-only`.
 struct Options {
     model: Option<PathBuf>,
     sizes: Vec<usize>,
@@ -125,7 +126,6 @@ fn options() -> Result<Options, Failure> {
                 options.sizes = list.split(',').map(str::parse).collect::<Result<_, _>>()?;
             }
             "--retrieval-only" => options.retrieval_only = true,
-            "--bench" => {}
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
