@@ -11,6 +11,7 @@
 mod export;
 mod files;
 
+pub use crate::keys::{ITEM_PREFIX, MANIFEST_KEY, VECTOR_PREFIX};
 pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -37,8 +38,6 @@ use crate::text::markdown::ChunkParams;
 use crate::text::{self, Capture};
 use files::FileKey;
 
-/// Storage key prefix of item records.
-pub const ITEM_PREFIX: &str = "item/";
 /// Fewest semantic neighbours a hybrid query considers.
 const DENSE_CANDIDATES: usize = 100;
 /// Fewest best lexical matches a query considers (more lose to the fused
@@ -46,10 +45,6 @@ const DENSE_CANDIDATES: usize = 100;
 const LEXICAL_CANDIDATES: usize = 200;
 /// Texts embedded per model call.
 const EMBED_CHUNK: usize = 64;
-/// Storage key prefix of embedding records.
-pub const VECTOR_PREFIX: &str = "vec/";
-/// Storage key of the manifest record.
-pub const MANIFEST_KEY: &str = "meta/manifest";
 
 /// Size limits; inputs beyond them are refused with [`Error::TooLarge`].
 /// In JSON every field is optional (absent: the default).
