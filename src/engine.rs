@@ -1097,7 +1097,7 @@ impl Engine {
         for (i, input) in inputs.into_iter().enumerate() {
             let at = |e: Error| e.at(&format!("inputs[{i}]"));
             let tags = self.validate_fields(&input).map_err(at)?;
-            let captured = capture(&input.text).map_err(at)?;
+            let captured = text_to_store(&input.text).map_err(at)?;
             prepared.push((input, tags, captured));
         }
         let texts: Vec<&str> = prepared
@@ -1287,7 +1287,7 @@ impl Engine {
     /// anything (lets a caller report every bad input before ingesting).
     pub fn check_input(&self, input: &MemoryInput) -> Result<()> {
         self.validate_fields(input)?;
-        capture(&input.text).map(|_| ())
+        text_to_store(&input.text).map(|_| ())
     }
 
     /// Refuses a text longer than `maxTextBytes`.
@@ -1868,7 +1868,7 @@ impl Engine {
         let mut new_vector = None;
         if let Some(raw) = &patch.text {
             self.check_text_size("text", raw)?;
-            let text = match capture(raw)? {
+            let text = match text_to_store(raw)? {
                 Captured::Text(t) => t,
                 Captured::NoMemory => {
                     return Err(Error::invalid(
@@ -2065,7 +2065,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// What the capture pipeline keeps of a raw text.
+/// What ingest keeps of a raw text.
 pub(crate) enum Captured {
     /// The text opted out (`<no-memory>`).
     NoMemory,
@@ -2075,10 +2075,11 @@ pub(crate) enum Captured {
     Text(String),
 }
 
-/// Applies the capture pipeline ([`text::capture`]): opt-out, redaction,
-/// normalization. A text left blank ([`text::is_blank`]: only whitespace
-/// and default-ignorable characters such as U+200D) is refused as empty.
-pub(crate) fn capture(raw: &str) -> Result<Captured> {
+/// The text ingest stores for `raw`: the capture pipeline
+/// ([`text::capture`]: opt-out, redaction, normalization), with a text left
+/// blank ([`text::is_blank`]: only whitespace and default-ignorable
+/// characters such as U+200D) refused as empty.
+pub(crate) fn text_to_store(raw: &str) -> Result<Captured> {
     match text::capture(raw) {
         Capture::NoMemory => Ok(Captured::NoMemory),
         Capture::Text {
