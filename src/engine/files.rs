@@ -3,7 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{text_to_store, Captured, Engine, Txn, Undo};
+use super::txn::{Txn, Undo};
+use super::{text_to_store, Captured, Engine};
 use crate::codec;
 use crate::env::Environment;
 use crate::error::{Error, Result};
