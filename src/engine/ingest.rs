@@ -7,10 +7,11 @@
 
 use super::txn::Txn;
 use super::{Engine, IngestOutcome, IngestReason, IngestResult, MemoryInput};
-use crate::dedupe::{self, Duplicate, NearDuplicateAction};
+use crate::dedupe::{self, Duplicate, NearDuplicateAction, Neighbourhood};
 use crate::env::Environment;
 use crate::error::{Error, Result};
-use crate::item::{validate_id, MemoryItem, Scope, Source, Timestamp};
+use crate::index::Bm25Index;
+use crate::item::{validate_id, MemoryItem, Scope, Source, Tenant, Timestamp};
 use crate::text::{self, Capture};
 
 /// What ingest keeps of a raw text.
@@ -263,90 +264,20 @@ impl Engine {
     }
 
     /// The most similar live memory of exactly `scope` that passes the
-    /// near-duplicate gates (see [`crate::dedupe`]): the highest term
-    /// overlap, then cosine, then the smaller id.
-    ///
-    /// Both gates need a term overlap of at least `min_overlap`, so a
-    /// memory that passes shares at least `min_overlap · n` of the text's
-    /// `n` distinct terms (its overlap is at most shared / `n`). Every
-    /// memory of the tenant's lexical index that may share that many
-    /// ([`Bm25Index::docs_sharing`]) is compared, so the answer does not
-    /// depend on a candidate count, and common terms cost nothing.
-    /// Only when the thresholds let a memory sharing no term pass (an
-    /// overlap threshold of 0) are the candidates the `candidates` best
-    /// lexical matches and nearest semantic neighbours.
-    fn find_near_duplicate(
+    /// near-duplicate gates, as [`dedupe::find_near_duplicate`] chooses it.
+    pub(crate) fn find_near_duplicate(
         &self,
         scope: &Scope,
         text: &str,
         terms: &[String],
         vector: Option<&[f32]>,
     ) -> Option<String> {
-        let cfg = self.config.near_duplicate;
-        if terms.is_empty() || cfg.candidates == 0 {
-            return None;
-        }
-        let tenant = scope.tenant();
-        let lexical = self.lexical.get(&tenant);
-        let term_set = lexical.map(|ix| ix.term_set(terms));
-        let negated = dedupe::negated(text);
-        // A live memory of exactly `scope` that is not a file chunk.
-        let eligible = |doc: u32| {
-            self.entry_of(doc)
-                .map(|e| &e.item)
-                .filter(|item| &item.scope == scope && !item.is_deleted() && !item.is_file_chunk())
+        let memories = ScopeMemories {
+            engine: self,
+            scope,
+            tenant: scope.tenant(),
         };
-        let same_scope = |doc: u32| eligible(doc).is_some();
-        let min_overlap = cfg.min_overlap();
-        let passing = |doc: u32| -> Option<((f32, f32), &str)> {
-            // The overlap comes from the index's term lists when it holds
-            // the doc (the sets `text::terms` gives its text); most docs
-            // stop here, before their item is looked up.
-            let indexed = lexical
-                .zip(term_set.as_ref())
-                .and_then(|(ix, set)| ix.overlap(doc, set));
-            if indexed.is_some_and(|overlap| overlap < min_overlap) {
-                return None;
-            }
-            let other = eligible(doc).filter(|o| dedupe::negated(&o.text) == negated)?;
-            let overlap =
-                indexed.unwrap_or_else(|| text::term_overlap(terms, &text::terms(&other.text)));
-            let cosine = vector
-                .zip(self.embeddings.get(&other.id))
-                .map(|(a, b)| b.vector.dot(a));
-            cfg.is_near_duplicate(overlap, cosine)
-                .then_some(((overlap, cosine.unwrap_or(0.0)), other.id.as_str()))
-        };
-
-        let sharing = match lexical.zip(term_set.as_ref()) {
-            Some((ix, set)) => ix.docs_sharing(set, min_shared_terms(set.len(), min_overlap)),
-            None => Some(Vec::new()),
-        };
-        let candidates = sharing.unwrap_or_else(|| {
-            let lexical_matches = lexical
-                .map(|ix| ix.search(terms))
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(doc, _)| doc)
-                .filter(|&doc| same_scope(doc))
-                .take(cfg.candidates);
-            let neighbours = vector
-                .zip(self.vectors.get(&tenant))
-                .map(|(v, ix)| ix.search(v, cfg.candidates, &same_scope))
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(doc, _)| doc);
-            lexical_matches.chain(neighbours).collect()
-        });
-        candidates
-            .into_iter()
-            .filter_map(passing)
-            .max_by(|(a, a_id), (b, b_id)| {
-                a.partial_cmp(b)
-                    .unwrap_or(std::cmp::Ordering::Equal)
-                    .then_with(|| b_id.cmp(a_id))
-            })
-            .map(|(_, id)| id.to_string())
+        dedupe::find_near_duplicate(&self.config.near_duplicate, &memories, text, terms, vector)
     }
 
     /// The live memory a new memory of `scope` created at `created_at`
@@ -421,150 +352,39 @@ impl Engine {
     }
 }
 
-/// The fewest of a text's `distinct` terms another memory must share for
-/// its term overlap to reach `min_overlap`: the overlap is at most
-/// shared / `distinct`, computed as the gates compute it (`f32` division,
-/// which rounds monotonically).
-fn min_shared_terms(distinct: usize, min_overlap: f32) -> usize {
-    (0..=distinct)
-        .find(|&shared| shared as f32 / distinct.max(1) as f32 >= min_overlap)
-        .unwrap_or(distinct + 1)
+/// The memories a new memory of `scope` may be a near-duplicate of: the
+/// live ones of exactly that scope that are not chunks of a file, with the
+/// indexes of their tenant.
+struct ScopeMemories<'a> {
+    engine: &'a Engine,
+    scope: &'a Scope,
+    tenant: Tenant,
 }
 
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use super::*;
-    use crate::dedupe::NearDuplicateConfig;
-    use crate::embed::Embedder;
-    use crate::engine::Config;
-    use crate::env::FixedEnvironment;
-
-    /// Word counts over [`WORDS`] plus a constant component, so cosines
-    /// vary with the words a text shares.
-    struct WordCounts;
-
-    const WORDS: [&str; 7] = ["tea", "green", "cello", "bike", "red", "play", "not"];
-
-    impl Embedder for WordCounts {
-        fn model_id(&self) -> &str {
-            "test/word-counts"
-        }
-
-        fn dimensions(&self) -> usize {
-            WORDS.len() + 1
-        }
-
-        fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-            Ok(texts
-                .iter()
-                .map(|text| {
-                    let mut v: Vec<f32> = WORDS
-                        .iter()
-                        .map(|w| text.split(' ').filter(|t| t == w).count() as f32)
-                        .collect();
-                    v.push(0.5);
-                    v
-                })
-                .collect())
-        }
-
-        fn count_tokens(&self, text: &str) -> usize {
-            text.split(' ').count()
-        }
+impl Neighbourhood for ScopeMemories<'_> {
+    fn lexical(&self) -> Option<&Bm25Index> {
+        self.engine.lexical.get(&self.tenant)
     }
 
-    /// The near-duplicate `find_near_duplicate` must find, by brute force:
-    /// among every live memory of exactly `scope`, not a file chunk, of the
-    /// same polarity, the one passing a gate with the highest (overlap,
-    /// cosine), then the smaller id.
-    fn brute_force_near_duplicate(
-        engine: &Engine,
-        scope: &Scope,
-        text: &str,
-        vector: Option<&[f32]>,
-    ) -> Option<String> {
-        let cfg = engine.config.near_duplicate;
-        let terms = text::terms(text);
-        if terms.is_empty() || cfg.candidates == 0 {
-            return None;
-        }
-        let mut passing: Vec<((f32, f32), &str)> = engine
-            .entries
-            .values()
+    fn eligible(&self, doc: u32) -> Option<&MemoryItem> {
+        self.engine
+            .entry_of(doc)
             .map(|e| &e.item)
-            .filter(|item| {
-                &item.scope == scope
-                    && !item.is_deleted()
-                    && !item.is_file_chunk()
-                    && dedupe::negated(&item.text) == dedupe::negated(text)
-            })
-            .filter_map(|item| {
-                let overlap = text::term_overlap(&terms, &text::terms(&item.text));
-                let cosine = vector
-                    .zip(engine.embeddings.get(&item.id))
-                    .map(|(a, b)| b.vector.dot(a));
-                cfg.is_near_duplicate(overlap, cosine)
-                    .then_some(((overlap, cosine.unwrap_or(0.0)), item.id.as_str()))
-            })
-            .collect();
-        passing.sort_by(|(a, a_id), (b, b_id)| b.partial_cmp(a).unwrap().then(a_id.cmp(b_id)));
-        passing.first().map(|(_, id)| id.to_string())
+            .filter(|item| &item.scope == self.scope && !item.is_deleted() && !item.is_file_chunk())
     }
 
-    fn words() -> impl proptest::strategy::Strategy<Value = String> {
-        use proptest::prelude::*;
-        prop::collection::vec(prop::sample::select(WORDS.to_vec()), 1..6)
-            .prop_map(|words| words.join(" "))
+    fn cosine(&self, id: &str, vector: &[f32]) -> Option<f32> {
+        self.engine.embedding(id).map(|own| own.dot(vector))
     }
 
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
-        #[test]
-        fn the_near_duplicate_found_is_the_best_of_all_memories(
-            memories in proptest::collection::vec((words(), 0..2usize, proptest::bool::weighted(0.2)), 0..14),
-            probe in words(),
-            probe_scope in 0..2usize,
-            lexical_threshold in proptest::sample::select(vec![0.4f32, 0.6, 0.85, 1.0, 2.0]),
-            semantic_threshold in proptest::sample::select(vec![0.5f32, 0.9, 2.0]),
-            semantic_lexical_threshold in proptest::sample::select(vec![0.0f32, 0.3, 0.6]),
-            semantic in proptest::bool::ANY,
-        ) {
-            let scopes = [Scope::workspace("u", "w"), Scope::workspace("u", "w").with_session("s")];
-            let config = Config {
-                near_duplicate: NearDuplicateConfig {
-                    lexical_threshold,
-                    semantic_threshold,
-                    semantic_lexical_threshold,
-                    // At least the memories, so that the thresholds of 0
-                    // compare every memory too.
-                    candidates: 16,
-                    action: NearDuplicateAction::Report,
-                },
-                ..Config::default()
-            };
-            let mut engine = Engine::new(config);
-            let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
-            let mut txn = Txn::default();
-            if semantic {
-                engine.attach_embedder(Arc::new(WordCounts), &mut txn).unwrap();
-            }
-            for (text, scope, deleted) in memories {
-                let input = MemoryInput::new(text, scopes[scope].clone());
-                let result = engine.ingest(vec![input], &mut env, &mut txn).unwrap().remove(0);
-                if let (true, Some(id)) = (deleted, result.id) {
-                    let now = env.now();
-                    engine.delete(&id, false, now, &mut txn).unwrap();
-                }
-            }
-            let vector = engine.embed(&[probe.as_str()]).unwrap().map(|mut v| v.remove(0));
-            let terms = text::terms(&probe);
-            let scope = &scopes[probe_scope];
-            proptest::prop_assert_eq!(
-                engine.find_near_duplicate(scope, &probe, &terms, vector.as_deref()),
-                brute_force_near_duplicate(&engine, scope, &probe, vector.as_deref())
-            );
-        }
+    fn nearest(&self, vector: &[f32], k: usize) -> Vec<u32> {
+        self.engine
+            .vectors
+            .get(&self.tenant)
+            .map(|ix| ix.search(vector, k, &|doc| self.eligible(doc).is_some()))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(doc, _)| doc)
+            .collect()
     }
 }

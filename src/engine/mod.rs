@@ -237,7 +237,7 @@ impl Engine {
     }
 
     /// True when the lexical index of `tenant` holds `term` (an analysed
-    /// term, see [`text::terms`]).
+    /// term, see [`terms`](crate::text::terms)).
     pub fn lexical_index_has_term(&self, tenant: &Tenant, term: &str) -> bool {
         self.lexical.get(tenant).is_some_and(|ix| ix.has_term(term))
     }

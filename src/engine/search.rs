@@ -5,7 +5,7 @@
 //! injection renders the pinned memories and the best hits within a token
 //! budget ([`crate::inject`]). Both mark what they return as used.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use super::txn::Txn;
 use super::{Engine, InjectQuery, RetrieveHit, RetrieveQuery};
@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::inject::{self, Injection, TokenCounter};
 use crate::item::{MemoryItem, Timestamp};
 use crate::policy::{self, Exclusion, Visibility};
-use crate::rank::{self, RankKey, ScoreBreakdown};
+use crate::rank::{self, Candidate};
 use crate::text;
 
 /// Fewest semantic neighbours a hybrid query considers.
@@ -73,8 +73,8 @@ impl Engine {
             .and_then(|mut v| v.pop()))
     }
 
-    /// Ranks the memories visible to `query` without marking them used
-    /// (the algorithm is described in [`crate::rank`]).
+    /// Ranks the memories visible to `query` without marking them used:
+    /// gathers the candidates and their evidence for [`rank::rank`].
     fn search(
         &self,
         query: &RetrieveQuery,
@@ -82,7 +82,6 @@ impl Engine {
         limit: usize,
         now: Timestamp,
     ) -> Vec<RetrieveHit> {
-        let params = self.config.rank;
         let tenant = query.scope.tenant();
         let vis = query.visibility(now);
         let visible = |doc: u32| -> Option<&MemoryItem> {
@@ -133,70 +132,16 @@ impl Engine {
             }
         }
 
-        // Step 1 for every candidate: (memory, BM25, cosine, fused score).
-        let combined: HashMap<&str, (&MemoryItem, f32, Option<f32>, f32)> = candidates
+        let candidates = candidates.into_values().map(|(item, lexical)| Candidate {
+            item,
+            lexical,
+            semantic: query_vector.map(|q| {
+                self.context_vector(item)
+                    .map_or(0.0, |context| dot(q, &context))
+            }),
+        });
+        rank::rank(&query.text, candidates, bm25_max, &self.config.rank, limit)
             .into_iter()
-            .map(|(id, (item, lexical))| {
-                let semantic = query_vector.map(|q| {
-                    self.context_vector(item)
-                        .map_or(0.0, |context| dot(q, &context))
-                });
-                let f = rank::combine(lexical, bm25_max, semantic, &params);
-                (id, (item, lexical, semantic, f))
-            })
-            .collect();
-
-        // Step 3 needs the speakers the query names among the candidates.
-        let words = rank::query_words(&query.text);
-        let named: BTreeSet<&str> = combined
-            .values()
-            .filter_map(|(item, ..)| rank::speaker_label(&item.text))
-            .filter(|label| rank::names_speaker(&words, label))
-            .collect();
-
-        let mut hits: Vec<(ScoreBreakdown, &MemoryItem)> = combined
-            .values()
-            .map(|&(item, lexical, semantic, f)| {
-                let inherited_score = item
-                    .follows
-                    .as_deref()
-                    .and_then(|prev| combined.get(prev))
-                    .filter(|(prev, ..)| rank::asks_question(&prev.text))
-                    .map(|(.., pf)| params.answer_inheritance * pf)
-                    .unwrap_or(0.0);
-                let g = f.max(inherited_score);
-                let speaker_factor = match rank::speaker_label(&item.text) {
-                    Some(label) if !named.is_empty() && !named.contains(label) => {
-                        1.0 - params.speaker_penalty.clamp(0.0, 1.0)
-                    }
-                    _ => 1.0,
-                };
-                let scope_multiplier =
-                    rank::scope_multiplier(item.scope.specificity(), params.scope_boost);
-                let breakdown = ScoreBreakdown {
-                    lexical,
-                    semantic,
-                    combined: f,
-                    inherited: inherited_score > f,
-                    speaker_factor,
-                    scope_multiplier,
-                    fused: g * speaker_factor * scope_multiplier,
-                };
-                (breakdown, item)
-            })
-            .filter(|(b, _)| b.fused > 0.0)
-            .collect();
-        fn key<'a>((s, item): &(ScoreBreakdown, &'a MemoryItem)) -> RankKey<'a> {
-            RankKey {
-                score: s.fused,
-                specificity: item.scope.specificity(),
-                created_at: item.created_at.0,
-                id: &item.id,
-            }
-        }
-        hits.sort_by(|a, b| rank::compare(&key(a), &key(b)));
-        hits.truncate(limit);
-        hits.into_iter()
             .map(|(breakdown, item)| RetrieveHit {
                 item: item.clone(),
                 citation: item.citation(),

@@ -162,7 +162,7 @@ impl Engine {
 
     /// Embeds texts with the attached model (`None` without one), checking
     /// every vector's length and values.
-    pub(super) fn embed(&self, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>> {
+    pub(crate) fn embed(&self, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>> {
         let Some(embedder) = &self.embedder else {
             return Ok(None);
         };
@@ -182,6 +182,11 @@ impl Engine {
             )));
         }
         Ok(Some(vectors))
+    }
+
+    /// The stored embedding of memory `id`, if it has one.
+    pub(crate) fn embedding(&self, id: &str) -> Option<&Int8Vector> {
+        self.embeddings.get(id).map(|v| &v.vector)
     }
 
     /// Attaches an embedding model: from now on memories are embedded at
