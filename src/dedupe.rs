@@ -1,9 +1,9 @@
-//! Duplicate handling (DESIGN.md, policy 4).
+//! Duplicate handling (`docs/design.md`, "Policies", 4).
 //!
 //! Exact duplicates (same normalized text, so the same `contentHash`, in the
 //! same scope) never create a second item: they merge into the existing one.
-//! Near-duplicates are found deterministically among the best lexical (and,
-//! with a model, semantic) matches in the same scope by two gates: the
+//! Near-duplicates are found deterministically among the memories of the
+//! same scope (`find_near_duplicate`) by two gates: the
 //! lexical gate (Jaccard similarity of the analysed term sets ≥
 //! `lexicalThreshold`) or, when both memories have embeddings, the semantic
 //! gate (cosine ≥ `semanticThreshold` *and* Jaccard ≥
@@ -16,7 +16,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::index::Bm25Index;
 use crate::item::{MemoryItem, MergeRecord, Privacy, Source, Timestamp};
+use crate::text;
 
 /// What to do with a near-duplicate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -82,6 +84,107 @@ impl NearDuplicateConfig {
                 c >= self.semantic_threshold && overlap >= self.semantic_lexical_threshold
             })
     }
+}
+
+/// The memories a new text may be a near-duplicate of (the engine's live
+/// memories of the text's scope that are not file chunks), with the
+/// indexes of their tenant.
+pub(crate) trait Neighbourhood {
+    /// The tenant's lexical index, if it has one.
+    fn lexical(&self) -> Option<&Bm25Index>;
+    /// The memory of `doc`, when it may be a near-duplicate.
+    fn eligible(&self, doc: u32) -> Option<&MemoryItem>;
+    /// The cosine of `vector` and the embedding of memory `id`, if it has
+    /// one.
+    fn cosine(&self, id: &str, vector: &[f32]) -> Option<f32>;
+    /// The docs of the `k` eligible memories nearest `vector` in the
+    /// tenant's vector index.
+    fn nearest(&self, vector: &[f32], k: usize) -> Vec<u32>;
+}
+
+/// The id of the memory of `memories` most similar to `text` (its analysed
+/// `terms`, its embedding `vector`) that passes a gate: the highest term
+/// overlap, then cosine, then the smaller id.
+///
+/// Both gates need a term overlap of at least `min_overlap`, so a
+/// memory that passes shares at least `min_overlap · n` of the text's
+/// `n` distinct terms (its overlap is at most shared / `n`). Every
+/// memory of the tenant's lexical index that may share that many
+/// ([`Bm25Index::docs_sharing`]) is compared, so the answer does not
+/// depend on a candidate count, and common terms cost nothing.
+/// Only when the thresholds let a memory sharing no term pass (an
+/// overlap threshold of 0) are the candidates the `candidates` best
+/// lexical matches and nearest semantic neighbours.
+pub(crate) fn find_near_duplicate(
+    cfg: &NearDuplicateConfig,
+    memories: &impl Neighbourhood,
+    text: &str,
+    terms: &[String],
+    vector: Option<&[f32]>,
+) -> Option<String> {
+    if terms.is_empty() || cfg.candidates == 0 {
+        return None;
+    }
+    let lexical = memories.lexical();
+    let term_set = lexical.map(|ix| ix.term_set(terms));
+    let polarity = negated(text);
+    let min_overlap = cfg.min_overlap();
+    let passing = |doc: u32| -> Option<((f32, f32), &str)> {
+        // The overlap comes from the index's term lists when it holds
+        // the doc (the sets `text::terms` gives its text); most docs
+        // stop here, before their item is looked up.
+        let indexed = lexical
+            .zip(term_set.as_ref())
+            .and_then(|(ix, set)| ix.overlap(doc, set));
+        if indexed.is_some_and(|overlap| overlap < min_overlap) {
+            return None;
+        }
+        let other = memories
+            .eligible(doc)
+            .filter(|o| negated(&o.text) == polarity)?;
+        let overlap =
+            indexed.unwrap_or_else(|| text::term_overlap(terms, &text::terms(&other.text)));
+        let cosine = vector.and_then(|v| memories.cosine(&other.id, v));
+        cfg.is_near_duplicate(overlap, cosine)
+            .then_some(((overlap, cosine.unwrap_or(0.0)), other.id.as_str()))
+    };
+
+    let sharing = match lexical.zip(term_set.as_ref()) {
+        Some((ix, set)) => ix.docs_sharing(set, min_shared_terms(set.len(), min_overlap)),
+        None => Some(Vec::new()),
+    };
+    let candidates = sharing.unwrap_or_else(|| {
+        let lexical_matches = lexical
+            .map(|ix| ix.search(terms))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(doc, _)| doc)
+            .filter(|&doc| memories.eligible(doc).is_some())
+            .take(cfg.candidates);
+        let neighbours = vector
+            .map(|v| memories.nearest(v, cfg.candidates))
+            .unwrap_or_default();
+        lexical_matches.chain(neighbours).collect()
+    });
+    candidates
+        .into_iter()
+        .filter_map(passing)
+        .max_by(|(a, a_id), (b, b_id)| {
+            a.partial_cmp(b)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| b_id.cmp(a_id))
+        })
+        .map(|(_, id)| id.to_string())
+}
+
+/// The fewest of a text's `distinct` terms another memory must share for
+/// its term overlap to reach `min_overlap`: the overlap is at most
+/// shared / `distinct`, computed as the gates compute it (`f32` division,
+/// which rounds monotonically).
+fn min_shared_terms(distinct: usize, min_overlap: f32) -> usize {
+    (0..=distinct)
+        .find(|&shared| shared as f32 / distinct.max(1) as f32 >= min_overlap)
+        .unwrap_or(distinct + 1)
 }
 
 /// What a duplicate brings to the item it merges into.
@@ -175,7 +278,13 @@ pub fn negated(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::embed::Embedder;
+    use crate::engine::{Config, Engine, MemoryInput, Txn};
+    use crate::env::{Environment, FixedEnvironment};
+    use crate::error::Result;
     use crate::item::{Kind, Scope, Status};
 
     fn item() -> MemoryItem {
@@ -313,5 +422,130 @@ mod tests {
             .map(|m| m.source.reference.as_str())
             .collect();
         assert_eq!(refs, ["r2", "r3", "r4"]);
+    }
+
+    /// Word counts over [`WORDS`] plus a constant component, so cosines
+    /// vary with the words a text shares.
+    struct WordCounts;
+
+    const WORDS: [&str; 7] = ["tea", "green", "cello", "bike", "red", "play", "not"];
+
+    impl Embedder for WordCounts {
+        fn model_id(&self) -> &str {
+            "test/word-counts"
+        }
+
+        fn dimensions(&self) -> usize {
+            WORDS.len() + 1
+        }
+
+        fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            Ok(texts
+                .iter()
+                .map(|text| {
+                    let mut v: Vec<f32> = WORDS
+                        .iter()
+                        .map(|w| text.split(' ').filter(|t| t == w).count() as f32)
+                        .collect();
+                    v.push(0.5);
+                    v
+                })
+                .collect())
+        }
+
+        fn count_tokens(&self, text: &str) -> usize {
+            text.split(' ').count()
+        }
+    }
+
+    /// The near-duplicate `find_near_duplicate` must find, by brute force:
+    /// among every live memory of exactly `scope`, not a file chunk, of the
+    /// same polarity, the one passing a gate with the highest (overlap,
+    /// cosine), then the smaller id.
+    fn brute_force_near_duplicate(
+        engine: &Engine,
+        scope: &Scope,
+        text: &str,
+        vector: Option<&[f32]>,
+    ) -> Option<String> {
+        let cfg = engine.config().near_duplicate;
+        let terms = text::terms(text);
+        if terms.is_empty() || cfg.candidates == 0 {
+            return None;
+        }
+        let mut passing: Vec<((f32, f32), &str)> = engine
+            .items()
+            .filter(|item| {
+                &item.scope == scope
+                    && !item.is_deleted()
+                    && !item.is_file_chunk()
+                    && negated(&item.text) == negated(text)
+            })
+            .filter_map(|item| {
+                let overlap = text::term_overlap(&terms, &text::terms(&item.text));
+                let cosine = vector
+                    .zip(engine.embedding(&item.id))
+                    .map(|(a, b)| b.dot(a));
+                cfg.is_near_duplicate(overlap, cosine)
+                    .then_some(((overlap, cosine.unwrap_or(0.0)), item.id.as_str()))
+            })
+            .collect();
+        passing.sort_by(|(a, a_id), (b, b_id)| b.partial_cmp(a).unwrap().then(a_id.cmp(b_id)));
+        passing.first().map(|(_, id)| id.to_string())
+    }
+
+    fn words() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop::collection::vec(prop::sample::select(WORDS.to_vec()), 1..6)
+            .prop_map(|words| words.join(" "))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        #[test]
+        fn the_near_duplicate_found_is_the_best_of_all_memories(
+            memories in proptest::collection::vec((words(), 0..2usize, proptest::bool::weighted(0.2)), 0..14),
+            probe in words(),
+            probe_scope in 0..2usize,
+            lexical_threshold in proptest::sample::select(vec![0.4f32, 0.6, 0.85, 1.0, 2.0]),
+            semantic_threshold in proptest::sample::select(vec![0.5f32, 0.9, 2.0]),
+            semantic_lexical_threshold in proptest::sample::select(vec![0.0f32, 0.3, 0.6]),
+            semantic in proptest::bool::ANY,
+        ) {
+            let scopes = [Scope::workspace("u", "w"), Scope::workspace("u", "w").with_session("s")];
+            let config = Config {
+                near_duplicate: NearDuplicateConfig {
+                    lexical_threshold,
+                    semantic_threshold,
+                    semantic_lexical_threshold,
+                    // At least the memories, so that the thresholds of 0
+                    // compare every memory too.
+                    candidates: 16,
+                    action: NearDuplicateAction::Report,
+                },
+                ..Config::default()
+            };
+            let mut engine = Engine::new(config);
+            let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+            let mut txn = Txn::default();
+            if semantic {
+                engine.attach_embedder(Arc::new(WordCounts), &mut txn).unwrap();
+            }
+            for (text, scope, deleted) in memories {
+                let input = MemoryInput::new(text, scopes[scope].clone());
+                let result = engine.ingest(vec![input], &mut env, &mut txn).unwrap().remove(0);
+                if let (true, Some(id)) = (deleted, result.id) {
+                    let now = env.now();
+                    engine.delete(&id, false, now, &mut txn).unwrap();
+                }
+            }
+            let vector = engine.embed(&[probe.as_str()]).unwrap().map(|mut v| v.remove(0));
+            let terms = text::terms(&probe);
+            let scope = &scopes[probe_scope];
+            proptest::prop_assert_eq!(
+                engine.find_near_duplicate(scope, &probe, &terms, vector.as_deref()),
+                brute_force_near_duplicate(&engine, scope, &probe, vector.as_deref())
+            );
+        }
     }
 }

@@ -21,9 +21,8 @@ use sha2::{Digest, Sha256};
 
 use crate::item::{Scope, Timestamp};
 use crate::text::hex;
+pub use crate::keys::FILE_PREFIX;
 
-/// Storage key prefix of file records.
-pub const FILE_PREFIX: &str = "file/";
 /// Longest accepted path, in bytes.
 pub const MAX_PATH_BYTES: usize = 1024;
 /// Longest accepted path segment (file or directory name), in bytes.

@@ -45,6 +45,7 @@ pub mod hot_file;
 pub mod index;
 pub mod inject;
 pub mod item;
+mod keys;
 pub mod memory;
 pub mod memory_tool;
 pub mod policy;

@@ -20,15 +20,15 @@ use std::task::{Context, Poll, Waker};
 use crate::embed::{Embedder, ModelTokens};
 use crate::engine::{
     Config, DeleteAllResult, Engine, ImportResult, IngestResult, InjectQuery, ListPage, ListQuery,
-    MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats, Txn, ITEM_PREFIX, MANIFEST_KEY,
-    VECTOR_PREFIX,
+    MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats, Txn,
 };
 use crate::env::Environment;
 use crate::error::{Error, Result};
-use crate::files::{FileSync, StoredFile, FILE_PREFIX};
+use crate::files::{FileSync, StoredFile};
 use crate::hot_file::{self, HotFileSync};
 use crate::inject::Injection;
 use crate::item::{MemoryItem, Scope, ScopeFilter};
+use crate::keys::{FILE_PREFIX, ITEM_PREFIX, MANIFEST_KEY, VECTOR_PREFIX};
 use crate::memory_tool::{self, MemoryToolResult};
 use crate::storage::{AsyncStorage, Batch, Expect, Storage, StorageError};
 use crate::text::tokens::{EstimatedTokens, TokenCounter};

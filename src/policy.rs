@@ -1,4 +1,4 @@
-//! What may be retrieved and injected (DESIGN.md, policy 1).
+//! What may be retrieved and injected (`docs/design.md`, "Policies", 1).
 //!
 //! One function decides, so retrieval, injection and the `explain` output
 //! agree: [`check`] returns `Ok` for an item a query may see, or the first

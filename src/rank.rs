@@ -23,12 +23,18 @@
 //! Ties are broken by specificity, then recency, then id, so the order is total
 //! and deterministic. The parameters were chosen on the LoCoMo development set
 //! with leave-one-conversation-out validation and sit on broad plateaus (see
-//! `docs/ranking.md`).
+//! `docs/design.md`, "Ranking").
+//!
+//! `rank` runs the four steps over the candidates the engine gathers (with
+//! their BM25 score and cosine); choosing the candidates, and what a query
+//! may see, is the engine's and [`crate::policy`]'s.
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
+
+use crate::item::MemoryItem;
 
 /// Highest value of `Scope::specificity` (card + project + session).
 const MAX_SPECIFICITY: f32 = 7.0;
@@ -87,6 +93,89 @@ pub struct ScoreBreakdown {
     pub scope_multiplier: f32,
     /// The final score.
     pub fused: f32,
+}
+
+/// A memory that may answer a query, with the evidence for it.
+pub(crate) struct Candidate<'a> {
+    /// The memory.
+    pub(crate) item: &'a MemoryItem,
+    /// Its BM25 score for the query (0 when it holds no query term).
+    pub(crate) lexical: f32,
+    /// The cosine of the query and its context vector, when a model is
+    /// loaded.
+    pub(crate) semantic: Option<f32>,
+}
+
+/// Scores distinct candidates for the query text `query` in the four steps
+/// of the module documentation and returns the best `limit` of those
+/// scoring above 0, best first ([`compare`]), with their breakdowns.
+/// `bm25_max` is the query's best BM25 score.
+pub(crate) fn rank<'a>(
+    query: &str,
+    candidates: impl IntoIterator<Item = Candidate<'a>>,
+    bm25_max: f32,
+    params: &RankParams,
+    limit: usize,
+) -> Vec<(ScoreBreakdown, &'a MemoryItem)> {
+    // Step 1 for every candidate: (memory, BM25, cosine, fused score).
+    let combined: HashMap<&str, (&MemoryItem, f32, Option<f32>, f32)> = candidates
+        .into_iter()
+        .map(|c| {
+            let f = combine(c.lexical, bm25_max, c.semantic, params);
+            (c.item.id.as_str(), (c.item, c.lexical, c.semantic, f))
+        })
+        .collect();
+
+    // Step 3 needs the speakers the query names among the candidates.
+    let words = query_words(query);
+    let named: BTreeSet<&str> = combined
+        .values()
+        .filter_map(|(item, ..)| speaker_label(&item.text))
+        .filter(|label| names_speaker(&words, label))
+        .collect();
+
+    let mut hits: Vec<(ScoreBreakdown, &MemoryItem)> = combined
+        .values()
+        .map(|&(item, lexical, semantic, f)| {
+            let inherited_score = item
+                .follows
+                .as_deref()
+                .and_then(|prev| combined.get(prev))
+                .filter(|(prev, ..)| asks_question(&prev.text))
+                .map(|(.., pf)| params.answer_inheritance * pf)
+                .unwrap_or(0.0);
+            let g = f.max(inherited_score);
+            let speaker_factor = match speaker_label(&item.text) {
+                Some(label) if !named.is_empty() && !named.contains(label) => {
+                    1.0 - params.speaker_penalty.clamp(0.0, 1.0)
+                }
+                _ => 1.0,
+            };
+            let scope_multiplier = scope_multiplier(item.scope.specificity(), params.scope_boost);
+            let breakdown = ScoreBreakdown {
+                lexical,
+                semantic,
+                combined: f,
+                inherited: inherited_score > f,
+                speaker_factor,
+                scope_multiplier,
+                fused: g * speaker_factor * scope_multiplier,
+            };
+            (breakdown, item)
+        })
+        .filter(|(b, _)| b.fused > 0.0)
+        .collect();
+    fn key<'a>((s, item): &(ScoreBreakdown, &'a MemoryItem)) -> RankKey<'a> {
+        RankKey {
+            score: s.fused,
+            specificity: item.scope.specificity(),
+            created_at: item.created_at.0,
+            id: &item.id,
+        }
+    }
+    hits.sort_by(|a, b| compare(&key(a), &key(b)));
+    hits.truncate(limit);
+    hits
 }
 
 /// Step 1 for one memory: `bm25_max` is the query's best BM25 score.
@@ -174,6 +263,62 @@ pub fn compare(a: &RankKey<'_>, b: &RankKey<'_>) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::item::{Kind, Privacy, Scope, Source, Status, Timestamp};
+
+    fn memory(id: &str, text: &str, follows: Option<&str>) -> MemoryItem {
+        MemoryItem {
+            id: id.into(),
+            text: text.into(),
+            kind: Kind::Episodic,
+            scope: Scope::workspace("u", "w"),
+            status: Status::Approved,
+            pinned: false,
+            source: Source::default(),
+            content_hash: String::new(),
+            tags: vec![],
+            privacy: Privacy::default(),
+            created_at: Timestamp(0),
+            updated_at: Timestamp(0),
+            last_used_at: None,
+            usage_count: 0,
+            merged_from: vec![],
+            follows: follows.map(str::to_string),
+            deleted_at: None,
+            source_lines: None,
+        }
+    }
+
+    #[test]
+    fn rank_runs_the_four_steps_over_the_candidates() {
+        let question = memory("a", "How long have you been married?", None);
+        let answer = memory("b", "Caroline: 5 years already!", Some("a"));
+        let other_speaker = memory("c", "Melanie: we met in 2019", None);
+        let unrelated = memory("d", "the weather was fine", None);
+        let candidate = |item, lexical| Candidate {
+            item,
+            lexical,
+            semantic: None,
+        };
+        let candidates = || {
+            [
+                candidate(&other_speaker, 1.0),
+                candidate(&unrelated, 0.0),
+                candidate(&answer, 0.0),
+                candidate(&question, 2.0),
+            ]
+        };
+        let query = "How long has Caroline been married?";
+        let params = RankParams::default();
+        let hits = rank(query, candidates(), 2.0, &params, 10);
+        let ids: Vec<&str> = hits.iter().map(|(_, item)| item.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c"], "a score of 0 is dropped");
+        let (answer_score, _) = hits[1];
+        assert!(answer_score.inherited && answer_score.fused == 1.0);
+        let (other_score, _) = hits[2];
+        assert!((other_score.speaker_factor - 0.7).abs() < 1e-6);
+        assert!((other_score.fused - 0.35).abs() < 1e-6);
+        assert_eq!(rank(query, candidates(), 2.0, &params, 2).len(), 2);
+    }
 
     #[test]
     fn narrower_scope_wins_at_equal_relevance() {

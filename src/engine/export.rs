@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::files::FileKey;
-use super::{capture, Captured, Engine, IngestReason, Txn};
+use super::{text_to_store, Captured, Engine, IngestReason, Txn};
 use crate::codec;
 use crate::dedupe::Duplicate;
 use crate::error::{Error, Result};
@@ -197,7 +197,7 @@ impl Engine {
         validate_item_id(&item.id)?;
         item.scope.validate()?;
         self.check_text_size("text", &item.text)?;
-        match capture(&item.text)? {
+        match text_to_store(&item.text)? {
             Captured::Text(t) if t == item.text => {}
             _ => {
                 return Err(Error::invalid(

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{capture, Captured, Engine, Txn, Undo};
+use super::txn::{Txn, Undo};
+use super::{text_to_store, Captured, Engine};
 use crate::codec;
 use crate::env::Environment;
 use crate::error::{Error, Result};
@@ -166,7 +167,7 @@ impl Engine {
 
         let mut chunks: Vec<(LineRange, String)> = Vec::new();
         for chunk in markdown::chunk_markdown(&stored.content, self.config.chunking, counter) {
-            if let Ok(Captured::Text(text)) = capture(&chunk.text) {
+            if let Ok(Captured::Text(text)) = text_to_store(&chunk.text) {
                 let lines = LineRange {
                     start: chunk.start_line,
                     end: chunk.end_line,

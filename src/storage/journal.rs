@@ -30,13 +30,9 @@ use sha2::{Digest, Sha256};
 
 use super::frame::{encode_frame, intact_frame_len, parse_frame, Op};
 use super::{AsyncStorage, Batch, Expect, StorageError};
+pub use crate::keys::JOURNAL_PREFIX;
+use crate::keys::{JOURNAL_COMMIT_KEY, JOURNAL_FRAME_PREFIX};
 
-/// Prefix of the journal's keys; memtide never stores data under it.
-pub const JOURNAL_PREFIX: &str = "journal/";
-/// Key of the commit record.
-const COMMIT_KEY: &str = "journal/commit";
-/// Prefix of the journal's op frames.
-const FRAME_KEY_PREFIX: &str = "journal/op/";
 /// Op bytes per journal frame (an op larger than this gets a frame alone).
 const JOURNAL_FRAME_BYTES: usize = 1 << 20;
 /// Magic of the commit record.
@@ -116,7 +112,7 @@ impl<K: AsyncKeyValue> KvStorage<K> {
     /// Applies a committed journal if there is one, then removes every
     /// journal key.
     async fn recover(&mut self) -> Result<(), StorageError> {
-        if let Some(record) = self.kv.get(COMMIT_KEY).await? {
+        if let Some(record) = self.kv.get(JOURNAL_COMMIT_KEY).await? {
             let (count, digest) = decode_commit_record(&record)?;
             let mut frames = Vec::with_capacity(count);
             let mut hasher = Sha256::new();
@@ -137,7 +133,7 @@ impl<K: AsyncKeyValue> KvStorage<K> {
                     self.apply_one(key, value).await?;
                 }
             }
-            self.kv.delete(COMMIT_KEY).await?;
+            self.kv.delete(JOURNAL_COMMIT_KEY).await?;
         }
         for key in self.kv.list(JOURNAL_PREFIX).await? {
             self.kv.delete(&key).await?;
@@ -170,7 +166,7 @@ impl<K: AsyncKeyValue> KvStorage<K> {
         }
         if result.is_ok() {
             let record = encode_commit_record(frames.len(), hasher.finalize().into());
-            result = self.kv.put(COMMIT_KEY, &record).await;
+            result = self.kv.put(JOURNAL_COMMIT_KEY, &record).await;
         }
         if result.is_err() {
             for n in 0..written {
@@ -246,7 +242,7 @@ impl<K: AsyncKeyValue> AsyncStorage for KvStorage<K> {
 }
 
 fn frame_key(n: usize) -> String {
-    format!("{FRAME_KEY_PREFIX}{n:06}")
+    format!("{JOURNAL_FRAME_PREFIX}{n:06}")
 }
 
 /// Splits ops into frames of at most [`JOURNAL_FRAME_BYTES`] op bytes.
@@ -546,14 +542,18 @@ mod tests {
             Err(StorageError::Backend(_))
         ));
         let record = encode_commit_record(1, [0; 32]);
-        kv.map.borrow_mut().insert(COMMIT_KEY.into(), record);
+        kv.map
+            .borrow_mut()
+            .insert(JOURNAL_COMMIT_KEY.into(), record);
         assert!(matches!(
             try_open(kv.clone()),
             Err(StorageError::Corrupt(_))
         ));
         let mut damaged = encode_commit_record(0, [0; 32]);
         damaged[5] ^= 1;
-        kv.map.borrow_mut().insert(COMMIT_KEY.into(), damaged);
+        kv.map
+            .borrow_mut()
+            .insert(JOURNAL_COMMIT_KEY.into(), damaged);
         assert!(matches!(
             try_open(kv.clone()),
             Err(StorageError::Corrupt(_))

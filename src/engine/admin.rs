@@ -1,0 +1,296 @@
+//! Managing memories one by one or by scope: reading (`get`, `list`),
+//! changing (`update`), deleting (soft or hard, one or all of a user's) and
+//! counting (`stats`). Deletion is the user's right to see and erase what
+//! is kept (`docs/design.md`, "Policies").
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::ingest::{text_to_store, Captured};
+use super::txn::Txn;
+use super::{DeleteAllResult, Engine, ListPage, ListQuery, MemoryPatch, Stats};
+use crate::codec::{self, FORMAT_VERSION};
+use crate::error::{Error, Result};
+use crate::index::Bm25Index;
+use crate::item::{validate_item_id, MemoryItem, Scope, ScopeFilter, Status, Timestamp};
+use crate::text;
+
+impl Engine {
+    /// One memory by id (soft-deleted memories included, with `deletedAt`).
+    pub fn get(&self, id: &str) -> Result<&MemoryItem> {
+        validate_item_id(id)?;
+        self.entries
+            .get(id)
+            .map(|e| &e.item)
+            .ok_or_else(|| Error::NotFound(id.to_string()))
+    }
+
+    /// The live memory of exactly `scope` whose text is `normalized` (in
+    /// stored form), if any; chunks of files are not found.
+    pub fn find_text(&self, scope: &Scope, normalized: &str) -> Option<&MemoryItem> {
+        let id = self
+            .by_hash
+            .get(&(self.scope_key(scope), text::content_hash(normalized)))?;
+        self.entries.get(id).map(|e| &e.item)
+    }
+
+    /// Lists memories newest first, filtered, one page at a time.
+    pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
+        let limit = query.limit.unwrap_or(50);
+        if limit == 0 || limit > self.config.limits.max_results {
+            return Err(Error::invalid(format!(
+                "limit must be between 1 and {}",
+                self.config.limits.max_results
+            )));
+        }
+        let upper = match &query.cursor {
+            None => None,
+            Some(c) => Some(parse_cursor(c)?),
+        };
+        let mut items = Vec::new();
+        let mut next_cursor = None;
+        let range = match &upper {
+            Some(u) => self.by_created.range(..u.clone()),
+            None => self.by_created.range(..),
+        };
+        for (created, id) in range.rev() {
+            let Some(entry) = self.entries.get(id) else {
+                continue;
+            };
+            let item = &entry.item;
+            if !list_matches(item, query) {
+                continue;
+            }
+            if items.len() == limit {
+                next_cursor = items
+                    .last()
+                    .map(|last: &MemoryItem| format!("{}:{}", last.created_at.0, last.id));
+                break;
+            }
+            debug_assert_eq!(item.created_at.0, *created);
+            items.push(item.clone());
+        }
+        Ok(ListPage { items, next_cursor })
+    }
+
+    /// Applies a patch to one memory and returns the new version.
+    pub fn update(
+        &mut self,
+        id: &str,
+        patch: MemoryPatch,
+        now: Timestamp,
+        txn: &mut Txn,
+    ) -> Result<MemoryItem> {
+        let mut item = self.get(id)?.clone();
+        if let Some((path, _)) = item.file_location() {
+            if patch.text.is_some() || patch.source.is_some() {
+                return Err(Error::invalid(format!(
+                    "memory `{id}` is a chunk of file `{path}`: its text and source change with the file"
+                )));
+            }
+        }
+        let mut new_vector = None;
+        if let Some(raw) = &patch.text {
+            self.check_text_size("text", raw)?;
+            let text = match text_to_store(raw)? {
+                Captured::Text(t) => t,
+                Captured::NoMemory => {
+                    return Err(Error::invalid(
+                        "text asks not to be remembered (<no-memory>)",
+                    ))
+                }
+                Captured::OnlyPrivate => {
+                    return Err(Error::invalid(
+                        "text is empty after removing <private> spans",
+                    ))
+                }
+            };
+            let hash = text::content_hash(&text);
+            if let Some(other) = self
+                .by_hash
+                .get(&(self.scope_key(&item.scope), hash.clone()))
+            {
+                if other != id {
+                    return Err(Error::invalid(format!(
+                        "the new text is identical to memory `{other}` in the same scope"
+                    )));
+                }
+            }
+            if text != item.text {
+                new_vector = Some(self.embed(&[text.as_str()])?.and_then(|mut v| v.pop()));
+            }
+            item.text = text;
+            item.content_hash = hash;
+        }
+        if let Some(kind) = patch.kind {
+            item.kind = kind;
+        }
+        if let Some(status) = patch.status {
+            item.status = status;
+        }
+        if let Some(pinned) = patch.pinned {
+            item.pinned = pinned;
+        }
+        if let Some(tags) = patch.tags {
+            item.tags = self.clean_tags(tags)?;
+        }
+        if let Some(privacy) = patch.privacy {
+            item.privacy = privacy;
+        }
+        if let Some(source) = patch.source {
+            self.validate_source(&source)?;
+            item.source = source;
+        }
+        match patch.deleted {
+            Some(true) if item.deleted_at.is_none() => item.deleted_at = Some(now),
+            Some(false) => item.deleted_at = None,
+            _ => {}
+        }
+        item.updated_at = now;
+        self.write(txn, id, Some(item.clone()));
+        // A changed text gets a fresh embedding (or loses its stale one).
+        if let Some(vector) = new_vector {
+            if vector.is_some() || self.embeddings.contains_key(id) {
+                self.write_vector(txn, id, vector);
+            }
+        }
+        Ok(item)
+    }
+
+    /// Deletes one memory: soft (suppressed, kept for the user to see and so
+    /// the same text is not captured again) or hard (erased with every trace,
+    /// index postings included).
+    pub fn delete(&mut self, id: &str, hard: bool, now: Timestamp, txn: &mut Txn) -> Result<()> {
+        let item = self.get(id)?.clone();
+        if hard {
+            // Erasing leaves no trace: the memories that followed this one
+            // forget the link.
+            for follower in self.followers.get(id).cloned().unwrap_or_default() {
+                if let Some(entry) = self.entries.get(&follower) {
+                    let mut unlinked = entry.item.clone();
+                    unlinked.follows = None;
+                    self.write(txn, &follower, Some(unlinked));
+                }
+            }
+            self.write(txn, id, None);
+            if self.embeddings.contains_key(id) {
+                self.write_vector(txn, id, None);
+            }
+        } else if !item.is_deleted() {
+            let mut item = item;
+            item.deleted_at = Some(now);
+            item.updated_at = now;
+            self.write(txn, id, Some(item));
+        }
+        Ok(())
+    }
+
+    /// Deletes every memory the filter selects (`userId` is required, so a
+    /// call never reaches other users' data). Returns how many it deleted.
+    /// A hard delete also removes the files of the selected scopes.
+    pub fn delete_all(
+        &mut self,
+        filter: &ScopeFilter,
+        hard: bool,
+        now: Timestamp,
+        txn: &mut Txn,
+    ) -> Result<DeleteAllResult> {
+        if filter.user_id.is_none() {
+            return Err(Error::invalid("deleteAll needs at least scope.userId"));
+        }
+        let ids: Vec<String> = self
+            .entries
+            .values()
+            .filter(|e| filter.matches(&e.item.scope) && (hard || !e.item.is_deleted()))
+            .map(|e| e.item.id.clone())
+            .collect();
+        for id in &ids {
+            self.delete(id, hard, now, txn)?;
+        }
+        // Erasure takes the files too: they hold the same text.
+        if hard {
+            self.remove_files_where(|scope| filter.matches(scope), txn);
+        }
+        Ok(DeleteAllResult {
+            deleted: ids.len(),
+            hard,
+        })
+    }
+
+    /// Counts over the memories the filter selects (everything when empty).
+    pub fn stats(&self, filter: &ScopeFilter, token_counting_is_estimate: bool) -> Stats {
+        let mut stats = Stats {
+            items: 0,
+            active: 0,
+            deleted: 0,
+            pending: 0,
+            rejected: 0,
+            pinned: 0,
+            by_kind: BTreeMap::new(),
+            tenants: 0,
+            indexed_terms: 0,
+            stored_bytes: 0,
+            embedded: 0,
+            retrieval_mode: if self.embedder.is_some() {
+                "hybrid"
+            } else {
+                "lexical"
+            }
+            .to_string(),
+            model: self.model_id.clone(),
+            token_counting: if token_counting_is_estimate {
+                "estimate"
+            } else {
+                "tokenizer"
+            }
+            .to_string(),
+            format_version: FORMAT_VERSION,
+        };
+        let mut tenants = BTreeSet::new();
+        for item in self.items().filter(|i| filter.matches(&i.scope)) {
+            stats.items += 1;
+            stats.deleted += usize::from(item.is_deleted());
+            stats.pending += usize::from(item.status == Status::Pending);
+            stats.rejected += usize::from(item.status == Status::Rejected);
+            stats.active += usize::from(!item.is_deleted() && item.status != Status::Rejected);
+            stats.pinned += usize::from(item.pinned);
+            *stats
+                .by_kind
+                .entry(item.kind.as_str().to_string())
+                .or_default() += 1;
+            stats.stored_bytes += codec::encode_item(item).len();
+            if let Some(vector) = self.embeddings.get(&item.id) {
+                stats.embedded += 1;
+                stats.stored_bytes += vector.record_len();
+            }
+            tenants.insert(item.scope.tenant());
+        }
+        stats.tenants = tenants.len();
+        stats.indexed_terms = tenants
+            .iter()
+            .filter_map(|t| self.lexical.get(t))
+            .map(Bm25Index::term_count)
+            .sum();
+        stats
+    }
+}
+
+fn list_matches(item: &MemoryItem, q: &ListQuery) -> bool {
+    q.scope.matches(&item.scope)
+        && (q.include_deleted || !item.is_deleted())
+        && q.kinds.as_ref().is_none_or(|k| k.contains(&item.kind))
+        && q.statuses.as_ref().is_none_or(|s| s.contains(&item.status))
+        && q.tags
+            .as_ref()
+            .is_none_or(|t| t.iter().any(|t| item.tags.contains(t)))
+        && q.pinned.is_none_or(|p| p == item.pinned)
+        && q.since.is_none_or(|s| item.created_at >= s)
+        && q.until.is_none_or(|u| item.created_at < u)
+}
+
+fn parse_cursor(cursor: &str) -> Result<(i64, String)> {
+    let bad = || Error::invalid("cursor is not one returned by list");
+    let (ms, id) = cursor.split_once(':').ok_or_else(bad)?;
+    let ms: i64 = ms.parse().map_err(|_| bad())?;
+    validate_item_id(id).map_err(|_| bad())?;
+    Ok((ms, id.to_string()))
+}

@@ -1,0 +1,229 @@
+//! The catalog: every memory, the doc number it holds in the indexes, and
+//! the secondary keys over the memories (content hash, creation time, scope
+//! and time, followers, pinned ids, the shared scopes, the per-tenant
+//! lexical indexes, each file's chunks). `Engine::set` is the only code that
+//! changes a memory, and it moves every key and the digest with it, so a
+//! new key is added there and stays in step by construction.
+
+use std::sync::Arc;
+
+use super::txn::{Txn, Undo};
+use super::Engine;
+use crate::codec;
+use crate::env::Environment;
+use crate::index::Bm25Index;
+use crate::item::{validate_item_id, MemoryItem, Scope};
+use crate::text;
+
+/// One memory and its doc number in the lexical and vector indexes.
+pub(super) struct Entry {
+    pub(super) item: MemoryItem,
+    pub(super) doc: u32,
+}
+
+impl Engine {
+    /// Replaces (or removes, with `None`) the item stored under `id`, keeping
+    /// every index and the digest in step. Returns the previous item.
+    pub(super) fn set(&mut self, id: &str, new: Option<MemoryItem>) -> Option<MemoryItem> {
+        let old = self.entries.remove(id);
+        let mut doc = None;
+        if let Some(Entry { item, doc: d }) = old.as_deref() {
+            self.digest.toggle(&codec::encode_item(item));
+            let key = (self.scope_key(&item.scope), item.content_hash.clone());
+            if self.by_hash.get(&key).map(String::as_str) == Some(id) {
+                self.by_hash.remove(&key);
+            }
+            self.by_created.remove(&(item.created_at.0, id.to_string()));
+            let (scope, ..) = key;
+            self.by_scope_time
+                .remove(&(scope.clone(), item.created_at.0, id.to_string()));
+            self.release_scope(scope);
+            if let Some(prev) = &item.follows {
+                if let Some(list) = self.followers.get_mut(prev) {
+                    list.retain(|f| f != id);
+                    if list.is_empty() {
+                        self.followers.remove(prev);
+                    }
+                }
+            }
+            self.pinned.remove(id);
+            self.index_file_chunk(item, false);
+            let same_context = new.as_ref().is_some_and(|n| {
+                n.scope.tenant() == item.scope.tenant()
+                    && n.is_deleted() == item.is_deleted()
+                    && n.follows == item.follows
+            });
+            if !same_context {
+                self.unindex_vector(*d);
+            }
+            let unchanged_text = new.as_ref().is_some_and(|n| {
+                n.text == item.text
+                    && n.scope.tenant() == item.scope.tenant()
+                    && n.is_deleted() == item.is_deleted()
+            });
+            if !item.is_deleted() && !unchanged_text {
+                let tenant = item.scope.tenant();
+                if let Some(ix) = self.lexical.get_mut(&tenant) {
+                    ix.remove(*d);
+                    if ix.doc_count() == 0 {
+                        self.lexical.remove(&tenant);
+                    }
+                }
+            }
+            doc = Some((*d, unchanged_text));
+        }
+        match new {
+            Some(item) => {
+                self.digest.toggle(&codec::encode_item(&item));
+                let (d, already_indexed) = match doc {
+                    Some(state) => state,
+                    None => (self.allocate_doc(id), false),
+                };
+                if !item.is_deleted() && !already_indexed {
+                    let terms = text::terms(&item.text);
+                    self.lexical
+                        .entry(item.scope.tenant())
+                        .or_insert_with(|| Bm25Index::new(self.config.bm25))
+                        .insert(d, &terms);
+                }
+                // Chunks belong to their file: they take no part in
+                // duplicate detection or conversation threads.
+                if item.is_file_chunk() {
+                    self.index_file_chunk(&item, true);
+                } else {
+                    let scope = self.intern_scope(&item.scope);
+                    self.by_hash
+                        .insert((scope.clone(), item.content_hash.clone()), id.to_string());
+                    self.by_scope_time
+                        .insert((scope, item.created_at.0, id.to_string()));
+                }
+                self.by_created.insert((item.created_at.0, id.to_string()));
+                if let Some(prev) = &item.follows {
+                    self.followers
+                        .entry(prev.clone())
+                        .or_default()
+                        .push(id.to_string());
+                }
+                if item.pinned {
+                    self.pinned.insert(id.to_string());
+                }
+                self.entries
+                    .insert(id.to_string(), Box::new(Entry { item, doc: d }));
+                self.index_vector(id);
+            }
+            None => {
+                if let Some((d, _)) = doc {
+                    self.doc_owner[d as usize] = None;
+                    self.free_docs.push(d);
+                }
+            }
+        }
+        old.map(|e| e.item)
+    }
+
+    /// The shared copy of `scope`, made if there is none.
+    fn intern_scope(&mut self, scope: &Scope) -> Arc<Scope> {
+        if let Some(shared) = self.scopes.get(scope) {
+            return shared.clone();
+        }
+        let shared = Arc::new(scope.clone());
+        self.scopes.insert(shared.clone());
+        shared
+    }
+
+    /// `scope` as a key of `by_hash` or `by_scope_time`: the shared copy, or
+    /// a new one when no key holds it (so the lookup finds nothing).
+    pub(super) fn scope_key(&self, scope: &Scope) -> Arc<Scope> {
+        self.scopes
+            .get(scope)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(scope.clone()))
+    }
+
+    /// Drops the shared copy of a scope once only `scopes` holds it (`key`
+    /// being the caller's handle).
+    fn release_scope(&mut self, key: Arc<Scope>) {
+        if Arc::strong_count(&key) == 2 {
+            self.scopes.remove(&*key);
+        }
+    }
+
+    fn allocate_doc(&mut self, id: &str) -> u32 {
+        match self.free_docs.pop() {
+            Some(d) => {
+                self.doc_owner[d as usize] = Some(id.to_string());
+                d
+            }
+            None => {
+                self.doc_owner.push(Some(id.to_string()));
+                (self.doc_owner.len() - 1) as u32
+            }
+        }
+    }
+
+    pub(super) fn entry_of(&self, doc: u32) -> Option<&Entry> {
+        let id = self.doc_owner.get(doc as usize)?.as_ref()?;
+        self.entries.get(id).map(Box::as_ref)
+    }
+
+    pub(super) fn fresh_id(&self, env: &mut dyn Environment) -> String {
+        loop {
+            let id = env.new_id();
+            if validate_item_id(&id).is_ok() && !self.entries.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// [`Engine::set`] that records the undo step.
+    pub(super) fn write(&mut self, txn: &mut Txn, id: &str, new: Option<MemoryItem>) {
+        let previous = self.set(id, new);
+        txn.undo
+            .push(Undo::Item(id.to_string(), previous.map(Box::new)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::engine::{Config, Engine, MemoryInput, Txn};
+    use crate::env::{Environment, FixedEnvironment};
+    use crate::item::{Scope, Timestamp};
+
+    #[test]
+    fn scope_keys_share_one_copy_per_scope_and_drop_it_with_the_last_memory() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let mut txn = Txn::default();
+        let (alice, bob) = (Scope::workspace("alice", "w"), Scope::workspace("bob", "w"));
+        let inputs = vec![
+            MemoryInput::new("alice likes green tea", alice.clone()),
+            MemoryInput::new("alice plays the cello", alice.clone()),
+            MemoryInput::new("bob owns a red bicycle", bob.clone()),
+        ];
+        let ids: Vec<String> = engine
+            .ingest(inputs, &mut env, &mut txn)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id.unwrap())
+            .collect();
+        assert_eq!(engine.scopes.len(), 2);
+        let shared = engine.scope_key(&alice);
+        // The interner, two memories' keys in each of two maps, this handle.
+        assert_eq!(Arc::strong_count(&shared), 1 + 2 * 2 + 1);
+        drop(shared);
+        let now = env.now();
+        let mut txn = Txn::default();
+        engine.delete(&ids[2], true, now, &mut txn).unwrap();
+        assert_eq!(engine.scopes.len(), 1, "bob's last memory is gone");
+        engine.delete(&ids[0], false, now, &mut txn).unwrap();
+        assert_eq!(engine.scopes.len(), 1, "a soft delete keeps the keys");
+        engine.delete(&ids[0], true, now, &mut txn).unwrap();
+        engine.delete(&ids[1], true, now, &mut txn).unwrap();
+        assert!(engine.scopes.is_empty() && engine.by_hash.is_empty());
+        engine.rollback(txn);
+        assert_eq!(engine.scopes.len(), 2, "a rollback brings both back");
+        assert!(engine.find_text(&bob, "bob owns a red bicycle").is_some());
+    }
+}

@@ -1,0 +1,390 @@
+//! Ingest: what a memory input becomes. Each input is validated (a caller
+//! can check one alone with `check_input`), its text captured (opt-out,
+//! redaction, normalization), deduplicated against the store (exact
+//! duplicates by content hash, near-duplicates as [`crate::dedupe`]
+//! chooses them) and stored with the memory it follows in its conversation
+//! (`docs/design.md`, "Data flow").
+
+use super::txn::Txn;
+use super::{Engine, IngestOutcome, IngestReason, IngestResult, MemoryInput};
+use crate::dedupe::{self, Duplicate, NearDuplicateAction, Neighbourhood};
+use crate::env::Environment;
+use crate::error::{Error, Result};
+use crate::index::Bm25Index;
+use crate::item::{validate_id, MemoryItem, Scope, Source, Tenant, Timestamp};
+use crate::text::{self, Capture};
+
+/// What ingest keeps of a raw text.
+pub(crate) enum Captured {
+    /// The text opted out (`<no-memory>`).
+    NoMemory,
+    /// Nothing was left but private spans.
+    OnlyPrivate,
+    /// The redacted, normalized text.
+    Text(String),
+}
+
+/// The text ingest stores for `raw`: the capture pipeline
+/// ([`text::capture`]: opt-out, redaction, normalization), with a text left
+/// blank ([`text::is_blank`]: only whitespace and default-ignorable
+/// characters such as U+200D) refused as empty.
+pub(crate) fn text_to_store(raw: &str) -> Result<Captured> {
+    match text::capture(raw) {
+        Capture::NoMemory => Ok(Captured::NoMemory),
+        Capture::Text {
+            text,
+            private_removed,
+        } => {
+            if !text::is_blank(&text) {
+                Ok(Captured::Text(text))
+            } else if private_removed {
+                Ok(Captured::OnlyPrivate)
+            } else {
+                Err(Error::invalid("text is empty"))
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Ingests a batch: each input is redacted, normalized, deduplicated
+    /// against the store and the earlier inputs of the batch, and stored. Any
+    /// invalid input fails the whole batch.
+    pub fn ingest(
+        &mut self,
+        inputs: Vec<MemoryInput>,
+        env: &mut dyn Environment,
+        txn: &mut Txn,
+    ) -> Result<Vec<IngestResult>> {
+        let limits = self.config.limits;
+        if inputs.len() > limits.max_batch {
+            return Err(Error::TooLarge {
+                what: "ingest batch".into(),
+                size: inputs.len(),
+                limit: limits.max_batch,
+            });
+        }
+        let now = env.now();
+        let mut prepared = Vec::with_capacity(inputs.len());
+        for (i, input) in inputs.into_iter().enumerate() {
+            let at = |e: Error| e.at(&format!("inputs[{i}]"));
+            let tags = self.validate_fields(&input).map_err(at)?;
+            let captured = text_to_store(&input.text).map_err(at)?;
+            prepared.push((input, tags, captured));
+        }
+        let texts: Vec<&str> = prepared
+            .iter()
+            .filter_map(|(_, _, captured)| match captured {
+                Captured::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut vectors = self.embed(&texts)?.map(Vec::into_iter);
+        let mut results = Vec::with_capacity(prepared.len());
+        for (input, tags, captured) in prepared {
+            let vector = match captured {
+                Captured::Text(_) => vectors.as_mut().and_then(Iterator::next),
+                _ => None,
+            };
+            results.push(self.ingest_one(input, tags, captured, vector, now, env, txn));
+        }
+        Ok(results)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn ingest_one(
+        &mut self,
+        input: MemoryInput,
+        tags: Vec<String>,
+        captured: Captured,
+        vector: Option<Vec<f32>>,
+        now: Timestamp,
+        env: &mut dyn Environment,
+        txn: &mut Txn,
+    ) -> IngestResult {
+        let source = input.source.unwrap_or_default();
+        let skipped = |reason| IngestResult {
+            id: None,
+            outcome: IngestOutcome::Skipped,
+            reason: Some(reason),
+            similar_to: None,
+        };
+        let text = match captured {
+            Captured::NoMemory => return skipped(IngestReason::NoMemory),
+            Captured::OnlyPrivate => return skipped(IngestReason::Private),
+            Captured::Text(t) => t,
+        };
+        let content_hash = text::content_hash(&text);
+        let created_at = input.created_at.unwrap_or(now);
+        let duplicate = Duplicate {
+            source: source.clone(),
+            created_at,
+            tags: tags.clone(),
+            pinned: input.pinned.unwrap_or(false),
+            privacy: input.privacy.unwrap_or_default(),
+            text: None,
+        };
+
+        let hash_key = (self.scope_key(&input.scope), content_hash.clone());
+        if let Some(existing) = self.by_hash.get(&hash_key).cloned() {
+            return self.merge_duplicate(&existing, duplicate, IngestReason::Duplicate, now, txn);
+        }
+
+        let terms = text::terms(&text);
+        let similar = self.find_near_duplicate(&input.scope, &text, &terms, vector.as_deref());
+        if let Some(similar) = &similar {
+            if self.config.near_duplicate.action == NearDuplicateAction::Merge {
+                let duplicate = Duplicate {
+                    text: Some(text),
+                    ..duplicate
+                };
+                return self.merge_duplicate(
+                    similar,
+                    duplicate,
+                    IngestReason::NearDuplicate,
+                    now,
+                    txn,
+                );
+            }
+        }
+
+        let id = self.fresh_id(env);
+        let follows = self.thread_predecessor(&input.scope, created_at);
+        let item = MemoryItem {
+            id: id.clone(),
+            text,
+            kind: input.kind.unwrap_or_default(),
+            scope: input.scope,
+            status: input.status.unwrap_or_default(),
+            pinned: duplicate.pinned,
+            source,
+            content_hash,
+            tags,
+            privacy: duplicate.privacy,
+            created_at,
+            updated_at: now,
+            last_used_at: None,
+            usage_count: 0,
+            merged_from: Vec::new(),
+            follows,
+            deleted_at: None,
+            source_lines: None,
+        };
+        self.write(txn, &id, Some(item));
+        if vector.is_some() {
+            self.write_vector(txn, &id, vector);
+        }
+        IngestResult {
+            id: Some(id),
+            outcome: IngestOutcome::Added,
+            reason: similar.is_some().then_some(IngestReason::NearDuplicate),
+            similar_to: similar,
+        }
+    }
+
+    /// Checks one input as [`Engine::ingest`] would, without changing
+    /// anything (lets a caller report every bad input before ingesting).
+    pub fn check_input(&self, input: &MemoryInput) -> Result<()> {
+        self.validate_fields(input)?;
+        text_to_store(&input.text).map(|_| ())
+    }
+
+    /// Refuses a text longer than `maxTextBytes`.
+    pub(super) fn check_text_size(&self, what: &str, text: &str) -> Result<()> {
+        let limit = self.config.limits.max_text_bytes;
+        if text.len() > limit {
+            return Err(Error::TooLarge {
+                what: what.into(),
+                size: text.len(),
+                limit,
+            });
+        }
+        Ok(())
+    }
+
+    /// Validates everything of an input but its text's content; returns the
+    /// cleaned tags.
+    fn validate_fields(&self, input: &MemoryInput) -> Result<Vec<String>> {
+        self.check_text_size("text", &input.text)?;
+        input.scope.validate()?;
+        if let Some(created_at) = input.created_at {
+            // JSON reads only RFC 3339 dates of years 1..=9999; a Rust
+            // caller can pass any `i64`, which later date arithmetic and
+            // the export would not survive.
+            Timestamp::from_millis(created_at.0).map_err(|e| e.at("createdAt"))?;
+        }
+        if let Some(source) = &input.source {
+            self.validate_source(source)?;
+        }
+        self.clean_tags(input.tags.clone().unwrap_or_default())
+    }
+
+    pub(super) fn merge_duplicate(
+        &mut self,
+        existing_id: &str,
+        duplicate: Duplicate,
+        reason: IngestReason,
+        now: Timestamp,
+        txn: &mut Txn,
+    ) -> IngestResult {
+        let Some(entry) = self.entries.get(existing_id) else {
+            // by_hash and entries are kept in step by `set`; treat a miss as
+            // "nothing to merge into" rather than panic.
+            return IngestResult {
+                id: None,
+                outcome: IngestOutcome::Skipped,
+                reason: Some(reason),
+                similar_to: None,
+            };
+        };
+        if entry.item.is_deleted() {
+            return IngestResult {
+                id: Some(existing_id.to_string()),
+                outcome: IngestOutcome::Skipped,
+                reason: Some(IngestReason::Suppressed),
+                similar_to: None,
+            };
+        }
+        let mut item = entry.item.clone();
+        let limits = self.config.limits;
+        dedupe::merge_into(
+            &mut item,
+            duplicate,
+            now,
+            limits.max_merge_records,
+            limits.max_tags,
+        );
+        self.write(txn, existing_id, Some(item));
+        IngestResult {
+            id: Some(existing_id.to_string()),
+            outcome: IngestOutcome::Merged,
+            reason: Some(reason),
+            similar_to: None,
+        }
+    }
+
+    /// The most similar live memory of exactly `scope` that passes the
+    /// near-duplicate gates, as [`dedupe::find_near_duplicate`] chooses it.
+    pub(crate) fn find_near_duplicate(
+        &self,
+        scope: &Scope,
+        text: &str,
+        terms: &[String],
+        vector: Option<&[f32]>,
+    ) -> Option<String> {
+        let memories = ScopeMemories {
+            engine: self,
+            scope,
+            tenant: scope.tenant(),
+        };
+        dedupe::find_near_duplicate(&self.config.near_duplicate, &memories, text, terms, vector)
+    }
+
+    /// The live memory a new memory of `scope` created at `created_at`
+    /// follows: the latest one of the same scope created at most
+    /// `threadGapMinutes` earlier (ids break ties, in capture order).
+    fn thread_predecessor(&self, scope: &Scope, created_at: Timestamp) -> Option<String> {
+        let gap = i64::from(self.config.rank.thread_gap_minutes) * 60_000;
+        let scope = self.scope_key(scope);
+        let from = (
+            scope.clone(),
+            created_at.0.saturating_sub(gap),
+            String::new(),
+        );
+        let to = (scope, created_at.0.saturating_add(1), String::new());
+        self.by_scope_time
+            .range(from..to)
+            .rev()
+            .map(|(_, _, id)| id)
+            .find(|id| self.entries.get(*id).is_some_and(|e| !e.item.is_deleted()))
+            .cloned()
+    }
+
+    pub(super) fn clean_tags(&self, tags: Vec<String>) -> Result<Vec<String>> {
+        let limits = self.config.limits;
+        if tags.len() > limits.max_tags {
+            return Err(Error::TooLarge {
+                what: "tags".into(),
+                size: tags.len(),
+                limit: limits.max_tags,
+            });
+        }
+        let mut clean: Vec<String> = Vec::with_capacity(tags.len());
+        for tag in tags {
+            let tag = tag.trim().to_string();
+            if tag.len() > limits.max_tag_bytes {
+                return Err(Error::TooLarge {
+                    what: "tag".into(),
+                    size: tag.len(),
+                    limit: limits.max_tag_bytes,
+                });
+            }
+            validate_id("tag", &tag)?;
+            if !clean.contains(&tag) {
+                clean.push(tag);
+            }
+        }
+        Ok(clean)
+    }
+
+    pub(super) fn validate_source(&self, source: &Source) -> Result<()> {
+        let limit = self.config.limits.max_source_bytes;
+        for (what, value) in [
+            ("source.ref", Some(&source.reference)),
+            ("source.uri", source.uri.as_ref()),
+        ] {
+            if let Some(v) = value {
+                if v.len() > limit {
+                    return Err(Error::TooLarge {
+                        what: what.to_string(),
+                        size: v.len(),
+                        limit,
+                    });
+                }
+                if v.chars().any(char::is_control) {
+                    return Err(Error::invalid(format!(
+                        "{what} must not contain control characters"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The memories a new memory of `scope` may be a near-duplicate of: the
+/// live ones of exactly that scope that are not chunks of a file, with the
+/// indexes of their tenant.
+struct ScopeMemories<'a> {
+    engine: &'a Engine,
+    scope: &'a Scope,
+    tenant: Tenant,
+}
+
+impl Neighbourhood for ScopeMemories<'_> {
+    fn lexical(&self) -> Option<&Bm25Index> {
+        self.engine.lexical.get(&self.tenant)
+    }
+
+    fn eligible(&self, doc: u32) -> Option<&MemoryItem> {
+        self.engine
+            .entry_of(doc)
+            .map(|e| &e.item)
+            .filter(|item| &item.scope == self.scope && !item.is_deleted() && !item.is_file_chunk())
+    }
+
+    fn cosine(&self, id: &str, vector: &[f32]) -> Option<f32> {
+        self.engine.embedding(id).map(|own| own.dot(vector))
+    }
+
+    fn nearest(&self, vector: &[f32], k: usize) -> Vec<u32> {
+        self.engine
+            .vectors
+            .get(&self.tenant)
+            .map(|ix| ix.search(vector, k, &|doc| self.eligible(doc).is_some()))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(doc, _)| doc)
+            .collect()
+    }
+}

@@ -1,0 +1,244 @@
+//! The engine: memtide's state machine, without I/O.
+//!
+//! [`Engine`] holds every item and the indexes over them. Each write operation
+//! takes a [`Txn`], mutates the in-memory state and records how to undo it;
+//! the caller then asks [`Engine::batch_for`] for the storage
+//! [`Batch`](crate::storage::Batch), commits it, and on failure calls
+//! [`Engine::rollback`] so memory and storage never disagree.
+//! [`crate::Memory`] does exactly this for a synchronous
+//! [`crate::storage::Storage`]; the JavaScript bindings do it around an async
+//! commit.
+//!
+//! One room per responsibility:
+//!
+//! - `api`: the requests and answers of the operations ([`Config`],
+//!   [`MemoryInput`], [`RetrieveQuery`], [`Stats`], …);
+//! - `catalog`: the memories and the secondary keys kept in step with them;
+//! - `vectors`: embeddings, the model, the context vectors of ranking;
+//! - `txn`: the undo log, rollback, and the batch and manifest of a write;
+//! - `ingest`: ingest, input validation, deduplication, threading;
+//! - `search`: retrieval, injection, policy explanations;
+//! - `admin`: get, list, update, delete, stats;
+//! - `files`: stored files and their chunks;
+//! - `export`: export and import.
+//!
+//! What is judged rather than kept lives outside: the ranking steps in
+//! [`crate::rank`], the choice among near-duplicates in [`crate::dedupe`],
+//! what a query may see in [`crate::policy`]; the storage keys in
+//! `crate::keys`.
+
+mod admin;
+mod api;
+mod catalog;
+mod export;
+mod files;
+mod ingest;
+mod search;
+mod txn;
+mod vectors;
+
+pub use crate::keys::{ITEM_PREFIX, MANIFEST_KEY, VECTOR_PREFIX};
+pub use api::{
+    Config, DeleteAllResult, IngestOutcome, IngestReason, IngestResult, InjectQuery, Limits,
+    ListPage, ListQuery, MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats,
+};
+pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
+pub(crate) use ingest::{text_to_store, Captured};
+pub use txn::Txn;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::codec::{self, SetDigest, FORMAT_VERSION};
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::files::StoredFile;
+use crate::index::{Bm25Index, VectorIndex};
+use crate::item::{MemoryItem, Scope, Tenant};
+use catalog::Entry;
+use files::FileKey;
+use vectors::StoredVector;
+
+/// The memory state machine. See the module documentation.
+pub struct Engine {
+    config: Config,
+    // The catalog: changed only by `set` (catalog.rs), which keeps every
+    // key below in step, up to the lexical indexes.
+    /// Boxed: an `Entry` holds a whole memory, and a table holds up to
+    /// twice the entries it has while it doubles, so boxing keeps the table
+    /// small when it grows (`docs/speed.md`, "Heap per memory").
+    entries: HashMap<String, Box<Entry>>,
+    doc_owner: Vec<Option<String>>,
+    free_docs: Vec<u32>,
+    /// Each scope of a memory in `by_hash` or `by_scope_time`, once: their
+    /// keys share it.
+    scopes: HashSet<Arc<Scope>>,
+    by_hash: HashMap<(Arc<Scope>, String), String>,
+    by_created: BTreeSet<(i64, String)>,
+    by_scope_time: BTreeSet<(Arc<Scope>, i64, String)>,
+    followers: HashMap<String, Vec<String>>,
+    pinned: BTreeSet<String>,
+    lexical: HashMap<Tenant, Bm25Index>,
+    // Embeddings: changed only by `set_vector` (vectors.rs), which keeps
+    // the vector indexes in step.
+    /// Own embedding of each memory that has one (key `vec/<id>`).
+    embeddings: HashMap<String, StoredVector>,
+    /// Per tenant, the context vectors of its live memories (see
+    /// [`crate::rank`]): the embedding plus the one of the memory it follows.
+    vectors: HashMap<Tenant, VectorIndex>,
+    /// Docs present in `vectors`, with their tenant.
+    vector_docs: HashMap<u32, Tenant>,
+    /// The model the stored embeddings come from.
+    model_id: Option<String>,
+    embedder: Option<Arc<dyn Embedder>>,
+    // Files: changed only by `set_file` (files.rs); `set` keeps
+    // `file_chunks` in step.
+    /// Every stored file (key `file/…`).
+    files: BTreeMap<FileKey, StoredFile>,
+    /// The chunks of each file (memories with `sourceLines`), by file.
+    file_chunks: HashMap<FileKey, BTreeSet<String>>,
+    /// The digest of every stored record, which the manifest carries;
+    /// `set`, `set_vector` and `set_file` toggle it.
+    digest: SetDigest,
+}
+
+impl Engine {
+    /// An empty engine.
+    pub fn new(config: Config) -> Self {
+        Engine {
+            config,
+            entries: HashMap::new(),
+            doc_owner: Vec::new(),
+            free_docs: Vec::new(),
+            scopes: HashSet::new(),
+            by_hash: HashMap::new(),
+            by_created: BTreeSet::new(),
+            by_scope_time: BTreeSet::new(),
+            followers: HashMap::new(),
+            pinned: BTreeSet::new(),
+            lexical: HashMap::new(),
+            embeddings: HashMap::new(),
+            vectors: HashMap::new(),
+            vector_docs: HashMap::new(),
+            model_id: None,
+            embedder: None,
+            files: BTreeMap::new(),
+            file_chunks: HashMap::new(),
+            digest: SetDigest::default(),
+        }
+    }
+
+    /// Rebuilds an engine from stored records (`item/…`, `vec/…` and
+    /// `file/…` pairs and the manifest) and verifies they agree with the
+    /// manifest.
+    pub fn load(
+        config: Config,
+        item_records: Vec<(String, Vec<u8>)>,
+        vector_records: Vec<(String, Vec<u8>)>,
+        file_records: Vec<(String, Vec<u8>)>,
+        manifest: Option<&[u8]>,
+    ) -> Result<Engine> {
+        config.validate()?;
+        let mut engine = Engine::new(config);
+        let mut stored = SetDigest::default();
+        let count = item_records.len();
+        let vector_count = vector_records.len();
+        let file_count = file_records.len();
+        for (key, bytes) in item_records {
+            let item = codec::decode_item(&bytes).map_err(|e| match Error::from(e) {
+                Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
+                other => other,
+            })?;
+            if key.strip_prefix(ITEM_PREFIX) != Some(item.id.as_str()) {
+                return Err(Error::Corrupt(format!(
+                    "record `{key}` holds memory `{}`",
+                    item.id
+                )));
+            }
+            stored.toggle(&bytes);
+            engine.set(&item.id.clone(), Some(item));
+        }
+        for (key, bytes) in vector_records {
+            let decoded = codec::decode_vector(&bytes).map_err(|e| match Error::from(e) {
+                Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
+                other => other,
+            })?;
+            let id = key.strip_prefix(VECTOR_PREFIX).unwrap_or_default();
+            if !engine.entries.contains_key(id) {
+                return Err(Error::Corrupt(format!("record `{key}` has no memory")));
+            }
+            stored.toggle(&bytes);
+            engine.set_vector(id, Some(StoredVector::loaded(decoded, &bytes)));
+        }
+        for (key, bytes) in file_records {
+            let file = codec::decode_file(&bytes).map_err(|e| match Error::from(e) {
+                Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
+                other => other,
+            })?;
+            if file.storage_key() != key {
+                return Err(Error::Corrupt(format!(
+                    "record `{key}` holds file `{}` of another key",
+                    file.path
+                )));
+            }
+            stored.toggle(&bytes);
+            engine.set_file(&(file.scope.clone(), file.path.clone()), Some(file));
+        }
+        match manifest.map(codec::decode_manifest).transpose()? {
+            None if count == 0 && vector_count == 0 && file_count == 0 => {}
+            None => {
+                return Err(Error::Corrupt(format!(
+                    "{count} memory records but no manifest"
+                )))
+            }
+            Some(m) => {
+                engine.model_id = m.model_id.clone();
+                if m.format_version > FORMAT_VERSION {
+                    return Err(Error::VersionMismatch {
+                        found: u32::from(m.format_version),
+                        supported: u32::from(FORMAT_VERSION),
+                    });
+                }
+                if m.item_count != count as u64
+                    || m.vector_count != vector_count as u64
+                    || m.file_count != file_count as u64
+                    || m.items_digest != stored.to_hex()
+                {
+                    return Err(Error::Corrupt(format!(
+                        "the manifest lists {} memories with digest {}, storage holds {count} with digest {}: a write was torn",
+                        m.item_count,
+                        m.items_digest,
+                        stored.to_hex()
+                    )));
+                }
+            }
+        }
+        Ok(engine)
+    }
+
+    /// The engine's settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Number of memories (including soft-deleted ones).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when the store holds no memory at all.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Every memory, in no particular order.
+    pub fn items(&self) -> impl Iterator<Item = &MemoryItem> {
+        self.entries.values().map(|e| &e.item)
+    }
+
+    /// True when the lexical index of `tenant` holds `term` (an analysed
+    /// term, see [`terms`](crate::text::terms)).
+    pub fn lexical_index_has_term(&self, tenant: &Tenant, term: &str) -> bool {
+        self.lexical.get(tenant).is_some_and(|ix| ix.has_term(term))
+    }
+}

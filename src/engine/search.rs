@@ -1,0 +1,253 @@
+//! Retrieval and injection: which memories a query may see
+//! ([`crate::policy`]), the candidates and the evidence for each (BM25
+//! matches, semantic neighbours, the replies of matching questions), handed
+//! to [`crate::rank`] to score and order (`docs/design.md`, "Ranking");
+//! injection renders the pinned memories and the best hits within a token
+//! budget ([`crate::inject`]). Both mark what they return as used.
+
+use std::collections::HashMap;
+
+use super::txn::Txn;
+use super::{Engine, InjectQuery, RetrieveHit, RetrieveQuery};
+use crate::error::{Error, Result};
+use crate::inject::{self, Injection, TokenCounter};
+use crate::item::{MemoryItem, Timestamp};
+use crate::policy::{self, Exclusion, Visibility};
+use crate::rank::{self, Candidate};
+use crate::text;
+
+/// Fewest semantic neighbours a hybrid query considers.
+const DENSE_CANDIDATES: usize = 100;
+/// Fewest best lexical matches a query considers (more lose to the fused
+/// ranking's first places only when both signals are weak).
+const LEXICAL_CANDIDATES: usize = 200;
+
+impl RetrieveQuery {
+    /// What the policy needs of the query.
+    fn visibility(&self, now: Timestamp) -> Visibility<'_> {
+        Visibility {
+            scope: &self.scope,
+            now,
+            include_pending: self.include_pending,
+            include_pii: self.include_pii,
+            kinds: self.kinds.as_deref(),
+            tags: self.tags.as_deref(),
+            since: self.since,
+            until: self.until,
+        }
+    }
+}
+
+impl Engine {
+    /// Checks a retrieval query without running it.
+    pub fn check_query(&self, query: &RetrieveQuery) -> Result<()> {
+        query.scope.validate()?;
+        if text::is_blank(&query.text) {
+            return Err(Error::invalid("query text must not be empty"));
+        }
+        self.check_text_size("query text", &query.text)?;
+        if let Some(limit) = query.limit {
+            if limit == 0 || limit > self.config.limits.max_results {
+                return Err(Error::invalid(format!(
+                    "limit must be between 1 and {}",
+                    self.config.limits.max_results
+                )));
+            }
+        }
+        if let (Some(since), Some(until)) = (query.since, query.until) {
+            if since > until {
+                return Err(Error::invalid("since must not be after until"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The query's embedding when a model is attached and the tenant has
+    /// vectors to compare it with.
+    fn query_vector(&self, query: &RetrieveQuery) -> Result<Option<Vec<f32>>> {
+        if !self.vectors.contains_key(&query.scope.tenant()) {
+            return Ok(None);
+        }
+        Ok(self
+            .embed(&[query.text.as_str()])?
+            .and_then(|mut v| v.pop()))
+    }
+
+    /// Ranks the memories visible to `query` without marking them used:
+    /// gathers the candidates and their evidence for [`rank::rank`].
+    fn search(
+        &self,
+        query: &RetrieveQuery,
+        query_vector: Option<&[f32]>,
+        limit: usize,
+        now: Timestamp,
+    ) -> Vec<RetrieveHit> {
+        let tenant = query.scope.tenant();
+        let vis = query.visibility(now);
+        let visible = |doc: u32| -> Option<&MemoryItem> {
+            let item = &self.entry_of(doc)?.item;
+            policy::check(item, &vis).ok().map(|()| item)
+        };
+        let lexical: Vec<(u32, f32)> = self
+            .lexical
+            .get(&tenant)
+            .map(|ix| ix.search(&text::terms(&query.text)))
+            .unwrap_or_default();
+        let bm25_max = lexical.first().map_or(0.0, |&(_, score)| score);
+
+        // Candidates: the best visible lexical matches, the semantic
+        // neighbours, then the replies of candidate questions (they may
+        // inherit); with their BM25 score.
+        let mut candidates: HashMap<&str, (&MemoryItem, f32)> = HashMap::new();
+        let lexical_candidates = limit.saturating_mul(4).max(LEXICAL_CANDIDATES);
+        for (item, score) in lexical
+            .iter()
+            .filter_map(|&(doc, score)| Some((visible(doc)?, score)))
+            .take(lexical_candidates)
+        {
+            candidates.insert(&item.id, (item, score));
+        }
+        if let (Some(q), Some(ix)) = (query_vector, self.vectors.get(&tenant)) {
+            let k = limit.saturating_mul(4).max(DENSE_CANDIDATES);
+            for (doc, _) in ix.search(q, k, &|doc| visible(doc).is_some()) {
+                if let Some(item) = visible(doc) {
+                    candidates.entry(&item.id).or_insert((item, 0.0));
+                }
+            }
+        }
+        let questions: Vec<&str> = candidates
+            .values()
+            .filter(|(item, _)| rank::asks_question(&item.text))
+            .map(|(item, _)| item.id.as_str())
+            .collect();
+        for question in questions {
+            for reply in self.followers.get(question).into_iter().flatten() {
+                if let Some(entry) = self.entries.get(reply) {
+                    if policy::check(&entry.item, &vis).is_ok() {
+                        candidates
+                            .entry(&entry.item.id)
+                            .or_insert((&entry.item, 0.0));
+                    }
+                }
+            }
+        }
+
+        let candidates = candidates.into_values().map(|(item, lexical)| Candidate {
+            item,
+            lexical,
+            semantic: query_vector.map(|q| {
+                self.context_vector(item)
+                    .map_or(0.0, |context| dot(q, &context))
+            }),
+        });
+        rank::rank(&query.text, candidates, bm25_max, &self.config.rank, limit)
+            .into_iter()
+            .map(|(breakdown, item)| RetrieveHit {
+                item: item.clone(),
+                citation: item.citation(),
+                score: breakdown.fused,
+                explain: query.explain.then_some(breakdown),
+                policy: query.explain.then(|| policy::admission(item, &vis)),
+            })
+            .collect()
+    }
+
+    /// Marks memories as used now (usage count and last use).
+    fn mark_used<'a>(
+        &mut self,
+        ids: impl IntoIterator<Item = &'a str>,
+        now: Timestamp,
+        txn: &mut Txn,
+    ) {
+        for id in ids {
+            if let Some(entry) = self.entries.get(id) {
+                let mut item = entry.item.clone();
+                item.usage_count = item.usage_count.saturating_add(1);
+                item.last_used_at = Some(now);
+                self.write(txn, id, Some(item));
+            }
+        }
+    }
+
+    /// Retrieves the memories most relevant to the query, best first, and
+    /// marks them used unless `dryRun`.
+    pub fn retrieve(
+        &mut self,
+        query: &RetrieveQuery,
+        now: Timestamp,
+        txn: &mut Txn,
+    ) -> Result<Vec<RetrieveHit>> {
+        self.check_query(query)?;
+        let query_vector = self.query_vector(query)?;
+        let mut hits = self.search(
+            query,
+            query_vector.as_deref(),
+            query.limit.unwrap_or(10),
+            now,
+        );
+        if !query.dry_run {
+            self.mark_used(hits.iter().map(|h| h.item.id.as_str()), now, txn);
+            for hit in &mut hits {
+                if let Some(entry) = self.entries.get(&hit.item.id) {
+                    hit.item = entry.item.clone();
+                }
+            }
+        }
+        Ok(hits)
+    }
+
+    /// Renders the pinned memories of the scope, then the most relevant
+    /// ones, into one block within the token budget, and marks the memories
+    /// it used unless `dryRun`.
+    pub fn inject(
+        &mut self,
+        request: &InjectQuery,
+        counter: &dyn TokenCounter,
+        now: Timestamp,
+        txn: &mut Txn,
+    ) -> Result<Injection> {
+        let query = &request.query;
+        self.check_query(query)?;
+        let vis = query.visibility(now);
+        let mut pinned: Vec<&MemoryItem> = self
+            .pinned
+            .iter()
+            .filter_map(|id| self.entries.get(id).map(|e| &e.item))
+            .filter(|item| policy::check(item, &vis).is_ok())
+            .collect();
+        pinned.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
+        let query_vector = self.query_vector(query)?;
+        let ranked = self.search(
+            query,
+            query_vector.as_deref(),
+            query.limit.unwrap_or(20),
+            now,
+        );
+        let mut candidates = pinned;
+        candidates.extend(ranked.iter().map(|h| &h.item).filter(|i| !i.pinned));
+        let injection = inject::render(&candidates, request.budget_tokens, request.format, counter);
+        if !query.dry_run {
+            let used = injection.used.clone();
+            self.mark_used(used.iter().map(String::as_str), now, txn);
+        }
+        Ok(injection)
+    }
+
+    /// Why `item_id` would or would not be returned for `query`.
+    pub fn explain_policy(
+        &self,
+        item_id: &str,
+        query: &RetrieveQuery,
+        now: Timestamp,
+    ) -> Result<Option<Exclusion>> {
+        let entry = self
+            .entries
+            .get(item_id)
+            .ok_or_else(|| Error::NotFound(item_id.to_string()))?;
+        Ok(policy::check(&entry.item, &query.visibility(now)).err())
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

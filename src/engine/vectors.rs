@@ -1,0 +1,229 @@
+//! Embeddings: each memory's own vector as stored (int8), the model that
+//! makes them, and the context vectors the tenants' vector indexes hold for
+//! ranking (`docs/design.md`, "Embeddings"). `Engine::set_vector` is the
+//! only code that changes an embedding; it keeps the vector index and the
+//! digest in step, as `Engine::set` does for memories.
+
+use std::sync::Arc;
+
+use super::txn::{Txn, Undo};
+use super::Engine;
+use crate::codec::{self, SetDigest};
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::index::{Int8Vector, VectorIndex, VectorParams};
+use crate::item::MemoryItem;
+
+/// Texts embedded per model call.
+const EMBED_CHUNK: usize = 64;
+
+/// A memory's own embedding as the engine holds it: int8, as stored.
+#[derive(Debug, Clone)]
+pub(super) struct StoredVector {
+    pub(super) vector: Int8Vector,
+    /// Set when the vector was loaded from an `f32` record (written before
+    /// records held int8 codes): re-encoding gives other bytes, so the
+    /// digest and the stats need what the stored record was.
+    legacy_record: Option<Box<LegacyRecord>>,
+}
+
+/// The stored `f32` record a [`StoredVector`] was loaded from.
+#[derive(Debug, Clone)]
+struct LegacyRecord {
+    hash: [u8; 32],
+    len: usize,
+}
+
+impl StoredVector {
+    /// A new embedding, quantized.
+    fn quantize(vector: &[f32]) -> Self {
+        StoredVector {
+            vector: Int8Vector::quantize(vector),
+            legacy_record: None,
+        }
+    }
+
+    /// A vector decoded from its stored record `bytes`.
+    pub(super) fn loaded(decoded: codec::DecodedVector, bytes: &[u8]) -> Self {
+        StoredVector {
+            vector: decoded.vector,
+            legacy_record: decoded.legacy.then(|| {
+                Box::new(LegacyRecord {
+                    hash: SetDigest::hash(bytes),
+                    len: bytes.len(),
+                })
+            }),
+        }
+    }
+
+    /// The sha256 of the stored record (see [`SetDigest`]).
+    fn record_hash(&self) -> [u8; 32] {
+        match &self.legacy_record {
+            Some(record) => record.hash,
+            None => SetDigest::hash(&codec::encode_vector(&self.vector)),
+        }
+    }
+
+    /// Bytes of the stored record.
+    pub(super) fn record_len(&self) -> usize {
+        match &self.legacy_record {
+            Some(record) => record.len,
+            None => codec::encode_vector(&self.vector).len(),
+        }
+    }
+}
+
+impl Engine {
+    /// Replaces (or removes) the embedding of memory `id`, keeping the
+    /// vector index and the digest in step. Returns the previous embedding.
+    pub(super) fn set_vector(
+        &mut self,
+        id: &str,
+        new: Option<StoredVector>,
+    ) -> Option<StoredVector> {
+        if let Some(doc) = self.entries.get(id).map(|e| e.doc) {
+            self.unindex_vector(doc);
+        }
+        let old = self.embeddings.remove(id);
+        if let Some(v) = &old {
+            self.digest.toggle_hash(&v.record_hash());
+        }
+        if let Some(v) = new {
+            self.digest.toggle_hash(&v.record_hash());
+            self.embeddings.insert(id.to_string(), v);
+        }
+        self.index_vector(id);
+        old
+    }
+
+    /// Removes a doc from the vector index it sits in, if any.
+    pub(super) fn unindex_vector(&mut self, doc: u32) {
+        if let Some(tenant) = self.vector_docs.remove(&doc) {
+            if let Some(ix) = self.vectors.get_mut(&tenant) {
+                ix.remove(doc);
+                if ix.is_empty() {
+                    self.vectors.remove(&tenant);
+                }
+            }
+        }
+    }
+
+    /// Puts a live memory that has an embedding into its tenant's vector
+    /// index, as its context vector.
+    pub(super) fn index_vector(&mut self, id: &str) {
+        let Some(entry) = self.entries.get(id) else {
+            return;
+        };
+        if entry.item.is_deleted() || self.vector_docs.contains_key(&entry.doc) {
+            return;
+        }
+        let Some(context) = self.context_vector(&entry.item) else {
+            return;
+        };
+        let tenant = entry.item.scope.tenant();
+        let doc = entry.doc;
+        let index = self
+            .vectors
+            .entry(tenant.clone())
+            .or_insert_with(|| VectorIndex::new(context.len(), VectorParams::default()));
+        if index.insert(doc, &context).is_ok() {
+            self.vector_docs.insert(doc, tenant);
+        }
+    }
+
+    /// The context vector of a memory: its embedding plus the embedding of
+    /// the memory it follows, normalized (see [`crate::rank`]).
+    pub(super) fn context_vector(&self, item: &MemoryItem) -> Option<Vec<f32>> {
+        let own = &self.embeddings.get(&item.id)?.vector;
+        let previous = item
+            .follows
+            .as_ref()
+            .and_then(|p| self.embeddings.get(p))
+            .map(|p| &p.vector)
+            .filter(|p| p.len() == own.len());
+        let mut context = own.to_f32();
+        if let Some(p) = previous {
+            for (c, &code) in context.iter_mut().zip(p.codes()) {
+                *c += f32::from(code) * p.scale();
+            }
+        }
+        let norm = context.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            context.iter_mut().for_each(|x| *x /= norm);
+        }
+        Some(context)
+    }
+
+    /// [`Engine::set_vector`] that records the undo step.
+    pub(super) fn write_vector(&mut self, txn: &mut Txn, id: &str, new: Option<Vec<f32>>) {
+        let previous = self.set_vector(id, new.as_deref().map(StoredVector::quantize));
+        txn.undo.push(Undo::Vector(id.to_string(), previous));
+    }
+
+    /// Embeds texts with the attached model (`None` without one), checking
+    /// every vector's length and values.
+    pub(crate) fn embed(&self, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>> {
+        let Some(embedder) = &self.embedder else {
+            return Ok(None);
+        };
+        let mut vectors = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(EMBED_CHUNK) {
+            vectors.extend(embedder.embed_batch(chunk)?);
+        }
+        let dims = embedder.dimensions();
+        if vectors.len() != texts.len()
+            || vectors
+                .iter()
+                .any(|v| v.len() != dims || v.iter().any(|x| !x.is_finite()))
+        {
+            return Err(Error::Model(format!(
+                "the model returned malformed embeddings (expected {} vectors of {dims} finite values)",
+                texts.len()
+            )));
+        }
+        Ok(Some(vectors))
+    }
+
+    /// The stored embedding of memory `id`, if it has one.
+    pub(crate) fn embedding(&self, id: &str) -> Option<&Int8Vector> {
+        self.embeddings.get(id).map(|v| &v.vector)
+    }
+
+    /// Attaches an embedding model: from now on memories are embedded at
+    /// ingest and retrieval is hybrid. Memories without an embedding, or with
+    /// one from another model, are embedded now (a store never mixes
+    /// models). Returns how many memories were embedded.
+    pub fn attach_embedder(&mut self, embedder: Arc<dyn Embedder>, txn: &mut Txn) -> Result<usize> {
+        let model = embedder.model_id().to_string();
+        txn.undo
+            .push(Undo::Model(self.model_id.clone(), self.embedder.clone()));
+        if self.model_id.as_deref() != Some(model.as_str()) {
+            let stale: Vec<String> = self.embeddings.keys().cloned().collect();
+            for id in stale {
+                self.write_vector(txn, &id, None);
+            }
+        }
+        self.model_id = Some(model);
+        self.embedder = Some(embedder);
+        let mut missing: Vec<(String, String)> = self
+            .entries
+            .values()
+            .filter(|e| !self.embeddings.contains_key(&e.item.id))
+            .map(|e| (e.item.id.clone(), e.item.text.clone()))
+            .collect();
+        missing.sort();
+        for chunk in missing.chunks(EMBED_CHUNK) {
+            let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = self.embed(&texts)?.unwrap_or_default();
+            for ((id, _), vector) in chunk.iter().zip(vectors) {
+                self.write_vector(txn, id, Some(vector));
+            }
+        }
+        Ok(missing.len())
+    }
+
+    /// The attached embedding model, if any.
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
+    }
+}
