@@ -40,8 +40,6 @@ use crate::error::Error;
 use crate::files::StoredFile;
 use crate::index::Int8Vector;
 use crate::item::MemoryItem;
-// Re-exported for the export's digests (`engine::export`), which name it here.
-pub use crate::text::hex;
 
 /// The newest record format version this build writes and reads.
 pub const FORMAT_VERSION: u16 = 3;
@@ -353,7 +351,7 @@ impl SetDigest {
 
     /// Lowercase hex.
     pub fn to_hex(self) -> String {
-        hex(&self.0)
+        crate::text::hex(&self.0)
     }
 }
 

@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::item::{Scope, Timestamp};
-use crate::text::hex;
 pub use crate::keys::FILE_PREFIX;
+use crate::text::hex;
 
 /// Longest accepted path, in bytes.
 pub const MAX_PATH_BYTES: usize = 1024;

@@ -30,7 +30,6 @@ use sha2::{Digest, Sha256};
 
 use super::files::FileKey;
 use super::{text_to_store, Captured, Engine, IngestReason, Txn};
-use crate::codec;
 use crate::dedupe::Duplicate;
 use crate::error::{Error, Result};
 use crate::files::StoredFile;
@@ -274,7 +273,7 @@ fn to_json<T: Serialize + ?Sized>(value: &T, fallback: &str) -> String {
 
 /// `"<noun>Count":n,"<checksum_key>":"<sha256 of json>","<noun>s":<json>`.
 fn checksummed_part(noun: &str, count: usize, checksum_key: &str, json: &str) -> String {
-    let digest = codec::hex(&Sha256::digest(json.as_bytes()));
+    let digest = text::hex(&Sha256::digest(json.as_bytes()));
     format!("\"{noun}Count\":{count},\"{checksum_key}\":\"{digest}\",\"{noun}s\":{json}")
 }
 
@@ -344,7 +343,7 @@ fn checked_part<T: for<'de> Deserialize<'de>>(
     let raw = raw.ok_or_else(|| Error::Corrupt(format!("export has no {name}")))?;
     let expected =
         checksum.ok_or_else(|| Error::Corrupt(format!("export has no checksum of its {name}")))?;
-    if codec::hex(&Sha256::digest(raw.get().as_bytes())) != expected {
+    if text::hex(&Sha256::digest(raw.get().as_bytes())) != expected {
         return Err(Error::Corrupt(format!(
             "export checksum does not match its {name}"
         )));

@@ -9,8 +9,8 @@ use crate::codec;
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::files::{self, FileSync, FileSyncOutcome, StoredFile};
-use crate::inject::TokenCounter;
 use crate::item::{Kind, LineRange, MemoryItem, Privacy, Scope, Source, SourceKind, Status};
+use crate::text::tokens::TokenCounter;
 use crate::text::{self, markdown};
 
 /// A file's identity: its scope and path.

@@ -10,11 +10,12 @@ use std::collections::HashMap;
 use super::txn::Txn;
 use super::{Engine, InjectQuery, RetrieveHit, RetrieveQuery};
 use crate::error::{Error, Result};
-use crate::inject::{self, Injection, TokenCounter};
+use crate::inject::{self, Injection};
 use crate::item::{MemoryItem, Timestamp};
 use crate::policy::{self, Exclusion, Visibility};
 use crate::rank::{self, Candidate};
 use crate::text;
+use crate::text::tokens::TokenCounter;
 
 /// Fewest semantic neighbours a hybrid query considers.
 const DENSE_CANDIDATES: usize = 100;
