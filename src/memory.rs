@@ -396,8 +396,6 @@ fn token_counter<'a>(
     }
 }
 
-/// Runs a future that completes without waiting — every future of a
-/// synchronous [`Storage`] does — and returns its output.
 /// Whether [`AsyncMemory::run`] checks an outcome that writes nothing
 /// against the stored manifest.
 #[derive(Debug, Clone, Copy)]
@@ -410,7 +408,11 @@ enum Unwritten {
     Trust,
 }
 
-pub(crate) fn block_on<F: Future>(future: F) -> Result<F::Output> {
+/// Runs a future that completes without waiting — every future of a
+/// synchronous [`Storage`] does — and returns its output; a future that
+/// waits is a [`Error::Storage`]. Public for the tests, which drive the
+/// [`AsyncStorage`] of in-memory stores with it.
+pub fn block_on<F: Future>(future: F) -> Result<F::Output> {
     let mut future = pin!(future);
     match future
         .as_mut()

@@ -39,6 +39,7 @@ use memtide::{
     Config, InjectQuery, ListQuery, Memory, MemoryInput, MemoryPatch, Privacy, RetrieveQuery,
     Scope, ScopeFilter, Status, Timestamp,
 };
+use memtide_testkit::store::scope;
 
 const FIXTURE: &str = include_str!("data/adversarial.json");
 const NOW: &str = "2024-05-01T12:00:00Z";
@@ -145,10 +146,6 @@ fn unhex(hex: &str) -> Vec<u8> {
         .step_by(2)
         .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex bytes"))
         .collect()
-}
-
-fn scope() -> Scope {
-    Scope::workspace("alice", "home")
 }
 
 /// What a surface did with one input.

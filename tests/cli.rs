@@ -506,11 +506,16 @@ fn bad_ids_and_usage_errors_are_reported() {
     let stderr = fails(dir.path(), &["list", "--limit", "0"], "");
     assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
 
-    let out = run(memtide_command().env_remove("MEMTIDE_STORE").arg("list"), "");
+    let out = run(
+        memtide_command().env_remove("MEMTIDE_STORE").arg("list"),
+        "",
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--store"));
     let out = run(
-        memtide_command().arg("stats").env("MEMTIDE_STORE", dir.path()),
+        memtide_command()
+            .arg("stats")
+            .env("MEMTIDE_STORE", dir.path()),
         "",
     );
     assert!(out.status.success());
@@ -650,7 +655,9 @@ fn md_sync_indexes_a_file_once_and_replaces_its_chunks_on_change() {
     assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
     // The scope is required.
     assert_eq!(
-        memtide(&store, &["md", "sync", notes_arg], "").status.code(),
+        memtide(&store, &["md", "sync", notes_arg], "")
+            .status
+            .code(),
         Some(2)
     );
 }
@@ -766,7 +773,7 @@ fn a_closed_stdout_is_not_a_crash() {
 }
 
 #[cfg(feature = "semantic")]
-mod common;
+use memtide_testkit::model::{golden, model_dir};
 
 /// Runs `memtide --model DIR embed` (no store) with `stdin`.
 #[cfg(feature = "semantic")]
@@ -784,13 +791,13 @@ fn embed(model: &Path, stdin: &str) -> Output {
 #[cfg(feature = "semantic")]
 #[test]
 fn embed_prints_the_reference_ids_and_embeddings() {
-    let golden: Value = common::golden();
+    let golden: Value = golden();
     let cases = &golden["cases"].as_array().unwrap()[..2];
     let stdin: String = cases
         .iter()
         .map(|case| json!({"text": case["text"]}).to_string() + "\n")
         .collect();
-    let out = embed(common::model_dir(), &stdin);
+    let out = embed(model_dir(), &stdin);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let lines = stdout_lines(&out);
@@ -843,7 +850,7 @@ fn embed_reports_bad_lines_before_loading_and_model_errors() {
 fn store_commands_with_a_model_embed_and_retrieve_by_meaning() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path();
-    let model = common::model_dir().to_str().unwrap();
+    let model = model_dir().to_str().unwrap();
     let memories = [
         ("We adopted a golden retriever puppy named Biscuit", "w"),
         ("My sister moved to Lisbon for her new job", "w"),

@@ -12,7 +12,7 @@
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-mod common;
+use memtide_testkit::model::{golden, model_files};
 
 use std::sync::OnceLock;
 
@@ -36,7 +36,7 @@ struct Case {
 fn model() -> &'static MiniLm {
     static MODEL: OnceLock<MiniLm> = OnceLock::new();
     MODEL.get_or_init(|| {
-        let (onnx, tokenizer) = common::model_files();
+        let (onnx, tokenizer) = model_files();
         MiniLm::from_bytes(onnx, &tokenizer).expect("load the model")
     })
 }
@@ -59,7 +59,7 @@ fn assert_unit_vector(embedding: &[f32], text: &str) {
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn ids_and_embeddings_match_the_reference() {
-    let golden: Golden = common::golden();
+    let golden: Golden = golden();
     let model = model();
     assert_eq!(model.dimensions(), 384);
     assert_eq!(
@@ -89,7 +89,7 @@ fn ids_and_embeddings_match_the_reference() {
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn a_batch_equals_one_text_at_a_time() {
-    let golden: Golden = common::golden();
+    let golden: Golden = golden();
     let model = model();
     let texts: Vec<&str> = golden.cases.iter().map(|c| c.text.as_str()).collect();
     let batched = model.embed_batch(&texts).expect("embed the batch");
@@ -137,7 +137,7 @@ fn the_empty_string_and_adversarial_texts_embed() {
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn bad_model_files_are_model_errors() {
-    let (onnx, tokenizer) = common::model_files();
+    let (onnx, tokenizer) = model_files();
 
     let truncated = onnx[..onnx.len() / 2].to_vec();
     for bytes in [Vec::new(), b"not an onnx file".to_vec(), truncated] {
@@ -148,7 +148,7 @@ fn bad_model_files_are_model_errors() {
     assert_eq!(error.code(), "INVALID_INPUT", "{error}");
     #[cfg(not(target_arch = "wasm32"))]
     {
-        let missing = common::model_dir().join("missing");
+        let missing = memtide_testkit::model::model_dir().join("missing");
         let error = MiniLm::from_dir(&missing).expect_err("a missing dir must fail");
         assert_eq!(error.code(), "MODEL", "{error}");
     }

@@ -1,4 +1,4 @@
-//! Failure injection (DESIGN.md policy 8): a storage commit that fails leaves
+//! Failure injection (`docs/design.md`, "Policies", 8): a storage commit that fails leaves
 //! the store exactly as it was, in memory and on reopen, and the store keeps
 //! working; a torn or damaged store is refused on open with `CORRUPT`.
 //!
@@ -12,92 +12,15 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 
 use memtide::env::FixedEnvironment;
-use memtide::storage::{Batch, MemoryStorage, Storage, StorageError};
+use memtide::storage::{Batch, MemoryStorage, Storage};
 use memtide::{
     Config, Error, InjectQuery, ListQuery, Memory, MemoryInput, MemoryItem, MemoryPatch,
     RetrieveQuery, Scope, ScopeFilter, Source, Status, Timestamp,
 };
+use memtide_testkit::faults::{FailingStorage, Failure};
+use memtide_testkit::store::T0;
 
-const T0: i64 = 1_700_000_000_000;
 const VOCAB: [&str; 6] = ["coffee", "berlin", "guitar", "marathon", "sushi", "violin"];
-
-/// How an injected commit failure is reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Failure {
-    Backend,
-    Quota,
-}
-
-impl Failure {
-    /// The error code the public API must report for it.
-    fn code(self) -> &'static str {
-        match self {
-            Failure::Backend => "STORAGE",
-            Failure::Quota => "QUOTA_EXCEEDED",
-        }
-    }
-}
-
-/// Delegates to `inner`, counting the commits that write (an empty batch
-/// only checks the expectation; `tests/fault_model.rs` fails those too); the
-/// commit numbered `fail_at` (from 0) fails without applying anything.
-/// Remembers the last applied batch so tests can replay part of it.
-#[derive(Debug, Clone)]
-struct FailingStorage<S> {
-    inner: S,
-    commits: usize,
-    fail_at: Option<usize>,
-    failure: Failure,
-    last_batch: Option<Batch>,
-}
-
-impl<S: Storage> FailingStorage<S> {
-    fn new(inner: S) -> Self {
-        FailingStorage {
-            inner,
-            commits: 0,
-            fail_at: None,
-            failure: Failure::Backend,
-            last_batch: None,
-        }
-    }
-
-    fn failing_at(inner: S, fail_at: usize, failure: Failure) -> Self {
-        FailingStorage {
-            fail_at: Some(fail_at),
-            failure,
-            ..FailingStorage::new(inner)
-        }
-    }
-}
-
-impl<S: Storage> Storage for FailingStorage<S> {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
-        self.inner.get(key)
-    }
-
-    fn scan(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        self.inner.scan(prefix)
-    }
-
-    fn commit(&mut self, batch: &Batch) -> Result<(), StorageError> {
-        if batch.is_empty() {
-            return self.inner.commit(batch);
-        }
-        let n = self.commits;
-        self.commits += 1;
-        if self.fail_at == Some(n) {
-            let message = format!("injected failure of commit {n}");
-            return Err(match self.failure {
-                Failure::Backend => StorageError::Backend(message),
-                Failure::Quota => StorageError::QuotaExceeded(message),
-            });
-        }
-        self.inner.commit(batch)?;
-        self.last_batch = Some(batch.clone());
-        Ok(())
-    }
-}
 
 type Mem = Memory<FailingStorage<MemoryStorage>, FixedEnvironment>;
 

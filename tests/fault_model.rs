@@ -31,9 +31,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
-use std::pin::pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
 
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -41,16 +39,16 @@ use proptest::sample::Index;
 use memtide::dedupe::NearDuplicateConfig;
 use memtide::env::FixedEnvironment;
 use memtide::storage::{
-    AsyncKeyValue, AsyncStorage, Batch, Expect, KvOp, KvStorage, MemoryStorage, Snapshot, Storage,
-    StorageError,
+    AsyncStorage, Batch, Expect, KvStorage, MemoryStorage, Snapshot, Storage, StorageError,
 };
 use memtide::{
     AsyncMemory, Config, Error, IngestOutcome, IngestReason, Kind, ListQuery, MemoryInput,
     MemoryItem, MemoryPatch, RetrieveQuery, Scope, ScopeFilter, Source, SourceKind, Status,
     Timestamp,
 };
-
-const T0: i64 = 1_700_000_000_000;
+use memtide_testkit::block_on;
+use memtide_testkit::faults::{MapKv, Trigger};
+use memtide_testkit::store::T0;
 
 /// Words no two of which end the same way, so no text of three of them is
 /// a substring of another.
@@ -97,17 +95,6 @@ fn config() -> Config {
             ..NearDuplicateConfig::default()
         },
         ..Config::default()
-    }
-}
-
-/// Polls a future that never waits (every backend here is in memory).
-fn now<F: std::future::Future>(future: F) -> F::Output {
-    match pin!(future)
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => unreachable!("in-memory backends complete at once"),
     }
 }
 
@@ -470,45 +457,13 @@ fn count_fault() {
     COUNTS.with(|c| c.faults.set(c.faults.get() + 1));
 }
 
-/// Counts calls and fails the armed one.
-#[derive(Debug, Default)]
-struct Trigger {
-    /// Calls left before the failing one; `None`: disarmed.
-    left: Cell<Option<u8>>,
-    fired: Cell<bool>,
-}
-
-impl Trigger {
-    fn arm(&self, at: u8) {
-        self.left.set(Some(at));
-        self.fired.set(false);
+/// Disarms `trigger`, counting the fault if it fired.
+fn disarm(trigger: &Trigger) -> bool {
+    let fired = trigger.disarm();
+    if fired {
+        count_fault();
     }
-
-    /// Disarms; true when the fault fired since it was armed.
-    fn disarm(&self) -> bool {
-        self.left.set(None);
-        let fired = self.fired.replace(false);
-        if fired {
-            count_fault();
-        }
-        fired
-    }
-
-    /// True when this call is the one to fail.
-    fn strikes(&self) -> bool {
-        match self.left.get() {
-            Some(0) => {
-                self.left.set(None);
-                self.fired.set(true);
-                true
-            }
-            Some(n) => {
-                self.left.set(Some(n - 1));
-                false
-            }
-            None => false,
-        }
-    }
+    fired
 }
 
 /// A backend family the driver can run and reopen.
@@ -544,7 +499,7 @@ fn commit_to(
     batch: &Batch,
     expect: Option<Expect<'_>>,
 ) -> Result<(), StorageError> {
-    now(AsyncStorage::commit(
+    block_on(AsyncStorage::commit(
         &mut *state.borrow_mut(),
         batch,
         expect,
@@ -599,10 +554,10 @@ impl Faulty for Flaky {
     }
     fn arm(&self, variant: u8, at: u8) {
         self.quota.set(variant == 1);
-        self.trigger.arm(at % 4);
+        self.trigger.arm(usize::from(at % 4));
     }
     fn disarm(&self) -> bool {
-        self.trigger.disarm()
+        disarm(&self.trigger)
     }
     fn durable_bytes(&self) -> Vec<u8> {
         bytes_of(self.state.borrow().entries())
@@ -611,73 +566,23 @@ impl Faulty for Flaky {
 
 /// A key-value store without atomic batches whose process dies at the armed
 /// single-key write (the earlier writes stay applied).
-#[derive(Clone, Default)]
-struct Crashing {
-    map: Rc<RefCell<BTreeMap<String, Vec<u8>>>>,
-    trigger: Rc<Trigger>,
-}
-
-impl Crashing {
-    fn write(&self, key: &str, value: Option<&[u8]>) -> Result<(), StorageError> {
-        if self.trigger.strikes() {
-            return Err(StorageError::Io(std::io::Error::other("injected crash")));
-        }
-        let mut map = self.map.borrow_mut();
-        match value {
-            Some(v) => map.insert(key.to_string(), v.to_vec()),
-            None => map.remove(key),
-        };
-        Ok(())
-    }
-}
-
-impl AsyncKeyValue for Crashing {
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.map.borrow().get(key).cloned())
-    }
-    async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), StorageError> {
-        self.write(key, Some(value))
-    }
-    async fn delete(&mut self, key: &str) -> Result<(), StorageError> {
-        self.write(key, None)
-    }
-    async fn list(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
-        Ok(self
-            .map
-            .borrow()
-            .keys()
-            .filter(|k| k.starts_with(prefix))
-            .cloned()
-            .collect())
-    }
-    fn has_atomic_batch(&self) -> bool {
-        false
-    }
-    async fn batch(&mut self, _: &[KvOp<'_>], _: Option<Expect<'_>>) -> Result<(), StorageError> {
-        Err(StorageError::Backend("no atomic batches".into()))
-    }
-}
+type Crashing = MapKv;
 
 impl Faulty for Crashing {
     type Store = KvStorage<Crashing>;
     const MAY_COMPLETE: bool = true;
     const FAULT_CODES: &'static [&'static str] = &["STORAGE"];
     fn store(&self) -> KvStorage<Crashing> {
-        now(KvStorage::open(self.clone())).expect("opening the journaled store")
+        block_on(KvStorage::open(self.clone())).expect("opening the journaled store")
     }
     fn arm(&self, _variant: u8, at: u8) {
-        self.trigger.arm(at * 2);
+        self.trigger().arm(usize::from(at) * 2);
     }
     fn disarm(&self) -> bool {
-        self.trigger.disarm()
+        disarm(self.trigger())
     }
     fn durable_bytes(&self) -> Vec<u8> {
-        bytes_of(
-            self.map
-                .borrow()
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_slice())),
-        )
+        bytes_of(self.map().iter().map(|(k, v)| (k.as_str(), v.as_slice())))
     }
 }
 
@@ -766,7 +671,7 @@ impl Faulty for Lagging {
 type Mem<F> = AsyncMemory<<F as Faulty>::Store, FixedEnvironment>;
 
 fn open<F: Faulty>(backend: &F) -> Result<Mem<F>, Error> {
-    now(AsyncMemory::open(
+    block_on(AsyncMemory::open(
         backend.store(),
         FixedEnvironment::new(Timestamp(T0)),
         config(),
@@ -815,7 +720,7 @@ fn check_durable<F: Faulty>(backend: &F, model: &Model) -> Result<(), TestCaseEr
             limit: Some(100),
             ..RetrieveQuery::new(item.text.clone(), item.scope.clone())
         };
-        let hits = now(mem.retrieve(&query)).expect("retrieving");
+        let hits = block_on(mem.retrieve(&query)).expect("retrieving");
         let found = hits.iter().any(|h| &h.item.id == id);
         prop_assert_eq!(found, item.retrievable(), "retrieving {} by its text", id);
     }
@@ -884,9 +789,10 @@ impl<F: Faulty + Default> Run<F> {
     fn apply(&mut self, op: &Op, model: &mut Model) -> (Result<(), Error>, bool) {
         match op {
             Op::Ingest(specs) => {
-                let result = now(self
-                    .mem
-                    .ingest(specs.iter().map(InputSpec::input).collect()));
+                let result = block_on(
+                    self.mem
+                        .ingest(specs.iter().map(InputSpec::input).collect()),
+                );
                 let Ok(results) = &result else {
                     // Ids of memories a journal adds after all are learnt on recovery.
                     for (i, spec) in specs.iter().enumerate() {
@@ -931,7 +837,7 @@ impl<F: Faulty + Default> Run<F> {
                     ..MemoryPatch::default()
                 };
                 model.update(&id, &patch);
-                (now(self.mem.update(&id, patch)).map(drop), true)
+                (block_on(self.mem.update(&id, patch)).map(drop), true)
             }
             Op::Delete(index, hard) => {
                 let Some(id) = self.target(index) else {
@@ -942,12 +848,12 @@ impl<F: Faulty + Default> Run<F> {
                 } else if let Some(item) = model.items.get_mut(&id) {
                     item.deleted = true;
                 }
-                (now(self.mem.delete(&id, *hard)).map(drop), true)
+                (block_on(self.mem.delete(&id, *hard)).map(drop), true)
             }
             Op::DeleteAll(tenant, hard) => {
                 let filter = tenant_filter(*tenant);
                 let expected = model.delete_all(&filter, *hard);
-                let result = now(self.mem.delete_all(&filter, *hard));
+                let result = block_on(self.mem.delete_all(&filter, *hard));
                 if let Ok(done) = &result {
                     assert_eq!(done.deleted, expected, "deleteAll count");
                 }
@@ -955,7 +861,7 @@ impl<F: Faulty + Default> Run<F> {
             }
             Op::Retrieve(text, scope) => {
                 let query = RetrieveQuery::new(pool_text(*text), scope_of(*scope));
-                (now(self.mem.retrieve(&query)).map(drop), true)
+                (block_on(self.mem.retrieve(&query)).map(drop), true)
             }
             Op::Export => {
                 let data = self.mem.export();
@@ -973,7 +879,7 @@ impl<F: Faulty + Default> Run<F> {
                     n => self.exports[index.index(n)].clone(),
                 };
                 let expected = model.import(&snapshot);
-                let result = now(self.mem.import(&data));
+                let result = block_on(self.mem.import(&data));
                 if let (Ok(got), Some((added, replaced, merged))) = (&result, expected) {
                     assert_eq!(
                         (got.added, got.replaced, got.merged),
@@ -1036,7 +942,7 @@ impl<F: Faulty + Default> Run<F> {
                 self.recover(after, e)?;
             }
         }
-        now(self.mem.refresh()).map_err(|e| TestCaseError::fail(format!("refresh: {e}")))?;
+        block_on(self.mem.refresh()).map_err(|e| TestCaseError::fail(format!("refresh: {e}")))?;
         check_durable(&self.backend, &self.model)
     }
 

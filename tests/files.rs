@@ -18,23 +18,7 @@ use memtide::{
     Config, FileSyncOutcome, IngestOutcome, InjectFormat, InjectQuery, Kind, LineRange, Memory,
     MemoryInput, MemoryItem, MemoryPatch, RetrieveQuery, Scope, SourceKind, Timestamp,
 };
-
-const T0: i64 = 1_700_000_000_000;
-
-type Mem = Memory<MemoryStorage, FixedEnvironment>;
-
-fn fresh() -> Mem {
-    Memory::open(
-        MemoryStorage::new(),
-        FixedEnvironment::new(Timestamp(T0)),
-        Config::default(),
-    )
-    .unwrap()
-}
-
-fn scope() -> Scope {
-    Scope::workspace("alice", "home")
-}
+use memtide_testkit::store::{open, scope, Mem, T0};
 
 const NOTES: &str = "# Notes\n\nThe deploy script lives in ops/deploy.sh.\n\n\
 ## Coffee\n\nAlice drinks her coffee as a cortado.\n";
@@ -75,7 +59,7 @@ fn actual_chunks(mem: &Mem, scope: &Scope, path: &str) -> Vec<(LineRange, String
 
 #[test]
 fn a_synced_file_is_stored_and_chunked_with_its_lines() {
-    let mut mem = fresh();
+    let mut mem = open();
     let sync = mem.sync_file(&scope(), "notes/MEMORY.md", NOTES).unwrap();
     assert_eq!(sync.outcome, FileSyncOutcome::Created);
     assert_eq!(sync.removed, 0);
@@ -98,7 +82,7 @@ fn a_synced_file_is_stored_and_chunked_with_its_lines() {
 
 #[test]
 fn private_spans_leave_the_file_and_no_memory_chunks_are_not_indexed() {
-    let mut mem = fresh();
+    let mut mem = open();
     let content = "public line\n<private>secret\nsecret</private> after\n";
     mem.sync_file(&scope(), "p.md", content).unwrap();
     let file = mem.file(&scope(), "p.md").unwrap();
@@ -143,7 +127,7 @@ fn re_syncing_an_unchanged_file_writes_nothing() {
 
 #[test]
 fn a_changed_file_replaces_exactly_its_old_chunks() {
-    let mut mem = fresh();
+    let mut mem = open();
     mem.ingest(vec![MemoryInput::new("Alice likes sushi", scope())])
         .unwrap();
     let other = mem
@@ -174,7 +158,7 @@ fn a_changed_file_replaces_exactly_its_old_chunks() {
 
 #[test]
 fn chunks_never_merge_with_memories_or_each_other() {
-    let mut mem = fresh();
+    let mut mem = open();
     let text = "Alice drinks her coffee as a cortado.";
     let said = mem.ingest(vec![MemoryInput::new(text, scope())]).unwrap();
     let said_id = said[0].id.clone().unwrap();
@@ -221,7 +205,7 @@ fn chunks_never_merge_with_memories_or_each_other() {
 
 #[test]
 fn files_are_private_to_their_scope() {
-    let mut mem = fresh();
+    let mut mem = open();
     let work = Scope::workspace("alice", "work");
     let bob = Scope::workspace("bob", "home");
     mem.sync_file(&scope(), "MEMORY.md", "The wifi password is hunter2")
@@ -256,7 +240,7 @@ fn files_are_private_to_their_scope() {
 
 #[test]
 fn paths_that_are_taken_or_invalid_are_refused() {
-    let mut mem = fresh();
+    let mut mem = open();
     mem.sync_file(&scope(), "dir/a.md", "a").unwrap();
     for (path, code) in [
         ("dir", "INVALID_INPUT"),
@@ -278,7 +262,7 @@ fn paths_that_are_taken_or_invalid_are_refused() {
 
 #[test]
 fn hits_on_chunks_cite_path_and_lines_in_retrieval_and_both_injection_formats() {
-    let mut mem = fresh();
+    let mut mem = open();
     let doc: String = (1..=40)
         .map(|i| format!("Line {i} is about the topic number {i} of the notes.\n"))
         .collect::<String>()
@@ -321,7 +305,7 @@ fn hits_on_chunks_cite_path_and_lines_in_retrieval_and_both_injection_formats() 
 
 #[test]
 fn files_survive_a_reopen_and_a_torn_file_write_is_refused() {
-    let mut mem = fresh();
+    let mut mem = open();
     mem.sync_file(&scope(), "MEMORY.md", NOTES).unwrap();
     let storage = mem.into_storage();
     let reopened = Memory::open(
@@ -357,7 +341,7 @@ fn only_stores_with_files_use_format_version_2() {
             .map(|(k, v)| (k.to_string(), u16::from_le_bytes([v[4], v[5]])))
             .collect()
     };
-    let mut mem = fresh();
+    let mut mem = open();
     mem.ingest(vec![MemoryInput::new("plain memory", scope())])
         .unwrap();
     assert!(
@@ -409,7 +393,7 @@ fn edited_export(export: &str, edit: impl FnOnce(&mut serde_json::Value)) -> Str
 
 #[test]
 fn an_export_carries_files_and_an_import_restores_them() {
-    let mut mem = fresh();
+    let mut mem = open();
     mem.ingest(vec![MemoryInput::new("Alice likes sushi", scope())])
         .unwrap();
     let content = format!("{NOTES}<private>the door code</private>\n");
@@ -427,7 +411,7 @@ fn an_export_carries_files_and_an_import_restores_them() {
         "an export holds private text"
     );
 
-    let mut copy = fresh();
+    let mut copy = open();
     let result = copy.import(&export).unwrap();
     assert_eq!((result.added, result.files), (3, 2));
     for (s, path) in [
@@ -460,7 +444,7 @@ fn an_export_carries_files_and_an_import_restores_them() {
 
 #[test]
 fn an_imported_file_replaces_the_stored_one_and_its_stale_chunks() {
-    let mut old = fresh();
+    let mut old = open();
     old.sync_file(&scope(), "MEMORY.md", NOTES).unwrap();
     let first = chunks(&old, &scope(), "MEMORY.md");
     let mut newer = Memory::open(
@@ -504,7 +488,7 @@ fn an_imported_file_replaces_the_stored_one_and_its_stale_chunks() {
 
 #[test]
 fn a_filtered_export_holds_only_the_selected_scopes() {
-    let mut mem = fresh();
+    let mut mem = open();
     let bob = Scope::workspace("bob", "home");
     mem.ingest(vec![
         MemoryInput::new("alice memory", scope()),
@@ -532,13 +516,13 @@ fn a_filtered_export_holds_only_the_selected_scopes() {
 
 #[test]
 fn damaged_or_conflicting_files_in_an_export_are_refused_and_change_nothing() {
-    let mut source = fresh();
+    let mut source = open();
     source
         .sync_file(&scope(), "dir/a.md", "first file\n")
         .unwrap();
     source.sync_file(&scope(), "b.md", "second file\n").unwrap();
     let export = source.export();
-    let mut mem = fresh();
+    let mut mem = open();
     mem.sync_file(&scope(), "c.md", "kept file\n").unwrap();
     let before = mem.export();
     let code = |mem: &mut Mem, data: &str| mem.import(data).unwrap_err().code();
@@ -658,7 +642,7 @@ proptest! {
         start in prop::collection::vec(line(), 0..30),
         edits in prop::collection::vec((any::<bool>(), edit()), 1..12),
     ) {
-        let mut mem = fresh();
+        let mut mem = open();
         mem.ingest(vec![MemoryInput::new("a conversation memory", scope())]).unwrap();
         let paths = ["a.md", "b.md"];
         let mut files = [start.clone(), start];

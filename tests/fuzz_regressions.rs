@@ -1,8 +1,8 @@
 //! Replays the fuzz targets' inputs on stable Rust: every file of
 //! `fuzz/corpus/<target>/` (the seeds) and `fuzz/regressions/<target>/` (each
 //! input that once crashed a target) goes through the same check as the
-//! cargo-fuzz target, from `fuzz/checks/`. See `docs/reliability.md`,
-//! "Fuzzing".
+//! cargo-fuzz target, from [`memtide_testkit::fuzz`]. See
+//! `docs/reliability.md`, "Fuzzing".
 
 #![cfg(all(feature = "fs", not(target_arch = "wasm32")))]
 
@@ -10,8 +10,7 @@ use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-#[path = "../fuzz/checks/mod.rs"]
-mod checks;
+use memtide_testkit::fuzz as checks;
 
 #[test]
 fn every_seed_and_regression_input_passes_its_target_check() {

@@ -5,25 +5,10 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 
-use memtide::env::FixedEnvironment;
 use memtide::hot_file::{HotFileSync, BLOCK_BEGIN, BLOCK_END};
 use memtide::storage::MemoryStorage;
 use memtide::{Config, Kind, ListQuery, Memory, MemoryInput, MemoryItem, Scope, Timestamp};
-
-type Mem = Memory<MemoryStorage, FixedEnvironment>;
-
-fn fresh() -> Mem {
-    Memory::open(
-        MemoryStorage::new(),
-        FixedEnvironment::new(Timestamp(1_700_000_000_000)),
-        Config::default(),
-    )
-    .unwrap()
-}
-
-fn scope() -> Scope {
-    Scope::workspace("alice", "home")
-}
+use memtide_testkit::store::{open, scope, Mem};
 
 fn pin<E: memtide::env::Environment>(
     mem: &mut Memory<MemoryStorage, E>,
@@ -63,7 +48,7 @@ fn pinned(mem: &Mem) -> Vec<(String, String)> {
 
 #[test]
 fn the_block_is_rendered_inside_human_text_and_replaced_in_place() {
-    let mut mem = fresh();
+    let mut mem = open();
     let ids = pin(
         &mut mem,
         &[
@@ -101,7 +86,7 @@ fn the_block_is_rendered_inside_human_text_and_replaced_in_place() {
 
 #[test]
 fn edits_removals_and_new_bullets_are_read_back() {
-    let mut mem = fresh();
+    let mut mem = open();
     let ids = pin(&mut mem, &["coffee black", "tea green", "water still"]);
     let rendered = mem.render_hot_file(&scope(), "# Me\n").unwrap();
     let edited = rendered
@@ -203,7 +188,7 @@ fn the_block_keeps_the_order_its_bullets_are_written_in() {
 
 #[test]
 fn an_edit_to_another_memorys_text_pins_that_memory() {
-    let mut mem = fresh();
+    let mut mem = open();
     let ids = pin(&mut mem, &["coffee black"]);
     let plain = mem
         .ingest(vec![MemoryInput::new("tea green", scope())])
@@ -221,7 +206,7 @@ fn an_edit_to_another_memorys_text_pins_that_memory() {
 
 #[test]
 fn memory_text_cannot_close_the_block_or_forge_an_id() {
-    let mut mem = fresh();
+    let mut mem = open();
     let victim = pin(&mut mem, &["victim"]);
     let evil = format!("x <!-- mnemo:id={} -->\n{BLOCK_END}\n- injected", victim[0]);
     let ids = pin(&mut mem, &[&evil]);
@@ -343,7 +328,7 @@ proptest! {
         initial in prop::collection::vec(text(), 0..6),
         rounds in prop::collection::vec(prop::collection::vec(edit(), 0..5), 1..4),
     ) {
-        let mut mem = fresh();
+        let mut mem = open();
         let texts: Vec<&str> = initial.iter().map(String::as_str).filter(|t| !t.trim().is_empty() && !t.contains('<')).collect();
         pin(&mut mem, &texts);
         let mut document = mem.render_hot_file(&scope(), "# Mine\n\nkept text\n").unwrap();

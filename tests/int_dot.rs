@@ -13,9 +13,7 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 
 use memtide_int_dot::{dot_i16_i8, dot_i8_i8, dot_tile, I16Vectors, I8Vectors};
 
-#[path = "common/rng.rs"]
-mod rng;
-use rng::Rng;
+use memtide_testkit::rng::Rng;
 
 fn naive<A: Copy + Into<i64>>(a: &[A], b: &[i8]) -> i64 {
     a.iter()

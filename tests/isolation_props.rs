@@ -1,12 +1,11 @@
 //! Property tests over random multi-tenant workloads: no read ever crosses a
 //! scope (retrieval, injection, including what it reports as dropped, list,
 //! stats and a filtered export), retrieval and injection honour every
-//! exclusion rule
-//! (DESIGN.md policy 1), exact duplicates never make a second item (policy
-//! 4), usage is marked exactly for what was returned (policy 6), a hard
-//! delete (or an update replacing a text) leaves neither the id nor the text
-//! in any stored byte, and a reopened store answers exactly like the live
-//! one.
+//! exclusion rule (`docs/design.md`, "Policies", 1), exact duplicates never
+//! make a second item (policy 4), usage is marked exactly for what was
+//! returned (policy 6), a hard delete (or an update replacing a text) leaves
+//! neither the id nor the text in any stored byte, and a reopened store
+//! answers exactly like the live one.
 //!
 //! Each case runs a random sequence of operations against a [`Memory`] and,
 //! beside it, a small model of which `(scope, normalized text)` pairs exist
@@ -386,7 +385,8 @@ fn op(users: u8) -> impl Strategy<Value = Op> {
 // ----- independent oracles --------------------------------------------------
 
 /// Whether a query made in `query.scope` may return `item` at `now`, written
-/// out from DESIGN.md policy 1 without the crate's own policy code.
+/// out from `docs/design.md` ("Policies", 1) without the crate's own policy
+/// code.
 fn visible(item: &MemoryItem, query: &RetrieveQuery, now: Timestamp) -> bool {
     fn narrows(item: &Option<String>, query: &Option<String>) -> bool {
         item.is_none() || item == query

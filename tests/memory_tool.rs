@@ -5,25 +5,10 @@
 
 use serde_json::{json, Value};
 
-use memtide::env::FixedEnvironment;
 use memtide::memory_tool::MemoryToolResult;
 use memtide::storage::MemoryStorage;
-use memtide::{Config, Memory, RetrieveQuery, Scope, Timestamp};
-
-type Mem = Memory<MemoryStorage, FixedEnvironment>;
-
-fn fresh() -> Mem {
-    Memory::open(
-        MemoryStorage::new(),
-        FixedEnvironment::new(Timestamp(1_700_000_000_000)),
-        Config::default(),
-    )
-    .unwrap()
-}
-
-fn scope() -> Scope {
-    Scope::workspace("alice", "home")
-}
+use memtide::{Config, RetrieveQuery, Scope};
+use memtide_testkit::store::{open, scope, Mem};
 
 fn call(mem: &mut Mem, input: Value) -> MemoryToolResult {
     mem.memory_tool(&scope(), &input).unwrap()
@@ -63,7 +48,7 @@ fn view(mem: &mut Mem, path: &str) -> String {
 
 #[test]
 fn view_lists_directories_two_levels_deep_with_sizes() {
-    let mut mem = fresh();
+    let mut mem = open();
     assert_eq!(
         view(&mut mem, "/memories"),
         "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n0B\t/memories"
@@ -100,7 +85,7 @@ fn view_lists_directories_two_levels_deep_with_sizes() {
 
 #[test]
 fn view_numbers_lines_and_honours_view_range() {
-    let mut mem = fresh();
+    let mut mem = open();
     create(&mut mem, "/memories/notes.md", "one\ntwo\nthree\nfour");
     assert_eq!(
         view(&mut mem, "/memories/notes.md"),
@@ -156,7 +141,7 @@ fn view_numbers_lines_and_honours_view_range() {
 
 #[test]
 fn create_refuses_existing_paths_as_documented() {
-    let mut mem = fresh();
+    let mut mem = open();
     assert_eq!(
         ok(
             &mut mem,
@@ -197,7 +182,7 @@ fn create_refuses_existing_paths_as_documented() {
 
 #[test]
 fn str_replace_edits_one_unique_occurrence() {
-    let mut mem = fresh();
+    let mut mem = open();
     create(
         &mut mem,
         "/memories/prefs.md",
@@ -241,7 +226,7 @@ fn str_replace_edits_one_unique_occurrence() {
 
 #[test]
 fn insert_adds_text_after_a_line() {
-    let mut mem = fresh();
+    let mut mem = open();
     create(&mut mem, "/memories/list.md", "one\nthree\n");
     assert_eq!(
         ok(
@@ -274,7 +259,7 @@ fn insert_adds_text_after_a_line() {
 
 #[test]
 fn delete_removes_files_and_directories_but_not_the_root() {
-    let mut mem = fresh();
+    let mut mem = open();
     create(&mut mem, "/memories/a.md", "alpha note");
     create(&mut mem, "/memories/dir/b.md", "beta note");
     create(&mut mem, "/memories/dir/sub/c.md", "gamma note");
@@ -307,7 +292,7 @@ fn delete_removes_files_and_directories_but_not_the_root() {
 
 #[test]
 fn rename_moves_files_and_directories_with_their_chunks() {
-    let mut mem = fresh();
+    let mut mem = open();
     create(&mut mem, "/memories/draft.md", "The launch is on Friday");
     let chunk_before = mem.engine().items().next().unwrap().clone();
     assert_eq!(
@@ -356,7 +341,7 @@ fn rename_moves_files_and_directories_with_their_chunks() {
 
 #[test]
 fn bad_input_is_a_tool_error_and_a_bad_scope_is_a_rust_error() {
-    let mut mem = fresh();
+    let mut mem = open();
     fails(
         &mut mem,
         json!({"command": "undo_edit", "path": "/memories/a.md"}),
@@ -391,7 +376,7 @@ fn bad_input_is_a_tool_error_and_a_bad_scope_is_a_rust_error() {
 
 #[test]
 fn every_traversal_and_malformed_path_is_refused() {
-    let mut mem = fresh();
+    let mut mem = open();
     create(&mut mem, "/memories/ok.md", "fine");
     let long_segment = format!("/memories/{}", "x".repeat(256));
     let long_path = format!("/memories/{}c", "ab/".repeat(400));
@@ -500,7 +485,7 @@ fn every_traversal_and_malformed_path_is_refused() {
 
 #[test]
 fn each_scope_has_its_own_memories_directory() {
-    let mut mem = fresh();
+    let mut mem = open();
     let other = Scope::workspace("bob", "home");
     create(&mut mem, "/memories/alice.md", "Alice's secret plan");
     let result = mem
@@ -533,7 +518,7 @@ fn each_scope_has_its_own_memories_directory() {
 
 #[test]
 fn every_write_keeps_the_index_in_step() {
-    let mut mem = fresh();
+    let mut mem = open();
     create(&mut mem, "/memories/coffee.md", "Alice drinks cortado");
     let find = |mem: &mut Mem, text: &str| -> Vec<String> {
         mem.retrieve(&RetrieveQuery::new(text, scope()))

@@ -1,22 +1,8 @@
 //! The conversational ranking signals of `memtide::rank`: thread links, answer
 //! inheritance and speaker match.
 
-use memtide::env::FixedEnvironment;
-use memtide::storage::MemoryStorage;
-use memtide::{Memory, MemoryInput, RetrieveQuery, Scope, Timestamp};
-
-const T0: i64 = 1_700_000_000_000;
-
-type Mem = Memory<MemoryStorage, FixedEnvironment>;
-
-fn open() -> Mem {
-    Memory::open(
-        MemoryStorage::new(),
-        FixedEnvironment::new(Timestamp(T0)),
-        Default::default(),
-    )
-    .unwrap()
-}
+use memtide::{MemoryInput, RetrieveQuery, Scope, Timestamp};
+use memtide_testkit::store::{open, Mem, T0};
 
 fn chat() -> Scope {
     Scope::workspace("u", "w").with_session("s1")

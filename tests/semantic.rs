@@ -8,13 +8,14 @@ use std::sync::Arc;
 use memtide::codec;
 use memtide::embed::Embedder;
 use memtide::env::FixedEnvironment;
-use memtide::storage::{Batch, MemoryStorage, Storage, StorageError};
+use memtide::storage::{Batch, MemoryStorage, Storage};
 use memtide::{
     IngestOutcome, IngestReason, Memory, MemoryInput, MemoryPatch, RetrieveQuery, Scope,
     ScopeFilter, Timestamp,
 };
+use memtide_testkit::faults::FailingStorage;
+use memtide_testkit::store::T0;
 
-const T0: i64 = 1_700_000_000_000;
 const DIMS: usize = 32;
 
 /// Embeds a text as the normalized sum of one-hot vectors of its words'
@@ -349,36 +350,15 @@ fn the_semantic_gate_merges_paraphrases_but_keeps_changed_values() {
     );
 }
 
-/// Fails every commit once armed.
-#[derive(Clone, Default)]
-struct Failing {
-    inner: MemoryStorage,
-    fail: bool,
-}
-
-impl Storage for Failing {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
-        self.inner.get(key)
-    }
-    fn scan(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        self.inner.scan(prefix)
-    }
-    fn commit(&mut self, batch: &Batch) -> Result<(), StorageError> {
-        if self.fail {
-            return Err(StorageError::Backend("injected failure".into()));
-        }
-        self.inner.commit(batch)
-    }
-}
-
 #[test]
 fn a_failed_model_change_leaves_the_old_model_and_vectors() {
-    let mut mem = open(Failing::default());
+    let mut mem = open(FailingStorage::new(MemoryStorage::new()));
     mem.set_embedder(model("concepts-v1")).unwrap();
     let id = add(&mut mem, "the sedan needs new tyres");
     let before = mem.export();
-    let mut storage = mem.into_storage();
-    storage.fail = true;
+    let storage = mem.into_storage();
+    // Every commit from here on fails.
+    storage.trigger.arm_sticky(0);
     let mut mem = open(storage);
     assert_eq!(
         mem.set_embedder(model("concepts-v2")).unwrap_err().code(),

@@ -3,8 +3,9 @@
 //!
 //! Each generic `async fn` below takes a [`Backend`]; `conformance_suite!`
 //! instantiates all of them per backend. Natively each test drives its future
-//! with [`run`], a poll-once executor (the futures of native backends never
-//! wait); in wasm32 they are `wasm_bindgen_test`s run in a browser:
+//! with [`memtide_testkit::block_on`], a poll-once executor (the futures of
+//! native backends never wait); in wasm32 they are `wasm_bindgen_test`s run
+//! in a browser:
 //!
 //! ```text
 //! cargo test --test storage_conformance
@@ -20,12 +21,11 @@
 //! tests what only IndexedDB has: connections shared between tabs,
 //! transactions, browser errors.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
-use memtide::storage::{AsyncKeyValue, Batch, Expect, KvOp, KvStorage, MemoryStorage, StorageError};
+use memtide::storage::{Batch, Expect, KvStorage, MemoryStorage, StorageError};
 use memtide::storage::{JOURNAL_PREFIX, MAX_KEY_BYTES};
+use memtide_testkit::faults::MapKv;
 
 #[cfg(all(target_arch = "wasm32", feature = "js"))]
 use memtide::storage::IndexedDbStorage;
@@ -67,56 +67,6 @@ impl Backend for MemoryStorage {
     }
 }
 
-/// An in-memory [`AsyncKeyValue`], with an atomic batch when `ATOMIC`
-/// (else [`KvStorage`] commits through its journal). Clones share the map, as
-/// two processes share a store.
-#[derive(Debug, Clone, Default)]
-struct MapKv<const ATOMIC: bool> {
-    map: Rc<RefCell<BTreeMap<String, Vec<u8>>>>,
-}
-
-impl<const ATOMIC: bool> AsyncKeyValue for MapKv<ATOMIC> {
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.map.borrow().get(key).cloned())
-    }
-    async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), StorageError> {
-        self.map.borrow_mut().insert(key.into(), value.to_vec());
-        Ok(())
-    }
-    async fn delete(&mut self, key: &str) -> Result<(), StorageError> {
-        self.map.borrow_mut().remove(key);
-        Ok(())
-    }
-    async fn list(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
-        let map = self.map.borrow();
-        // Reverse order: the contract allows any.
-        Ok(map
-            .keys()
-            .rev()
-            .filter(|k| k.starts_with(prefix))
-            .cloned()
-            .collect())
-    }
-    fn has_atomic_batch(&self) -> bool {
-        ATOMIC
-    }
-    async fn batch(
-        &mut self,
-        ops: &[KvOp<'_>],
-        _expect: Option<Expect<'_>>,
-    ) -> Result<(), StorageError> {
-        assert!(ATOMIC, "batch called on a store without atomic batches");
-        let mut map = self.map.borrow_mut();
-        for (key, value) in ops {
-            match value {
-                Some(v) => map.insert(key.to_string(), v.to_vec()),
-                None => map.remove(*key),
-            };
-        }
-        Ok(())
-    }
-}
-
 impl<const ATOMIC: bool> Backend for KvStorage<MapKv<ATOMIC>> {
     async fn fresh() -> Self {
         KvStorage::open(MapKv::default()).await.unwrap()
@@ -128,26 +78,11 @@ impl<const ATOMIC: bool> Backend for KvStorage<MapKv<ATOMIC>> {
     }
 
     async fn raw_contents(&self) -> Vec<Vec<u8>> {
-        let map = self.inner().map.borrow();
+        let map = self.inner().map();
         assert!(map.keys().all(|k| !k.starts_with(JOURNAL_PREFIX)));
         map.iter()
             .map(|(key, value)| [key.as_bytes(), value].concat())
             .collect()
-    }
-}
-
-/// Runs a future that completes without waiting (every future of a native
-/// backend does) and returns its output.
-#[cfg(not(target_arch = "wasm32"))]
-fn run<F: std::future::Future>(future: F) -> F::Output {
-    use std::task::{Context, Poll, Waker};
-    let mut future = std::pin::pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("a native storage future waited"),
     }
 }
 
@@ -158,7 +93,7 @@ macro_rules! suite_tests {
         #[cfg(not(target_arch = "wasm32"))]
         #[test]
         fn $test() {
-            super::run(super::$test::<$backend>());
+            memtide_testkit::block_on(super::$test::<$backend>());
         }
         #[cfg(target_arch = "wasm32")]
         #[wasm_bindgen_test::wasm_bindgen_test]

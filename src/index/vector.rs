@@ -752,10 +752,11 @@ impl std::fmt::Debug for VectorIndex {
     }
 }
 
-/// The tests' seeded generator, shared with the integration tests.
+/// The tests' seeded generator (the test kit's, which has no memtide types:
+/// it is the one part of the kit unit tests can use), also used by the int8
+/// product tests.
 #[cfg(test)]
-#[path = "../../tests/common/rng.rs"]
-pub(crate) mod test_rng;
+pub(crate) use memtide_testkit::rng as test_rng;
 
 #[cfg(test)]
 mod tests {

@@ -1,15 +1,11 @@
 //! SplitMix64, a small seeded generator: tests see the same data on every
-//! run and in every runtime. Shared by `tests/vector_index.rs`,
-//! `tests/vector_scores.rs`, `tests/int_dot.rs`, `tests/wasm_gemm.rs` and the
-//! unit tests of `src/index/vector.rs` and `src/embed/int8_matmul.rs`
-//! (included by path).
-
-#![allow(dead_code)] // each includer uses a part
+//! run and in every runtime.
 
 /// A SplitMix64 state.
 pub struct Rng(pub u64);
 
 impl Rng {
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;

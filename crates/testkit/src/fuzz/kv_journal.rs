@@ -20,65 +20,16 @@
 use std::collections::BTreeMap;
 
 use arbitrary::{Arbitrary, Unstructured};
-use memtide::storage::{
-    AsyncKeyValue, AsyncStorage, Batch, Expect, KvOp, KvStorage, StorageError, JOURNAL_PREFIX,
-};
+use memtide::storage::{AsyncStorage, Batch, KvStorage, StorageError, JOURNAL_PREFIX};
 use memtide::AsyncMemory;
 
-use super::{assert_code, block_on, env};
+use super::{assert_code, env};
+use crate::block_on;
+use crate::faults::MapKv;
 
 /// Keys of the journal (`docs/format.md`, section 4).
 const COMMIT_KEY: &str = "journal/commit";
 const FRAME_KEY_PREFIX: &str = "journal/op/";
-
-/// An in-memory store of single-key writes whose writes fail from the
-/// `fail_at`-th on (counting from 0).
-#[derive(Debug, Default, Clone)]
-pub struct Kv {
-    map: BTreeMap<String, Vec<u8>>,
-    writes: usize,
-    fail_at: Option<usize>,
-}
-
-impl Kv {
-    fn write(&mut self) -> Result<(), StorageError> {
-        self.writes += 1;
-        match self.fail_at {
-            Some(at) if self.writes > at => Err(StorageError::Backend("injected failure".into())),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl AsyncKeyValue for Kv {
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.map.get(key).cloned())
-    }
-    async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), StorageError> {
-        self.write()?;
-        self.map.insert(key.to_string(), value.to_vec());
-        Ok(())
-    }
-    async fn delete(&mut self, key: &str) -> Result<(), StorageError> {
-        self.write()?;
-        self.map.remove(key);
-        Ok(())
-    }
-    async fn list(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
-        Ok(self
-            .map
-            .keys()
-            .filter(|k| k.starts_with(prefix))
-            .cloned()
-            .collect())
-    }
-    fn has_atomic_batch(&self) -> bool {
-        false
-    }
-    async fn batch(&mut self, _: &[KvOp<'_>], _: Option<Expect<'_>>) -> Result<(), StorageError> {
-        Err(StorageError::Backend("no atomic batch".into()))
-    }
-}
 
 /// A key of the even mode.
 #[derive(Debug, Arbitrary)]
@@ -119,7 +70,7 @@ pub fn check(data: &[u8]) {
 }
 
 fn check_stored(stored: Stored) {
-    let mut kv = Kv::default();
+    let kv: MapKv = MapKv::default();
     for (key, value) in stored.pairs {
         let key = match key {
             Key::Commit => COMMIT_KEY.to_string(),
@@ -127,10 +78,11 @@ fn check_stored(stored: Stored) {
             Key::Data(n) => format!("item/{}", n % 8),
             Key::Other(key) => key,
         };
-        kv.map.insert(key, value);
+        kv.insert(key, value);
     }
     if stored.seal {
-        kv.map.insert(COMMIT_KEY.to_string(), commit_record(&kv.map));
+        let record = commit_record(&kv.map());
+        kv.insert(COMMIT_KEY.to_string(), record);
     }
     let storage = match block_on(KvStorage::open(kv)) {
         Ok(storage) => storage,
@@ -139,11 +91,12 @@ fn check_stored(stored: Stored) {
     };
     let kv = storage.into_inner();
     assert!(
-        !kv.map.keys().any(|k| k.starts_with(JOURNAL_PREFIX)),
+        !kv.map().keys().any(|k| k.starts_with(JOURNAL_PREFIX)),
         "a journal key survived the open"
     );
-    let again = block_on(KvStorage::open(kv.clone())).expect("a recovered store reopens");
-    assert_eq!(again.inner().map, kv.map, "reopening changed the store");
+    let recovered = kv.map().clone();
+    let again = block_on(KvStorage::open(kv)).expect("a recovered store reopens");
+    assert_eq!(*again.inner().map(), recovered, "reopening changed the store");
     if let Err(error) = block_on(AsyncMemory::open(again, env(), Default::default())) {
         assert_code(&error, &["CORRUPT", "VERSION_MISMATCH"], "AsyncMemory::open");
     }
@@ -165,7 +118,7 @@ fn commit_record(map: &BTreeMap<String, Vec<u8>>) -> Vec<u8> {
 }
 
 fn check_steps(steps: &[Step]) {
-    let mut kv = Kv::default();
+    let kv: MapKv = MapKv::default();
     let mut state: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for step in steps.iter().take(16) {
         let mut batch = Batch::new();
@@ -183,13 +136,14 @@ fn check_steps(steps: &[Step]) {
                 None => after.remove(key),
             };
         }
-        kv.writes = 0;
-        kv.fail_at = Some(usize::from(step.fail_at));
+        // Clones of `kv` share its map: each `KvStorage` below is another
+        // host process on the same store.
+        kv.trigger().arm_sticky(usize::from(step.fail_at));
         let mut storage = block_on(KvStorage::open(kv.clone())).expect("the store opens");
         let committed = block_on(AsyncStorage::commit(&mut storage, &batch, None));
         // The host comes back: a new KvStorage over what the store holds.
-        kv = storage.into_inner();
-        kv.fail_at = None;
+        drop(storage);
+        kv.trigger().disarm();
         let reopened = block_on(KvStorage::open(kv.clone())).expect("the store reopens");
         let seen: BTreeMap<_, _> = block_on(AsyncStorage::scan(&reopened, ""))
             .expect("scan")
@@ -203,7 +157,6 @@ fn check_steps(steps: &[Step]) {
                 "a failed commit left a mixture"
             );
         }
-        kv = reopened.into_inner();
         state = seen;
     }
 }

@@ -17,8 +17,9 @@ use memtide::embed::WordPiece;
 
 use super::assert_code;
 
-/// `checks/tokenizer.json`: a BERT-style tokenizer with 32 tokens: the five specials, words,
-/// continuation pieces, punctuation, a CJK ideograph and Greek.
+/// `tokenizer.json` (next to this file): a BERT-style tokenizer with 32
+/// tokens: the five specials, words, continuation pieces, punctuation, a CJK
+/// ideograph and Greek.
 pub const TOKENIZER_JSON: &str = include_str!("tokenizer.json");
 
 fn tokenizer() -> &'static WordPiece {
