@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs memtide's Rust tests inside headless Chromium (wasm-bindgen-test-runner
-# driving Debian's chromium through chromedriver, flags in webdriver.json):
+# driving Debian's chromium through chromedriver, flags in webdriver.json),
+# the modules of the test binary `portable` (tests/portable/):
 #
 #   storage_conformance   the storage contract on IndexedDB (and the in-memory
 #                         and journaled backends) in the browser, reopen after
@@ -31,4 +32,4 @@ export TMPDIR=${TMPDIR:-/tmp}
 # --release shares the dependencies scripts/build-pkg.sh compiled (same
 # target, features and profile): one build of tract for wasm32, not two.
 exec cargo test --locked --release --target wasm32-unknown-unknown --no-default-features --features js \
-    --test storage_conformance --test embed_golden --test vector_scores --test wasm_gemm --test int_dot "$@"
+    --test portable "$@"

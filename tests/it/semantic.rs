@@ -1,7 +1,7 @@
 //! The engine's semantic layer with a small deterministic embedder (so these
 //! tests need no model file): hybrid retrieval, persisted embeddings, model
 //! changes, re-embedding on edits, the semantic near-duplicate gate.
-//! `tests/embed_golden.rs` covers the real MiniLM.
+//! `tests/portable/embed_golden.rs` covers the real MiniLM.
 
 use std::sync::Arc;
 

@@ -6,9 +6,6 @@
 //! and across the `i64` widening block; graphs (built with the code-to-code
 //! kernel) must find the exact neighbours.
 
-#[cfg(target_arch = "wasm32")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
-
 use memtide::index::{VectorIndex, VectorParams};
 
 use memtide_testkit::rng::Rng;

@@ -6,9 +6,6 @@
 //! accumulator can overflow.
 
 #[cfg(target_arch = "wasm32")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
-
-#[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
 use memtide_int_dot::{dot_i16_i8, dot_i8_i8, dot_tile, I16Vectors, I8Vectors};

@@ -409,7 +409,7 @@ fn search_latency(index: &VectorIndex, queries: &[Vec<f32>]) -> String {
 /// Exact-scan latencies at 1k, 10k and 100k vectors, and the build time,
 /// latency and memory of one 10k graph, with the default parameters on
 /// random 384-d vectors (the hardest case for the graph). Release only:
-/// `cargo test --release --test vector_index -- --ignored --nocapture`.
+/// `cargo test --release --test it vector_index -- --ignored --nocapture`.
 #[test]
 #[ignore = "benchmark: minutes of graph building"]
 fn benchmark_report() {

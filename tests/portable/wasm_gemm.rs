@@ -9,8 +9,6 @@
 //! (`scripts/test-browser.sh`).
 #![cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
-
 use memtide_wasm_gemm::KERNEL_NAME;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::tract_linalg::mmm::{

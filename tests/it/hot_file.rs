@@ -8,7 +8,7 @@ use proptest::sample::Index;
 use memtide::hot_file::{HotFileSync, BLOCK_BEGIN, BLOCK_END};
 use memtide::storage::MemoryStorage;
 use memtide::{Config, Kind, ListQuery, Memory, MemoryInput, MemoryItem, Scope, Timestamp};
-use memtide_testkit::store::{open, scope, Mem};
+use memtide_testkit::store::{open, scope, Mem, T0};
 
 fn pin<E: memtide::env::Environment>(
     mem: &mut Memory<MemoryStorage, E>,
@@ -129,7 +129,7 @@ struct SameMillisecond {
 
 impl memtide::env::Environment for SameMillisecond {
     fn now(&self) -> Timestamp {
-        Timestamp(1_700_000_000_000)
+        Timestamp(T0)
     }
 
     fn new_id(&mut self) -> String {

@@ -9,9 +9,6 @@
 
 #![cfg(feature = "semantic")]
 
-#[cfg(target_arch = "wasm32")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
-
 use memtide_testkit::model::{golden, model_files};
 
 use std::sync::OnceLock;
