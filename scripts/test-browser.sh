@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs memtide's Rust tests inside headless Chromium (wasm-bindgen-test-runner
-# driving Debian's chromium through chromedriver, flags in webdriver.json):
+# driving Debian's chromium through chromedriver, flags in webdriver.json),
+# the modules of the test binary `portable` (tests/portable/):
 #
 #   storage_conformance   the storage contract on IndexedDB (and the in-memory
 #                         and journaled backends) in the browser, reopen after
@@ -33,4 +34,4 @@ export TMPDIR=${TMPDIR:-/tmp}
 # The engine's tests in wasm32 use crates/js (a dev-dependency there) for
 # IndexedDB and the JavaScript randomness.
 exec cargo test --locked --release --target wasm32-unknown-unknown --no-default-features --features semantic \
-    --test storage_conformance --test embed_golden --test vector_scores --test wasm_gemm --test int_dot "$@"
+    --test portable "$@"

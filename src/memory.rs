@@ -412,7 +412,8 @@ enum Unwritten {
 /// Runs a future that completes without waiting — every future of a
 /// synchronous [`Storage`] does, and so does a host's storage whose calls
 /// return at once (the WIT component's) — and returns its output; a future
-/// that would wait is reported as [`Error::Storage`].
+/// that would wait is reported as [`Error::Storage`]. The tests drive the
+/// [`AsyncStorage`] of in-memory stores with it too.
 pub fn block_on<F: Future>(future: F) -> Result<F::Output> {
     let mut future = pin!(future);
     match future

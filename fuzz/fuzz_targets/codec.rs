@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| memtide_fuzz::codec::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| memtide_testkit::fuzz::codec::check(data));

@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| memtide_fuzz::fs_log::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| memtide_testkit::fuzz::fs_log::check(data));

@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| memtide_fuzz::hot_file::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| memtide_testkit::fuzz::hot_file::check(data));

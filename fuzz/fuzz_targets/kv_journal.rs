@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| memtide_fuzz::kv_journal::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| memtide_testkit::fuzz::kv_journal::check(data));

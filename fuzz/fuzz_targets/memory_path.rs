@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| memtide_fuzz::memory_path::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| memtide_testkit::fuzz::memory_path::check(data));

@@ -750,16 +750,13 @@ impl std::fmt::Debug for VectorIndex {
     }
 }
 
-/// The tests' seeded generator, shared with the integration tests.
-#[cfg(test)]
-#[path = "../../tests/common/rng.rs"]
-pub(crate) mod test_rng;
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use super::test_rng::Rng;
+    // The test kit's seeded generator: it holds no memtide types, so unit
+    // tests can use it (the kit's other parts see a second copy of the crate).
+    use memtide_testkit::rng::Rng;
 
     fn exact_cosine(a: &[f32], b: &[f32]) -> f64 {
         let dot: f64 = a

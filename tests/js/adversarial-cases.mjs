@@ -1,6 +1,6 @@
 // The adversarial input table (tests/data/adversarial.json) for the
 // JavaScript surfaces: the npm package (tests/js/adversarial.test.mjs) and
-// the WIT component in jco (tests/wit/adversarial.test.mjs). tests/adversarial.rs
+// the WIT component in jco (tests/wit/adversarial.test.mjs). tests/it/adversarial.rs
 // runs the same table through the Rust API and the CLI; docs/reliability.md
 // (Adversarial input) describes it.
 //
@@ -145,7 +145,7 @@ export function hotFileWithDuplicateId(rendered) {
   return rendered.replace(line, `${line}\n${line.replace("spare key", "spare key (edited)")}`);
 }
 
-/** The seeded memories (as tests/adversarial.rs seeds them). */
+/** The seeded memories (as tests/it/adversarial.rs seeds them). */
 export const SEED = [
   { text: "I take my coffee as a cortado, no sugar.", scope: { userId: "alice", workspaceId: "home" } },
   { text: "The spare key is under the blue flower pot.", scope: { userId: "alice", workspaceId: "home" }, pinned: true },

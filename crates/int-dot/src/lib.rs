@@ -11,7 +11,7 @@
 //!
 //! A crate of its own so that it is optimized in test builds too (the
 //! embedding tests spend most of their time here), and tested in both
-//! builds by memtide's `tests/int_dot.rs`.
+//! builds by memtide's `tests/portable/int_dot.rs`.
 #![forbid(unsafe_code)]
 
 mod packed;

@@ -353,7 +353,7 @@ pub fn build(
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::index::vector::test_rng::Rng;
+    use memtide_testkit::rng::Rng;
 
     /// Seeded test values in (-1, 1] and int8 codes.
     pub(in crate::embed::onnx) struct Values(pub(in crate::embed::onnx) Rng);

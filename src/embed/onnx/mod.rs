@@ -190,7 +190,7 @@ pub(super) mod tests {
     use super::int8::OPERATOR;
     use super::rewrites::tests::{dequantizing_model, lookup_model, model_of, value, IDS};
     use super::rewrites::{fuse, gather_before_dequantize};
-    use crate::index::vector::test_rng::Rng;
+    use memtide_testkit::rng::Rng;
 
     fn int(name: &str, value: i64) -> AttributeProto {
         AttributeProto {

@@ -206,7 +206,7 @@ pub fn fuse(graph: &mut GraphProto) -> usize {
 pub(super) mod tests {
     use super::*;
     use crate::embed::onnx::int8::tests::{weights, Values};
-    use crate::index::vector::test_rng::Rng;
+    use memtide_testkit::rng::Rng;
     use tract_onnx::pb::{
         type_proto, ModelProto, OperatorSetIdProto, TensorProto, TypeProto, ValueInfoProto,
     };

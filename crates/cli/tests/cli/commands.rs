@@ -1,0 +1,899 @@
+//! Integration tests of the `memtide` binary: every call runs the real
+//! executable on a temporary store with a fixed clock.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+const NOW: &str = "2024-05-01T12:00:00Z";
+
+/// A `memtide` command that ignores the caller's `MEMTIDE_MODEL_DIR` (the test
+/// script sets it), so it runs lexical-only unless given `--model`.
+fn memtide_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_memtide"));
+    command.env_remove("MEMTIDE_MODEL_DIR");
+    command
+}
+
+/// Runs `memtide --store DIR --now NOW ARGS…` with `stdin` as standard input.
+fn memtide(store: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut command = memtide_command();
+    command.arg("--store").arg(store).args(["--now", NOW]);
+    run(command.args(args), stdin)
+}
+
+fn run(command: &mut Command, stdin: &str) -> Output {
+    command
+        .stdin(if stdin.is_empty() {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin.as_bytes()).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Runs a command that must succeed and returns its stdout lines as JSON.
+fn ok(store: &Path, args: &[&str], stdin: &str) -> Vec<Value> {
+    let out = memtide(store, args, stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "memtide {args:?} failed: {stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    stdout_lines(&out)
+}
+
+fn stdout_lines(out: &Output) -> Vec<Value> {
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// Runs a command that must fail with exit status 1; returns its stderr.
+fn fails(store: &Path, args: &[&str], stdin: &str) -> String {
+    let out = memtide(store, args, stdin);
+    assert_eq!(out.status.code(), Some(1), "memtide {args:?} should fail");
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+/// JSON Lines of inputs, one per `(text, workspace)`.
+fn inputs(memories: &[(&str, &str)]) -> String {
+    memories
+        .iter()
+        .map(|(text, workspace)| {
+            json!({"text": text, "scope": {"userId": "u", "workspaceId": workspace}}).to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+fn query(text: &str, extra: Value) -> String {
+    let mut query = json!({"text": text, "scope": {"userId": "u", "workspaceId": "w"}});
+    if let (Some(q), Value::Object(extra)) = (query.as_object_mut(), extra) {
+        q.extend(extra);
+    }
+    query.to_string() + "\n"
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+fn ids(items: &[Value]) -> Vec<&str> {
+    items
+        .iter()
+        .map(|item| item["id"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn ingest_retrieve_and_inject_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let added = ok(
+        store,
+        &["ingest"],
+        &inputs(&[
+            ("I drink my coffee as a cortado", "w"),
+            ("The deploy script lives in ops/deploy.sh", "w"),
+            ("Coffee in the other workspace is filter coffee", "w2"),
+        ]),
+    );
+    assert_eq!(
+        added,
+        [
+            json!({"id": "m000001", "outcome": "added"}),
+            json!({"id": "m000002", "outcome": "added"}),
+            json!({"id": "m000003", "outcome": "added"}),
+        ]
+    );
+
+    let queries =
+        query("how do I take my coffee?", json!({})) + &query("coffee", json!({"explain": true}));
+    let answers = ok(store, &["retrieve"], &queries);
+    assert_eq!(answers.len(), 2);
+    let plain = &answers[0]["results"];
+    assert_eq!(ids(plain.as_array().unwrap()), ["m000001"]);
+    let hit = &plain[0];
+    assert_eq!(
+        keys(hit),
+        [
+            "citation",
+            "createdAt",
+            "id",
+            "kind",
+            "scope",
+            "score",
+            "source",
+            "text"
+        ]
+    );
+    assert_eq!(hit["citation"], "memory:m000001");
+    assert_eq!(hit["text"], "I drink my coffee as a cortado");
+    assert_eq!(hit["kind"], "episodic");
+    assert_eq!(hit["scope"], json!({"userId": "u", "workspaceId": "w"}));
+    assert_eq!(hit["source"], json!({"kind": "manual", "ref": ""}));
+    assert_eq!(hit["createdAt"], "2024-05-01T12:00:00.000Z");
+    assert!(hit["score"].as_f64().unwrap() > 0.0);
+    let explained = &answers[1]["results"][0];
+    assert_eq!(explained["id"], "m000001");
+    assert_eq!(
+        keys(&explained["explain"]),
+        [
+            "combined",
+            "fused",
+            "inherited",
+            "lexical",
+            "scopeMultiplier",
+            "speakerFactor"
+        ]
+    );
+    assert_eq!(explained["explain"]["fused"], explained["score"]);
+    assert_eq!(
+        explained["policy"],
+        json!({"scopeFields": ["userId", "workspaceId"], "status": "approved", "pii": false, "filters": []})
+    );
+    assert!(answers[0]["results"][0].get("policy").is_none());
+
+    let injected = ok(
+        store,
+        &["inject"],
+        &query("coffee", json!({"budgetTokens": 500})),
+    );
+    let injection = &injected[0];
+    assert_eq!(
+        keys(injection),
+        ["block", "dropped", "estimated", "tokens", "used"]
+    );
+    assert_eq!(injection["used"], json!(["m000001"]));
+    assert_eq!(injection["dropped"], json!([]));
+    assert_eq!(injection["estimated"], true);
+    assert!(injection["tokens"].as_u64().unwrap() > 0);
+    let block = injection["block"].as_str().unwrap();
+    assert!(
+        block.contains("[memory:m000001]") && block.contains("cortado"),
+        "{block}"
+    );
+    assert!(!block.contains("filter coffee"), "{block}");
+
+    // Two retrievals and one injection, each in its own process, were recorded.
+    let item = &ok(store, &["get", "m000001"], "")[0];
+    assert_eq!(item["usageCount"], 3);
+    assert_eq!(item["lastUsedAt"], "2024-05-01T12:00:00.000Z");
+}
+
+#[test]
+fn duplicates_merge_and_no_memory_lines_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = inputs(&[("I like green tea", "w")])
+        + "\n"
+        + &inputs(&[
+            ("I like green tea", "w"),
+            ("<no-memory> my pin is 1234", "w"),
+        ]);
+    let results = ok(dir.path(), &["ingest"], &lines);
+    assert_eq!(
+        results,
+        [
+            json!({"id": "m000001", "outcome": "added"}),
+            json!({"id": "m000001", "outcome": "merged", "reason": "duplicate"}),
+            json!({"id": null, "outcome": "skipped", "reason": "noMemory"}),
+        ]
+    );
+    assert_eq!(ids(&ok(dir.path(), &["list"], "")), ["m000001"]);
+}
+
+#[test]
+fn a_malformed_line_fails_the_whole_ingest() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = inputs(&[("first", "w"), ("second", "w")]);
+    let lines = good.clone() + "{\"text\": \"third\", \"scope\": \n" + &good;
+    let stderr = fails(dir.path(), &["ingest"], &lines);
+    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
+    assert!(stderr.contains("line 3: "), "{stderr}");
+    assert_eq!(ok(dir.path(), &["list"], ""), Vec::<Value>::new());
+
+    let unknown = r#"{"text":"x","scope":{"userId":"u","workspaceId":"w"},"colour":"red"}"#;
+    let stderr = fails(dir.path(), &["ingest"], &format!("\n{unknown}\n"));
+    assert!(
+        stderr.contains("line 2: unknown field `colour`"),
+        "{stderr}"
+    );
+    assert_eq!(ok(dir.path(), &["list"], ""), Vec::<Value>::new());
+
+    // Lines that parse but break the engine's rules are named too, before
+    // anything is stored.
+    let empty_user = r#"{"text":"x","scope":{"userId":"","workspaceId":"w"}}"#;
+    let stderr = fails(dir.path(), &["ingest"], &format!("{good}{empty_user}\n"));
+    assert!(stderr.contains("line 3: scope.userId"), "{stderr}");
+    let huge = json!({"text": "x".repeat(70_000), "scope": {"userId": "u", "workspaceId": "w"}});
+    let stderr = fails(dir.path(), &["ingest"], &format!("{good}\n{huge}\n"));
+    assert!(
+        stderr.starts_with("error[TOO_LARGE]: line 4: text"),
+        "{stderr}"
+    );
+    let limit_zero = query("cargo", json!({"limit": 0}));
+    let stderr = fails(
+        dir.path(),
+        &["retrieve"],
+        &(query("cargo", json!({})) + &limit_zero),
+    );
+    assert!(stderr.contains("line 2: limit"), "{stderr}");
+    assert_eq!(ok(dir.path(), &["list"], ""), Vec::<Value>::new());
+}
+
+#[test]
+fn queries_are_all_parsed_before_any_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(
+        dir.path(),
+        &["ingest"],
+        &inputs(&[("the build uses cargo", "w")]),
+    );
+    let lines = query("cargo", json!({})) + &query("cargo", json!({"limits": 3}));
+    let stderr = fails(dir.path(), &["retrieve"], &lines);
+    assert!(
+        stderr.contains("line 2: unknown field `limits`"),
+        "{stderr}"
+    );
+    let stderr = fails(dir.path(), &["inject"], &query("cargo", json!({})));
+    assert!(
+        stderr.contains("line 1: missing field `budgetTokens`"),
+        "{stderr}"
+    );
+    // The valid first query did not run: the memory was never marked used.
+    assert_eq!(ok(dir.path(), &["get", "m000001"], "")[0]["usageCount"], 0);
+}
+
+#[test]
+fn list_pages_follow_cursors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let lines: String = (1..=5)
+        .map(|day| {
+            json!({
+                "text": format!("note number {day}"),
+                "scope": {"userId": "u", "workspaceId": "w"},
+                "createdAt": format!("2024-01-0{day}T00:00:00Z"),
+            })
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    ok(store, &["ingest"], &lines);
+
+    let first = ok(store, &["list", "--limit", "2"], "");
+    assert_eq!(ids(&first[..2]), ["m000005", "m000004"]);
+    let cursor = first[2]["nextCursor"].as_str().unwrap();
+    assert_eq!(keys(&first[2]), ["nextCursor"]);
+    let second = ok(store, &["list", "--limit", "2", "--cursor", cursor], "");
+    assert_eq!(ids(&second[..2]), ["m000003", "m000002"]);
+    let cursor = second[2]["nextCursor"].as_str().unwrap();
+    let last = ok(store, &["list", "--limit", "2", "--cursor", cursor], "");
+    assert_eq!(ids(&last), ["m000001"]);
+
+    let all = ok(store, &["list", "--all", "--limit", "2"], "");
+    assert_eq!(all.len(), 5);
+    assert_eq!(all[..2], first[..2]);
+    assert_eq!(all[4], last[0]);
+    assert_eq!(ok(store, &["list", "--all"], ""), all);
+}
+
+#[test]
+fn update_changes_status_and_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let pending = json!({
+        "text": "I drink my coffee as a cortado",
+        "scope": {"userId": "u", "workspaceId": "w"},
+        "status": "pending",
+    });
+    ok(store, &["ingest"], &(pending.to_string() + "\n"));
+    assert_eq!(
+        ok(store, &["retrieve"], &query("cortado", json!({})))[0]["results"],
+        json!([])
+    );
+
+    let approved = &ok(store, &["update", "m000001"], r#"{"status":"approved"}"#)[0];
+    assert_eq!(approved["status"], "approved");
+    assert_eq!(approved["id"], "m000001");
+    let hits = ok(
+        store,
+        &["retrieve"],
+        &query("cortado", json!({"dryRun": true})),
+    );
+    assert_eq!(ids(hits[0]["results"].as_array().unwrap()), ["m000001"]);
+
+    let changed = &ok(
+        store,
+        &["update", "m000001"],
+        r#"{"text":"I switched to oolong tea"}"#,
+    )[0];
+    assert_eq!(changed["text"], "I switched to oolong tea");
+    let answers = ok(
+        store,
+        &["retrieve"],
+        &(query("oolong", json!({})) + &query("cortado", json!({}))),
+    );
+    assert_eq!(answers[0]["results"][0]["text"], "I switched to oolong tea");
+    assert_eq!(answers[1]["results"], json!([]));
+
+    let stderr = fails(store, &["update", "m000001"], r#"{"colour":"red"}"#);
+    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
+    let stderr = fails(store, &["update", "m000042"], r#"{"pinned":true}"#);
+    assert!(stderr.starts_with("error[NOT_FOUND]: "), "{stderr}");
+}
+
+#[test]
+fn delete_soft_then_hard_and_delete_all_by_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    ok(
+        store,
+        &["ingest"],
+        &inputs(&[
+            ("alpha", "w"),
+            ("beta", "w"),
+            ("gamma", "w"),
+            ("delta", "w2"),
+        ]),
+    );
+
+    let soft = ok(store, &["delete", "m000001"], "");
+    assert_eq!(
+        soft,
+        [json!({"id": "m000001", "deleted": true, "hard": false})]
+    );
+    assert_eq!(
+        ok(store, &["get", "m000001"], "")[0]["deletedAt"],
+        "2024-05-01T12:00:00.000Z"
+    );
+    assert!(!ids(&ok(store, &["list"], "")).contains(&"m000001"));
+    assert!(ids(&ok(store, &["list", "--include-deleted"], "")).contains(&"m000001"));
+
+    let hard = ok(store, &["delete", "m000001", "--hard"], "");
+    assert_eq!(
+        hard,
+        [json!({"id": "m000001", "deleted": true, "hard": true})]
+    );
+    let stderr = fails(store, &["get", "m000001"], "");
+    assert!(stderr.starts_with("error[NOT_FOUND]: "), "{stderr}");
+
+    let result = ok(
+        store,
+        &["delete-all", "--user", "u", "--workspace", "w"],
+        "",
+    );
+    assert_eq!(result, [json!({"deleted": 2, "hard": false})]);
+    assert_eq!(ids(&ok(store, &["list"], "")), ["m000004"]);
+    let other = ok(store, &["list", "--workspace", "w2"], "");
+    assert_eq!(other[0]["text"], "delta");
+    assert!(other[0].get("deletedAt").is_none());
+
+    let erased = ok(
+        store,
+        &["delete-all", "--user", "u", "--workspace", "w", "--hard"],
+        "",
+    );
+    assert_eq!(erased, [json!({"deleted": 2, "hard": true})]);
+    assert_eq!(
+        ids(&ok(store, &["list", "--include-deleted"], "")),
+        ["m000004"]
+    );
+}
+
+#[test]
+fn export_imports_into_a_fresh_store_and_stats_count() {
+    let source = tempfile::tempdir().unwrap();
+    let target = tempfile::tempdir().unwrap();
+    ok(
+        source.path(),
+        &["ingest"],
+        &inputs(&[("alpha", "w"), ("beta", "w"), ("gamma", "w2")]),
+    );
+    ok(source.path(), &["delete", "m000002"], "");
+    ok(source.path(), &["update", "m000003"], r#"{"pinned":true}"#);
+
+    let export = memtide(source.path(), &["export"], "");
+    assert!(export.status.success());
+    let document: Value = serde_json::from_slice(&export.stdout).unwrap();
+    assert_eq!(document["format"], "mnemo-export");
+    assert_eq!(document["itemCount"], 3);
+
+    let imported = ok(
+        target.path(),
+        &["import"],
+        std::str::from_utf8(&export.stdout).unwrap(),
+    );
+    assert_eq!(
+        imported,
+        [json!({"added": 3, "replaced": 0, "merged": 0, "files": 0})]
+    );
+    let listing = ["list", "--all", "--include-deleted"];
+    assert_eq!(
+        ok(source.path(), &listing, ""),
+        ok(target.path(), &listing, "")
+    );
+
+    let stats = &ok(target.path(), &["stats"], "")[0];
+    assert_eq!(stats["items"], 3);
+    assert_eq!(stats["active"], 2);
+    assert_eq!(stats["deleted"], 1);
+    assert_eq!(stats["pinned"], 1);
+    assert_eq!(stats["tenants"], 2);
+    let scoped = &ok(
+        target.path(),
+        &["stats", "--user", "u", "--workspace", "w2"],
+        "",
+    )[0];
+    assert_eq!(scoped["items"], 1);
+
+    let stderr = fails(
+        target.path(),
+        &["import"],
+        "{\"format\":\"something-else\"}",
+    );
+    assert!(stderr.starts_with("error["), "{stderr}");
+}
+
+#[test]
+fn a_second_process_sees_the_first_ones_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("nested").join("store");
+    ok(
+        &store,
+        &["ingest"],
+        &inputs(&[("persisted across processes", "w")]),
+    );
+    let item = &ok(&store, &["get", "m000001"], "")[0];
+    assert_eq!(item["text"], "persisted across processes");
+    // A later process without `--now` uses the system clock and random ids.
+    let mut command = memtide_command();
+    let out = run(
+        command.arg("--store").arg(&store).arg("ingest"),
+        &inputs(&[("fresh", "w")]),
+    );
+    assert!(out.status.success());
+    let id = stdout_lines(&out)[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 26, "{id}");
+    assert_eq!(ids(&ok(&store, &["list", "--all"], "")).len(), 2);
+}
+
+#[test]
+fn bad_ids_and_usage_errors_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = fails(dir.path(), &["get", "../etc/passwd"], "");
+    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
+    let stderr = fails(dir.path(), &["list", "--limit", "0"], "");
+    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
+
+    let out = run(
+        memtide_command().env_remove("MEMTIDE_STORE").arg("list"),
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--store"));
+    let out = run(
+        memtide_command()
+            .arg("stats")
+            .env("MEMTIDE_STORE", dir.path()),
+        "",
+    );
+    assert!(out.status.success());
+
+    for args in [
+        &["delete-all"][..],
+        &["list", "--pinned", "maybe"],
+        &["list", "--kind", "opinion"],
+    ] {
+        assert_eq!(
+            memtide(dir.path(), args, "").status.code(),
+            Some(2),
+            "{args:?}"
+        );
+    }
+    let out = run(
+        memtide_command().args(["--store", "x", "--now", "yesterday", "list"]),
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+const SCOPE_ARGS: [&str; 4] = ["--user", "u", "--workspace", "w"];
+
+/// `args` followed by the scope options.
+fn scoped<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    args.iter().copied().chain(SCOPE_ARGS).collect()
+}
+
+#[test]
+fn export_carries_files_and_selects_scopes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let notes = dir.path().join("MEMORY.md");
+    std::fs::write(&notes, "# Notes\n\nThe kettle is descaled monthly.\n").unwrap();
+    ok(
+        &store,
+        &scoped(&["md", "sync", notes.to_str().unwrap(), "--as", "MEMORY.md"]),
+        "",
+    );
+    ok(&store, &["ingest"], &inputs(&[("elsewhere", "other")]));
+    let whole = memtide(&store, &["export"], "");
+    let document: Value = serde_json::from_slice(&whole.stdout).unwrap();
+    assert_eq!(
+        (document["version"].clone(), document["fileCount"].clone()),
+        (json!(2), json!(1))
+    );
+    let other = memtide(
+        &store,
+        &["export", "--user", "u", "--workspace", "other"],
+        "",
+    );
+    let selected: Value = serde_json::from_slice(&other.stdout).unwrap();
+    assert_eq!(
+        selected["filter"],
+        json!({"userId": "u", "workspaceId": "other"})
+    );
+    assert_eq!(selected["itemCount"], 1);
+    assert!(selected.get("files").is_none());
+
+    let target = dir.path().join("copy");
+    let imported = ok(
+        &target,
+        &["import"],
+        std::str::from_utf8(&whole.stdout).unwrap(),
+    );
+    assert_eq!(imported[0]["files"], 1);
+    let again = ok(
+        &target,
+        &scoped(&["md", "sync", notes.to_str().unwrap(), "--as", "MEMORY.md"]),
+        "",
+    );
+    assert_eq!(
+        again[0]["outcome"], "unchanged",
+        "the file came with its hash"
+    );
+}
+
+#[test]
+fn md_sync_indexes_a_file_once_and_replaces_its_chunks_on_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let notes = dir.path().join("MEMORY.md");
+    std::fs::write(
+        &notes,
+        "# Notes\n\nThe espresso machine is descaled on Sundays.\n",
+    )
+    .unwrap();
+    let notes_arg = notes.to_str().unwrap();
+    let first = ok(
+        &store,
+        &scoped(&["md", "sync", notes_arg, "--as", "MEMORY.md"]),
+        "",
+    );
+    assert_eq!(
+        first,
+        [json!({"path": "MEMORY.md", "outcome": "created", "chunks": ["m000001"], "removed": 0})]
+    );
+    let again = ok(
+        &store,
+        &scoped(&["md", "sync", notes_arg, "--as", "MEMORY.md"]),
+        "",
+    );
+    assert_eq!(again[0]["outcome"], "unchanged");
+    std::fs::write(
+        &notes,
+        "# Notes\n\nThe espresso machine is descaled on Mondays.\n",
+    )
+    .unwrap();
+    let changed = ok(
+        &store,
+        &scoped(&["md", "sync", notes_arg, "--as", "MEMORY.md"]),
+        "",
+    );
+    assert_eq!(
+        changed,
+        [json!({"path": "MEMORY.md", "outcome": "updated", "chunks": ["m000002"], "removed": 1})]
+    );
+    let hits = ok(
+        &store,
+        &["retrieve"],
+        &query("when is the espresso machine descaled", json!({})),
+    );
+    let results = hits[0]["results"].as_array().unwrap();
+    assert_eq!(ids(results), ["m000002"]);
+    assert_eq!(results[0]["citation"], "MEMORY.md#L1-L3");
+    assert!(results[0]["text"].as_str().unwrap().contains("Mondays"));
+    let removed = ok(&store, &scoped(&["md", "remove", "MEMORY.md"]), "");
+    assert_eq!(removed, [json!({"path": "MEMORY.md", "removed": true})]);
+    let stderr = fails(&store, &scoped(&["md", "sync", "missing.md"]), "");
+    assert!(stderr.starts_with("error[IO]: "), "{stderr}");
+    let stderr = fails(
+        &store,
+        &scoped(&["md", "sync", notes_arg, notes_arg, "--as", "x.md"]),
+        "",
+    );
+    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
+    // The scope is required.
+    assert_eq!(
+        memtide(&store, &["md", "sync", notes_arg], "")
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn memory_tool_runs_one_call_from_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let call = |input: Value| ok(store, &scoped(&["memory-tool"]), &input.to_string());
+    assert_eq!(
+        call(
+            json!({"command": "create", "path": "/memories/prefs.md", "file_text": "coffee: cortado\n"})
+        ),
+        [json!({"content": "File created successfully at: /memories/prefs.md", "isError": false})]
+    );
+    assert_eq!(
+        call(json!({"command": "view", "path": "/memories/prefs.md"})),
+        [
+            json!({"content": "Here's the content of /memories/prefs.md with line numbers:\n     1\tcoffee: cortado\n     2\t", "isError": false})
+        ]
+    );
+    assert_eq!(
+        call(json!({"command": "view", "path": "/memories/../etc/passwd"})),
+        [
+            json!({"content": "Error: The path /memories/../etc/passwd is not allowed: `.` and `..` path segments are not allowed", "isError": true})
+        ]
+    );
+    let hits = ok(store, &["retrieve"], &query("cortado", json!({})));
+    assert_eq!(hits[0]["results"][0]["citation"], "/memories/prefs.md#L1");
+    let stderr = fails(store, &scoped(&["memory-tool"]), "{not json");
+    assert!(
+        stderr.starts_with("error[INVALID_INPUT]: invalid input: tool input: "),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn hot_sync_reads_edits_back_and_rewrites_the_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let user_md = dir.path().join("USER.md");
+    let user_arg = user_md.to_str().unwrap();
+    let pinned = json!({"text": "I take my coffee black", "pinned": true, "scope": {"userId": "u", "workspaceId": "w"}});
+    ok(&store, &["ingest"], &format!("{pinned}\n"));
+    std::fs::write(&user_md, "# About me\n").unwrap();
+    let out = memtide(&store, &scoped(&["hot", "render", user_arg]), "");
+    assert!(out.status.success());
+    let block = "<!-- mnemo:begin pinned -->\n- I take my coffee black <!-- mnemo:id=m000001 -->\n<!-- mnemo:end pinned -->\n";
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("# About me\n\n{block}")
+    );
+    assert_eq!(
+        std::fs::read_to_string(&user_md).unwrap(),
+        "# About me\n",
+        "render wrote the file"
+    );
+
+    let synced = ok(&store, &scoped(&["hot", "sync", user_arg]), "");
+    assert_eq!(synced[0]["changed"], true);
+    assert_eq!(
+        synced[0]["sync"],
+        json!({"added": [], "updated": [], "pinned": [], "unpinned": []})
+    );
+    let written = std::fs::read_to_string(&user_md).unwrap();
+    assert_eq!(written, format!("# About me\n\n{block}"));
+
+    // A human edits the block: one text changed, one line added.
+    let edited = written
+        .replace("coffee black", "coffee as a cortado")
+        .replace("<!-- mnemo:end", "- I live in Berlin\n<!-- mnemo:end");
+    std::fs::write(&user_md, edited).unwrap();
+    let synced = ok(&store, &scoped(&["hot", "sync", user_arg]), "");
+    assert_eq!(
+        synced[0]["sync"],
+        json!({"added": ["m000002"], "updated": ["m000001"], "pinned": [], "unpinned": []})
+    );
+    assert_eq!(
+        std::fs::read_to_string(&user_md).unwrap(),
+        "# About me\n\n<!-- mnemo:begin pinned -->\n- I take my coffee as a cortado <!-- mnemo:id=m000001 -->\n- I live in Berlin <!-- mnemo:id=m000002 -->\n<!-- mnemo:end pinned -->\n"
+    );
+    let again = ok(&store, &scoped(&["hot", "sync", user_arg]), "");
+    assert_eq!(again[0]["changed"], false);
+    let item = &ok(&store, &["get", "m000002"], "")[0];
+    assert_eq!(item["source"]["ref"], user_arg.replace('\\', "/"));
+}
+
+#[test]
+fn a_closed_stdout_is_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let many: Vec<(String, &str)> = (0..400)
+        .map(|i| (format!("memory number {i} about things"), "w"))
+        .collect();
+    let pairs: Vec<(&str, &str)> = many.iter().map(|(t, w)| (t.as_str(), *w)).collect();
+    ok(dir.path(), &["ingest"], &inputs(&pairs));
+
+    let mut child = memtide_command()
+        .arg("--store")
+        .arg(dir.path())
+        .arg("export")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end at once: the export (far above a pipe's buffer)
+    // then hits a broken pipe.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    assert!(out.status.success());
+}
+
+#[cfg(feature = "semantic")]
+use memtide_testkit::model::{golden, model_dir};
+
+/// Runs `memtide --model DIR embed` (no store) with `stdin`.
+#[cfg(feature = "semantic")]
+fn embed(model: &Path, stdin: &str) -> Output {
+    run(
+        memtide_command()
+            .env_remove("MEMTIDE_STORE")
+            .arg("--model")
+            .arg(model)
+            .arg("embed"),
+        stdin,
+    )
+}
+
+#[cfg(feature = "semantic")]
+#[test]
+fn embed_prints_the_reference_ids_and_embeddings() {
+    let golden: Value = golden();
+    let cases = &golden["cases"].as_array().unwrap()[..2];
+    let stdin: String = cases
+        .iter()
+        .map(|case| json!({"text": case["text"]}).to_string() + "\n")
+        .collect();
+    let out = embed(model_dir(), &stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let lines = stdout_lines(&out);
+    assert_eq!(lines.len(), 2);
+    for (line, case) in lines.iter().zip(cases) {
+        assert_eq!(keys(line), ["embedding", "ids"]);
+        assert_eq!(line["ids"], case["ids"]);
+        let floats = |value: &Value| -> Vec<f64> {
+            let values = value.as_array().unwrap();
+            values.iter().map(|x| x.as_f64().unwrap()).collect()
+        };
+        let (got, expected) = (floats(&line["embedding"]), floats(&case["embedding"]));
+        assert_eq!(got.len(), 384);
+        let dot: f64 = got.iter().zip(&expected).map(|(a, b)| a * b).sum();
+        let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let cosine = dot / (norm(&got) * norm(&expected));
+        assert!(cosine >= 0.9999, "cosine {cosine} for {}", case["text"]);
+    }
+}
+
+#[cfg(feature = "semantic")]
+#[test]
+fn embed_reports_bad_lines_before_loading_and_model_errors() {
+    let missing = tempfile::tempdir().unwrap();
+    // The bad line is reported even though the model cannot load: input is
+    // parsed first.
+    let out = embed(
+        missing.path(),
+        "{\"text\":\"fine\"}\n\n{\"txt\":\"typo\"}\n",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
+    assert!(stderr.contains("line 3: unknown field `txt`"), "{stderr}");
+
+    let out = embed(missing.path(), "{\"text\":\"fine\"}\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.starts_with("error[MODEL]: "), "{stderr}");
+    assert!(stderr.contains("model.onnx"), "{stderr}");
+
+    let out = run(memtide_command().arg("embed"), "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--model"));
+}
+
+#[cfg(feature = "semantic")]
+#[test]
+fn store_commands_with_a_model_embed_and_retrieve_by_meaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let model = model_dir().to_str().unwrap();
+    let memories = [
+        ("We adopted a golden retriever puppy named Biscuit", "w"),
+        ("My sister moved to Lisbon for her new job", "w"),
+    ];
+    // Stored lexical-only first: no embeddings, and the query shares no
+    // word with either memory, so lexical retrieval finds nothing.
+    ok(store, &["ingest"], &inputs(&memories[..1]));
+    let question = query("which animal lives with us at home?", json!({}));
+    let lexical = ok(store, &["retrieve"], &question);
+    assert_eq!(lexical[0]["results"], json!([]));
+    let stats = &ok(store, &["stats"], "")[0];
+    assert_eq!(stats["retrievalMode"], "lexical");
+    assert_eq!(stats["embedded"], 0);
+
+    // With the model, the new memory is embedded at ingest and the old one
+    // when the model is attached; retrieval becomes hybrid.
+    ok(
+        store,
+        &["--model", model, "ingest"],
+        &inputs(&memories[1..]),
+    );
+    let stats = &ok(store, &["--model", model, "stats"], "")[0];
+    assert_eq!(stats["retrievalMode"], "hybrid");
+    assert_eq!(stats["embedded"], 2);
+    let model_id = stats["model"].as_str().unwrap().to_string();
+    let hybrid = ok(store, &["--model", model, "retrieve"], &question);
+    let results = hybrid[0]["results"].as_array().unwrap();
+    assert_eq!(results[0]["id"], "m000001", "{results:?}");
+
+    // MEMTIDE_MODEL_DIR works like --model; the embeddings stay stored, and a
+    // later run without a model is lexical-only but keeps them.
+    let out = run(
+        Command::new(env!("CARGO_BIN_EXE_memtide"))
+            .env("MEMTIDE_MODEL_DIR", model)
+            .arg("--store")
+            .arg(store)
+            .args(["--now", NOW, "retrieve"]),
+        &question,
+    );
+    assert!(out.status.success());
+    assert_eq!(stdout_lines(&out), hybrid);
+    let stats = &ok(store, &["stats"], "")[0];
+    assert_eq!(stats["retrievalMode"], "lexical");
+    assert_eq!(stats["embedded"], 2);
+    assert_eq!(stats["model"], model_id.as_str());
+}

@@ -1,0 +1,9 @@
+//! The tests of the `memtide` binary, in one test binary: its commands
+//! (`commands`), and the table of hostile inputs of
+//! `tests/data/adversarial.json` through the Rust API and this binary
+//! (`adversarial`; the npm package and the component run the same table in
+//! `tests/js/` and `tests/wit/`). They live here because only this package's
+//! tests can run the binary it builds.
+
+mod adversarial;
+mod commands;

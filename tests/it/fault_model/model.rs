@@ -1,0 +1,215 @@
+//! The reference model: a plain map of id to memory that applies each
+//! operation's documented semantics directly.
+
+use super::*;
+
+/// What the model knows of one memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ModelItem {
+    pub(super) text: String,
+    pub(super) scope: Scope,
+    pub(super) kind: Kind,
+    pub(super) status: Status,
+    pub(super) pinned: bool,
+    pub(super) tags: Vec<String>,
+    pub(super) deleted: bool,
+    pub(super) merges: usize,
+}
+
+impl ModelItem {
+    pub(super) fn of(item: &MemoryItem) -> Self {
+        ModelItem {
+            text: item.text.clone(),
+            scope: item.scope.clone(),
+            kind: item.kind,
+            status: item.status,
+            pinned: item.pinned,
+            tags: item.tags.clone(),
+            deleted: item.deleted_at.is_some(),
+            merges: item.merged_from.len(),
+        }
+    }
+
+    pub(super) fn retrievable(&self) -> bool {
+        !self.deleted && self.status == Status::Approved
+    }
+
+    /// Folds a duplicate into this memory, as `dedupe::merge_into` documents.
+    pub(super) fn merge(&mut self, tags: &[String], pinned: bool) {
+        for tag in tags {
+            if !self.tags.contains(tag) {
+                self.tags.push(tag.clone());
+            }
+        }
+        self.pinned |= pinned;
+        self.merges += 1;
+    }
+}
+
+/// The expected outcome of one ingested input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Expected {
+    Added,
+    Merged(String),
+    Suppressed(String),
+}
+
+/// The store as the documented semantics say it must be.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Model {
+    pub(super) items: BTreeMap<String, ModelItem>,
+    /// Texts hard-deleted and not stored again since: no byte of them may
+    /// remain in storage.
+    pub(super) erased: BTreeSet<String>,
+}
+
+impl Model {
+    pub(super) fn same_text(&self, scope: &Scope, text: &str) -> Option<String> {
+        self.items
+            .iter()
+            .find(|(_, item)| &item.scope == scope && item.text == text)
+            .map(|(id, _)| id.clone())
+    }
+
+    pub(super) fn add(&mut self, id: String, item: ModelItem) {
+        self.erased.remove(&item.text);
+        self.items.insert(id, item);
+    }
+
+    pub(super) fn erase(&mut self, id: &str) {
+        if let Some(item) = self.items.remove(id) {
+            self.retire(item.text);
+        }
+    }
+
+    /// Records `text`, no longer some memory's, as erased unless another
+    /// memory still holds it (soft history is not kept).
+    pub(super) fn retire(&mut self, text: String) {
+        if self.same_text_anywhere(&text).is_none() {
+            self.erased.insert(text);
+        }
+    }
+
+    pub(super) fn same_text_anywhere(&self, text: &str) -> Option<&String> {
+        self.items
+            .iter()
+            .find(|(_, item)| item.text == text)
+            .map(|(id, _)| id)
+    }
+
+    /// Ingests one input (inputs of a batch apply in order); `new_id` names
+    /// an added memory (memtide picks ids, the model takes them).
+    pub(super) fn ingest(
+        &mut self,
+        input: &InputSpec,
+        new_id: impl FnOnce() -> String,
+    ) -> Expected {
+        let (scope, text) = (scope_of(input.scope), pool_text(input.text));
+        match self.same_text(&scope, &text) {
+            Some(id) if self.items[&id].deleted => Expected::Suppressed(id),
+            Some(id) => {
+                let tags = input.tags();
+                if let Some(item) = self.items.get_mut(&id) {
+                    item.merge(&tags, input.pinned);
+                }
+                Expected::Merged(id)
+            }
+            None => {
+                self.add(
+                    new_id(),
+                    ModelItem {
+                        text,
+                        scope,
+                        kind: input.kind,
+                        status: input.status,
+                        pinned: input.pinned,
+                        tags: input.tags(),
+                        deleted: false,
+                        merges: 0,
+                    },
+                );
+                Expected::Added
+            }
+        }
+    }
+
+    pub(super) fn update(&mut self, id: &str, patch: &MemoryPatch) {
+        let Some(item) = self.items.get_mut(id) else {
+            return;
+        };
+        let old_text = item.text.clone();
+        if let Some(text) = &patch.text {
+            item.text = text.clone();
+        }
+        if let Some(status) = patch.status {
+            item.status = status;
+        }
+        if let Some(pinned) = patch.pinned {
+            item.pinned = pinned;
+        }
+        if let Some(tags) = &patch.tags {
+            item.tags = tags.clone();
+        }
+        if let Some(deleted) = patch.deleted {
+            item.deleted = deleted;
+        }
+        if let Some(text) = &patch.text {
+            self.retire(old_text);
+            self.erased.remove(text);
+        }
+    }
+
+    pub(super) fn delete_all(&mut self, filter: &ScopeFilter, hard: bool) -> usize {
+        let ids: Vec<String> = self
+            .items
+            .iter()
+            .filter(|(_, item)| filter.matches(&item.scope) && (hard || !item.deleted))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ids {
+            if hard {
+                self.erase(id);
+            } else if let Some(item) = self.items.get_mut(id) {
+                item.deleted = true;
+            }
+        }
+        ids.len()
+    }
+
+    /// Imports a snapshot of an earlier model (an export is sorted by id):
+    /// same id replaced, same text and scope merged, else added; an import
+    /// that would make two memories identical fails whole.
+    pub(super) fn import(
+        &mut self,
+        snapshot: &BTreeMap<String, ModelItem>,
+    ) -> Option<(usize, usize, usize)> {
+        let mut next = self.clone();
+        let (mut added, mut replaced, mut merged) = (0, 0, 0);
+        for (id, item) in snapshot {
+            let same = next
+                .same_text(&item.scope, &item.text)
+                .filter(|other| other != id);
+            if next.items.contains_key(id) {
+                if same.is_some() {
+                    return None;
+                }
+                let old = next.items.insert(id.clone(), item.clone());
+                next.erased.remove(&item.text);
+                if let Some(old) = old.filter(|old| old.text != item.text) {
+                    next.retire(old.text);
+                }
+                replaced += 1;
+            } else if let Some(other) = same {
+                if let Some(target) = next.items.get_mut(&other).filter(|t| !t.deleted) {
+                    target.merge(&item.tags, item.pinned);
+                }
+                merged += 1;
+            } else {
+                next.add(id.clone(), item.clone());
+                added += 1;
+            }
+        }
+        *self = next;
+        Some((added, replaced, merged))
+    }
+}

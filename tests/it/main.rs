@@ -1,0 +1,20 @@
+//! memtide's native integration tests, one module per area, in one binary:
+//! every test binary links memtide with tract, so one link instead of one
+//! per file. The tests that also run in the browser are `tests/portable/`;
+//! those of the command-line tool, with the adversarial table it runs, are in
+//! `crates/cli/tests/`.
+
+mod failpoints;
+mod fault_model;
+mod files;
+mod fuzz_regressions;
+mod hot_file;
+mod isolation_props;
+mod locomo;
+mod memory_tool;
+mod policies;
+mod prompt_injection;
+mod ranking;
+mod semantic;
+mod vector_index;
+mod wordpiece_golden;

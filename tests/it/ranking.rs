@@ -1,0 +1,129 @@
+//! The conversational ranking signals of `memtide::rank`: thread links, answer
+//! inheritance and speaker match.
+
+use memtide::{MemoryInput, RetrieveQuery, Scope, Timestamp};
+use memtide_testkit::store::{open, Mem, T0};
+
+fn chat() -> Scope {
+    Scope::workspace("u", "w").with_session("s1")
+}
+
+fn say(mem: &mut Mem, text: &str, at: i64, scope: Scope) -> String {
+    let input = MemoryInput {
+        created_at: Some(Timestamp(at)),
+        ..MemoryInput::new(text, scope)
+    };
+    mem.ingest(vec![input]).unwrap().remove(0).id.unwrap()
+}
+
+fn ranked(mem: &mut Mem, text: &str) -> Vec<String> {
+    let query = RetrieveQuery {
+        dry_run: true,
+        explain: true,
+        ..RetrieveQuery::new(text, chat())
+    };
+    mem.retrieve(&query)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.item.id)
+        .collect()
+}
+
+#[test]
+fn memories_follow_the_previous_one_of_their_conversation() {
+    let mut mem = open();
+    let first = say(&mut mem, "first message", T0, chat());
+    let second = say(&mut mem, "second message", T0, chat());
+    let later = say(&mut mem, "an hour later", T0 + 60 * 60_000, chat());
+    let other = say(
+        &mut mem,
+        "other session",
+        T0,
+        Scope::workspace("u", "w").with_session("s2"),
+    );
+    assert_eq!(mem.get(&first).unwrap().follows, None);
+    assert_eq!(mem.get(&second).unwrap().follows, Some(first.clone()));
+    assert_eq!(
+        mem.get(&later).unwrap().follows,
+        None,
+        "beyond the 30-minute gap"
+    );
+    assert_eq!(mem.get(&other).unwrap().follows, None, "other scope");
+    mem.delete(&second, false).unwrap();
+    let third = say(&mut mem, "third message", T0 + 1, chat());
+    assert_eq!(
+        mem.get(&third).unwrap().follows,
+        Some(first),
+        "deleted memories are skipped"
+    );
+}
+
+#[test]
+fn an_answer_inherits_the_relevance_of_its_question() {
+    let mut mem = open();
+    say(
+        &mut mem,
+        "Melanie: nice weather today",
+        T0 - 86_400_000,
+        chat(),
+    );
+    let question = say(
+        &mut mem,
+        "Caroline: What did you paint last weekend?",
+        T0,
+        chat(),
+    );
+    let answer = say(
+        &mut mem,
+        "Melanie: A sunrise over the lake, in oils.",
+        T0,
+        chat(),
+    );
+    let got = ranked(&mut mem, "what did they paint?");
+    assert!(
+        got.contains(&answer),
+        "the answer has no query term but follows the question"
+    );
+    let hits = mem
+        .retrieve(&RetrieveQuery {
+            dry_run: true,
+            explain: true,
+            ..RetrieveQuery::new("what did they paint?", chat())
+        })
+        .unwrap();
+    let explained = hits
+        .iter()
+        .find(|h| h.item.id == answer)
+        .unwrap()
+        .explain
+        .unwrap();
+    assert!(explained.inherited);
+    assert_eq!(explained.lexical, 0.0);
+    assert!(got.contains(&question));
+
+    // A statement (no question) passes nothing on.
+    let mut mem = open();
+    say(&mut mem, "Caroline: I painted the fence", T0, chat());
+    let reply = say(&mut mem, "Melanie: Lovely colour.", T0, chat());
+    assert!(!ranked(&mut mem, "who painted the fence").contains(&reply));
+}
+
+#[test]
+fn memories_by_the_named_speaker_rank_first() {
+    let mut mem = open();
+    let melanie = say(&mut mem, "Melanie: I love pottery and camping", T0, chat());
+    let caroline = say(
+        &mut mem,
+        "Caroline: I love pottery and camping",
+        T0 + 3_600_000,
+        chat(),
+    );
+    assert_eq!(
+        ranked(&mut mem, "What does Melanie love?"),
+        [melanie.clone(), caroline.clone()]
+    );
+    assert_eq!(
+        ranked(&mut mem, "What does Caroline love?"),
+        [caroline, melanie]
+    );
+}

@@ -1,0 +1,375 @@
+//! The engine's semantic layer with a small deterministic embedder (so these
+//! tests need no model file): hybrid retrieval, persisted embeddings, model
+//! changes, re-embedding on edits, the semantic near-duplicate gate.
+//! `tests/portable/embed_golden.rs` covers the real MiniLM.
+
+use std::sync::Arc;
+
+use memtide::codec;
+use memtide::embed::Embedder;
+use memtide::env::FixedEnvironment;
+use memtide::storage::{Batch, MemoryStorage, Storage};
+use memtide::{
+    IngestOutcome, IngestReason, Memory, MemoryInput, MemoryPatch, RetrieveQuery, Scope,
+    ScopeFilter, Timestamp,
+};
+use memtide_testkit::faults::FailingStorage;
+use memtide_testkit::store::T0;
+
+const DIMS: usize = 32;
+
+/// Embeds a text as the normalized sum of one-hot vectors of its words'
+/// concepts; words of one synonym group share a concept, other words of
+/// three letters or fewer are ignored (a crude stopword list).
+struct ConceptEmbedder {
+    id: String,
+}
+
+const SYNONYMS: &[&[&str]] = &[
+    &["car", "automobile", "vehicle", "sedan"],
+    &["doctor", "physician", "gp"],
+    &["work", "job", "employed", "engineer"],
+];
+
+fn concept(word: &str) -> Option<usize> {
+    if let Some(group) = SYNONYMS.iter().position(|g| g.contains(&word)) {
+        return Some(group);
+    }
+    if word.len() <= 3 {
+        return None;
+    }
+    let hash = word
+        .bytes()
+        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+    Some(SYNONYMS.len() + hash as usize % (DIMS - SYNONYMS.len()))
+}
+
+impl Embedder for ConceptEmbedder {
+    fn model_id(&self) -> &str {
+        &self.id
+    }
+    fn dimensions(&self) -> usize {
+        DIMS
+    }
+    fn embed_batch(&self, texts: &[&str]) -> memtide::Result<Vec<Vec<f32>>> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = [0.0f32; DIMS];
+                for word in t.to_lowercase().split(|c: char| !c.is_alphanumeric()) {
+                    if let Some(c) = concept(word) {
+                        v[c] += 1.0;
+                    }
+                }
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                v.iter().map(|x| x / norm).collect()
+            })
+            .collect())
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        text.split_whitespace().count()
+    }
+}
+
+fn model(id: &str) -> Arc<dyn Embedder> {
+    Arc::new(ConceptEmbedder { id: id.to_string() })
+}
+
+fn ws() -> Scope {
+    Scope::workspace("u", "w")
+}
+
+fn open<S: Storage>(storage: S) -> Memory<S, FixedEnvironment> {
+    Memory::open(
+        storage,
+        FixedEnvironment::new(Timestamp(T0)),
+        Default::default(),
+    )
+    .unwrap()
+}
+
+fn add<S: Storage>(mem: &mut Memory<S, FixedEnvironment>, text: &str) -> String {
+    mem.ingest(vec![MemoryInput::new(text, ws())])
+        .unwrap()
+        .remove(0)
+        .id
+        .unwrap()
+}
+
+fn top<S: Storage>(mem: &mut Memory<S, FixedEnvironment>, text: &str) -> Vec<String> {
+    let query = RetrieveQuery {
+        dry_run: true,
+        explain: true,
+        ..RetrieveQuery::new(text, ws())
+    };
+    mem.retrieve(&query)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.item.id)
+        .collect()
+}
+
+fn vector_keys(storage: &MemoryStorage) -> Vec<String> {
+    storage
+        .entries()
+        .map(|(k, _)| k.to_string())
+        .filter(|k| k.starts_with("vec/"))
+        .collect()
+}
+
+#[test]
+fn hybrid_retrieval_finds_meaning_without_shared_words() {
+    let mut mem = open(MemoryStorage::new());
+    let car = add(&mut mem, "my sedan is parked in the garage");
+    add(&mut mem, "the garden needs watering");
+    assert!(
+        top(&mut mem, "where is the automobile").is_empty(),
+        "lexical mode has no match"
+    );
+    assert_eq!(mem.stats(&ScopeFilter::default()).retrieval_mode, "lexical");
+
+    assert_eq!(mem.set_embedder(model("concepts-v1")).unwrap(), 2);
+    let stats = mem.stats(&ScopeFilter::default());
+    assert_eq!(
+        (stats.retrieval_mode.as_str(), stats.embedded),
+        ("hybrid", 2)
+    );
+    assert_eq!(stats.token_counting, "tokenizer");
+    assert_eq!(top(&mut mem, "where is the automobile")[0], car);
+    let hit = mem
+        .retrieve(&RetrieveQuery {
+            dry_run: true,
+            explain: true,
+            ..RetrieveQuery::new("where is the automobile", ws())
+        })
+        .unwrap()
+        .remove(0);
+    let explained = hit.explain.unwrap();
+    assert_eq!(explained.lexical, 0.0);
+    assert!(explained.semantic.unwrap() > 0.3);
+}
+
+#[test]
+fn embeddings_persist_and_a_store_never_mixes_models() {
+    let mut mem = open(MemoryStorage::new());
+    mem.set_embedder(model("concepts-v1")).unwrap();
+    let a = add(&mut mem, "the physician said to rest");
+    let b = add(&mut mem, "my job starts at nine");
+    assert_eq!(vector_keys(mem.storage()).len(), 2);
+
+    let mut reopened = open(mem.storage().clone());
+    let stats = reopened.stats(&ScopeFilter::default());
+    assert_eq!(stats.embedded, 2);
+    assert_eq!(stats.model.as_deref(), Some("concepts-v1"));
+    assert_eq!(stats.retrieval_mode, "lexical", "no model attached yet");
+    assert_eq!(
+        reopened.set_embedder(model("concepts-v1")).unwrap(),
+        0,
+        "same model: nothing to redo"
+    );
+    assert_eq!(top(&mut reopened, "what did the doctor say")[0], a);
+
+    let mut other = open(mem.storage().clone());
+    assert_eq!(
+        other.set_embedder(model("concepts-v2")).unwrap(),
+        2,
+        "another model re-embeds all"
+    );
+    assert_eq!(
+        other.stats(&ScopeFilter::default()).model.as_deref(),
+        Some("concepts-v2")
+    );
+    let again = open(other.storage().clone());
+    assert_eq!(
+        again.stats(&ScopeFilter::default()).model.as_deref(),
+        Some("concepts-v2")
+    );
+    assert_eq!(top(&mut other, "when does work start")[0], b);
+}
+
+#[test]
+fn edits_re_embed_and_hard_deletes_erase_the_vector() {
+    let mut mem = open(MemoryStorage::new());
+    mem.set_embedder(model("concepts-v1")).unwrap();
+    let id = add(&mut mem, "I see my gp on mondays");
+    assert_eq!(top(&mut mem, "doctor appointment")[0], id);
+    mem.update(
+        &id,
+        MemoryPatch {
+            text: Some("I wash the sedan on mondays".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(top(&mut mem, "vehicle cleaning")[0], id);
+    assert!(
+        top(&mut mem, "physician").is_empty(),
+        "the old embedding is gone"
+    );
+
+    mem.delete(&id, false).unwrap();
+    assert!(top(&mut mem, "vehicle cleaning").is_empty());
+    assert_eq!(
+        vector_keys(mem.storage()).len(),
+        1,
+        "a soft delete keeps the vector for a restore"
+    );
+    mem.delete(&id, true).unwrap();
+    assert!(vector_keys(mem.storage()).is_empty());
+    assert_eq!(
+        open(mem.storage().clone())
+            .stats(&ScopeFilter::default())
+            .items,
+        0
+    );
+}
+
+/// The record format version of the stored value of `key`.
+fn record_version(storage: &MemoryStorage, key: &str) -> u16 {
+    let value = storage.get(key).unwrap().unwrap();
+    u16::from_le_bytes([value[4], value[5]])
+}
+
+/// The store of `mem` as builds before int8 vector records left it: each
+/// vector record holds the `f32` embedding of `embedder` (version 1), and
+/// the manifest's digest covers those bytes.
+fn with_f32_vector_records(
+    mem: &Memory<MemoryStorage, FixedEnvironment>,
+    embedder: &dyn Embedder,
+) -> MemoryStorage {
+    let mut batch = Batch::new();
+    let mut digest = codec::SetDigest::default();
+    for (key, value) in mem.storage().entries() {
+        if let Some(id) = key.strip_prefix("vec/") {
+            let text = mem.get(id).unwrap().text;
+            let vector = embedder.embed_batch(&[text.as_str()]).unwrap().remove(0);
+            let mut payload = (vector.len() as u32).to_le_bytes().to_vec();
+            vector
+                .iter()
+                .for_each(|x| payload.extend_from_slice(&x.to_le_bytes()));
+            let record = codec::encode(codec::RecordType::Vector, 1, &payload);
+            digest.toggle(&record);
+            batch.put(key, record);
+        } else if key.starts_with("item/") {
+            digest.toggle(value);
+        }
+    }
+    let stored = mem.storage().get("meta/manifest").unwrap().unwrap();
+    let mut manifest = codec::decode_manifest(&stored).unwrap();
+    manifest.items_digest = digest.to_hex();
+    batch.put("meta/manifest", codec::encode_manifest(&manifest));
+    let mut storage = mem.storage().clone();
+    storage.commit(&batch).unwrap();
+    storage
+}
+
+/// Bytes of the item and vector records `storage` holds.
+fn record_bytes(storage: &MemoryStorage) -> usize {
+    storage
+        .entries()
+        .filter(|(k, _)| k.starts_with("item/") || k.starts_with("vec/"))
+        .map(|(_, v)| v.len())
+        .sum()
+}
+
+#[test]
+fn f32_vector_records_of_older_builds_are_read_and_replaced_as_embeddings_change() {
+    let embedder = model("concepts-v1");
+    let mut mem = open(MemoryStorage::new());
+    mem.set_embedder(embedder.clone()).unwrap();
+    let car = add(&mut mem, "my sedan is parked in the garage");
+    let gp = add(&mut mem, "I see my gp on mondays");
+    let job = add(&mut mem, "my job starts at nine");
+    assert_eq!(record_version(mem.storage(), &format!("vec/{car}")), 3);
+    let legacy = with_f32_vector_records(&mem, embedder.as_ref());
+    assert_eq!(record_version(&legacy, &format!("vec/{car}")), 1);
+    assert!(record_bytes(&legacy) > record_bytes(mem.storage()));
+
+    let mut old = open(legacy);
+    let stats = old.stats(&ScopeFilter::default());
+    assert_eq!(
+        (stats.embedded, stats.stored_bytes),
+        (3, record_bytes(old.storage()))
+    );
+    assert_eq!(old.set_embedder(embedder).unwrap(), 0, "same model");
+    assert_eq!(top(&mut old, "where is the automobile")[0], car);
+    assert_eq!(top(&mut old, "what did the physician say")[0], gp);
+
+    // A new embedding is written as int8; a removed one erases the f32
+    // record; an untouched one stays as it is. The digest stays right:
+    // the store opens again.
+    let patch = MemoryPatch {
+        text: Some("I wash the automobile on mondays".into()),
+        ..Default::default()
+    };
+    old.update(&gp, patch).unwrap();
+    old.delete(&car, true).unwrap();
+    let storage = old.storage().clone();
+    assert_eq!(record_version(&storage, &format!("vec/{gp}")), 3);
+    assert_eq!(record_version(&storage, &format!("vec/{job}")), 1);
+    assert_eq!(vector_keys(&storage).len(), 2);
+    let mut reopened = open(storage);
+    let stats = reopened.stats(&ScopeFilter::default());
+    assert_eq!(
+        (stats.embedded, stats.stored_bytes),
+        (2, record_bytes(reopened.storage()))
+    );
+    reopened.set_embedder(model("concepts-v1")).unwrap();
+    assert_eq!(top(&mut reopened, "vehicle cleaning")[0], gp);
+    assert_eq!(top(&mut reopened, "when does work start")[0], job);
+}
+
+#[test]
+fn the_semantic_gate_merges_paraphrases_but_keeps_changed_values() {
+    let mut mem = open(MemoryStorage::new());
+    mem.set_embedder(model("concepts-v1")).unwrap();
+    let first = add(&mut mem, "I work at Acme as an engineer");
+    let paraphrase = mem
+        .ingest(vec![MemoryInput::new(
+            "I work at Acme as engineer, my job",
+            ws(),
+        )])
+        .unwrap()
+        .remove(0);
+    assert_eq!(paraphrase.outcome, IngestOutcome::Merged);
+    assert_eq!(paraphrase.reason, Some(IngestReason::NearDuplicate));
+    assert_eq!(paraphrase.id, Some(first));
+
+    add(&mut mem, "I drink cortado every morning");
+    let changed = mem
+        .ingest(vec![MemoryInput::new(
+            "I drink flat white every morning",
+            ws(),
+        )])
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        changed.outcome,
+        IngestOutcome::Added,
+        "a changed value is a new memory"
+    );
+}
+
+#[test]
+fn a_failed_model_change_leaves_the_old_model_and_vectors() {
+    let mut mem = open(FailingStorage::new(MemoryStorage::new()));
+    mem.set_embedder(model("concepts-v1")).unwrap();
+    let id = add(&mut mem, "the sedan needs new tyres");
+    let before = mem.export();
+    let storage = mem.into_storage();
+    // Every commit from here on fails.
+    storage.trigger.arm_sticky(0);
+    let mut mem = open(storage);
+    assert_eq!(
+        mem.set_embedder(model("concepts-v2")).unwrap_err().code(),
+        "STORAGE"
+    );
+    let stats = mem.stats(&ScopeFilter::default());
+    assert_eq!(stats.model.as_deref(), Some("concepts-v1"));
+    assert_eq!(
+        stats.retrieval_mode, "lexical",
+        "the failed attach was rolled back"
+    );
+    assert_eq!(mem.export(), before);
+    assert_eq!(top(&mut mem, "sedan tyres")[0], id);
+}
