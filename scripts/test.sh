@@ -81,6 +81,11 @@ check "cargo fmt --check" cargo fmt --all -- --check
 # so it is linted there together with crates/js.
 native=(--workspace --exclude memtide-js --exclude memtide-wit)
 check "cargo clippy -D warnings" cargo clippy "${native[@]}" --all-targets --locked -- -D warnings
+# The test kit turns on the engine's `testing` feature (internal modules
+# public) in every build that selects it; the engine and the CLI as a user
+# builds them are linted without it, so dead code behind it shows.
+check "cargo clippy without the testing feature -D warnings" \
+  cargo clippy -p memtide -p memtide-cli --lib --bins --locked -- -D warnings
 check "cargo clippy wasm32 (the engine, the JS host crate, the SIMD kernels) -D warnings" \
   bash -c 'cargo clippy -p memtide -p memtide-js --lib --example bench_wasm --locked --target wasm32-unknown-unknown --no-default-features -- -D warnings &&
     cargo clippy -p memtide-wasm-gemm -p memtide-int-dot --locked --target wasm32-unknown-unknown -- -D warnings'

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::item::{Scope, Timestamp};
-pub use crate::keys::FILE_PREFIX;
+use crate::keys::FILE_PREFIX;
 use crate::text::hex;
 
 /// Longest accepted path, in bytes.

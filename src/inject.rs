@@ -64,7 +64,7 @@ use serde::{Deserialize, Serialize};
 use crate::item::MemoryItem;
 // [`render`] takes a counter; hosts, the fuzz checks and the engine name the
 // counters by this path.
-pub use crate::text::tokens::{EstimatedTokens, TokenCounter};
+use crate::text::tokens::TokenCounter;
 
 /// Begin line and instruction line. The instruction holds no `[memory:`, so
 /// the block's only citations are its entries'.
@@ -287,6 +287,7 @@ fn escape_into(out: &mut String, text: &str, format: InjectFormat, line_break: O
 mod tests {
     use super::*;
     use crate::item::{Kind, Privacy, Scope, Source, Status, Timestamp};
+    use crate::text::tokens::EstimatedTokens;
     use proptest::prelude::*;
 
     use crate::text::tokens::test_counters::PerChar;

@@ -21,7 +21,7 @@
 //! use memtide::{Memory, MemoryInput, RetrieveQuery, Scope};
 //! use memtide::storage::MemoryStorage;
 //! use memtide::env::FixedEnvironment;
-//! use memtide::item::Timestamp;
+//! use memtide::Timestamp;
 //!
 //! let env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
 //! let mut mem = Memory::open(MemoryStorage::new(), env, Default::default()).unwrap();
@@ -34,37 +34,65 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod codec;
-pub mod dedupe;
-pub mod embed;
-pub mod engine;
-pub mod env;
-pub mod error;
-pub mod files;
-pub mod hot_file;
-pub mod index;
-pub mod inject;
-pub mod item;
-mod keys;
-pub mod memory;
-pub mod memory_tool;
-pub mod policy;
-pub mod rank;
-pub mod storage;
-pub mod text;
+// The public API is the crate root, `storage`, `env` and `embed`: what a
+// Rust program needs to keep memories. Everything else is internal; the
+// feature `testing` (turned on by crates/testkit for the tests and the fuzz
+// checks) makes the internal modules public so they can be tested below the
+// API. A module is declared once, here, with its visibility chosen by it.
+macro_rules! internal {
+    ($($(#[$attr:meta])* $name:ident;)*) => {$(
+        $(#[$attr])*
+        #[cfg(feature = "testing")]
+        pub mod $name;
+        $(#[$attr])*
+        #[cfg(not(feature = "testing"))]
+        mod $name;
+    )*};
+}
 
+pub mod embed;
+pub mod env;
+pub mod storage;
+
+internal! {
+    codec;
+    dedupe;
+    engine;
+    error;
+    files;
+    hot_file;
+    index;
+    inject;
+    item;
+    keys;
+    memory;
+    memory_tool;
+    policy;
+    rank;
+    text;
+}
+
+pub use dedupe::{NearDuplicateAction, NearDuplicateConfig};
 pub use engine::{
-    Config, DeleteAllResult, Engine, ImportResult, IngestOutcome, IngestReason, IngestResult,
-    InjectQuery, ListPage, ListQuery, MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats,
+    Config, DeleteAllResult, ImportResult, IngestOutcome, IngestReason, IngestResult, InjectQuery,
+    Limits, ListPage, ListQuery, MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats,
     EXPORT_FORMAT, EXPORT_VERSION,
 };
 pub use error::{Error, Result};
 pub use files::{FileSync, FileSyncOutcome, StoredFile};
-pub use inject::{InjectFormat, Injection};
+pub use hot_file::HotFileSync;
+pub use index::Bm25Params;
+pub use inject::{Dropped, InjectFormat, Injection};
 pub use item::{
-    Kind, LineRange, MemoryItem, Privacy, Scope, ScopeFilter, Source, SourceKind, Status, Timestamp,
+    Kind, LineRange, MemoryItem, MergeRecord, Privacy, Scope, ScopeFilter, Source, SourceKind,
+    Status, Timestamp,
 };
-pub use memory::{AsyncMemory, Memory};
+pub use memory::{block_on, AsyncMemory, Memory};
+pub use memory_tool::MemoryToolResult;
+pub use policy::Admission;
+pub use rank::{RankParams, ScoreBreakdown};
+pub use text::markdown::ChunkParams;
+pub use text::tokens::{EstimatedTokens, TokenCounter};
 
 /// The README's Rust examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -87,9 +87,26 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
         self.tokens = Some(counter);
     }
 
-    /// The engine, for read-only inspection.
+    /// The engine, for read-only inspection by the tests.
+    #[cfg(feature = "testing")]
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The store's settings.
+    pub fn config(&self) -> &Config {
+        self.engine.config()
+    }
+
+    /// Checks an input as [`AsyncMemory::ingest`] would, without storing
+    /// anything: a caller can report every bad input of a batch first.
+    pub fn check_input(&self, input: &MemoryInput) -> Result<()> {
+        self.engine.check_input(input)
+    }
+
+    /// Checks a retrieval query without running it.
+    pub fn check_query(&self, query: &RetrieveQuery) -> Result<()> {
+        self.engine.check_query(query)
     }
 
     /// The storage backend.
@@ -451,9 +468,26 @@ impl<S: Storage, E: Environment> Memory<S, E> {
         self.inner.set_token_counter(counter);
     }
 
-    /// The engine, for read-only inspection.
+    /// The engine, for read-only inspection by the tests.
+    #[cfg(feature = "testing")]
     pub fn engine(&self) -> &Engine {
         self.inner.engine()
+    }
+
+    /// The store's settings.
+    pub fn config(&self) -> &Config {
+        self.inner.config()
+    }
+
+    /// Checks an input as [`Memory::ingest`] would, without storing
+    /// anything; see [`AsyncMemory::check_input`].
+    pub fn check_input(&self, input: &MemoryInput) -> Result<()> {
+        self.inner.check_input(input)
+    }
+
+    /// Checks a retrieval query without running it.
+    pub fn check_query(&self, query: &RetrieveQuery) -> Result<()> {
+        self.inner.check_query(query)
     }
 
     /// The storage backend.

@@ -9,10 +9,10 @@
 //! Everything that embeds goes through the [`Embedder`] trait.
 
 #[cfg(feature = "semantic")]
-pub mod minilm;
+mod minilm;
 #[cfg(feature = "semantic")]
-pub mod onnx;
-pub mod wordpiece;
+mod onnx;
+mod wordpiece;
 
 #[cfg(feature = "semantic")]
 pub use minilm::MiniLm;

@@ -37,7 +37,6 @@ mod search;
 mod txn;
 mod vectors;
 
-pub use crate::keys::{ITEM_PREFIX, MANIFEST_KEY, VECTOR_PREFIX};
 pub use api::{
     Config, DeleteAllResult, IngestOutcome, IngestReason, IngestResult, InjectQuery, Limits,
     ListPage, ListQuery, MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats,
@@ -49,6 +48,7 @@ pub use txn::Txn;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
 use crate::codec::{self, SetDigest, FORMAT_VERSION};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
@@ -221,11 +221,13 @@ impl Engine {
         &self.config
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Number of memories (including soft-deleted ones).
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// True when the store holds no memory at all.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
@@ -236,6 +238,7 @@ impl Engine {
         self.entries.values().map(|e| &e.item)
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// True when the lexical index of `tenant` holds `term` (an analysed
     /// term, see [`terms`](crate::text::terms)).
     pub fn lexical_index_has_term(&self, tenant: &Tenant, term: &str) -> bool {

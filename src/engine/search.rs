@@ -12,7 +12,7 @@ use super::{Engine, InjectQuery, RetrieveHit, RetrieveQuery};
 use crate::error::{Error, Result};
 use crate::inject::{self, Injection};
 use crate::item::{MemoryItem, Timestamp};
-use crate::policy::{self, Exclusion, Visibility};
+use crate::policy::{self, Visibility};
 use crate::rank::{self, Candidate};
 use crate::text;
 use crate::text::tokens::TokenCounter;
@@ -232,20 +232,6 @@ impl Engine {
             self.mark_used(used.iter().map(String::as_str), now, txn);
         }
         Ok(injection)
-    }
-
-    /// Why `item_id` would or would not be returned for `query`.
-    pub fn explain_policy(
-        &self,
-        item_id: &str,
-        query: &RetrieveQuery,
-        now: Timestamp,
-    ) -> Result<Option<Exclusion>> {
-        let entry = self
-            .entries
-            .get(item_id)
-            .ok_or_else(|| Error::NotFound(item_id.to_string()))?;
-        Ok(policy::check(&entry.item, &query.visibility(now)).err())
     }
 }
 

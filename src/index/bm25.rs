@@ -86,6 +86,7 @@ impl TermSet {
         self.distinct
     }
 
+#[cfg(any(test, feature = "testing"))]
     /// Whether the text had no term.
     pub fn is_empty(&self) -> bool {
         self.distinct == 0
@@ -278,6 +279,7 @@ impl Bm25Index {
         self.docs.len()
     }
 
+#[cfg(any(test, feature = "testing"))]
     /// Whether `doc` is indexed.
     pub fn contains(&self, doc: u32) -> bool {
         self.docs.contains_key(&doc)
@@ -288,6 +290,7 @@ impl Bm25Index {
         self.term_ids.len()
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Whether any doc holds this (already analysed) term.
     pub fn has_term(&self, term: &str) -> bool {
         self.term_ids.contains_key(term)

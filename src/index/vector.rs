@@ -140,6 +140,7 @@ impl Default for VectorParams {
 const CODE_MAX: f32 = 127.0;
 /// Largest `i16` query component magnitude.
 const QUERY_MAX: f32 = 32767.0;
+#[cfg(any(test, feature = "testing"))]
 /// Approximate graph bytes per point of a segment: `instant-distance` keeps
 /// 64 neighbour ids (4 bytes each) on layer zero and 32 on each upper layer,
 /// where about 0.4 of the points appear in total.
@@ -237,6 +238,7 @@ impl Rows {
         self.scales.shrink_to_fit();
     }
 
+#[cfg(any(test, feature = "testing"))]
     fn heap_bytes(&self) -> usize {
         self.chunks.iter().map(Vec::capacity).sum::<usize>()
             + self.chunks.capacity() * size_of::<Vec<i8>>()
@@ -298,6 +300,7 @@ impl Int8Vector {
         self.codes.len()
     }
 
+#[cfg(any(test, feature = "testing"))]
     /// Whether the vector has no component.
     pub fn is_empty(&self) -> bool {
         self.codes.is_empty()
@@ -471,6 +474,7 @@ impl Segment {
         }
     }
 
+#[cfg(any(test, feature = "testing"))]
     fn heap_bytes(&self) -> usize {
         self.rows.heap_bytes()
             + self.docs.capacity() * size_of::<u32>()
@@ -666,6 +670,7 @@ impl VectorIndex {
         }
     }
 
+#[cfg(any(test, feature = "testing"))]
     /// Number of indexed docs.
     pub fn len(&self) -> usize {
         self.locations.len()
@@ -676,11 +681,13 @@ impl VectorIndex {
         self.locations.is_empty()
     }
 
+#[cfg(any(test, feature = "testing"))]
     /// Whether `doc` is indexed.
     pub fn contains(&self, doc: u32) -> bool {
         self.locations.contains_key(&doc)
     }
 
+#[cfg(any(test, feature = "testing"))]
     /// Approximate heap bytes held: rows, doc lists, graphs (estimated from
     /// `instant-distance`'s layout) and the doc map.
     pub fn memory_bytes(&self) -> usize {

@@ -10,10 +10,10 @@ use std::path::Path;
 use proptest::prelude::*;
 
 use memtide::env::FixedEnvironment;
-use memtide::inject::EstimatedTokens;
 use memtide::storage::{FsStorage, MemoryStorage, Storage};
 use memtide::text::markdown::{chunk_markdown, ChunkParams};
 use memtide::text::normalize;
+use memtide::EstimatedTokens;
 use memtide::{
     Config, FileSyncOutcome, IngestOutcome, InjectFormat, InjectQuery, Kind, LineRange, Memory,
     MemoryInput, MemoryItem, MemoryPatch, RetrieveQuery, Scope, SourceKind, Timestamp,

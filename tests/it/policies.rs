@@ -608,6 +608,38 @@ fn retrieval_marks_usage_unless_dry_run() {
 
 // ----- policy 7: typed errors -------------------------------------------------------------------
 
+/// What the CLI relies on to report every bad line before storing any: the
+/// checks are the ones ingest and retrieval make, and they write nothing.
+#[test]
+fn inputs_and_queries_are_checked_as_ingest_and_retrieve_check_them() {
+    let mut mem = open();
+    let limit = mem.config().limits.max_text_bytes;
+    let too_long = MemoryInput::new("x".repeat(limit + 1), scope());
+    assert_eq!(mem.check_input(&too_long).unwrap_err().code(), "TOO_LARGE");
+    let blank = MemoryInput::new(" \n ", scope());
+    assert_eq!(mem.check_input(&blank).unwrap_err().code(), "INVALID_INPUT");
+    let fine = MemoryInput::new("The spare key is under the blue pot", scope());
+    mem.check_input(&fine).unwrap();
+
+    let mut query = RetrieveQuery::new("spare key", scope());
+    mem.check_query(&query).unwrap();
+    query.limit = Some(mem.config().limits.max_results + 1);
+    assert_eq!(mem.check_query(&query).unwrap_err().code(), "INVALID_INPUT");
+    let blank_query = RetrieveQuery::new("  ", scope());
+    assert_eq!(
+        mem.check_query(&blank_query).unwrap_err().code(),
+        "INVALID_INPUT"
+    );
+
+    assert_eq!(
+        mem.stats(&ScopeFilter::default()).items,
+        0,
+        "a check stores nothing"
+    );
+    assert_eq!(mem.ingest(vec![too_long]).unwrap_err().code(), "TOO_LARGE");
+    assert_eq!(mem.ingest(vec![fine]).unwrap().len(), 1);
+}
+
 #[test]
 fn bad_input_is_a_typed_error_and_the_store_stays_usable() {
     let mut mem = open();

@@ -15,13 +15,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use memtide::env::{Environment, FixedEnvironment, SystemEnvironment};
-use memtide::hot_file::HotFileSync;
-use memtide::policy::Admission;
-use memtide::rank::ScoreBreakdown;
+
 use memtide::storage::FsStorage;
 use memtide::{
-    Config, Error, InjectQuery, Kind, ListQuery, Memory, MemoryInput, MemoryPatch, RetrieveHit,
-    RetrieveQuery, Scope, ScopeFilter, Source, Status, Timestamp,
+    Admission, Config, Error, HotFileSync, InjectQuery, Kind, ListQuery, Memory, MemoryInput,
+    MemoryPatch, RetrieveHit, RetrieveQuery, Scope, ScopeFilter, ScoreBreakdown, Source, Status,
+    Timestamp,
 };
 
 /// Largest standard input accepted, in bytes.
@@ -511,8 +510,8 @@ fn run<E: Environment>(
         StoreCommand::Ingest => {
             let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
             let mut memory = open_with_model(env)?;
-            let inputs: Vec<MemoryInput> = check_lines(lines, |i| memory.engine().check_input(i))?;
-            let batch_size = memory.engine().config().limits.max_batch.max(1);
+            let inputs: Vec<MemoryInput> = check_lines(lines, |i| memory.check_input(i))?;
+            let batch_size = memory.config().limits.max_batch.max(1);
             let mut remaining = inputs.into_iter().peekable();
             while remaining.peek().is_some() {
                 let batch: Vec<MemoryInput> = remaining.by_ref().take(batch_size).collect();
@@ -524,8 +523,7 @@ fn run<E: Environment>(
         StoreCommand::Retrieve => {
             let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
             let mut memory = open_with_model(env)?;
-            let queries: Vec<RetrieveQuery> =
-                check_lines(lines, |q| memory.engine().check_query(q))?;
+            let queries: Vec<RetrieveQuery> = check_lines(lines, |q| memory.check_query(q))?;
             for query in &queries {
                 let hits = memory.retrieve(query)?;
                 let results = hits.iter().map(HitOutput::from).collect();
@@ -535,9 +533,8 @@ fn run<E: Environment>(
         StoreCommand::Inject => {
             let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
             let mut memory = open_with_model(env)?;
-            let queries: Vec<InjectQuery> = check_lines(lines, |q: &InjectQuery| {
-                memory.engine().check_query(&q.query)
-            })?;
+            let queries: Vec<InjectQuery> =
+                check_lines(lines, |q: &InjectQuery| memory.check_query(&q.query))?;
             for query in &queries {
                 print_json(out, &memory.inject(query)?)?;
             }

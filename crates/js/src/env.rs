@@ -2,7 +2,7 @@
 //! [`Environment`].
 
 use memtide::env::{ulid, Environment};
-use memtide::item::Timestamp;
+use memtide::Timestamp;
 
 /// The JavaScript host's clock (`Date.now()`, or a function the host
 /// injects) and ULIDs from `crypto.getRandomValues` (`wasm32-unknown-unknown`).

@@ -24,12 +24,13 @@ use wasm_bindgen_futures::future_to_promise;
 use web_sys::{BroadcastChannel, MessageEvent};
 
 use memtide::embed::MiniLm;
-use memtide::item::{Scope, ScopeFilter};
+
 use memtide::storage::{
     AsyncStorage, Batch, Expect, KvStorage, MemoryStorage, Snapshot, StorageError,
 };
 use memtide::{
-    AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch, RetrieveQuery,
+    AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch, RetrieveQuery, Scope,
+    ScopeFilter,
 };
 
 mod adapter;

@@ -20,19 +20,14 @@ use std::sync::Arc;
 
 use memtide::embed::MiniLm;
 use memtide::env::SystemEnvironment;
-use memtide::hot_file::HotFileSync;
-use memtide::inject::Dropped;
-use memtide::item::{MergeRecord, ScopeFilter};
-use memtide::memory::block_on;
-use memtide::memory_tool::MemoryToolResult;
-use memtide::policy::Admission;
-use memtide::rank::ScoreBreakdown;
+
 use memtide::storage::{AsyncKeyValue, Expect, KvOp, KvStorage, StorageError};
 use memtide::{
-    AsyncMemory, Config, DeleteAllResult, FileSync, FileSyncOutcome, ImportResult, IngestOutcome,
-    IngestReason, IngestResult, InjectFormat, InjectQuery, Injection, Kind, LineRange, ListPage,
-    ListQuery, MemoryInput, MemoryItem, MemoryPatch, Privacy, RetrieveHit, RetrieveQuery, Scope,
-    Source, SourceKind, Stats, Status, StoredFile, Timestamp,
+    block_on, Admission, AsyncMemory, Config, DeleteAllResult, Dropped, FileSync, FileSyncOutcome,
+    HotFileSync, ImportResult, IngestOutcome, IngestReason, IngestResult, InjectFormat,
+    InjectQuery, Injection, Kind, LineRange, ListPage, ListQuery, MemoryInput, MemoryItem,
+    MemoryPatch, MemoryToolResult, MergeRecord, Privacy, RetrieveHit, RetrieveQuery, Scope,
+    ScopeFilter, ScoreBreakdown, Source, SourceKind, Stats, Status, StoredFile, Timestamp,
 };
 
 /// The code `wit-bindgen` generates from `wit/`, and the component's

@@ -11,6 +11,7 @@ use tract_onnx::pb::attribute_proto::AttributeType;
 use tract_onnx::pb::tensor_proto::DataType;
 use tract_onnx::pb::{AttributeProto, GraphProto, NodeProto};
 
+#[cfg(any(target_arch = "wasm32", test))]
 use super::int8::OPERATOR;
 use crate::Error;
 
@@ -160,6 +161,8 @@ fn remove_unread(graph: &mut GraphProto, names: &[String]) {
 /// an int8 `[depth, columns]` initializer and `scale` a float one of
 /// `columns` values, into an [`OPERATOR`] node `(x, q, scale)`; removes the
 /// `Cast` and `Mul` when nothing else reads them. Returns how many it fused.
+/// Only WebAssembly builds fuse (natively tract's f32 kernels are faster).
+#[cfg(any(target_arch = "wasm32", test))]
 pub fn fuse(graph: &mut GraphProto) -> usize {
     let scale_columns = |graph: &GraphProto, name: &str| {
         graph

@@ -30,7 +30,7 @@
 //!   a secret's mark, and the chunks are those of the stored content.
 
 use arbitrary::{Arbitrary, Unstructured};
-use memtide::inject::{EstimatedTokens, TokenCounter};
+use memtide::{EstimatedTokens, TokenCounter};
 use memtide::storage::MemoryStorage;
 use memtide::text::markdown::{chunk_markdown, Chunk, ChunkParams};
 use memtide::text::{self, Capture};

@@ -27,7 +27,7 @@
 use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Unstructured};
-use memtide::inject::EstimatedTokens;
+use memtide::EstimatedTokens;
 use memtide::memory_tool::check_memory_path;
 use memtide::storage::MemoryStorage;
 use memtide::text::markdown::chunk_markdown;

@@ -21,7 +21,7 @@
 //! * every failure is `INVALID_INPUT`, `TOO_LARGE` or `NOT_FOUND`, and
 //!   changes nothing.
 
-use memtide::inject::{EstimatedTokens, TokenCounter};
+use memtide::{EstimatedTokens, TokenCounter};
 use memtide::storage::MemoryStorage;
 use memtide::{
     Config, InjectQuery, ListQuery, Memory, MemoryInput, MemoryPatch, RetrieveQuery, Scope,
