@@ -9,25 +9,72 @@ pub trait Environment {
     fn now(&self) -> Timestamp;
     /// A new, unique memory id (`[A-Za-z0-9_-]`, at most 256 bytes).
     fn new_id(&mut self) -> String;
+    /// A new id for a memory made after every memory of the store, whose
+    /// newest ULID id is `newest`. Memories that share a timestamp follow
+    /// each other in id order, so an environment whose ids sort in the
+    /// order they are made keeps a conversation's turns in order, also
+    /// within one millisecond and across instances ([`UlidGenerator`]). The
+    /// default ignores `newest`.
+    fn new_id_after(&mut self, newest: Option<&str>) -> String {
+        let _ = newest;
+        self.new_id()
+    }
 }
 
 /// Crockford base32 alphabet used by ULIDs.
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
-/// Formats a ULID (26 characters, sortable by time) from a millisecond
-/// timestamp and 80 random bits.
-pub fn ulid(millis: i64, random: [u8; 10]) -> String {
-    let time = u128::from(millis.max(0) as u64 & 0xFFFF_FFFF_FFFF);
-    let mut value = time << 80;
-    for (i, byte) in random.iter().enumerate() {
-        value |= u128::from(*byte) << (72 - 8 * i);
+/// Characters of a ULID.
+const ULID_LEN: usize = 26;
+
+/// Reads a ULID as [`UlidGenerator`] writes it (26 uppercase Crockford
+/// digits, at most 128 bits) into its value; `None` for any other id.
+pub fn parse_ulid(id: &str) -> Option<u128> {
+    if id.len() != ULID_LEN || id.as_bytes()[0] > b'7' {
+        return None;
     }
-    let mut out = [0u8; 26];
-    for (i, slot) in out.iter_mut().enumerate() {
-        let shift = 125 - 5 * i as u32;
-        *slot = CROCKFORD[((value >> shift) & 31) as usize];
+    id.bytes().try_fold(0u128, |value, byte| {
+        let digit = CROCKFORD.iter().position(|&c| c == byte)?;
+        Some(value << 5 | digit as u128)
+    })
+}
+
+/// Makes ULIDs (26 characters: 48 bits of milliseconds, 80 random bits)
+/// that sort in the order they are made: an id made in the same
+/// millisecond as the previous one, or after the clock went back, or not
+/// after the store's newest id, is the larger of the two plus one. So
+/// ingesting a conversation in one call, or on a clock that repeats, keeps
+/// its turns in order.
+#[derive(Debug, Clone, Default)]
+pub struct UlidGenerator {
+    last: u128,
+}
+
+impl UlidGenerator {
+    /// The next id from the time `millis`, the `random` bits, and the
+    /// store's newest ULID id `after`.
+    pub fn next(&mut self, millis: i64, random: [u8; 10], after: Option<&str>) -> String {
+        let time = u128::from(millis.max(0) as u64 & 0xFFFF_FFFF_FFFF);
+        let mut candidate = time << 80;
+        for (i, byte) in random.iter().enumerate() {
+            candidate |= u128::from(*byte) << (72 - 8 * i);
+        }
+        let floor = self.last.max(after.and_then(parse_ulid).unwrap_or(0));
+        // At u128::MAX (a clock 10,000 years ahead) the id repeats, and the
+        // engine's uniqueness check asks again; nothing wraps around.
+        let value = if candidate > floor {
+            candidate
+        } else {
+            floor.saturating_add(1)
+        };
+        self.last = value;
+        let mut out = [0u8; ULID_LEN];
+        for (i, slot) in out.iter_mut().enumerate() {
+            let shift = 5 * (ULID_LEN - 1 - i) as u32;
+            *slot = CROCKFORD[((value >> shift) & 31) as usize];
+        }
+        out.iter().map(|&b| b as char).collect()
     }
-    out.iter().map(|&b| b as char).collect()
 }
 
 /// A deterministic environment for tests and reproducible runs: a settable
@@ -65,10 +112,13 @@ impl Environment for FixedEnvironment {
 
 /// The operating system's clock and random numbers: native targets, and
 /// WASI (`wasm32-wasip2`: the host's `wasi:clocks` and `wasi:random`); the
-/// feature `os`. The JavaScript host (crates/js) supplies its own.
+/// feature `os`. The JavaScript host (crates/js) supplies its own. Ids are
+/// ULIDs in the order they are made ([`UlidGenerator`]).
 #[cfg(feature = "os")]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemEnvironment;
+#[derive(Debug, Clone, Default)]
+pub struct SystemEnvironment {
+    ids: UlidGenerator,
+}
 
 #[cfg(feature = "os")]
 impl Environment for SystemEnvironment {
@@ -81,21 +131,23 @@ impl Environment for SystemEnvironment {
     }
 
     fn new_id(&mut self) -> String {
+        self.new_id_after(None)
+    }
+
+    fn new_id_after(&mut self, newest: Option<&str>) -> String {
         let mut random = [0u8; 10];
         if getrandom::fill(&mut random).is_err() {
-            // No entropy source: fall back to the clock's nanoseconds, still
-            // unique within this process thanks to the counter below.
-            use std::sync::atomic::{AtomicU64, Ordering};
-            static COUNTER: AtomicU64 = AtomicU64::new(0);
+            // No entropy source: the generator still makes every id larger
+            // than the last, so only other instances could collide, and the
+            // engine's uniqueness check asks again then.
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.subsec_nanos())
                 .unwrap_or(0);
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
             random[..4].copy_from_slice(&nanos.to_le_bytes());
-            random[4..].copy_from_slice(&n.to_le_bytes()[..6]);
         }
-        ulid(self.now().0, random)
+        let now = self.now().0;
+        self.ids.next(now, random, newest)
     }
 }
 
@@ -105,12 +157,37 @@ mod tests {
 
     #[test]
     fn ulids_sort_by_time_and_use_crockford_digits() {
-        let a = ulid(1_700_000_000_000, [0xff; 10]);
-        let b = ulid(1_700_000_000_001, [0; 10]);
+        let a = UlidGenerator::default().next(1_700_000_000_000, [0xff; 10], None);
+        let b = UlidGenerator::default().next(1_700_000_000_001, [0; 10], None);
         assert_eq!(a.len(), 26);
         assert!(a < b);
         assert!(a.bytes().all(|c| CROCKFORD.contains(&c)));
-        assert_eq!(ulid(0, [0; 10]), "0".repeat(26));
+        assert_eq!(
+            parse_ulid(&a),
+            Some((1_700_000_000_000u128 << 80) | ((1 << 80) - 1))
+        );
+        assert_eq!(parse_ulid("m000001"), None);
+        assert_eq!(parse_ulid(&"Z".repeat(26)), None, "over 128 bits");
+    }
+
+    #[test]
+    fn ulids_keep_the_order_they_are_made_in() {
+        let mut ids = UlidGenerator::default();
+        let mut made = Vec::new();
+        // One millisecond with falling random bits, then a clock that goes
+        // back: every id is still larger than the one before.
+        for (ms, random) in [(5, 9), (5, 3), (5, 0), (4, 200), (6, 1)] {
+            made.push(ids.next(ms, [random; 10], None));
+        }
+        assert!(made.windows(2).all(|w| w[0] < w[1]), "{made:?}");
+        // A store whose newest id is ahead of this instance's clock.
+        let newest = UlidGenerator::default().next(1_000, [7; 10], None);
+        let next = UlidGenerator::default().next(999, [0; 10], Some(&newest));
+        assert!(next > newest);
+        assert_eq!(parse_ulid(&next), parse_ulid(&newest).map(|v| v + 1));
+        // An id that is no ULID sets no floor.
+        let free = UlidGenerator::default().next(3, [0; 10], Some("zz-imported"));
+        assert_eq!(parse_ulid(&free), Some(3u128 << 80));
     }
 
     #[test]

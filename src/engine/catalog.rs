@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::txn::{Txn, Undo};
 use super::Engine;
 use crate::codec;
-use crate::env::Environment;
+use crate::env::{parse_ulid, Environment};
 use crate::index::Bm25Index;
 use crate::item::{validate_item_id, MemoryItem, Scope};
 use crate::text;
@@ -74,6 +74,9 @@ impl Engine {
         }
         match new {
             Some(item) => {
+                if parse_ulid(id).is_some() && self.newest_ulid.as_deref() < Some(id) {
+                    self.newest_ulid = Some(id.to_string());
+                }
                 self.digest.toggle(&codec::encode_item(&item));
                 let (d, already_indexed) = match doc {
                     Some(state) => state,
@@ -168,7 +171,7 @@ impl Engine {
 
     pub(super) fn fresh_id(&self, env: &mut dyn Environment) -> String {
         loop {
-            let id = env.new_id();
+            let id = env.new_id_after(self.newest_ulid.as_deref());
             if validate_item_id(&id).is_ok() && !self.entries.contains_key(&id) {
                 return id;
             }

@@ -78,6 +78,10 @@ pub struct Engine {
     by_scope_time: BTreeSet<(Arc<Scope>, i64, String)>,
     followers: HashMap<String, Vec<String>>,
     pinned: BTreeSet<String>,
+    /// The largest ULID among the ids ever held: new ids are made after it
+    /// (`Environment::new_id_after`), so memories that share a timestamp
+    /// keep the order they came in, across instances too.
+    newest_ulid: Option<String>,
     lexical: HashMap<Tenant, Bm25Index>,
     // Embeddings: changed only by `set_vector` (vectors.rs), which keeps
     // the vector indexes in step.
@@ -116,6 +120,7 @@ impl Engine {
             by_scope_time: BTreeSet::new(),
             followers: HashMap::new(),
             pinned: BTreeSet::new(),
+            newest_ulid: None,
             lexical: HashMap::new(),
             embeddings: HashMap::new(),
             vectors: HashMap::new(),

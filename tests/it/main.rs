@@ -4,6 +4,7 @@
 //! those of the command-line tool, with the adversarial table it runs, are in
 //! `crates/cli/tests/`.
 
+mod conversation_order;
 mod failpoints;
 mod fault_model;
 mod files;

@@ -67,6 +67,29 @@ test("ingest, retrieve and inject round trip with the model", async () => {
   await mem.close();
 });
 
+test("a conversation ingested in one call with one date keeps its turn order, after reopening too", async () => {
+  const word = (n) => (n + 26).toString(26).replace(/./g, (d) => String.fromCharCode(97 + parseInt(d, 26)));
+  const createdAt = "2023-05-08T13:56:00Z";
+  const turns = Array.from({ length: 120 }, (_, n) => ({
+    text: `${n % 2 ? "Melanie" : "Caroline"}: we spoke of ${word(n)} and ${word(n * 7 + 3)}`,
+    scope: home,
+    createdAt,
+  }));
+  const adapter = mapAdapter({ atomic: true });
+  let mem = await Memory.open({ storage: adapter });
+  const ids = (await mem.ingest(turns.slice(0, 80))).map((r) => r.id);
+  await mem.close();
+  mem = await Memory.open({ storage: adapter });
+  ids.push(...(await mem.ingest(turns.slice(80))).map((r) => r.id));
+  assert.equal(new Set(ids).size, turns.length, "every turn is its own memory");
+  assert.equal((await mem.get(ids[0])).follows, undefined);
+  for (let n = 1; n < ids.length; n++) {
+    assert.equal((await mem.get(ids[n])).follows, ids[n - 1], `turn ${n}`);
+    assert.ok(ids[n - 1] < ids[n], "ids sort in input order");
+  }
+  await mem.close();
+});
+
 test("without a model retrieval is lexical and says so", async () => {
   const mem = await Memory.open();
   await mem.ingest({ text: "The cat is called Miso.", scope: home });

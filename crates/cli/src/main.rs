@@ -428,7 +428,13 @@ fn main() -> ExitCode {
                     &mut input,
                     &mut out,
                 ),
-                None => run(*command, target, SystemEnvironment, &mut input, &mut out),
+                None => run(
+                    *command,
+                    target,
+                    SystemEnvironment::default(),
+                    &mut input,
+                    &mut out,
+                ),
             }
         }
     };

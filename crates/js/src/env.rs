@@ -1,7 +1,7 @@
 //! The JavaScript host's time and identity for the engine's
 //! [`Environment`].
 
-use memtide::env::{ulid, Environment};
+use memtide::env::{Environment, UlidGenerator};
 use memtide::Timestamp;
 
 /// The JavaScript host's clock (`Date.now()`, or a function the host
@@ -9,13 +9,17 @@ use memtide::Timestamp;
 #[derive(Debug, Clone, Default)]
 pub struct JsEnvironment {
     clock: Option<js_sys::Function>,
+    ids: UlidGenerator,
 }
 
 impl JsEnvironment {
     /// Reads time from `clock()` (milliseconds since the Unix epoch) when
     /// given, else from `Date.now()`.
     pub fn new(clock: Option<js_sys::Function>) -> Self {
-        JsEnvironment { clock }
+        JsEnvironment {
+            clock,
+            ids: UlidGenerator::default(),
+        }
     }
 }
 
@@ -33,6 +37,10 @@ impl Environment for JsEnvironment {
     }
 
     fn new_id(&mut self) -> String {
+        self.new_id_after(None)
+    }
+
+    fn new_id_after(&mut self, newest: Option<&str>) -> String {
         let mut random = [0u8; 10];
         if getrandom_02::getrandom(&mut random).is_err() {
             // No crypto API: Math.random is weaker but still unique enough
@@ -41,6 +49,7 @@ impl Environment for JsEnvironment {
                 *byte = (js_sys::Math::random() * 256.0) as u8;
             }
         }
-        ulid(self.now().0, random)
+        let now = self.now().0;
+        self.ids.next(now, random, newest)
     }
 }

@@ -135,7 +135,7 @@ impl GuestStore for WitStore {
             };
             block_on(async {
                 let storage = KvStorage::open(HostKeyValue).await?;
-                Inner::open(storage, SystemEnvironment, config).await
+                Inner::open(storage, SystemEnvironment::default(), config).await
             })?
         })();
         let inner = opened.map_err(error)?;
