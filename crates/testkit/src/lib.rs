@@ -20,6 +20,7 @@ use std::future::Future;
 pub mod faults;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod fuzz;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod locomo;
 pub mod model;
 pub mod rng;

@@ -3,9 +3,13 @@
 //! `tests/data/README.md` gives its source and licence). Run by memtide's
 //! `locomo` tests and printed by `examples/locomo_eval.rs`.
 //!
-//! Each conversation is its own scope; every dialog turn becomes one memory
-//! (`Speaker: text`, plus ` [shares <caption>]` when the turn shares an
-//! image) created at its session's date, with the turn id as `source.ref`.
+//! Each conversation is its own scope, ingested in one call; every dialog
+//! turn becomes one memory (`Speaker: text`, plus ` [shares <caption>]` when
+//! the turn shares an image) created at its session's date, with the turn id
+//! as `source.ref`. The turns of a session share that date, so their order
+//! rests on the ids, which come from [`SystemEnvironment`] as in a real
+//! program (ULIDs in the order they are made), not from the sequential ids
+//! of a test environment.
 //! Every question is asked in its conversation's scope (dry run, top 10) and
 //! evidence recall@k is the share of the question's evidence turns among the
 //! first k hits, averaged over questions. A hit covers its own turn and every
@@ -15,7 +19,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use memtide::embed::Embedder;
-use memtide::env::FixedEnvironment;
+use memtide::env::SystemEnvironment;
 use memtide::storage::MemoryStorage;
 use memtide::{Memory, MemoryInput, RetrieveQuery, Scope, Source, SourceKind, Timestamp};
 use serde::Deserialize;
@@ -109,7 +113,7 @@ pub fn parse_session_date(date: &str) -> Option<Timestamp> {
 /// given.
 pub fn evaluate(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Recall, String> {
     let data: Dataset = serde_json::from_str(json).map_err(|e| e.to_string())?;
-    let env = FixedEnvironment::new(Timestamp(1_800_000_000_000));
+    let env = SystemEnvironment::default();
     let mut mem =
         Memory::open(MemoryStorage::new(), env, Default::default()).map_err(|e| e.to_string())?;
     if let Some(model) = model {
