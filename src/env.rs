@@ -7,18 +7,14 @@ use crate::item::Timestamp;
 pub trait Environment {
     /// The current time.
     fn now(&self) -> Timestamp;
-    /// A new, unique memory id (`[A-Za-z0-9_-]`, at most 256 bytes).
-    fn new_id(&mut self) -> String;
-    /// A new id for a memory made after every memory of the store, whose
-    /// newest ULID id is `newest`. Memories that share a timestamp follow
-    /// each other in id order, so an environment whose ids sort in the
-    /// order they are made keeps a conversation's turns in order, also
-    /// within one millisecond and across instances ([`UlidGenerator`]). The
-    /// default ignores `newest`.
-    fn new_id_after(&mut self, newest: Option<&str>) -> String {
-        let _ = newest;
-        self.new_id()
-    }
+    /// A new, unique memory id (`[A-Za-z0-9_-]`, at most 256 bytes) for a
+    /// memory made after every memory of the store, whose newest ULID id is
+    /// `newest`. Memories that share a timestamp follow each other in id
+    /// order, so an environment whose ids sort in the order they are made
+    /// keeps a conversation's turns in order, also within one millisecond
+    /// and across instances ([`UlidGenerator`]). An environment whose ids
+    /// are not ULIDs may ignore `newest`.
+    fn new_id(&mut self, newest: Option<&str>) -> String;
 }
 
 /// Crockford base32 alphabet used by ULIDs.
@@ -103,7 +99,7 @@ impl Environment for FixedEnvironment {
         self.now
     }
 
-    fn new_id(&mut self) -> String {
+    fn new_id(&mut self, _newest: Option<&str>) -> String {
         let id = format!("m{:06}", self.next);
         self.next += 1;
         id
@@ -130,11 +126,7 @@ impl Environment for SystemEnvironment {
         Timestamp(ms)
     }
 
-    fn new_id(&mut self) -> String {
-        self.new_id_after(None)
-    }
-
-    fn new_id_after(&mut self, newest: Option<&str>) -> String {
+    fn new_id(&mut self, newest: Option<&str>) -> String {
         let mut random = [0u8; 10];
         if getrandom::fill(&mut random).is_err() {
             // No entropy source: the generator still makes every id larger
@@ -193,8 +185,8 @@ mod tests {
     #[test]
     fn fixed_environment_is_deterministic() {
         let mut env = FixedEnvironment::new(Timestamp(5));
-        assert_eq!(env.new_id(), "m000001");
-        assert_eq!(env.new_id(), "m000002");
+        assert_eq!(env.new_id(None), "m000001");
+        assert_eq!(env.new_id(Some("m000009")), "m000002");
         env.advance_ms(10);
         assert_eq!(env.now(), Timestamp(15));
     }

@@ -40,11 +40,9 @@
 // checks) makes the internal modules public so they can be tested below the
 // API. A module is declared once, here, with its visibility chosen by it.
 macro_rules! internal {
-    ($($(#[$attr:meta])* $name:ident;)*) => {$(
-        $(#[$attr])*
+    ($($name:ident;)*) => {$(
         #[cfg(feature = "testing")]
         pub mod $name;
-        $(#[$attr])*
         #[cfg(not(feature = "testing"))]
         mod $name;
     )*};

@@ -74,7 +74,7 @@ impl Engine {
         }
         match new {
             Some(item) => {
-                if parse_ulid(id).is_some() && self.newest_ulid.as_deref() < Some(id) {
+                if self.newest_ulid.as_deref() < Some(id) && parse_ulid(id).is_some() {
                     self.newest_ulid = Some(id.to_string());
                 }
                 self.digest.toggle(&codec::encode_item(&item));
@@ -171,7 +171,7 @@ impl Engine {
 
     pub(super) fn fresh_id(&self, env: &mut dyn Environment) -> String {
         loop {
-            let id = env.new_id_after(self.newest_ulid.as_deref());
+            let id = env.new_id(self.newest_ulid.as_deref());
             if validate_item_id(&id).is_ok() && !self.entries.contains_key(&id) {
                 return id;
             }

@@ -79,7 +79,7 @@ pub struct Engine {
     followers: HashMap<String, Vec<String>>,
     pinned: BTreeSet<String>,
     /// The largest ULID among the ids ever held: new ids are made after it
-    /// (`Environment::new_id_after`), so memories that share a timestamp
+    /// (`Environment::new_id`), so memories that share a timestamp
     /// keep the order they came in, across instances too.
     newest_ulid: Option<String>,
     lexical: HashMap<Tenant, Bm25Index>,

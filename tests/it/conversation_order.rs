@@ -106,11 +106,7 @@ impl Environment for StuckClock {
         SESSION
     }
 
-    fn new_id(&mut self) -> String {
-        self.new_id_after(None)
-    }
-
-    fn new_id_after(&mut self, newest: Option<&str>) -> String {
+    fn new_id(&mut self, newest: Option<&str>) -> String {
         self.random = self.random.saturating_sub(1);
         self.ids.next(SESSION.0, [self.random; 10], newest)
     }

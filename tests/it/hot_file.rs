@@ -132,7 +132,7 @@ impl memtide::env::Environment for SameMillisecond {
         Timestamp(T0)
     }
 
-    fn new_id(&mut self) -> String {
+    fn new_id(&mut self, _newest: Option<&str>) -> String {
         self.next += 1;
         format!("m{:06}", 999_999 - self.next)
     }

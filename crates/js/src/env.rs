@@ -36,11 +36,7 @@ impl Environment for JsEnvironment {
         Timestamp(injected.unwrap_or_else(js_sys::Date::now) as i64)
     }
 
-    fn new_id(&mut self) -> String {
-        self.new_id_after(None)
-    }
-
-    fn new_id_after(&mut self, newest: Option<&str>) -> String {
+    fn new_id(&mut self, newest: Option<&str>) -> String {
         let mut random = [0u8; 10];
         if getrandom_02::getrandom(&mut random).is_err() {
             // No crypto API: Math.random is weaker but still unique enough

@@ -149,7 +149,7 @@ pub fn seeded_storage() -> MemoryStorage {
 pub fn env() -> FixedEnvironment {
     let mut env = FixedEnvironment::new(NOW);
     for _ in 0..1000 {
-        memtide::env::Environment::new_id(&mut env);
+        memtide::env::Environment::new_id(&mut env, None);
     }
     env
 }
