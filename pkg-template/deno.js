@@ -1,6 +1,5 @@
 // Deno entry point: reads the WebAssembly module from beside this file.
-import { initSync } from "./wasm/memtide.js";
+import { entry } from "./memory.js";
 
-initSync({ module: await Deno.readFile(new URL("./wasm/memtide_bg.wasm", import.meta.url)) });
-
-export { Memory, MemtideError, wasmMemoryBytes } from "./memory.js";
+export const { Memory, init } = entry(() => Deno.readFile(new URL("./wasm/memtide_bg.wasm", import.meta.url)));
+export { MemtideError, wasmMemoryBytes } from "./memory.js";

@@ -423,7 +423,24 @@ export interface Config {
   }>;
 }
 
-export interface OpenOptions {
+/**
+ * Where memtide's WebAssembly module (the package's `memtide/wasm`,
+ * `wasm/memtide_bg.wasm`) comes from: a URL to fetch (a CDN, your own
+ * origin under a strict CSP), a `Response`, a compiled `WebAssembly.Module`
+ * (Workers, Vercel Edge) or the file's bytes. A promise of one is awaited.
+ */
+export type WasmSource = string | URL | Request | Response | WebAssembly.Module | BufferSource;
+
+/** Options of {@link init}. */
+export interface InitOptions {
+  /**
+   * Overrides where the WebAssembly module is loaded from; by default each
+   * runtime's entry point finds the file beside itself (bundlers copy it).
+   */
+  wasm?: WasmSource | Promise<WasmSource>;
+}
+
+export interface OpenOptions extends InitOptions {
   /**
    * Where memories live: `"indexeddb"` (the default where an `indexedDB`
    * global exists: browsers, workers), `"memory"` (the default elsewhere;
@@ -529,8 +546,18 @@ export class Memory {
 }
 
 /**
+ * Starts the WebAssembly module, which the first `Memory.open` otherwise
+ * does: once per page or process, shared by every store; later calls and
+ * later `wasm` options reuse the running module. Call it early to load the
+ * module before the first store is needed, or to say where it comes from.
+ * A failed start (say, a URL that answers 404) rejects, and the next call
+ * tries again.
+ */
+export function init(options?: InitOptions): Promise<void>;
+
+/**
  * Bytes of the WebAssembly instance's linear memory (memtide's data and the
  * loaded model; it never shrinks, so it is also the peak). Useful against
- * an isolate's memory limit.
+ * an isolate's memory limit. 0 before the module has started.
  */
 export function wasmMemoryBytes(): number;

@@ -1,9 +1,14 @@
 // The typed JavaScript API of memtide: a thin class over the WebAssembly
-// `MemoryCore`. Every method forwards to the core; this file only picks
-// defaults (which storage) and gives errors their class.
-import { MemoryCore, setErrorClass, wasmMemoryBytes } from "./wasm/memtide.js";
-
-export { wasmMemoryBytes };
+// `MemoryCore`. Every method forwards to the core; this file only starts the
+// WebAssembly module, picks defaults (which storage) and gives errors their
+// class.
+//
+// No module of the package does anything when imported: the WebAssembly
+// module starts in the first `Memory.open` (or `init`). A top-level `await`
+// would be refused by `require()` and older build targets, and a start-up
+// statement in an entry file is dropped by bundlers that find no export of
+// it used (`"sideEffects": false`).
+import initWasm, { MemoryCore, setErrorClass, wasmMemoryBytes as coreMemoryBytes } from "./wasm/memtide.js";
 
 /** An error from memtide; `code` is stable, `message` says what to do. */
 export class MemtideError extends Error {
@@ -14,46 +19,88 @@ export class MemtideError extends Error {
   }
 }
 
+// One WebAssembly instance per JavaScript realm, shared by every store.
+let started;
+let ready = false;
+
+/**
+ * Starts the WebAssembly module once. `wasm` (a URL, a `Response`, a
+ * `WebAssembly.Module` or the bytes) overrides the entry's `defaultWasm()`,
+ * which knows where its runtime finds the file. A failed start is forgotten,
+ * so a later call may try again (say, with another `wasm`).
+ */
+function start(wasm, defaultWasm) {
+  started ??= (async () => {
+    await initWasm({ module_or_path: await (wasm ?? defaultWasm()) });
+    setErrorClass(MemtideError);
+    ready = true;
+  })().catch((error) => {
+    started = undefined;
+    throw error;
+  });
+  return started;
+}
+
+/**
+ * Bytes of the WebAssembly instance's linear memory; 0 before the module
+ * has started.
+ */
+export function wasmMemoryBytes() {
+  return ready ? coreMemoryBytes() : 0;
+}
+
 const opening = Symbol("opening");
 
-/** A memory store. Create one with `await Memory.open(options)`. */
-export class Memory {
-  #core;
-
-  constructor(token, core) {
-    if (token !== opening) {
-      throw new MemtideError("use `await Memory.open(options)` to create a Memory", "INVALID_INPUT");
-    }
-    this.#core = core;
-  }
-
-  static async open(options = {}) {
-    setErrorClass(MemtideError);
+/**
+ * The API of one entry point: `defaultWasm` returns (or resolves to) what
+ * its runtime loads the WebAssembly module from.
+ */
+export function entry(defaultWasm) {
+  async function init(options = {}) {
     if (options === null || typeof options !== "object") {
       throw new MemtideError("invalid input: options must be an object", "INVALID_INPUT");
     }
-    const core = await MemoryCore.open(options);
-    return new Memory(opening, core);
+    await start(options.wasm, defaultWasm);
   }
 
-  setModel(model) { return this.#core.setModel(model); }
-  ingest(input) { return this.#core.ingest(input); }
-  retrieve(query) { return this.#core.retrieve(query); }
-  inject(query) { return this.#core.inject(query); }
-  get(id) { return this.#core.get(id); }
-  list(query) { return this.#core.list(query); }
-  update(id, patch) { return this.#core.update(id, patch); }
-  delete(id, options) { return this.#core.delete(id, options); }
-  deleteAll(options) { return this.#core.deleteAll(options); }
-  export(filter) { return this.#core.export(filter); }
-  import(data) { return this.#core.import(data); }
-  stats(filter) { return this.#core.stats(filter); }
-  syncFile(file) { return this.#core.syncFile(file); }
-  removeFile(file) { return this.#core.removeFile(file); }
-  file(file) { return this.#core.file(file); }
-  memoryTool(scope, input) { return this.#core.memoryTool(scope, input); }
-  renderHotFile(scope, document) { return this.#core.renderHotFile(scope, document); }
-  readHotFile(file) { return this.#core.readHotFile(file); }
-  refresh() { return this.#core.refresh(); }
-  close() { return this.#core.close(); }
+  /** A memory store. Create one with `await Memory.open(options)`. */
+  class Memory {
+    #core;
+
+    constructor(token, core) {
+      if (token !== opening) {
+        throw new MemtideError("use `await Memory.open(options)` to create a Memory", "INVALID_INPUT");
+      }
+      this.#core = core;
+    }
+
+    static async open(options = {}) {
+      await init(options);
+      const core = await MemoryCore.open(options);
+      return new Memory(opening, core);
+    }
+
+    setModel(model) { return this.#core.setModel(model); }
+    ingest(input) { return this.#core.ingest(input); }
+    retrieve(query) { return this.#core.retrieve(query); }
+    inject(query) { return this.#core.inject(query); }
+    get(id) { return this.#core.get(id); }
+    list(query) { return this.#core.list(query); }
+    update(id, patch) { return this.#core.update(id, patch); }
+    delete(id, options) { return this.#core.delete(id, options); }
+    deleteAll(options) { return this.#core.deleteAll(options); }
+    export(filter) { return this.#core.export(filter); }
+    import(data) { return this.#core.import(data); }
+    stats(filter) { return this.#core.stats(filter); }
+    syncFile(file) { return this.#core.syncFile(file); }
+    removeFile(file) { return this.#core.removeFile(file); }
+    file(file) { return this.#core.file(file); }
+    memoryTool(scope, input) { return this.#core.memoryTool(scope, input); }
+    renderHotFile(scope, document) { return this.#core.renderHotFile(scope, document); }
+    readHotFile(file) { return this.#core.readHotFile(file); }
+    refresh() { return this.#core.refresh(); }
+    close() { return this.#core.close(); }
+  }
+
+  return { Memory, init };
 }

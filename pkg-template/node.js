@@ -1,7 +1,7 @@
-// Node entry point: loads the WebAssembly module from the package directory.
+// Node entry point: reads the WebAssembly module from the package directory
+// (Node's fetch cannot read file: URLs).
 import { readFile } from "node:fs/promises";
-import { initSync } from "./wasm/memtide.js";
+import { entry } from "./memory.js";
 
-initSync({ module: await readFile(new URL("./wasm/memtide_bg.wasm", import.meta.url)) });
-
-export { Memory, MemtideError, wasmMemoryBytes } from "./memory.js";
+export const { Memory, init } = entry(() => readFile(new URL("./wasm/memtide_bg.wasm", import.meta.url)));
+export { MemtideError, wasmMemoryBytes } from "./memory.js";

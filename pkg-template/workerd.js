@@ -1,7 +1,8 @@
-// Cloudflare Workers entry point: the bundler hands over the compiled module.
+// Cloudflare Workers entry point (the `workerd` condition, which Wrangler
+// sets): Wrangler's bundler turns the .wasm import into a compiled module,
+// as Workers forbid compiling WebAssembly from bytes at run time.
 import wasmModule from "./wasm/memtide_bg.wasm";
-import { initSync } from "./wasm/memtide.js";
+import { entry } from "./memory.js";
 
-initSync({ module: wasmModule });
-
-export { Memory, MemtideError, wasmMemoryBytes } from "./memory.js";
+export const { Memory, init } = entry(() => wasmModule);
+export { MemtideError, wasmMemoryBytes } from "./memory.js";

@@ -7,12 +7,24 @@
 #                        Cargo.lock (cargo install, cached in ~/.cargo/bin)
 #   npm packages         package.json's devDependencies (npm install)
 #   chromium             Debian's chromium and chromium-driver (apt), with --browser
+#   app tools            tests/apps/package-lock.json (vite, webpack, wrangler,
+#                        next…: what the app tests build with), with --apps
 #
-# Usage: bash scripts/install-tools.sh [--browser]
+# Usage: bash scripts/install-tools.sh [--browser] [--apps]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { echo "install-tools: $*" >&2; }
+
+browser=false
+apps=false
+for arg in "$@"; do
+    case "$arg" in
+        --browser) browser=true ;;
+        --apps) apps=true ;;
+        *) log "unknown argument $arg"; exit 1 ;;
+    esac
+done
 
 rustup target add wasm32-unknown-unknown wasm32-wasip2 >/dev/null 2>&1 || {
     log "rustup could not add the wasm32-unknown-unknown and wasm32-wasip2 targets"
@@ -34,7 +46,13 @@ if [[ ! -d node_modules ]] || [[ package.json -nt node_modules/.package-lock.jso
     npm install --no-audit --no-fund --loglevel=error >&2
 fi
 
-if [[ "${1:-}" == "--browser" ]] && ! { command -v chromium && command -v chromedriver; } >/dev/null; then
+if [[ "$apps" == true ]] && { [[ ! -d tests/apps/node_modules ]] ||
+    [[ tests/apps/package-lock.json -nt tests/apps/node_modules/.package-lock.json ]]; }; then
+    log "npm ci in tests/apps (the bundlers and runtimes of the app tests)"
+    (cd tests/apps && npm ci --no-audit --no-fund --loglevel=error >&2)
+fi
+
+if [[ "$browser" == true ]] && ! { command -v chromium && command -v chromedriver; } >/dev/null; then
     log "installing chromium and chromium-driver (apt)"
     sudo_cmd=()
     [[ "$(id -u)" -ne 0 ]] && sudo_cmd=(sudo)

@@ -99,6 +99,10 @@ rust_tests "WIT component (jco in Node, wasmtime in Python)" bash scripts/test-w
 check "build the npm package (wasm32 + wasm-bindgen)" bash scripts/build-pkg.sh
 rust_tests "browser tests (headless Chromium)" bash scripts/test-browser.sh --no-fail-fast
 node_tests "node tests of the npm package" tests/js/
+check "pack the npm package and install it into the test apps" bash scripts/pack-apps.sh
+# Node, Vite (dev and build), webpack, Wrangler, Deno and Next.js apps, built
+# with the real tools and run where their users run them.
+node_tests "apps using the installed package (tests/apps)" tests/apps/*.test.mjs
 rust_tests "deno tests (examples/deno)" bash scripts/test-deno.sh
 
 disk_report

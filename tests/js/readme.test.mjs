@@ -1,6 +1,7 @@
 // The JavaScript examples of README.md and of the npm package's README run
 // as tests against the built package: each ```js block becomes a module
-// whose `from "memtide"` imports dist/memtide, with console.assert made to throw.
+// whose `from "memtide"` imports dist/memtide (and `"memtide/wasm"` is its
+// .wasm), with console.assert made to throw.
 import { test } from "node:test";
 import { readFile, writeFile, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -9,6 +10,7 @@ import { pathToFileURL } from "node:url";
 
 const root = new URL("../../", import.meta.url);
 const entry = new URL("dist/memtide/node.js", root).href;
+const wasm = new URL("dist/memtide/wasm/memtide_bg.wasm", root).href;
 
 console.assert = (condition, ...message) => {
   if (!condition) throw new Error(`console.assert failed: ${message.join(" ")}`);
@@ -24,7 +26,7 @@ for (const readme of ["README.md", "pkg-template/README.md"]) {
     test(`${readme} example ${i + 1} runs`, async () => {
       const dir = await mkdtemp(join(tmpdir(), "memtide-readme-"));
       const file = join(dir, "example.mjs");
-      await writeFile(file, code.replaceAll('from "memtide"', `from "${entry}"`));
+      await writeFile(file, code.replaceAll('from "memtide"', `from "${entry}"`).replaceAll('"memtide/wasm"', `"${wasm}"`));
       await import(pathToFileURL(file).href);
     });
   });

@@ -1,0 +1,20 @@
+// The page of every browser app (this Vite app, webpack, Next.js): opens
+// the default store (IndexedDB in a browser), ingests one memory when the
+// store is empty, retrieves it, closes, and leaves the outcome for the test.
+// Reloaded, the page must find the memory already stored.
+import { Memory } from "memtide";
+
+const scope = { userId: "u1", workspaceId: "web-app" };
+
+export async function runApp() {
+  try {
+    const mem = await Memory.open({ name: "memtide-app" });
+    const before = (await mem.stats()).items;
+    if (before === 0) await mem.ingest({ text: "The lighthouse keeper feeds the cat at dawn.", scope });
+    const hits = await mem.retrieve({ text: "who feeds the cat?", scope });
+    await mem.close();
+    return { before, hits: hits.map((h) => h.item.text) };
+  } catch (error) {
+    return { error: String(error?.stack ?? error) };
+  }
+}
