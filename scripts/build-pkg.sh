@@ -16,6 +16,14 @@ mkdir -p "$out"
 # to download gzipped.
 wasm-bindgen --target web --remove-name-section --out-dir "$out/wasm" --out-name memtide \
     target/wasm32-unknown-unknown/release/memtide_js.wasm
+# Every entry point tells the glue where the .wasm is, so its fallback,
+# `new URL('memtide_bg.wasm', import.meta.url)`, is never taken; but bundlers
+# that see it emit the .wasm once more (Next.js's edge runtime shipped both
+# copies), so it goes.
+glue="$out/wasm/memtide.js"
+fallback="module_or_path = new URL('memtide_bg.wasm', import.meta.url);"
+grep -qF "$fallback" "$glue" || { echo "build-pkg: the glue of wasm-bindgen changed: update its fallback here" >&2; exit 1; }
+FALLBACK=$fallback perl -pi -e 's/\Q$ENV{FALLBACK}\E/throw new Error("memtide: no WebAssembly module given");/' "$glue"
 cp pkg-template/* "$out/"
 
 wasm="$out/wasm/memtide_bg.wasm"

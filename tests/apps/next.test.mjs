@@ -1,0 +1,31 @@
+// The Next.js app (tests/apps/next) built by `next build` and served by
+// `next start`: an app-router page that keeps a memory in IndexedDB across a
+// reload, and a route handler in the edge runtime.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { remembered, run, start, text, visitTwice } from "./lib.mjs";
+
+const cwd = new URL("next/", import.meta.url);
+const next = fileURLToPath(new URL("node_modules/.bin/next", import.meta.url));
+const env = { NEXT_TELEMETRY_DISABLED: "1" };
+
+test("`next build` makes a working app: a client page and an edge route", async (t) => {
+  await run(next, ["build"], { cwd, env });
+  // What a deployment uploads with the edge function: the .wasm, once.
+  const manifest = JSON.parse(await readFile(new URL(".next/server/middleware-manifest.json", cwd), "utf8"));
+  const wasm = manifest.functions["/api/memory/route"].wasm.map((w) => w.filePath);
+  assert.equal(wasm.length, 1, `${wasm}`);
+  assert.match(wasm[0], /memtide_bg.*\.wasm$/);
+  const server = await start(next, ["start", "--hostname", "127.0.0.1", "--port", "0"], /Local:\s+(http:\/\/\S+)/, { cwd, env });
+  t.after(() => server.stop());
+  const url = server.match[1].replace(/\/?$/, "/");
+
+  const response = await fetch(new URL("api/memory", url));
+  const body = await response.text();
+  assert.equal(response.status, 200, `${body}\n${server.output()}`);
+  assert.deepEqual(JSON.parse(body).hits, [text]);
+
+  assert.deepEqual(await visitTwice(url), remembered);
+});
