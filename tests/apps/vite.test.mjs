@@ -3,7 +3,7 @@
 // find it again after a reload.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -28,10 +28,17 @@ test("the Vite dev server serves a working app", async (t) => {
   assert.deepEqual(await visitTwice(server.resolvedUrls.local[0]), remembered);
 });
 
-test("`vite build` makes a working app", async (t) => {
+test("`vite build` makes a working app, which can be told where the .wasm is", async (t) => {
   const { cacheDir, outDir } = await scratch(t);
   await build({ root, cacheDir, logLevel: "warn", build: { outDir, emptyOutDir: true } });
   const server = await preview({ root, cacheDir, logLevel: "warn", build: { outDir }, preview: { host: "127.0.0.1", port: 0 } });
   t.after(() => server.close());
-  assert.deepEqual(await visitTwice(server.resolvedUrls.local[0]), remembered);
+  const url = server.resolvedUrls.local[0];
+  assert.deepEqual(await visitTwice(url), remembered);
+
+  // Moved out of the bundle's assets, the .wasm is found through `wasm` only.
+  const [asset] = (await readdir(join(outDir, "assets"))).filter((f) => f.endsWith(".wasm"));
+  await mkdir(join(outDir, "elsewhere"));
+  await rename(join(outDir, "assets", asset), join(outDir, "elsewhere", "memtide.wasm"));
+  assert.deepEqual(await visitTwice(`${url}?wasm=/elsewhere/memtide.wasm`), remembered);
 });

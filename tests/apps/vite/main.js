@@ -8,7 +8,10 @@ const scope = { userId: "u1", workspaceId: "web-app" };
 
 export async function runApp() {
   try {
-    const mem = await Memory.open({ name: "memtide-app" });
+    // `?wasm=<url>`: the page says where the .wasm is (a CDN, a path the
+    // Content-Security-Policy allows).
+    const wasm = new URLSearchParams(location.search).get("wasm") ?? undefined;
+    const mem = await Memory.open({ name: "memtide-app", wasm });
     const before = (await mem.stats()).items;
     if (before === 0) await mem.ingest({ text: "The lighthouse keeper feeds the cat at dawn.", scope });
     const hits = await mem.retrieve({ text: "who feeds the cat?", scope });
