@@ -99,7 +99,14 @@ const hotDocument: Awaited<ReturnType<M.Memory["renderHotFile"]>> = ${literal(ho
 const hotInput: M.HotFileDocument = ${literal(hotInput)};
 const hotSync: M.HotFileSync = ${literal(hotSync)};
 const removed: Awaited<ReturnType<M.Memory["removeFile"]>> = ${literal(removed)};
+// Where the WebAssembly module may come from (\`init\` and \`Memory.open\`).
+const wasmOptions: M.OpenOptions[] = [
+  { wasm: "/memtide_bg.wasm" }, { wasm: new URL("https://cdn.example/memtide_bg.wasm") },
+  { wasm: new Uint8Array(8) }, { wasm: fetch("/memtide_bg.wasm") }, { wasm: new WebAssembly.Module(new Uint8Array(8)) },
+];
+const init: typeof M.init = async (options?: M.InitOptions) => { void options; };
 export {
+  wasmOptions, init,
   inputs, ingested, query, hits, injectQuery, injections, items, patch, listQuery, pages, stats, imported, deleted,
   config, fileInput, fileSyncs, fileRef, storedFiles, toolInputs, toolResults, chunkHits, hotDocument, hotInput, hotSync, removed,
 };
