@@ -1,6 +1,6 @@
 // The Next.js app (tests/apps/next) built by `next build` and served by
 // `next start`: an app-router page that keeps a memory in IndexedDB across a
-// reload, and a route handler in the edge runtime.
+// reload, and route handlers in the edge and Node.js runtimes.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
@@ -11,7 +11,7 @@ const cwd = new URL("next/", import.meta.url);
 const next = fileURLToPath(new URL("node_modules/.bin/next", import.meta.url));
 const env = { NEXT_TELEMETRY_DISABLED: "1" };
 
-test("`next build` makes a working app: a client page and an edge route", async (t) => {
+test("`next build` makes a working app: a client page, an edge route and a Node.js route", async (t) => {
   await run(next, ["build"], { cwd, env });
   // What a deployment uploads with the edge function: the .wasm, once.
   const manifest = JSON.parse(await readFile(new URL(".next/server/middleware-manifest.json", cwd), "utf8"));
@@ -22,10 +22,12 @@ test("`next build` makes a working app: a client page and an edge route", async 
   t.after(() => server.stop());
   const url = server.match[1].replace(/\/?$/, "/");
 
-  const response = await fetch(new URL("api/memory", url));
-  const body = await response.text();
-  assert.equal(response.status, 200, `${body}\n${server.output()}`);
-  assert.deepEqual(JSON.parse(body).hits, [text]);
+  for (const route of ["api/memory", "api/node"]) {
+    const response = await fetch(new URL(route, url));
+    const body = await response.text();
+    assert.equal(response.status, 200, `${route}: ${body}\n${server.output()}`);
+    assert.deepEqual(JSON.parse(body).hits, [text], route);
+  }
 
   assert.deepEqual(await visitTwice(url), remembered);
 });

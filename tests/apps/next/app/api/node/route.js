@@ -1,0 +1,15 @@
+// A route handler in the Node.js runtime (Next.js's default): the `node`
+// entry, bundled by Next.js, memories in memory.
+import { Memory } from "memtide";
+
+export const dynamic = "force-dynamic";
+
+const scope = { userId: "u1", workspaceId: "next-node" };
+
+export async function GET() {
+  const mem = await Memory.open();
+  await mem.ingest({ text: "The lighthouse keeper feeds the cat at dawn.", scope });
+  const hits = await mem.retrieve({ text: "who feeds the cat?", scope });
+  await mem.close();
+  return Response.json({ hits: hits.map((h) => h.item.text) });
+}
