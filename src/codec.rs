@@ -5,8 +5,8 @@
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0 | 4 | magic `MNMO` (`4D 4E 4D 4F`) |
-//! | 4 | 2 | format version, u16 little-endian (1, 2 or 3, see below) |
-//! | 6 | 1 | record type: 1 = memory item, 2 = manifest, 3 = vector, 4 = file |
+//! | 4 | 2 | format version, u16 little-endian (1 to 4, see below) |
+//! | 6 | 1 | record type: 1 = memory item, 2 = manifest, 3 = vector, 4 = file, 5 = segment |
 //! | 7 | 1 | flags, reserved, 0 |
 //! | 8 | 4 | payload length `N`, u32 little-endian |
 //! | 12 | N | payload: UTF-8 JSON of the record (see below) |
@@ -18,7 +18,8 @@
 //! little-endian, its scale as an f32 little-endian and that many int8
 //! codes ([`Int8Vector`]); in versions 1 and 2, its dimension count followed
 //! by that many f32 little-endian components; a file is the JSON of
-//! [`StoredFile`].
+//! [`StoredFile`]. Manifests of version 4 and segments hold the segmented
+//! layout of `crate::layout` (binary payloads described there).
 //!
 //! Each record is written in the oldest version that can hold it: version 3
 //! for vector records; version 2 for file records, for chunks of files
@@ -41,8 +42,9 @@ use crate::files::StoredFile;
 use crate::index::Int8Vector;
 use crate::item::MemoryItem;
 
-/// The newest record format version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 3;
+/// The newest record format version this build writes and reads: the
+/// segmented layout's manifest and segments.
+pub const FORMAT_VERSION: u16 = 4;
 /// The version of records that hold nothing of files or embeddings (see
 /// the module documentation).
 const BASE_FORMAT_VERSION: u16 = 1;
@@ -66,6 +68,8 @@ pub enum RecordType {
     Vector = 3,
     /// A [`StoredFile`].
     File = 4,
+    /// A segment of the segmented layout: many records.
+    Segment = 5,
 }
 
 /// Why a record failed to decode.
@@ -154,6 +158,7 @@ pub fn decode(bytes: &[u8]) -> Result<(RecordType, &[u8]), CodecError> {
         2 => RecordType::Manifest,
         3 => RecordType::Vector,
         4 => RecordType::File,
+        5 => RecordType::Segment,
         other => return Err(CodecError::UnknownType(other)),
     };
     Ok((record_type, &bytes[HEADER_LEN..end]))
@@ -268,13 +273,14 @@ pub fn decode_vector(bytes: &[u8]) -> Result<DecodedVector, CodecError> {
 }
 
 /// The format version of a record that [`decode`] accepted.
-fn record_version(bytes: &[u8]) -> u16 {
+pub fn record_version(bytes: &[u8]) -> u16 {
     u16::from_le_bytes([bytes[4], bytes[5]])
 }
 
-/// The store's self-description, rewritten by every commit that changes an
-/// item. On open, the items found must match it exactly; a mismatch means a
-/// backend broke the all-or-nothing contract.
+/// The manifest of formats 1 to 3, where each record had a key of its own:
+/// read to check such a store before it is migrated (`crate::layout`). On
+/// open, the records found must match it exactly; a mismatch means a backend
+/// broke the all-or-nothing contract.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
@@ -303,7 +309,9 @@ fn is_zero(count: &u64) -> bool {
     *count == 0
 }
 
-/// Encodes the manifest record (version 2 when it counts files).
+/// Encodes a manifest of format 1 or 2 (version 2 when it counts files):
+/// tests write stores of the older formats with it.
+#[cfg(any(test, feature = "testing"))]
 pub fn encode_manifest(manifest: &Manifest) -> Vec<u8> {
     encode_json(
         RecordType::Manifest,
@@ -312,7 +320,7 @@ pub fn encode_manifest(manifest: &Manifest) -> Vec<u8> {
     )
 }
 
-/// Decodes the manifest record.
+/// Decodes a manifest record of format 1 or 2.
 pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest, CodecError> {
     decode_json(bytes, RecordType::Manifest)
 }
@@ -382,13 +390,13 @@ mod tests {
     #[test]
     fn newer_versions_are_refused_with_version_mismatch() {
         let mut rec = encode(RecordType::Item, FORMAT_VERSION, b"{}");
-        rec[4] = 4;
+        rec[4] = 5;
         let end = rec.len() - 4;
         let crc = crc32fast::hash(&rec[..end]).to_le_bytes();
         rec[end..].copy_from_slice(&crc);
-        assert_eq!(decode(&rec), Err(CodecError::UnsupportedVersion(4)));
+        assert_eq!(decode(&rec), Err(CodecError::UnsupportedVersion(5)));
         assert_eq!(
-            Error::from(CodecError::UnsupportedVersion(4)).code(),
+            Error::from(CodecError::UnsupportedVersion(5)).code(),
             "VERSION_MISMATCH"
         );
     }

@@ -18,3 +18,6 @@ pub const JOURNAL_PREFIX: &str = "journal/";
 pub(crate) const JOURNAL_COMMIT_KEY: &str = "journal/commit";
 /// Prefix of the journal's op frames: `journal/op/<n>`.
 pub(crate) const JOURNAL_FRAME_PREFIX: &str = "journal/op/";
+/// Prefix of the segments of the segmented layout (format 4):
+/// `seg/<number>`, the number in ten decimal digits.
+pub const SEGMENT_PREFIX: &str = "seg/";

@@ -63,6 +63,7 @@ internal! {
     inject;
     item;
     keys;
+    layout;
     memory;
     memory_tool;
     policy;

@@ -28,7 +28,8 @@ use crate::files::{FileSync, StoredFile};
 use crate::hot_file::{self, HotFileSync};
 use crate::inject::Injection;
 use crate::item::{MemoryItem, Scope, ScopeFilter};
-use crate::keys::{FILE_PREFIX, ITEM_PREFIX, MANIFEST_KEY, VECTOR_PREFIX};
+use crate::keys::MANIFEST_KEY;
+use crate::layout::{self, Layout};
 use crate::memory_tool::{self, MemoryToolResult};
 use crate::storage::{AsyncStorage, Batch, Expect, Storage, StorageError};
 use crate::text::tokens::{EstimatedTokens, TokenCounter};
@@ -46,6 +47,8 @@ type CustomCounter = Box<dyn TokenCounter + Send + Sync>;
 /// bindings use an async mutex).
 pub struct AsyncMemory<S, E> {
     engine: Engine,
+    /// Where the engine's records are in storage.
+    layout: Layout,
     storage: S,
     env: E,
     tokens: Option<CustomCounter>,
@@ -59,14 +62,15 @@ pub struct AsyncMemory<S, E> {
 impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
     /// Opens the store held by `storage`, verifying its records against the
     /// manifest (a torn write or damaged record is reported as `CORRUPT`).
-    pub async fn open(storage: S, env: E, config: Config) -> Result<Self> {
-        let (engine, stored_manifest) = load(&storage, config).await?;
+    pub async fn open(mut storage: S, env: E, config: Config) -> Result<Self> {
+        let opened = layout::open(&mut storage, config).await?;
         Ok(AsyncMemory {
-            engine,
+            engine: opened.engine,
+            layout: opened.layout,
             storage,
             env,
             tokens: None,
-            stored_manifest,
+            stored_manifest: opened.manifest,
             reattach: None,
         })
     }
@@ -148,10 +152,11 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
 
     /// Replaces the in-memory state with what storage holds.
     async fn reload(&mut self) -> Result<()> {
-        let (engine, manifest) = load(&self.storage, *self.engine.config()).await?;
+        let opened = layout::open(&mut self.storage, *self.engine.config()).await?;
         let model = self.engine.embedder().cloned();
-        self.engine = engine;
-        self.stored_manifest = manifest;
+        self.engine = opened.engine;
+        self.layout = opened.layout;
+        self.stored_manifest = opened.manifest;
         self.reattach = model.or(self.reattach.take());
         Ok(())
     }
@@ -189,22 +194,27 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
                 result = self.engine.attach_embedder(model.clone(), &mut txn);
             }
             let result = result.and_then(|_| op(&mut self.engine, &mut self.env, &mut txn));
-            let batch = match &result {
+            let records = match &result {
                 Ok(_) => self.engine.batch_for(&txn),
                 Err(_) => Batch::new(),
             };
-            if batch.is_empty() && matches!(unwritten, Unwritten::Trust) {
+            if records.is_empty() && matches!(unwritten, Unwritten::Trust) {
                 self.engine.rollback(txn);
                 return result;
             }
+            let plan = (!records.is_empty()).then(|| self.layout.plan(&records, &self.engine));
             let expect = Expect {
                 key: MANIFEST_KEY,
                 value: self.stored_manifest.as_deref(),
             };
-            match (self.storage.commit(&batch, Some(expect)).await, result) {
+            let nothing = Batch::new();
+            let batch = plan.as_ref().map_or(&nothing, |p| &p.batch);
+            let committed = self.storage.commit(batch, Some(expect)).await;
+            match (committed, result) {
                 (Ok(()), Ok(value)) => {
-                    if let Some(manifest) = batch.put_value(MANIFEST_KEY) {
-                        self.stored_manifest = Some(manifest.to_vec());
+                    if let Some(plan) = plan {
+                        self.stored_manifest = Some(plan.manifest.clone());
+                        self.layout.apply(plan);
                         self.reattach = None;
                     }
                     return Ok(value);
@@ -386,19 +396,6 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
         let estimate = token_counter(&self.tokens, model_tokens.as_ref()).is_estimate();
         self.engine.stats(filter, estimate)
     }
-}
-
-/// Reads the records and the manifest, as one snapshot, and rebuilds the
-/// engine.
-async fn load<S: AsyncStorage>(storage: &S, config: Config) -> Result<(Engine, Option<Vec<u8>>)> {
-    let (mut scans, manifest) = storage
-        .snapshot(&[ITEM_PREFIX, VECTOR_PREFIX, FILE_PREFIX], MANIFEST_KEY)
-        .await?;
-    let files = scans.pop().unwrap_or_default();
-    let vectors = scans.pop().unwrap_or_default();
-    let items = scans.pop().unwrap_or_default();
-    let engine = Engine::load(config, items, vectors, files, manifest.as_deref())?;
-    Ok((engine, manifest))
 }
 
 /// The counter injection uses: the caller's, else the model's tokenizer,

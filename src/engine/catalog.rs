@@ -2,14 +2,13 @@
 //! the secondary keys over the memories (content hash, creation time, scope
 //! and time, followers, pinned ids, the shared scopes, the per-tenant
 //! lexical indexes, each file's chunks). `Engine::set` is the only code that
-//! changes a memory, and it moves every key and the digest with it, so a
-//! new key is added there and stays in step by construction.
+//! changes a memory, and it moves every key with it, so a new key is added
+//! there and stays in step by construction.
 
 use std::sync::Arc;
 
 use super::txn::{Txn, Undo};
 use super::Engine;
-use crate::codec;
 use crate::env::{parse_ulid, Environment};
 use crate::index::Bm25Index;
 use crate::item::{validate_item_id, MemoryItem, Scope};
@@ -23,12 +22,11 @@ pub(super) struct Entry {
 
 impl Engine {
     /// Replaces (or removes, with `None`) the item stored under `id`, keeping
-    /// every index and the digest in step. Returns the previous item.
+    /// every index in step. Returns the previous item.
     pub(super) fn set(&mut self, id: &str, new: Option<MemoryItem>) -> Option<MemoryItem> {
         let old = self.entries.remove(id);
         let mut doc = None;
         if let Some(Entry { item, doc: d }) = old.as_deref() {
-            self.digest.toggle(&codec::encode_item(item));
             let key = (self.scope_key(&item.scope), item.content_hash.clone());
             if self.by_hash.get(&key).map(String::as_str) == Some(id) {
                 self.by_hash.remove(&key);
@@ -77,7 +75,6 @@ impl Engine {
                 if self.newest_ulid.as_deref() < Some(id) && parse_ulid(id).is_some() {
                     self.newest_ulid = Some(id.to_string());
                 }
-                self.digest.toggle(&codec::encode_item(&item));
                 let (d, already_indexed) = match doc {
                     Some(state) => state,
                     None => (self.allocate_doc(id), false),

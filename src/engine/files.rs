@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 
 use super::txn::{Txn, Undo};
 use super::{text_to_store, Captured, Engine};
-use crate::codec;
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::files::{self, FileSync, FileSyncOutcome, StoredFile};
@@ -19,19 +18,15 @@ pub(crate) type FileKey = (Scope, String);
 impl Engine {
     // ----- the file mutation primitive -----------------------------------
 
-    /// Replaces (or removes, with `None`) the file under `key`, keeping the
-    /// digest in step. Returns the previous file.
+    /// Replaces (or removes, with `None`) the file under `key`. Returns the
+    /// previous file.
     pub(super) fn set_file(
         &mut self,
         key: &FileKey,
         new: Option<StoredFile>,
     ) -> Option<StoredFile> {
         let old = self.files.remove(key);
-        if let Some(file) = &old {
-            self.digest.toggle(&codec::encode_file(file));
-        }
         if let Some(file) = new {
-            self.digest.toggle(&codec::encode_file(&file));
             self.files.insert(key.clone(), file);
         }
         old

@@ -2,9 +2,10 @@
 //!
 //! [`Engine`] holds every item and the indexes over them. Each write operation
 //! takes a [`Txn`], mutates the in-memory state and records how to undo it;
-//! the caller then asks [`Engine::batch_for`] for the storage
-//! [`Batch`](crate::storage::Batch), commits it, and on failure calls
-//! [`Engine::rollback`] so memory and storage never disagree.
+//! the caller then asks [`Engine::batch_for`] for the records it changed
+//! (a [`Batch`](crate::storage::Batch) of `item/`, `vec/` and `file/` keys),
+//! persists them, and on failure calls [`Engine::rollback`] so memory and
+//! storage never disagree.
 //! [`crate::Memory`] does exactly this for a synchronous
 //! [`crate::storage::Storage`]; the JavaScript bindings do it around an async
 //! commit.
@@ -15,7 +16,7 @@
 //!   [`MemoryInput`], [`RetrieveQuery`], [`Stats`], …);
 //! - `catalog`: the memories and the secondary keys kept in step with them;
 //! - `vectors`: embeddings, the model, the context vectors of ranking;
-//! - `txn`: the undo log, rollback, and the batch and manifest of a write;
+//! - `txn`: the undo log, rollback, and the records a write changed;
 //! - `ingest`: ingest, input validation, deduplication, threading;
 //! - `search`: retrieval, injection, policy explanations;
 //! - `admin`: get, list, update, delete, stats;
@@ -43,13 +44,13 @@ pub use api::{
 };
 pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
 pub(crate) use ingest::{text_to_store, Captured};
-pub use txn::Txn;
+pub use txn::{Summary, Txn};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
-use crate::codec::{self, SetDigest, FORMAT_VERSION};
+use crate::codec;
+use crate::keys::{FILE_PREFIX, ITEM_PREFIX, VECTOR_PREFIX};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::files::StoredFile;
@@ -101,9 +102,6 @@ pub struct Engine {
     files: BTreeMap<FileKey, StoredFile>,
     /// The chunks of each file (memories with `sourceLines`), by file.
     file_chunks: HashMap<FileKey, BTreeSet<String>>,
-    /// The digest of every stored record, which the manifest carries;
-    /// `set`, `set_vector` and `set_file` toggle it.
-    digest: SetDigest,
 }
 
 impl Engine {
@@ -129,93 +127,54 @@ impl Engine {
             embedder: None,
             files: BTreeMap::new(),
             file_chunks: HashMap::new(),
-            digest: SetDigest::default(),
         }
     }
 
-    /// Rebuilds an engine from stored records (`item/…`, `vec/…` and
-    /// `file/…` pairs and the manifest) and verifies they agree with the
-    /// manifest.
+    /// Rebuilds an engine from its records: `item/…`, `vec/…` and `file/…`
+    /// keys with their record bytes (`docs/format.md`, section 2), in any
+    /// order, and the model the embeddings come from. Whoever read them
+    /// checked that they are the whole store (`crate::layout`).
     pub fn load(
         config: Config,
-        item_records: Vec<(String, Vec<u8>)>,
-        vector_records: Vec<(String, Vec<u8>)>,
-        file_records: Vec<(String, Vec<u8>)>,
-        manifest: Option<&[u8]>,
+        mut records: Vec<(String, Vec<u8>)>,
+        model_id: Option<String>,
     ) -> Result<Engine> {
         config.validate()?;
         let mut engine = Engine::new(config);
-        let mut stored = SetDigest::default();
-        let count = item_records.len();
-        let vector_count = vector_records.len();
-        let file_count = file_records.len();
-        for (key, bytes) in item_records {
-            let item = codec::decode_item(&bytes).map_err(|e| match Error::from(e) {
+        engine.model_id = model_id;
+        // Memories before their embeddings (`item/` sorts before `vec/`).
+        records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (key, bytes) in records {
+            let corrupt = |e: codec::CodecError| match Error::from(e) {
                 Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
                 other => other,
-            })?;
-            if key.strip_prefix(ITEM_PREFIX) != Some(item.id.as_str()) {
-                return Err(Error::Corrupt(format!(
-                    "record `{key}` holds memory `{}`",
-                    item.id
-                )));
-            }
-            stored.toggle(&bytes);
-            engine.set(&item.id.clone(), Some(item));
-        }
-        for (key, bytes) in vector_records {
-            let decoded = codec::decode_vector(&bytes).map_err(|e| match Error::from(e) {
-                Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
-                other => other,
-            })?;
-            let id = key.strip_prefix(VECTOR_PREFIX).unwrap_or_default();
-            if !engine.entries.contains_key(id) {
-                return Err(Error::Corrupt(format!("record `{key}` has no memory")));
-            }
-            stored.toggle(&bytes);
-            engine.set_vector(id, Some(StoredVector::loaded(decoded, &bytes)));
-        }
-        for (key, bytes) in file_records {
-            let file = codec::decode_file(&bytes).map_err(|e| match Error::from(e) {
-                Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
-                other => other,
-            })?;
-            if file.storage_key() != key {
-                return Err(Error::Corrupt(format!(
-                    "record `{key}` holds file `{}` of another key",
-                    file.path
-                )));
-            }
-            stored.toggle(&bytes);
-            engine.set_file(&(file.scope.clone(), file.path.clone()), Some(file));
-        }
-        match manifest.map(codec::decode_manifest).transpose()? {
-            None if count == 0 && vector_count == 0 && file_count == 0 => {}
-            None => {
-                return Err(Error::Corrupt(format!(
-                    "{count} memory records but no manifest"
-                )))
-            }
-            Some(m) => {
-                engine.model_id = m.model_id.clone();
-                if m.format_version > FORMAT_VERSION {
-                    return Err(Error::VersionMismatch {
-                        found: u32::from(m.format_version),
-                        supported: u32::from(FORMAT_VERSION),
-                    });
-                }
-                if m.item_count != count as u64
-                    || m.vector_count != vector_count as u64
-                    || m.file_count != file_count as u64
-                    || m.items_digest != stored.to_hex()
-                {
+            };
+            if let Some(id) = key.strip_prefix(ITEM_PREFIX) {
+                let item = codec::decode_item(&bytes).map_err(corrupt)?;
+                if item.id != id {
                     return Err(Error::Corrupt(format!(
-                        "the manifest lists {} memories with digest {}, storage holds {count} with digest {}: a write was torn",
-                        m.item_count,
-                        m.items_digest,
-                        stored.to_hex()
+                        "record `{key}` holds memory `{}`",
+                        item.id
                     )));
                 }
+                engine.set(id, Some(item));
+            } else if let Some(id) = key.strip_prefix(VECTOR_PREFIX) {
+                let decoded = codec::decode_vector(&bytes).map_err(corrupt)?;
+                if !engine.entries.contains_key(id) {
+                    return Err(Error::Corrupt(format!("record `{key}` has no memory")));
+                }
+                engine.set_vector(id, Some(StoredVector::loaded(decoded)));
+            } else if key.starts_with(FILE_PREFIX) {
+                let file = codec::decode_file(&bytes).map_err(corrupt)?;
+                if file.storage_key() != key {
+                    return Err(Error::Corrupt(format!(
+                        "record `{key}` holds file `{}` of another key",
+                        file.path
+                    )));
+                }
+                engine.set_file(&(file.scope.clone(), file.path.clone()), Some(file));
+            } else {
+                return Err(Error::Corrupt(format!("`{key}` is not a record key")));
             }
         }
         Ok(engine)

@@ -1,19 +1,18 @@
 //! Write transactions: the undo log a write operation fills, how it is
-//! rolled back when the commit fails, and the storage batch (with the
-//! manifest) that persists it. Everything that turns engine state into
+//! rolled back when the commit fails, and the records that persist it. Everything that turns engine state into
 //! records passes here, so memory and storage change together or not at all.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::files::FileKey;
 use super::vectors::StoredVector;
 use super::Engine;
-use crate::codec::{self, Manifest};
+use crate::codec;
 use crate::embed::Embedder;
 use crate::files::{file_storage_key, StoredFile};
 use crate::item::MemoryItem;
-use crate::keys::{ITEM_PREFIX, MANIFEST_KEY, VECTOR_PREFIX};
+use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
 use crate::storage::Batch;
 
 /// Undo log of one write operation. Pass the same `Txn` to
@@ -65,67 +64,83 @@ impl Engine {
         }
     }
 
-    /// The storage batch that persists `txn`'s changes: the final state of
-    /// every touched item, embedding and file plus the manifest. Empty when nothing changed.
+    /// The records `txn` changed: the final state of every touched item,
+    /// embedding and file (a put of its record, or a delete). Empty when
+    /// nothing changed. `crate::layout` decides where they are stored.
     pub fn batch_for(&self, txn: &Txn) -> Batch {
         let mut batch = Batch::new();
-        let mut items = BTreeSet::new();
-        // Vector keys, with whether one existed before the transaction.
-        let mut vectors: BTreeMap<&str, bool> = BTreeMap::new();
-        let mut files = BTreeSet::new();
+        let mut keys = BTreeSet::new();
         for step in &txn.undo {
             match step {
                 Undo::Item(id, _) => {
-                    items.insert(id.as_str());
+                    keys.insert(format!("{ITEM_PREFIX}{id}"));
                 }
-                Undo::Vector(id, before) => {
-                    vectors.entry(id.as_str()).or_insert(before.is_some());
+                Undo::Vector(id, _) => {
+                    keys.insert(format!("{VECTOR_PREFIX}{id}"));
                 }
                 Undo::File(key, _) => {
-                    files.insert(key);
+                    keys.insert(file_storage_key(&key.0, &key.1));
                 }
                 Undo::Model(..) => {}
             }
         }
-        for key in files {
-            match self.files.get(key) {
-                Some(file) => batch.put(file.storage_key(), codec::encode_file(file)),
-                None => batch.delete(file_storage_key(&key.0, &key.1)),
-            }
-        }
-        for id in items {
-            let key = format!("{ITEM_PREFIX}{id}");
-            match self.entries.get(id) {
-                Some(entry) => batch.put(key, codec::encode_item(&entry.item)),
+        for key in keys {
+            match self.record(&key) {
+                Some(bytes) => batch.put(key, bytes),
                 None => batch.delete(key),
             }
-        }
-        for (id, existed) in vectors {
-            let key = format!("{VECTOR_PREFIX}{id}");
-            match self.embeddings.get(id) {
-                Some(v) => batch.put(key, codec::encode_vector(&v.vector)),
-                None if existed => batch.delete(key),
-                None => {}
-            }
-        }
-        if !batch.is_empty() {
-            batch.put(MANIFEST_KEY, codec::encode_manifest(&self.manifest()));
         }
         batch
     }
 
-    /// The manifest describing the current items.
-    pub fn manifest(&self) -> Manifest {
-        Manifest {
-            format_version: codec::version_for(!self.files.is_empty()),
-            item_count: self.entries.len() as u64,
-            vector_count: self.embeddings.len() as u64,
-            items_digest: self.digest.to_hex(),
+    /// The record stored under `key` (an `item/`, `vec/` or `file/` key) as
+    /// the engine holds it now, or `None` when there is none.
+    pub fn record(&self, key: &str) -> Option<Vec<u8>> {
+        if let Some(id) = key.strip_prefix(ITEM_PREFIX) {
+            return self.entries.get(id).map(|e| codec::encode_item(&e.item));
+        }
+        if let Some(id) = key.strip_prefix(VECTOR_PREFIX) {
+            return self.embeddings.get(id).map(|v| codec::encode_vector(&v.vector));
+        }
+        // Few stores hold more than a handful of files.
+        self.files
+            .values()
+            .find(|file| file.storage_key() == key)
+            .map(codec::encode_file)
+    }
+
+    /// The key of every record the engine holds.
+    pub fn record_keys(&self) -> Vec<String> {
+        let items = self.entries.keys().map(|id| format!("{ITEM_PREFIX}{id}"));
+        let vectors = self.embeddings.keys().map(|id| format!("{VECTOR_PREFIX}{id}"));
+        let files = self.files.values().map(StoredFile::storage_key);
+        items.chain(vectors).chain(files).collect()
+    }
+
+    /// How many records of each kind the engine holds, and the model of
+    /// its embeddings: what the manifest states (`docs/format.md`).
+    pub fn summary(&self) -> Summary {
+        Summary {
+            items: self.entries.len() as u64,
+            vectors: self.embeddings.len() as u64,
+            files: self.files.len() as u64,
             model_id: self
                 .model_id
                 .clone()
                 .filter(|_| !self.embeddings.is_empty()),
-            file_count: self.files.len() as u64,
         }
     }
+}
+
+/// Record counts of a store and the model of its embeddings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// `item/…` records.
+    pub items: u64,
+    /// `vec/…` records.
+    pub vectors: u64,
+    /// `file/…` records.
+    pub files: u64,
+    /// The model every embedding comes from (absent without embeddings).
+    pub model_id: Option<String>,
 }

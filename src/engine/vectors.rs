@@ -1,14 +1,14 @@
 //! Embeddings: each memory's own vector as stored (int8), the model that
 //! makes them, and the context vectors the tenants' vector indexes hold for
 //! ranking (`docs/design.md`, "Embeddings"). `Engine::set_vector` is the
-//! only code that changes an embedding; it keeps the vector index and the
-//! digest in step, as `Engine::set` does for memories.
+//! only code that changes an embedding; it keeps the vector index in step,
+//! as `Engine::set` does for memories.
 
 use std::sync::Arc;
 
 use super::txn::{Txn, Undo};
 use super::Engine;
-use crate::codec::{self, SetDigest};
+use crate::codec;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::index::{Int8Vector, VectorIndex, VectorParams};
@@ -21,17 +21,6 @@ const EMBED_CHUNK: usize = 64;
 #[derive(Debug, Clone)]
 pub(super) struct StoredVector {
     pub(super) vector: Int8Vector,
-    /// Set when the vector was loaded from an `f32` record (written before
-    /// records held int8 codes): re-encoding gives other bytes, so the
-    /// digest and the stats need what the stored record was.
-    legacy_record: Option<Box<LegacyRecord>>,
-}
-
-/// The stored `f32` record a [`StoredVector`] was loaded from.
-#[derive(Debug, Clone)]
-struct LegacyRecord {
-    hash: [u8; 32],
-    len: usize,
 }
 
 impl StoredVector {
@@ -39,43 +28,26 @@ impl StoredVector {
     fn quantize(vector: &[f32]) -> Self {
         StoredVector {
             vector: Int8Vector::quantize(vector),
-            legacy_record: None,
         }
     }
 
-    /// A vector decoded from its stored record `bytes`.
-    pub(super) fn loaded(decoded: codec::DecodedVector, bytes: &[u8]) -> Self {
+    /// A vector decoded from its stored record (an `f32` record of an older
+    /// build is quantized, and written as int8 codes from then on).
+    pub(super) fn loaded(decoded: codec::DecodedVector) -> Self {
         StoredVector {
             vector: decoded.vector,
-            legacy_record: decoded.legacy.then(|| {
-                Box::new(LegacyRecord {
-                    hash: SetDigest::hash(bytes),
-                    len: bytes.len(),
-                })
-            }),
         }
     }
 
-    /// The sha256 of the stored record (see [`SetDigest`]).
-    fn record_hash(&self) -> [u8; 32] {
-        match &self.legacy_record {
-            Some(record) => record.hash,
-            None => SetDigest::hash(&codec::encode_vector(&self.vector)),
-        }
-    }
-
-    /// Bytes of the stored record.
+    /// Bytes of its record.
     pub(super) fn record_len(&self) -> usize {
-        match &self.legacy_record {
-            Some(record) => record.len,
-            None => codec::encode_vector(&self.vector).len(),
-        }
+        codec::encode_vector(&self.vector).len()
     }
 }
 
 impl Engine {
     /// Replaces (or removes) the embedding of memory `id`, keeping the
-    /// vector index and the digest in step. Returns the previous embedding.
+    /// vector index in step. Returns the previous embedding.
     pub(super) fn set_vector(
         &mut self,
         id: &str,
@@ -85,11 +57,7 @@ impl Engine {
             self.unindex_vector(doc);
         }
         let old = self.embeddings.remove(id);
-        if let Some(v) = &old {
-            self.digest.toggle_hash(&v.record_hash());
-        }
         if let Some(v) = new {
-            self.digest.toggle_hash(&v.record_hash());
             self.embeddings.insert(id.to_string(), v);
         }
         self.index_vector(id);

@@ -40,7 +40,7 @@
 
 use std::collections::BTreeMap;
 
-mod frame;
+pub(crate) mod frame;
 mod journal;
 mod memory;
 pub use journal::{AsyncKeyValue, KvOp, KvStorage, JOURNAL_PREFIX};

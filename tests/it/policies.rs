@@ -9,7 +9,7 @@ use memtide::{
     Error, IngestOutcome, IngestReason, InjectFormat, InjectQuery, Kind, Memory, MemoryInput,
     MemoryPatch, Privacy, RetrieveQuery, Scope, ScopeFilter, Status, Timestamp,
 };
-use memtide_testkit::store::{open, scope, Mem, T0};
+use memtide_testkit::store::{legacy_store, open, records, scope, Mem, T0};
 
 fn add(mem: &mut Mem, input: MemoryInput) -> String {
     let r = mem.ingest(vec![input]).unwrap().remove(0);
@@ -735,7 +735,8 @@ fn a_store_whose_items_disagree_with_the_manifest_is_refused() {
     let mut mem = open();
     add(&mut mem, MemoryInput::new("alpha", scope()));
     add(&mut mem, MemoryInput::new("beta", scope()));
-    let mut storage = mem.into_storage();
+    // A store of formats 1 to 3 (a record per key) that lost a record.
+    let mut storage = legacy_store(&records(mem.storage()), None);
     let mut torn = memtide::storage::Batch::new();
     torn.delete("item/m000002");
     storage.commit(&torn).unwrap();

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use memtide::codec;
 use memtide::embed::Embedder;
 use memtide::env::FixedEnvironment;
-use memtide::storage::{Batch, MemoryStorage, Storage};
+use memtide::storage::{MemoryStorage, Storage};
 use memtide::{
     IngestOutcome, IngestReason, Memory, MemoryInput, MemoryPatch, RetrieveQuery, Scope,
     ScopeFilter, Timestamp,
 };
 use memtide_testkit::faults::FailingStorage;
-use memtide_testkit::store::T0;
+use memtide_testkit::store::{legacy_store, records, T0};
 
 const DIMS: usize = 32;
 
@@ -110,9 +110,8 @@ fn top<S: Storage>(mem: &mut Memory<S, FixedEnvironment>, text: &str) -> Vec<Str
 }
 
 fn vector_keys(storage: &MemoryStorage) -> Vec<String> {
-    storage
-        .entries()
-        .map(|(k, _)| k.to_string())
+    records(storage)
+        .into_keys()
         .filter(|k| k.starts_with("vec/"))
         .collect()
 }
@@ -224,22 +223,22 @@ fn edits_re_embed_and_hard_deletes_erase_the_vector() {
     );
 }
 
-/// The record format version of the stored value of `key`.
+/// The record format version of the stored record `key`.
 fn record_version(storage: &MemoryStorage, key: &str) -> u16 {
-    let value = storage.get(key).unwrap().unwrap();
+    let value = records(storage).remove(key).unwrap();
     u16::from_le_bytes([value[4], value[5]])
 }
 
-/// The store of `mem` as builds before int8 vector records left it: each
-/// vector record holds the `f32` embedding of `embedder` (version 1), and
-/// the manifest's digest covers those bytes.
+/// The store of `mem` as builds before int8 vector records and the
+/// segmented layout left it: a key per record, each vector record holding
+/// the `f32` embedding of `embedder` (version 1), the manifest's digest
+/// covering those bytes.
 fn with_f32_vector_records(
     mem: &Memory<MemoryStorage, FixedEnvironment>,
     embedder: &dyn Embedder,
 ) -> MemoryStorage {
-    let mut batch = Batch::new();
-    let mut digest = codec::SetDigest::default();
-    for (key, value) in mem.storage().entries() {
+    let mut stored = records(mem.storage());
+    for (key, value) in stored.iter_mut() {
         if let Some(id) = key.strip_prefix("vec/") {
             let text = mem.get(id).unwrap().text;
             let vector = embedder.embed_batch(&[text.as_str()]).unwrap().remove(0);
@@ -247,33 +246,14 @@ fn with_f32_vector_records(
             vector
                 .iter()
                 .for_each(|x| payload.extend_from_slice(&x.to_le_bytes()));
-            let record = codec::encode(codec::RecordType::Vector, 1, &payload);
-            digest.toggle(&record);
-            batch.put(key, record);
-        } else if key.starts_with("item/") {
-            digest.toggle(value);
+            *value = codec::encode(codec::RecordType::Vector, 1, &payload);
         }
     }
-    let stored = mem.storage().get("meta/manifest").unwrap().unwrap();
-    let mut manifest = codec::decode_manifest(&stored).unwrap();
-    manifest.items_digest = digest.to_hex();
-    batch.put("meta/manifest", codec::encode_manifest(&manifest));
-    let mut storage = mem.storage().clone();
-    storage.commit(&batch).unwrap();
-    storage
-}
-
-/// Bytes of the item and vector records `storage` holds.
-fn record_bytes(storage: &MemoryStorage) -> usize {
-    storage
-        .entries()
-        .filter(|(k, _)| k.starts_with("item/") || k.starts_with("vec/"))
-        .map(|(_, v)| v.len())
-        .sum()
+    legacy_store(&stored, Some(embedder.model_id()))
 }
 
 #[test]
-fn f32_vector_records_of_older_builds_are_read_and_replaced_as_embeddings_change() {
+fn f32_vector_records_of_older_builds_are_read_and_migrated_to_int8() {
     let embedder = model("concepts-v1");
     let mut mem = open(MemoryStorage::new());
     mem.set_embedder(embedder.clone()).unwrap();
@@ -283,21 +263,24 @@ fn f32_vector_records_of_older_builds_are_read_and_replaced_as_embeddings_change
     assert_eq!(record_version(mem.storage(), &format!("vec/{car}")), 3);
     let legacy = with_f32_vector_records(&mem, embedder.as_ref());
     assert_eq!(record_version(&legacy, &format!("vec/{car}")), 1);
-    assert!(record_bytes(&legacy) > record_bytes(mem.storage()));
+    assert!(legacy.get(&format!("vec/{car}")).unwrap().is_some());
 
+    // Opening migrates: every vector is written as int8 codes, in the
+    // segmented layout, and no key of the old layout is left.
     let mut old = open(legacy);
+    let storage = old.storage().clone();
+    assert!(storage
+        .entries()
+        .all(|(k, _)| k == "meta/manifest" || k.starts_with("seg/")));
+    for id in [&car, &gp, &job] {
+        assert_eq!(record_version(&storage, &format!("vec/{id}")), 3);
+    }
     let stats = old.stats(&ScopeFilter::default());
-    assert_eq!(
-        (stats.embedded, stats.stored_bytes),
-        (3, record_bytes(old.storage()))
-    );
+    assert_eq!(stats.embedded, 3);
     assert_eq!(old.set_embedder(embedder).unwrap(), 0, "same model");
     assert_eq!(top(&mut old, "where is the automobile")[0], car);
     assert_eq!(top(&mut old, "what did the physician say")[0], gp);
 
-    // A new embedding is written as int8; a removed one erases the f32
-    // record; an untouched one stays as it is. The digest stays right:
-    // the store opens again.
     let patch = MemoryPatch {
         text: Some("I wash the automobile on mondays".into()),
         ..Default::default()
@@ -305,15 +288,9 @@ fn f32_vector_records_of_older_builds_are_read_and_replaced_as_embeddings_change
     old.update(&gp, patch).unwrap();
     old.delete(&car, true).unwrap();
     let storage = old.storage().clone();
-    assert_eq!(record_version(&storage, &format!("vec/{gp}")), 3);
-    assert_eq!(record_version(&storage, &format!("vec/{job}")), 1);
     assert_eq!(vector_keys(&storage).len(), 2);
     let mut reopened = open(storage);
-    let stats = reopened.stats(&ScopeFilter::default());
-    assert_eq!(
-        (stats.embedded, stats.stored_bytes),
-        (2, record_bytes(reopened.storage()))
-    );
+    assert_eq!(reopened.stats(&ScopeFilter::default()).embedded, 2);
     reopened.set_embedder(model("concepts-v1")).unwrap();
     assert_eq!(top(&mut reopened, "vehicle cleaning")[0], gp);
     assert_eq!(top(&mut reopened, "when does work start")[0], job);

@@ -1,6 +1,8 @@
 //! The store the API tests start from: empty, in memory, with a fixed clock
 //! at [`T0`] and the default configuration.
 
+use std::collections::BTreeMap;
+
 use memtide::env::FixedEnvironment;
 use memtide::storage::MemoryStorage;
 use memtide::{Memory, Scope, Timestamp};
@@ -24,4 +26,37 @@ pub fn open() -> Mem {
 /// The one scope of the tests that need only one.
 pub fn scope() -> Scope {
     Scope::workspace("alice", "home")
+}
+
+/// Every record `storage` holds (`item/…`, `vec/…`, `file/…`), by key,
+/// wherever the layout keeps it: what the tests compare and search.
+pub fn records(storage: &impl memtide::storage::Storage) -> BTreeMap<String, Vec<u8>> {
+    memtide::block_on(memtide::layout::stored_records(storage))
+        .expect("a synchronous store answers at once")
+        .expect("the store's records read")
+}
+
+/// A store of formats 1 to 3 holding `records` under keys of their own,
+/// with the manifest those builds wrote (counts and digest): what builds
+/// before the segmented layout left behind.
+pub fn legacy_store(records: &BTreeMap<String, Vec<u8>>, model_id: Option<&str>) -> MemoryStorage {
+    let mut digest = memtide::codec::SetDigest::default();
+    let mut batch = memtide::storage::Batch::new();
+    let count = |prefix: &str| records.keys().filter(|k| k.starts_with(prefix)).count() as u64;
+    for (key, record) in records {
+        digest.toggle(record);
+        batch.put(key.clone(), record.clone());
+    }
+    let manifest = memtide::codec::Manifest {
+        format_version: if count("file/") > 0 { 2 } else { 1 },
+        item_count: count("item/"),
+        vector_count: count("vec/"),
+        items_digest: digest.to_hex(),
+        model_id: model_id.map(str::to_string),
+        file_count: count("file/"),
+    };
+    batch.put("meta/manifest", memtide::codec::encode_manifest(&manifest));
+    let mut storage = MemoryStorage::new();
+    memtide::storage::Storage::commit(&mut storage, &batch).expect("a memory store commits");
+    storage
 }

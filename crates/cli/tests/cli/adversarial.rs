@@ -37,7 +37,7 @@ use memtide::{
     Config, InjectQuery, ListQuery, Memory, MemoryInput, MemoryPatch, Privacy, RetrieveQuery,
     Scope, ScopeFilter, Status, Timestamp,
 };
-use memtide_testkit::store::scope;
+use memtide_testkit::store::{records, scope};
 
 const FIXTURE: &str = include_str!("../../../../tests/data/adversarial.json");
 const NOW: &str = "2024-05-01T12:00:00Z";
@@ -292,6 +292,7 @@ struct State {
     stats: String,
     list: String,
     export: String,
+    /// The records, wherever the layout keeps them.
     stored: BTreeMap<String, Vec<u8>>,
 }
 
@@ -307,11 +308,7 @@ fn state(mem: &Memory<MemoryStorage, FixedEnvironment>) -> State {
         stats: serde_json::to_string(&mem.stats(&ScopeFilter::default())).unwrap(),
         list: serde_json::to_string(&list).unwrap(),
         export: mem.export(),
-        stored: mem
-            .storage()
-            .entries()
-            .map(|(k, v)| (k.to_string(), v.to_vec()))
-            .collect(),
+        stored: records(mem.storage()),
     }
 }
 

@@ -1,0 +1,251 @@
+//! The records of the segmented layout (`docs/format.md`, section 2.2): the
+//! manifest of format 4, which carries the log, and the segments. Both are
+//! records of [`crate::codec`] (magic, version, type, length, CRC-32); their
+//! payloads reuse the frame of `docs/format.md` section 3.1 for lists of
+//! records.
+
+use serde::{Deserialize, Serialize};
+
+use crate::codec::{self, CodecError, RecordType};
+use crate::engine::Summary;
+use crate::keys::SEGMENT_PREFIX;
+use crate::storage::frame::{encode_frame, intact_frame_len, parse_frame, read_u32, Op};
+
+/// The format version of the segmented layout's records.
+pub(crate) const LAYOUT_VERSION: u16 = 4;
+
+/// A segment as the manifest names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct SegmentRef {
+    /// Its number: the key is `seg/<number>`, and a larger number is newer.
+    pub(crate) number: u64,
+    /// How many records it holds.
+    pub(crate) records: u32,
+    /// Bytes of its record.
+    pub(crate) bytes: u64,
+    /// The CRC-32 its record ends with: a segment read under the key must
+    /// be this one.
+    pub(crate) crc32: u32,
+}
+
+/// The JSON header of a manifest of format 4.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Header {
+    /// Always [`LAYOUT_VERSION`].
+    pub(crate) format_version: u16,
+    /// Number of `item/…` records in the store.
+    pub(crate) item_count: u64,
+    /// Number of `vec/…` records.
+    pub(crate) vector_count: u64,
+    /// Number of `file/…` records.
+    pub(crate) file_count: u64,
+    /// The model of every embedding, when there are embeddings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) model_id: Option<String>,
+    /// The number the next new segment takes.
+    pub(crate) next_segment: u64,
+    /// The live segments, oldest first.
+    pub(crate) segments: Vec<SegmentRef>,
+}
+
+impl Header {
+    /// The header of a store holding what `summary` counts.
+    pub(crate) fn new(summary: Summary, next_segment: u64, segments: Vec<SegmentRef>) -> Self {
+        Header {
+            format_version: LAYOUT_VERSION,
+            item_count: summary.items,
+            vector_count: summary.vectors,
+            file_count: summary.files,
+            model_id: summary.model_id,
+            next_segment,
+            segments,
+        }
+    }
+}
+
+/// The storage key of segment `number`.
+pub(crate) fn segment_key(number: u64) -> String {
+    format!("{SEGMENT_PREFIX}{number:010}")
+}
+
+/// A manifest record of format 4: the header, then the log's frames.
+pub(crate) fn encode_manifest(header: &Header, log: &[Vec<u8>]) -> Vec<u8> {
+    // Serializing our own plain data to JSON cannot fail.
+    let json = serde_json::to_vec(header).unwrap_or_default();
+    let log_bytes: usize = log.iter().map(Vec::len).sum();
+    let mut payload = Vec::with_capacity(4 + json.len() + log_bytes);
+    // The header is a few kilobytes at most: its length fits a u32.
+    payload.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    payload.extend_from_slice(&json);
+    for frame in log {
+        payload.extend_from_slice(frame);
+    }
+    codec::encode(RecordType::Manifest, LAYOUT_VERSION, &payload)
+}
+
+/// The header and the log frames of a manifest record of format 4.
+pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<(Header, Vec<&[u8]>), CodecError> {
+    let payload = payload_of(bytes, RecordType::Manifest)?;
+    let bad = |m: String| CodecError::Payload(m);
+    let json_len = read_u32(payload, 0).ok_or_else(|| bad("manifest without header".into()))?;
+    let json_end = 4usize
+        .checked_add(json_len as usize)
+        .filter(|&end| end <= payload.len())
+        .ok_or_else(|| bad("manifest header runs past the record".into()))?;
+    let header: Header = serde_json::from_slice(&payload[4..json_end])
+        .map_err(|e| bad(format!("manifest header: {e}")))?;
+    if header.format_version != LAYOUT_VERSION {
+        return Err(bad(format!(
+            "manifest header of format {} in a record of format {LAYOUT_VERSION}",
+            header.format_version
+        )));
+    }
+    let mut frames = Vec::new();
+    let mut rest = &payload[json_end..];
+    while !rest.is_empty() {
+        let len = intact_frame_len(rest)
+            .ok_or_else(|| bad(format!("log frame {} is damaged", frames.len())))?;
+        frames.push(&rest[..len]);
+        rest = &rest[len..];
+    }
+    Ok((header, frames))
+}
+
+/// The records of one log frame or segment: puts only, as the writer made
+/// them.
+pub(crate) fn records_of(frame: &[u8]) -> Result<Vec<(&str, &[u8])>, CodecError> {
+    let ops = parse_frame(frame).map_err(CodecError::Payload)?;
+    ops.into_iter()
+        .map(|(key, value)| {
+            value
+                .map(|v| (key, v))
+                .ok_or_else(|| CodecError::Payload(format!("`{key}` is deleted in a record list")))
+        })
+        .collect()
+}
+
+/// A frame of puts (a log frame, or a segment's payload).
+pub(crate) fn encode_records(records: &[(&str, &[u8])]) -> Vec<u8> {
+    let ops: Vec<Op<'_>> = records.iter().map(|&(k, v)| (k, Some(v))).collect();
+    // Records are bounded by the ingest limits, far below the 4 GiB a
+    // frame can hold.
+    encode_frame(&ops).unwrap_or_default()
+}
+
+/// A segment record holding `records`, sorted by key.
+pub(crate) fn encode_segment(records: &[(&str, &[u8])]) -> Vec<u8> {
+    codec::encode(RecordType::Segment, LAYOUT_VERSION, &encode_records(records))
+}
+
+/// The records of a segment record; keys must be strictly ascending.
+pub(crate) fn decode_segment(bytes: &[u8]) -> Result<Vec<(&str, &[u8])>, CodecError> {
+    let payload = payload_of(bytes, RecordType::Segment)?;
+    if payload.is_empty() {
+        return Err(CodecError::Payload("an empty segment".into()));
+    }
+    if intact_frame_len(payload) != Some(payload.len()) {
+        return Err(CodecError::Payload("segment frame is damaged".into()));
+    }
+    let records = records_of(payload)?;
+    if records.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return Err(CodecError::Payload(
+            "segment keys are not strictly ascending".into(),
+        ));
+    }
+    Ok(records)
+}
+
+/// The CRC-32 a record ends with (a record [`codec::decode`] accepted).
+pub(crate) fn record_crc(bytes: &[u8]) -> u32 {
+    let at = bytes.len().saturating_sub(4);
+    read_u32(bytes, at).unwrap_or(0)
+}
+
+fn payload_of(bytes: &[u8], expected: RecordType) -> Result<&[u8], CodecError> {
+    let (found, payload) = codec::decode(bytes)?;
+    if found != expected {
+        return Err(CodecError::WrongType { expected, found });
+    }
+    let version = codec::record_version(bytes);
+    if version != LAYOUT_VERSION {
+        return Err(CodecError::Payload(format!(
+            "a {expected:?} record of format {version}, expected {LAYOUT_VERSION}"
+        )));
+    }
+    Ok(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Header {
+        Header::new(
+            Summary {
+                items: 2,
+                vectors: 1,
+                files: 0,
+                model_id: Some("m".into()),
+            },
+            7,
+            vec![SegmentRef {
+                number: 3,
+                records: 2,
+                bytes: 99,
+                crc32: 5,
+            }],
+        )
+    }
+
+    #[test]
+    fn manifests_round_trip_with_their_log() {
+        let log = vec![
+            encode_records(&[("item/a", b"1")]),
+            encode_records(&[("item/b", b"2"), ("vec/b", b"3")]),
+        ];
+        let record = encode_manifest(&header(), &log);
+        assert_eq!(&record[..4], b"MNMO");
+        assert_eq!(codec::record_version(&record), 4);
+        assert_eq!(record[6], 2);
+        let (decoded, frames) = decode_manifest(&record).unwrap();
+        assert_eq!(decoded, header());
+        assert_eq!(frames, [&log[0][..], &log[1][..]]);
+        assert_eq!(records_of(frames[1]).unwrap()[1], ("vec/b", &b"3"[..]));
+        let empty = encode_manifest(&header(), &[]);
+        assert!(decode_manifest(&empty).unwrap().1.is_empty());
+    }
+
+    #[test]
+    fn segments_round_trip_and_refuse_disorder_and_damage() {
+        let records = [("item/a", &b"one"[..]), ("item/b", &b"two"[..])];
+        let record = encode_segment(&records);
+        assert_eq!(record[6], 5);
+        assert_eq!(decode_segment(&record).unwrap(), records);
+        let unsorted = encode_segment(&[records[1], records[0]]);
+        assert!(decode_segment(&unsorted).is_err());
+        assert!(decode_segment(&encode_segment(&[])).is_err());
+        for i in 0..record.len() {
+            let mut bad = record.clone();
+            bad[i] ^= 0x04;
+            assert!(decode_segment(&bad).is_err(), "flip at byte {i} went unnoticed");
+        }
+        // A manifest is not a segment, nor the other way round.
+        assert!(decode_segment(&encode_manifest(&header(), &[])).is_err());
+        assert!(decode_manifest(&record).is_err());
+    }
+
+    #[test]
+    fn a_log_frame_may_not_delete() {
+        let frame = encode_frame(&[("item/a", None)]).unwrap();
+        assert!(records_of(&frame).is_err());
+        let mut payload = Vec::new();
+        let json = serde_json::to_vec(&header()).unwrap();
+        payload.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        payload.extend_from_slice(&json);
+        payload.extend_from_slice(&frame[..frame.len() - 1]);
+        let torn = codec::encode(RecordType::Manifest, LAYOUT_VERSION, &payload);
+        assert!(decode_manifest(&torn).is_err());
+    }
+}

@@ -1,0 +1,612 @@
+//! Where the engine's records live in storage: the segmented layout of
+//! format 4 (`docs/format.md`, section 2.2).
+//!
+//! The engine's records (`item/…`, `vec/…`, `file/…`) do not get a storage
+//! key each. Most sit in immutable *segments* (`seg/<n>`), many to a value;
+//! recent changes sit in the *log*, which the manifest record carries after
+//! its header. Opening a store reads the manifest and the segments it names
+//! — a handful of keys whatever the store's size — and a small write
+//! rewrites the manifest alone. A commit is one batch: the new segments,
+//! the manifest naming them, and the deletes of the segments they replace;
+//! the manifest is the commit point, and a reader that finds a segment
+//! missing read a manifest that a newer commit replaced, and reads again.
+//!
+//! Compaction happens inside commits, with bounded work per call:
+//! - a commit's records go to the log, or straight to a new segment when
+//!   they are many ([`DIRECT_BYTES`]);
+//! - the log folds into a new segment when it grows past [`LOG_BYTES`] or
+//!   [`LOG_FRAMES`];
+//! - at most one merge per commit: a segment holding more shadowed versions
+//!   than live ones is rewritten, or [`MERGE_FANIN`] small segments of one
+//!   size tier become one;
+//! - a deleted record is erased in the same commit: every segment holding
+//!   any version of it is rewritten without it, and the log drops it, so no
+//!   byte of it stays in storage.
+
+mod format;
+mod legacy;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use crate::codec::{self, CodecError};
+use crate::engine::{Config, Engine};
+use crate::error::{Error, Result};
+use crate::keys::MANIFEST_KEY;
+use crate::storage::{AsyncStorage, Batch, Expect, StorageError, SNAPSHOT_ATTEMPTS};
+pub(crate) use format::{
+    decode_manifest, decode_segment, encode_manifest, encode_records, encode_segment, records_of,
+    segment_key, Header, SegmentRef, LAYOUT_VERSION,
+};
+
+/// Bytes of records a segment is filled to (a record larger than this gets
+/// a segment alone). Every backend's value limit is above it: Durable
+/// Objects take 2 MiB, Workers KV 25 MiB; the Deno KV adapter chunks.
+pub(crate) const SEGMENT_BYTES: usize = 1 << 20;
+/// The log folds into a segment past this many bytes: the manifest, which
+/// every commit rewrites, stays small.
+pub(crate) const LOG_BYTES: usize = 64 << 10;
+/// … or past this many frames (commits).
+pub(crate) const LOG_FRAMES: usize = 64;
+/// A commit whose records take more bytes than this writes them straight
+/// to a segment instead of the log.
+pub(crate) const DIRECT_BYTES: usize = 16 << 10;
+/// How many small segments of one size tier merge into one.
+pub(crate) const MERGE_FANIN: usize = 4;
+/// Size tiers of small segments: below this, then ×4 each tier.
+const TIER_BASE: u64 = 16 << 10;
+
+/// Where each record is, as of the last load or commit; see the module
+/// documentation.
+#[derive(Debug, Default)]
+pub(crate) struct Layout {
+    /// The live segments by number (oldest first).
+    segments: BTreeMap<u64, Segment>,
+    /// Every record key with where its versions are.
+    keys: HashMap<String, KeyState>,
+    /// The log's frames, oldest first: frames of puts.
+    log: Vec<Vec<u8>>,
+    /// The keys with a version in the log.
+    log_keys: HashSet<String>,
+    /// The number the next segment takes.
+    next_segment: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    info: SegmentRef,
+    /// How many of its records are the newest version of their key.
+    live: u32,
+}
+
+/// Where the versions of one record are.
+#[derive(Debug, Default)]
+struct KeyState {
+    /// The segments holding a version, ascending: the last holds the newest.
+    segments: Vec<u64>,
+    /// The newest version is in the log.
+    in_log: bool,
+}
+
+impl KeyState {
+    fn live_segment(&self) -> Option<u64> {
+        if self.in_log {
+            None
+        } else {
+            self.segments.last().copied()
+        }
+    }
+}
+
+/// A commit prepared by [`Layout::plan`]: the batch to commit, the
+/// manifest it writes, and how the layout changes once it has committed.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub(crate) batch: Batch,
+    pub(crate) manifest: Vec<u8>,
+    update: Update,
+}
+
+#[derive(Debug, Default)]
+struct Update {
+    removed: Vec<u64>,
+    added: Vec<(SegmentRef, Vec<String>)>,
+    log: Vec<Vec<u8>>,
+    log_keys: HashSet<String>,
+    erased: Vec<String>,
+    next_segment: u64,
+}
+
+/// What [`open`] returns: the engine, where its records are, and the
+/// manifest storage holds (the expectation of the next commit).
+pub(crate) struct Opened {
+    pub(crate) engine: Engine,
+    pub(crate) layout: Layout,
+    pub(crate) manifest: Option<Vec<u8>>,
+}
+
+/// Opens the store `storage` holds: reads the manifest and its segments,
+/// or a store of formats 1 to 3, which it migrates to the segmented layout
+/// in one commit first.
+pub(crate) async fn open<S: AsyncStorage>(storage: &mut S, config: Config) -> Result<Opened> {
+    config.validate()?;
+    // The segment found missing under the same manifest at every attempt.
+    let mut missing: Option<(Vec<u8>, String)> = None;
+    let mut always_missing = true;
+    for _ in 0..SNAPSHOT_ATTEMPTS {
+        let manifest = storage.get(MANIFEST_KEY).await?;
+        if let Some(bytes) = manifest.filter(|m| is_layout(m)) {
+            match read(storage, config, bytes.clone()).await? {
+                Read::Done(opened) => return Ok(opened),
+                Read::Missing(key) => {
+                    let same = missing.as_ref().is_none_or(|m| m == &(bytes.clone(), key.clone()));
+                    always_missing &= same;
+                    missing = Some((bytes, key));
+                    continue;
+                }
+            }
+        }
+        always_missing = false;
+        let Some(old) = legacy::read(storage).await? else {
+            continue;
+        };
+        let keys: Vec<String> = old.records.iter().map(|(k, _)| k.clone()).collect();
+        let engine = Engine::load(config, old.records, old.model_id)?;
+        if keys.is_empty() {
+            return Ok(Opened {
+                engine,
+                layout: Layout::default(),
+                manifest: old.manifest,
+            });
+        }
+        let mut plan = Layout::default().plan_all(&engine);
+        for key in keys {
+            plan.batch.delete(key);
+        }
+        let expect = Expect {
+            key: MANIFEST_KEY,
+            value: old.manifest.as_deref(),
+        };
+        match storage.commit(&plan.batch, Some(expect)).await {
+            Ok(()) => {
+                let mut layout = Layout::default();
+                let manifest = plan.manifest.clone();
+                layout.apply(plan);
+                return Ok(Opened {
+                    engine,
+                    layout,
+                    manifest: Some(manifest),
+                });
+            }
+            Err(StorageError::Conflict(_)) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    match missing {
+        // Not a newer commit's doing: the store lost a segment.
+        Some((_, key)) if always_missing => Err(Error::Corrupt(format!(
+            "`{key}`, which the manifest names, is missing"
+        ))),
+        _ => Err(Error::Storage(format!(
+            "other writers changed the store during each of {SNAPSHOT_ATTEMPTS} attempts to open it"
+        ))),
+    }
+}
+
+/// True when `manifest` is a record of the segmented layout (else a
+/// manifest of formats 1 to 3, or damage the legacy reader reports).
+fn is_layout(manifest: &[u8]) -> bool {
+    codec::decode(manifest).is_ok() && codec::record_version(manifest) >= LAYOUT_VERSION
+}
+
+/// What a store of the segmented layout holds: its header, where each
+/// record is, and every record.
+struct Contents {
+    header: Header,
+    layout: Layout,
+    records: Vec<(String, Vec<u8>)>,
+}
+
+/// How reading the segments a manifest names ended.
+enum Read<T> {
+    Done(T),
+    /// This segment was not found: a newer commit replaced it, or the
+    /// store lost it.
+    Missing(String),
+}
+
+/// Reads the segments and the log of the store whose manifest is `bytes`.
+async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Read<Contents>> {
+    let (header, frames) = decode_manifest(bytes)?;
+    let mut segments = Vec::with_capacity(header.segments.len());
+    let mut previous = None;
+    for info in &header.segments {
+        if previous.is_some_and(|p| p >= info.number) || info.number >= header.next_segment {
+            return Err(Error::Corrupt(format!(
+                "the manifest names segment {} out of order",
+                info.number
+            )));
+        }
+        previous = Some(info.number);
+        let key = segment_key(info.number);
+        let Some(value) = storage.get(&key).await? else {
+            return Ok(Read::Missing(key));
+        };
+        if value.len() as u64 != info.bytes || format::record_crc(&value) != info.crc32 {
+            return Err(Error::Corrupt(format!(
+                "`{key}` is not the segment the manifest names"
+            )));
+        }
+        segments.push((*info, value));
+    }
+    let mut layout = Layout {
+        next_segment: header.next_segment,
+        ..Layout::default()
+    };
+    let mut current: HashMap<&str, &[u8]> = HashMap::new();
+    for (info, value) in &segments {
+        let records = decode_segment(value).map_err(|e| corrupt_at(info.number, e))?;
+        if records.len() != info.records as usize {
+            return Err(corrupt_at(
+                info.number,
+                CodecError::Payload("record count differs from the manifest".into()),
+            ));
+        }
+        for (key, record) in records {
+            current.insert(key, record);
+            let state = layout.keys.entry(key.to_string()).or_default();
+            state.segments.push(info.number);
+        }
+        let segment = Segment {
+            info: *info,
+            live: 0,
+        };
+        layout.segments.insert(info.number, segment);
+    }
+    for frame in &frames {
+        for (key, record) in records_of(frame)? {
+            current.insert(key, record);
+            layout.keys.entry(key.to_string()).or_default().in_log = true;
+            layout.log_keys.insert(key.to_string());
+        }
+        layout.log.push(frame.to_vec());
+    }
+    for state in layout.keys.values() {
+        if let Some(n) = state.live_segment() {
+            if let Some(segment) = layout.segments.get_mut(&n) {
+                segment.live += 1;
+            }
+        }
+    }
+    let records = current
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_vec()))
+        .collect();
+    Ok(Read::Done(Contents {
+        header,
+        layout,
+        records,
+    }))
+}
+
+/// Opens a store of the segmented layout whose manifest is `bytes`.
+async fn read<S: AsyncStorage>(
+    storage: &S,
+    config: Config,
+    bytes: Vec<u8>,
+) -> Result<Read<Opened>> {
+    let contents = match read_contents(storage, &bytes).await? {
+        Read::Done(contents) => contents,
+        Read::Missing(key) => return Ok(Read::Missing(key)),
+    };
+    let header = contents.header;
+    let engine = Engine::load(config, contents.records, header.model_id.clone())?;
+    let summary = engine.summary();
+    if [summary.items, summary.vectors, summary.files]
+        != [header.item_count, header.vector_count, header.file_count]
+    {
+        return Err(Error::Corrupt(format!(
+            "the manifest counts {} memories, {} embeddings and {} files; the segments and the log hold {}, {} and {}",
+            header.item_count, header.vector_count, header.file_count,
+            summary.items, summary.vectors, summary.files
+        )));
+    }
+    Ok(Read::Done(Opened {
+        engine,
+        layout: contents.layout,
+        manifest: Some(bytes),
+    }))
+}
+
+/// Every record a store holds, by key, wherever it is (segments, log, or
+/// keys of their own in formats 1 to 3): what the tests compare.
+#[cfg(any(test, feature = "testing"))]
+pub async fn stored_records<S: AsyncStorage>(
+    storage: &S,
+) -> Result<BTreeMap<String, Vec<u8>>> {
+    if let Some(bytes) = storage.get(MANIFEST_KEY).await?.filter(|m| is_layout(m)) {
+        {
+            return match read_contents(storage, &bytes).await? {
+                Read::Done(contents) => Ok(contents.records.into_iter().collect()),
+                Read::Missing(key) => Err(Error::Corrupt(format!("`{key}` is missing"))),
+            };
+        }
+    }
+    let old = legacy::read(storage).await?;
+    Ok(old.map(|o| o.records.into_iter().collect()).unwrap_or_default())
+}
+
+fn corrupt_at(number: u64, e: CodecError) -> Error {
+    Error::Corrupt(format!("`{}`: {e}", segment_key(number)))
+}
+
+impl Layout {
+    /// The commit that stores every record of `engine` afresh (a migrated
+    /// store).
+    fn plan_all(&self, engine: &Engine) -> Plan {
+        let mut batch = Batch::new();
+        for key in engine.record_keys() {
+            if let Some(record) = engine.record(&key) {
+                batch.put(key, record);
+            }
+        }
+        self.plan(&batch, engine)
+    }
+
+    /// Prepares the commit of `changed` (the records a write changed, from
+    /// [`Engine::batch_for`]; `engine` holds the state after it), with this
+    /// commit's share of compaction. See the module documentation.
+    pub(crate) fn plan(&self, changed: &Batch, engine: &Engine) -> Plan {
+        let mut touched: HashSet<&str> = HashSet::new();
+        let mut puts: Vec<(&str, &[u8])> = Vec::new();
+        let mut rewrite: BTreeSet<u64> = BTreeSet::new();
+        let mut erased = Vec::new();
+        for (key, value) in changed.ops() {
+            touched.insert(key);
+            match value {
+                Some(record) => puts.push((key, record)),
+                None => {
+                    if let Some(state) = self.keys.get(key) {
+                        rewrite.extend(&state.segments);
+                        erased.push(key.to_string());
+                    }
+                }
+            }
+        }
+        // The log without the versions this commit supersedes or erases.
+        let mut log: Vec<Vec<u8>> = Vec::with_capacity(self.log.len() + 1);
+        for frame in &self.log {
+            let records = records_of(frame).unwrap_or_default();
+            let kept: Vec<(&str, &[u8])> = records
+                .iter()
+                .copied()
+                .filter(|(k, _)| !touched.contains(k))
+                .collect();
+            if kept.len() == records.len() {
+                log.push(frame.clone());
+            } else if !kept.is_empty() {
+                log.push(encode_records(&kept));
+            }
+        }
+        // New segments' records, by key.
+        let mut fresh: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        let put_bytes: usize = puts.iter().map(|(k, v)| record_len(k, v)).sum();
+        if put_bytes > DIRECT_BYTES {
+            for (key, record) in &puts {
+                fresh.insert(key.to_string(), record.to_vec());
+            }
+        } else if !puts.is_empty() {
+            log.push(encode_records(&puts));
+        }
+        let log_bytes: usize = log.iter().map(Vec::len).sum();
+        if log_bytes > LOG_BYTES || log.len() > LOG_FRAMES {
+            for frame in log.drain(..) {
+                for (key, record) in records_of(&frame).unwrap_or_default() {
+                    fresh.insert(key.to_string(), record.to_vec());
+                }
+            }
+        }
+        let mut log_keys = HashSet::new();
+        for frame in &log {
+            for (key, _) in records_of(frame).unwrap_or_default() {
+                log_keys.insert(key.to_string());
+            }
+        }
+        if let Some(merge) = self.merge_candidate(&touched, &rewrite) {
+            rewrite.extend(merge);
+        }
+        // The live records of the segments rewritten, as the engine holds
+        // them (the newest version of a key live in a segment is the
+        // engine's).
+        if !rewrite.is_empty() {
+            for (key, state) in &self.keys {
+                let live_here = state.live_segment().is_some_and(|n| rewrite.contains(&n));
+                if live_here && !touched.contains(key.as_str()) {
+                    if let Some(record) = engine.record(key) {
+                        fresh.insert(key.clone(), record);
+                    }
+                }
+            }
+        }
+        let mut batch = Batch::new();
+        let mut update = Update {
+            removed: rewrite.iter().copied().collect(),
+            log_keys,
+            erased,
+            next_segment: self.next_segment,
+            ..Update::default()
+        };
+        for chunk in chunks(&fresh) {
+            let number = update.next_segment;
+            update.next_segment += 1;
+            let refs: Vec<(&str, &[u8])> =
+                chunk.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
+            let record = encode_segment(&refs);
+            let info = SegmentRef {
+                number,
+                records: refs.len() as u32,
+                bytes: record.len() as u64,
+                crc32: format::record_crc(&record),
+            };
+            batch.put(segment_key(number), record);
+            update
+                .added
+                .push((info, chunk.iter().map(|(k, _)| k.to_string()).collect()));
+        }
+        for number in &update.removed {
+            batch.delete(segment_key(*number));
+        }
+        let mut segments: Vec<SegmentRef> = self
+            .segments
+            .values()
+            .filter(|s| !rewrite.contains(&s.info.number))
+            .map(|s| s.info)
+            .collect();
+        segments.extend(update.added.iter().map(|(info, _)| *info));
+        let header = Header::new(engine.summary(), update.next_segment, segments);
+        let manifest = encode_manifest(&header, &log);
+        batch.put(MANIFEST_KEY, manifest.clone());
+        update.log = log;
+        Plan {
+            batch,
+            manifest,
+            update,
+        }
+    }
+
+    /// The segments this commit merges, if any: the one with the most
+    /// shadowed versions when they outnumber its live records, else the
+    /// oldest [`MERGE_FANIN`] small segments of the smallest tier that has
+    /// that many. Segments already rewritten are left out.
+    fn merge_candidate(&self, touched: &HashSet<&str>, rewrite: &BTreeSet<u64>) -> Option<Vec<u64>> {
+        // Live records this commit takes out of each segment.
+        let mut leaving: HashMap<u64, u32> = HashMap::new();
+        for key in touched {
+            if let Some(n) = self.keys.get(*key).and_then(KeyState::live_segment) {
+                *leaving.entry(n).or_default() += 1;
+            }
+        }
+        let candidates = self
+            .segments
+            .values()
+            .filter(|s| !rewrite.contains(&s.info.number));
+        let mut most_dead: Option<(u32, u64)> = None;
+        let mut tiers: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for segment in candidates {
+            let n = segment.info.number;
+            let live = segment.live.saturating_sub(leaving.get(&n).copied().unwrap_or(0));
+            let dead = segment.info.records.saturating_sub(live);
+            if dead > live && most_dead.is_none_or(|(d, _)| dead > d) {
+                most_dead = Some((dead, n));
+            }
+            if segment.info.bytes < (SEGMENT_BYTES / 2) as u64 {
+                tiers.entry(tier(segment.info.bytes)).or_default().push(n);
+            }
+        }
+        if let Some((_, n)) = most_dead {
+            return Some(vec![n]);
+        }
+        tiers
+            .into_values()
+            .find(|numbers| numbers.len() >= MERGE_FANIN)
+            .map(|numbers| numbers[..MERGE_FANIN].to_vec())
+    }
+
+    /// Makes a committed plan the layout's state.
+    pub(crate) fn apply(&mut self, plan: Plan) {
+        let update = plan.update;
+        let removed: HashSet<u64> = update.removed.iter().copied().collect();
+        // Keys whose newest version may move, with where it was.
+        let mut moved: HashMap<String, Option<u64>> = HashMap::new();
+        let mut note = |keys: &HashMap<String, KeyState>, key: &str| {
+            if !moved.contains_key(key) {
+                let was = keys.get(key).and_then(KeyState::live_segment);
+                moved.insert(key.to_string(), was);
+            }
+        };
+        for key in update.erased.iter().chain(&self.log_keys).chain(&update.log_keys) {
+            note(&self.keys, key);
+        }
+        for (_, keys) in &update.added {
+            for key in keys {
+                note(&self.keys, key);
+            }
+        }
+        if !removed.is_empty() {
+            for state in self.keys.values_mut() {
+                state.segments.retain(|n| !removed.contains(n));
+            }
+            for n in &removed {
+                self.segments.remove(n);
+            }
+        }
+        for key in &update.erased {
+            self.keys.remove(key);
+        }
+        for key in self.log_keys.drain() {
+            if let Some(state) = self.keys.get_mut(&key) {
+                state.in_log = false;
+            }
+        }
+        for key in &update.log_keys {
+            self.keys.entry(key.clone()).or_default().in_log = true;
+        }
+        for (info, keys) in &update.added {
+            self.segments.insert(info.number, Segment { info: *info, live: 0 });
+            for key in keys {
+                self.keys.entry(key.clone()).or_default().segments.push(info.number);
+            }
+        }
+        for (key, was) in moved {
+            let now = self.keys.get(&key).and_then(KeyState::live_segment);
+            if was == now {
+                continue;
+            }
+            if let Some(segment) = was.and_then(|n| self.segments.get_mut(&n)) {
+                segment.live = segment.live.saturating_sub(1);
+            }
+            if let Some(segment) = now.and_then(|n| self.segments.get_mut(&n)) {
+                segment.live += 1;
+            }
+        }
+        self.keys
+            .retain(|_, state| state.in_log || !state.segments.is_empty());
+        self.log = update.log;
+        self.log_keys = update.log_keys;
+        self.next_segment = update.next_segment;
+    }
+}
+
+/// The size tier of a small segment.
+fn tier(bytes: u64) -> u32 {
+    let mut tier = 0;
+    let mut bound = TIER_BASE;
+    while bytes >= bound {
+        tier += 1;
+        bound = bound.saturating_mul(4);
+    }
+    tier
+}
+
+/// Bytes a record takes in a frame.
+fn record_len(key: &str, record: &[u8]) -> usize {
+    9 + key.len() + record.len()
+}
+
+/// `records` in key order, cut into segments of at most [`SEGMENT_BYTES`]
+/// (one record larger than that alone).
+fn chunks(records: &BTreeMap<String, Vec<u8>>) -> Vec<Vec<(&String, &Vec<u8>)>> {
+    let mut out: Vec<Vec<(&String, &Vec<u8>)>> = Vec::new();
+    let mut bytes = 0;
+    for (key, record) in records {
+        let len = record_len(key, record);
+        match out.last_mut() {
+            Some(chunk) if bytes + len <= SEGMENT_BYTES => chunk.push((key, record)),
+            _ => {
+                out.push(vec![(key, record)]);
+                bytes = 0;
+            }
+        }
+        bytes += len;
+    }
+    out
+}
