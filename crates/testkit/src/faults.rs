@@ -96,11 +96,13 @@ impl Failure {
 /// [`memtide::storage::KvStorage`] commits through its journal). Each write
 /// (put, delete, batch) goes through [`MapKv::trigger`]; a failing write
 /// changes nothing and reports [`Failure::Backend`]. Clones share the map and
-/// the trigger, as two processes share a store.
+/// the trigger, as two processes share a store. Every call is counted, as a
+/// platform counts a Worker's storage operations.
 #[derive(Debug, Clone, Default)]
 pub struct MapKv<const ATOMIC: bool = false> {
     map: Rc<RefCell<BTreeMap<String, Vec<u8>>>>,
     trigger: Rc<Trigger>,
+    operations: Rc<Cell<usize>>,
 }
 
 impl<const ATOMIC: bool> MapKv<ATOMIC> {
@@ -114,6 +116,15 @@ impl<const ATOMIC: bool> MapKv<ATOMIC> {
         self.map.borrow()
     }
 
+    /// Calls made so far: gets, puts, deletes, lists and batches.
+    pub fn operations(&self) -> usize {
+        self.operations.get()
+    }
+
+    fn count(&self) {
+        self.operations.set(self.operations.get() + 1);
+    }
+
     /// Stores `value` under `key` directly: no write of the contract, no
     /// fault.
     pub fn insert(&self, key: String, value: Vec<u8>) {
@@ -121,6 +132,7 @@ impl<const ATOMIC: bool> MapKv<ATOMIC> {
     }
 
     fn write(&self) -> Result<(), StorageError> {
+        self.count();
         if self.trigger.strikes() {
             return Err(Failure::Backend.error("injected write failure"));
         }
@@ -130,6 +142,7 @@ impl<const ATOMIC: bool> MapKv<ATOMIC> {
 
 impl<const ATOMIC: bool> AsyncKeyValue for MapKv<ATOMIC> {
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        self.count();
         Ok(self.map.borrow().get(key).cloned())
     }
     async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), StorageError> {
@@ -143,6 +156,7 @@ impl<const ATOMIC: bool> AsyncKeyValue for MapKv<ATOMIC> {
         Ok(())
     }
     async fn list(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
+        self.count();
         let map = self.map.borrow();
         // Reverse order: the contract allows any, so no caller may rely on one.
         Ok(map

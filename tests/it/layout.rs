@@ -1,0 +1,353 @@
+//! The segmented layout (`docs/format.md`, section 2.2): stores of formats
+//! 1 to 3 migrate on open, in one commit that a crash at any write leaves
+//! undone or done; opening and writing cost a handful of storage operations;
+//! compaction keeps every commit bounded; a hard delete erases every
+//! version of a text from every segment and the log.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use memtide::env::FixedEnvironment;
+use memtide::storage::{FsStorage, KvStorage, MemoryStorage, Storage};
+use memtide::{
+    block_on, AsyncMemory, Memory, MemoryInput, MemoryPatch, RetrieveQuery, Scope, Timestamp,
+};
+use memtide_testkit::faults::{FailingStorage, MapKv};
+use memtide_testkit::store::{records, T0};
+
+type Kv = KvStorage<MapKv>;
+
+fn env() -> FixedEnvironment {
+    FixedEnvironment::new(Timestamp(T0))
+}
+
+fn fixture(version: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/stores")
+        .join(version)
+}
+
+/// An export without its time, to compare what two stores hold.
+fn contents(export: &str) -> serde_json::Value {
+    let mut value: serde_json::Value = serde_json::from_str(export).unwrap();
+    value.as_object_mut().unwrap().remove("exportedAt");
+    value
+}
+
+/// The key-value pairs of a fixture's directory store, read without
+/// opening it as memtide (so nothing is migrated).
+fn fixture_pairs(version: &str) -> BTreeMap<String, Vec<u8>> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture(version).join("store.log"),
+        dir.path().join("store.log"),
+    )
+    .unwrap();
+    let storage = FsStorage::open(dir.path()).unwrap();
+    storage.scan("").unwrap().into_iter().collect()
+}
+
+fn kv_with(pairs: &BTreeMap<String, Vec<u8>>) -> MapKv {
+    let kv = MapKv::default();
+    for (key, value) in pairs {
+        kv.insert(key.clone(), value.clone());
+    }
+    kv
+}
+
+type KvMem = AsyncMemory<Kv, FixedEnvironment>;
+
+fn open_kv(kv: &MapKv) -> memtide::Result<KvMem> {
+    let storage = block_on(KvStorage::open(kv.clone()))??;
+    block_on(AsyncMemory::open(storage, env(), Default::default()))?
+}
+
+/// Runs a call of a store over [`MapKv`], which answers at once.
+fn now<T>(call: impl std::future::Future<Output = memtide::Result<T>>) -> memtide::Result<T> {
+    block_on(call)?
+}
+
+fn only_layout_keys<'a>(keys: impl Iterator<Item = &'a str>) -> bool {
+    keys.into_iter()
+        .all(|k| k == "meta/manifest" || k.starts_with("seg/"))
+}
+
+#[test]
+fn stores_of_formats_1_to_3_migrate_on_open_and_hold_the_same() {
+    for version in ["v1", "v2", "v3"] {
+        let expected =
+            contents(&std::fs::read_to_string(fixture(version).join("export.json")).unwrap());
+        let pairs = fixture_pairs(version);
+        assert!(pairs.keys().any(|k| k.starts_with("item/")), "{version}");
+
+        // In a directory, as the CLI keeps it.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            fixture(version).join("store.log"),
+            dir.path().join("store.log"),
+        )
+        .unwrap();
+        let mem = Memory::open(
+            FsStorage::open(dir.path()).unwrap(),
+            env(),
+            Default::default(),
+        )
+        .unwrap();
+        assert_eq!(contents(&mem.export()), expected, "{version}");
+        let stored = mem.storage().scan("").unwrap();
+        assert!(
+            only_layout_keys(stored.iter().map(|(k, _)| k.as_str())),
+            "{version}: {stored:?}"
+        );
+        let manifest = mem.storage().get("meta/manifest").unwrap().unwrap();
+        assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 4);
+        drop(mem);
+        let again = Memory::open(
+            FsStorage::open(dir.path()).unwrap(),
+            env(),
+            Default::default(),
+        )
+        .unwrap();
+        assert_eq!(contents(&again.export()), expected, "{version} reopened");
+
+        // In a key-value store without batches, through the journal.
+        let kv = kv_with(&pairs);
+        let mem = open_kv(&kv).unwrap();
+        assert_eq!(
+            contents(&mem.export()),
+            expected,
+            "{version} in a key-value store"
+        );
+        assert!(
+            only_layout_keys(kv.map().keys().map(String::as_str)),
+            "{version}"
+        );
+        assert_eq!(contents(&open_kv(&kv).unwrap().export()), expected);
+    }
+}
+
+#[test]
+fn the_model_and_embeddings_of_a_format_3_store_survive_its_migration() {
+    let kv = kv_with(&fixture_pairs("v3"));
+    let mem = open_kv(&kv).unwrap();
+    let stats = mem.stats(&Default::default());
+    assert_eq!(stats.model.as_deref(), Some("fixture-words-16"));
+    assert!(stats.embedded > 0);
+    assert_eq!(stats.embedded, stats.items);
+}
+
+/// Crashes at each write in turn: the first open fails at write `k` and
+/// the process dies; the next open (no fault) finds the old store or the
+/// migrated one, never a mixture, and reads the same memories.
+#[test]
+fn a_crash_at_any_write_of_a_migration_leaves_the_store_readable() {
+    let pairs = fixture_pairs("v2");
+    let expected = contents(&std::fs::read_to_string(fixture("v2").join("export.json")).unwrap());
+    let mut crashes = 0;
+    for k in 0.. {
+        let kv = kv_with(&pairs);
+        kv.trigger().arm(k);
+        let first = open_kv(&kv);
+        if !kv.trigger().disarm() {
+            assert!(first.is_ok());
+            break;
+        }
+        crashes += 1;
+        drop(first);
+        let mem = open_kv(&kv).unwrap();
+        assert_eq!(contents(&mem.export()), expected, "crash at write {k}");
+        assert!(
+            only_layout_keys(kv.map().keys().map(String::as_str)),
+            "crash at write {k}"
+        );
+    }
+    assert!(crashes > 3, "the migration wrote {crashes} times");
+}
+
+fn note(i: usize) -> MemoryInput {
+    let topics = [
+        "coffee", "berlin", "guitar", "marathon", "sushi", "violin", "garden",
+    ];
+    let text = format!(
+        "note {i}: we talked about {} and {} on day {}, and agreed to meet again",
+        topics[i % 7],
+        topics[(i / 7) % 7],
+        i % 31
+    );
+    MemoryInput::new(text, Scope::workspace("alice", "home"))
+}
+
+/// The store's memories, for comparing what a reopen finds.
+fn memories(kv: &MapKv) -> serde_json::Value {
+    contents(&open_kv(kv).unwrap().export())
+}
+
+/// Single ingests cross several log folds and merges; each commit that
+/// compacts is crashed at each of its writes in turn, and the store
+/// reopened after the crash holds the memories from before the commit or
+/// after it.
+#[test]
+fn a_crash_at_any_write_of_a_compaction_leaves_the_state_before_or_after() {
+    let kv = MapKv::default();
+    let mut mem = open_kv(&kv).unwrap();
+    let mut crashes = 0;
+    let mut compactions = 0;
+    for i in 0..420 {
+        let snapshot = kv.map().clone();
+        let segments_before = segment_keys(&kv);
+        now(mem.ingest(vec![note(i)])).unwrap();
+        if segment_keys(&kv) == segments_before {
+            continue;
+        }
+        compactions += 1;
+        let before = memories(&kv_with(&snapshot));
+        let after = memories(&kv);
+        for k in 0.. {
+            let trial = kv_with(&snapshot);
+            trial.trigger().arm(k);
+            let outcome = open_kv(&trial).and_then(|mut copy| now(copy.ingest(vec![note(i)])));
+            if !trial.trigger().disarm() {
+                outcome.unwrap();
+                break;
+            }
+            crashes += 1;
+            let found = memories(&trial);
+            assert!(
+                found == before || found == after,
+                "ingest {i}, crash at write {k}: a mixed state"
+            );
+        }
+    }
+    assert!(compactions >= 5, "{compactions} compactions");
+    assert!(
+        crashes >= 5 * compactions,
+        "{crashes} crashes in {compactions} compactions"
+    );
+}
+
+fn segment_keys(kv: &MapKv) -> Vec<String> {
+    kv.map()
+        .keys()
+        .filter(|k| k.starts_with("seg/"))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn opening_and_writing_cost_a_handful_of_storage_operations() {
+    let kv = MapKv::default();
+    let mut mem = open_kv(&kv).unwrap();
+    // `MEMTIDE_LAYOUT_MEMORIES` measures other sizes (the closing figures
+    // of docs/benchmarks.md used 10,000).
+    let memories = std::env::var("MEMTIDE_LAYOUT_MEMORIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000);
+    let start = kv.operations();
+    for i in 0..memories {
+        now(mem.ingest(vec![note(i)])).unwrap();
+    }
+    let per_ingest = (kv.operations() - start) as f64 / memories as f64;
+    let start = kv.operations();
+    let mut reopened = open_kv(&kv).unwrap();
+    let query = RetrieveQuery::new(
+        "when do we meet about the guitar",
+        Scope::workspace("alice", "home"),
+    );
+    assert!(!now(reopened.retrieve(&query)).unwrap().is_empty());
+    let open_and_answer = kv.operations() - start;
+    eprintln!(
+        "{memories} memories: {per_ingest:.2} operations per single ingest; open and one answer: {open_and_answer} operations; {} segments",
+        segment_keys(&kv).len()
+    );
+    assert!(per_ingest <= 4.0, "{per_ingest} operations per ingest");
+    assert!(
+        open_and_answer <= 50,
+        "{open_and_answer} operations to open and answer"
+    );
+}
+
+#[test]
+fn compaction_keeps_few_segments_and_bounds_every_commit() {
+    let mut mem = Memory::open(
+        FailingStorage::new(MemoryStorage::new()),
+        env(),
+        Default::default(),
+    )
+    .unwrap();
+    let mut largest = 0;
+    for i in 0..3_000 {
+        mem.ingest(vec![note(i)]).unwrap();
+        let written: usize = mem
+            .storage()
+            .last_batch
+            .iter()
+            .flat_map(|b| b.ops())
+            .map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len))
+            .sum();
+        largest = largest.max(written);
+    }
+    let stored = mem.storage().inner.entries().count();
+    let manifest = mem.storage().inner.get("meta/manifest").unwrap().unwrap();
+    eprintln!(
+        "3000 single ingests: {stored} keys, largest commit {largest} bytes, manifest {} bytes",
+        manifest.len()
+    );
+    assert!(stored <= 24, "{stored} keys");
+    assert!(largest <= 3 << 20, "a commit wrote {largest} bytes");
+    assert!(
+        manifest.len() <= 80 << 10,
+        "manifest of {} bytes",
+        manifest.len()
+    );
+}
+
+fn holds(storage: &MemoryStorage, needle: &[u8]) -> bool {
+    storage
+        .entries()
+        .any(|(_, value)| value.windows(needle.len()).any(|w| w == needle))
+}
+
+#[test]
+fn a_hard_delete_erases_every_version_from_every_segment_and_the_log() {
+    let secret = b"zebra-4471";
+    let mut mem = Memory::open(MemoryStorage::new(), env(), Default::default()).unwrap();
+    let home = Scope::workspace("alice", "home");
+    let id = mem
+        .ingest(vec![MemoryInput::new(
+            "the vault code is zebra-4471",
+            home.clone(),
+        )])
+        .unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    // Versions of the memory in the log, folded into segments, then
+    // shadowed by newer versions in newer segments.
+    for round in 0..4 {
+        for i in 0..80 {
+            mem.ingest(vec![note(round * 100 + i)]).unwrap();
+        }
+        let patch = MemoryPatch {
+            tags: Some(vec![format!("round-{round}")]),
+            ..Default::default()
+        };
+        mem.update(&id, patch).unwrap();
+        mem.retrieve(&RetrieveQuery::new("vault code", home.clone()))
+            .unwrap();
+    }
+    let versions = mem
+        .storage()
+        .entries()
+        .filter(|(_, v)| v.windows(secret.len()).any(|w| w == secret))
+        .count();
+    assert!(versions >= 2, "the text is in {versions} values");
+    assert!(records(mem.storage()).contains_key(&format!("item/{id}")));
+    mem.delete(&id, true).unwrap();
+    assert!(
+        !holds(mem.storage(), secret),
+        "a byte of the erased text remains"
+    );
+    let reopened = Memory::open(mem.storage().clone(), env(), Default::default()).unwrap();
+    assert!(reopened.get(&id).is_err());
+}
