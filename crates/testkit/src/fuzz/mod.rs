@@ -35,6 +35,7 @@ macro_rules! targets {
 
 targets!(
     codec,
+    layout,
     import,
     fs_log,
     kv_journal,
