@@ -3,7 +3,7 @@
 // Deno KV adapter's chunking, two writers on one database, and a batch too
 // large for one atomic operation.
 import { createApp, readModel } from "./main.js";
-import { DenoKvStorage } from "./deno_kv_storage.js";
+import { DenoKvStorage } from "memtide/deno-kv";
 import { Memory } from "memtide";
 
 function assert(condition, message) {
