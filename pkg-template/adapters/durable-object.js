@@ -11,9 +11,10 @@
 //   CREATE TABLE <table> (key TEXT, part INTEGER, data BLOB, PRIMARY KEY (key, part))
 //
 // A SQLite-backed object stores at most 2 MB per row (and per key and value
-// of its key-value API; https://developers.cloudflare.com/durable-objects/platform/limits/),
-// so a value is split into parts of PART_BYTES, well below it with a key of
-// up to 512 bytes beside.
+// of its key-value API; https://developers.cloudflare.com/durable-objects/platform/limits/;
+// workerd refuses a 2,200,000-byte BLOB with SQLITE_TOOBIG), so a value is
+// split into parts of PART_BYTES, below it with a key of up to 512 bytes
+// beside.
 import { checkOps, coded, join, sameBytes, split } from "./chunks.js";
 
 export const PART_BYTES = 1536 * 1024;
@@ -46,9 +47,7 @@ export class DurableObjectSqlStorage {
     this.#sql.exec(`DELETE FROM ${this.#table} WHERE key = ?`, key);
     if (value === null) return;
     split(value, PART_BYTES).forEach((part, i) => {
-      // An ArrayBuffer of its own: the SQL API binds ArrayBuffers as BLOBs.
-      const data = part.buffer.slice(part.byteOffset, part.byteOffset + part.byteLength);
-      this.#sql.exec(`INSERT INTO ${this.#table} (key, part, data) VALUES (?, ?, ?)`, key, i, data);
+      this.#sql.exec(`INSERT INTO ${this.#table} (key, part, data) VALUES (?, ?, ?)`, key, i, part);
     });
   }
 

@@ -52,10 +52,11 @@ function holds(values, needle) {
   return false;
 }
 
-async function throwsCode(promise, code, message) {
+/** `call` must fail (by throwing or rejecting: the contract allows both) with `code` when given. */
+async function throwsCode(call, code, message) {
   let error;
   try {
-    await promise;
+    await call();
   } catch (e) {
     error = e;
   }
@@ -121,21 +122,33 @@ export function adapterCases({ Memory, fresh, batch }) {
   ];
   if (batch) {
     cases.push(
-      ["batch applies puts and deletes together", async (a) => {
+      ["batch applies puts and deletes together, or a batch too large for the store not at all", async (a, store) => {
         await a.put("k/gone", encoder.encode("old"));
-        await a.batch([
-          { type: "put", key: "k/1", value: encoder.encode("one") },
-          { type: "delete", key: "k/gone" },
-          { type: "put", key: "k/big", value: pattern(3 * 1024 * 1024, 3) },
-        ]);
-        equal(await sortedList(a, "k/"), ["k/1", "k/big"], "after the batch");
-        sameBytes(await a.get("k/big"), pattern(3 * 1024 * 1024, 3), "a big value in a batch");
+        await a.batch([{ type: "put", key: "k/1", value: encoder.encode("one") }, { type: "delete", key: "k/gone" }]);
+        equal(await sortedList(a, "k/"), ["k/1"], "after the batch");
+        const big = pattern(3 * 1024 * 1024, 3);
+        const ops = [{ type: "put", key: "k/2", value: encoder.encode("two") }, { type: "put", key: "k/big", value: big }, { type: "delete", key: "k/1" }];
+        let tooLarge = false;
+        try {
+          await a.batch(ops);
+        } catch (error) {
+          // The contract's way out for a store with small transactions (memtide then journals).
+          if (error?.code !== "BATCH_TOO_LARGE") throw error;
+          tooLarge = true;
+        }
+        if (tooLarge) {
+          equal(await sortedList(a, "k/"), ["k/1"], "a batch refused as too large changed nothing");
+          equal(holds(await store.dump(), big.subarray(0, 4096)), false, "no part of the refused batch's value is stored");
+        } else {
+          equal(await sortedList(a, "k/"), ["k/2", "k/big"], "after the big batch");
+          sameBytes(await a.get("k/big"), big, "a 3 MiB value in a batch");
+        }
       }],
       ["batch expectation: applied only when the key holds the value", async (a) => {
         await a.put("meta/manifest", encoder.encode("v1"));
         const ops = [{ type: "put", key: "k/x", value: encoder.encode("x") }, { type: "put", key: "meta/manifest", value: encoder.encode("v2") }];
-        await throwsCode(a.batch(ops, { key: "meta/manifest", value: encoder.encode("v0") }), "CONFLICT", "another value expected");
-        await throwsCode(a.batch(ops, { key: "meta/manifest", value: null }), "CONFLICT", "absence expected");
+        await throwsCode(() => a.batch(ops, { key: "meta/manifest", value: encoder.encode("v0") }), "CONFLICT", "another value expected");
+        await throwsCode(() => a.batch(ops, { key: "meta/manifest", value: null }), "CONFLICT", "absence expected");
         equal(absent(await a.get("k/x")), true, "a failed expectation writes nothing");
         sameBytes(await a.get("meta/manifest"), encoder.encode("v1"), "the expected key unchanged");
         await a.batch(ops, { key: "meta/manifest", value: encoder.encode("v1") });
@@ -151,7 +164,7 @@ export function adapterCases({ Memory, fresh, batch }) {
           { type: "put", key: "k/bad", value: "not bytes" },
           { type: "put", key: "k/after", value: encoder.encode("after") },
         ];
-        await throwsCode(a.batch(ops), undefined, "a batch with an op that is not bytes");
+        await throwsCode(() => a.batch(ops), undefined, "a batch with an op that is not bytes");
         equal(await sortedList(a, "k/"), ["k/keep"], "no op of the failed batch applied");
         sameBytes(await a.get("k/keep"), encoder.encode("kept"), "the deleted key kept");
       }],
