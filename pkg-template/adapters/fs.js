@@ -16,6 +16,7 @@
 // then deletes it; a batch cut off by a crash is applied again when the
 // directory is next used. A deleted key's file is unlinked: no file keeps
 // its value (the file system may keep freed blocks until they are reused).
+import { Buffer } from "node:buffer";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, open, readFile, readdir, rename, rmdir, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
