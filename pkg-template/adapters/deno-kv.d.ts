@@ -7,8 +7,12 @@ import type { StorageAdapter } from "../index.js";
  * writers on one database are safe.
  */
 export class DenoKvStorage implements StorageAdapter {
-  /** `namespace`: the key prefix of this store in the database (default `["memtide"]`). */
-  constructor(kv: any, namespace?: (string | number | bigint | boolean | Uint8Array)[]);
+  /**
+   * `kv`: a `Deno.Kv` (typed `unknown` so these declarations need no Deno
+   * types); `namespace`: the key prefix of this store in the database
+   * (default `["memtide"]`).
+   */
+  constructor(kv: unknown, namespace?: (string | number | bigint | boolean | Uint8Array)[]);
   get(key: string): Promise<Uint8Array | null>;
   put(key: string, value: Uint8Array): Promise<void>;
   delete(key: string): Promise<void>;

@@ -24,7 +24,7 @@
 // retries. A batch beyond one atomic operation answers BATCH_TOO_LARGE and
 // memtide journals it instead (single-key writes), which is safe for one
 // writer at a time.
-import { checkOps, coded, join, sameBytes, split } from "./chunks.js";
+import { checkOps, coded, join, sameBytes, split } from "./shared.js";
 
 const CHUNK_BYTES = 60 * 1024;
 const MAX_MUTATIONS = 1000;
@@ -124,7 +124,17 @@ export class DenoKvStorage {
   }
 
   async delete(key) {
-    await this.batch([{ type: "delete", key }]);
+    try {
+      await this.batch([{ type: "delete", key }]);
+    } catch (error) {
+      if (error?.code !== "BATCH_TOO_LARGE") throw error;
+      // More chunks than one atomic operation deletes: the entry goes first
+      // (the value is gone for readers), then its chunks in steps.
+      const old = await this.#read(key);
+      const gone = await this.#kv.atomic().check({ key: this.#entryKey(key), versionstamp: old.versionstamp }).delete(this.#entryKey(key)).commit();
+      if (!gone.ok) throw coded("CONFLICT", "another writer changed the store during the delete");
+      await this.#deleteAll(this.#chunkKeys(key, old.entry));
+    }
   }
 
   async list(prefix) {

@@ -15,7 +15,7 @@
 // workerd refuses a 2,200,000-byte BLOB with SQLITE_TOOBIG), so a value is
 // split into parts of PART_BYTES, below it with a key of up to 512 bytes
 // beside.
-import { checkOps, coded, join, sameBytes, split } from "./chunks.js";
+import { checkOps, coded, join, sameBytes, split } from "./shared.js";
 
 export const PART_BYTES = 1536 * 1024;
 

@@ -20,7 +20,7 @@ import { Buffer } from "node:buffer";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, open, readFile, readdir, rename, rmdir, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { checkOps, coded, sameBytes } from "./chunks.js";
+import { checkOps, coded, sameBytes } from "./shared.js";
 
 const NAME_CHARS = 200;
 const WAL = "batch.wal";

@@ -1,6 +1,7 @@
-// Values split into parts for stores whose values are smaller than
-// memtide's (Deno KV: 64 KiB; a Durable Object's SQLite row: 2 MB), and the
-// checks every adapter of the package makes on what memtide hands it.
+// What the package's adapters share: values split into parts for stores
+// whose values are smaller than memtide's (Deno KV: 64 KiB; a Durable
+// Object's SQLite row: 2 MB), the errors memtide understands, and the check
+// of a batch's ops made before anything is written.
 
 /** The parts of `value`, each at most `size` bytes; an empty value is one empty part. */
 export function split(value, size) {
