@@ -341,7 +341,8 @@ export interface HotFileSync {
 }
 
 /**
- * Storage injected by the host (Cloudflare KV, Deno KV, files, localStorage…).
+ * Storage injected by the host. The package ships four: `memtide/fs`,
+ * `memtide/durable-object`, `memtide/cloudflare-kv` and `memtide/deno-kv`.
  * Every method may return a promise. `list` returns the keys that start with
  * `prefix`, in any order.
  *

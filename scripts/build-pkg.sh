@@ -24,7 +24,7 @@ glue="$out/wasm/memtide.js"
 fallback="module_or_path = new URL('memtide_bg.wasm', import.meta.url);"
 grep -qF "$fallback" "$glue" || { echo "build-pkg: the glue of wasm-bindgen changed: update its fallback here" >&2; exit 1; }
 FALLBACK=$fallback perl -pi -e 's/\Q$ENV{FALLBACK}\E/throw new Error("memtide: no WebAssembly module given");/' "$glue"
-cp pkg-template/* "$out/"
+cp -r pkg-template/* "$out/"
 
 wasm="$out/wasm/memtide_bg.wasm"
 raw=$(stat -c %s "$wasm")

@@ -4,7 +4,7 @@
 // for the script bundle, within KV's 25 MiB per value) and are read once per
 // isolate; without them retrieval is lexical-only.
 import { Memory, wasmMemoryBytes } from "memtide";
-import { KvStorage } from "./kv-storage.js";
+import { CloudflareKvStorage } from "memtide/cloudflare-kv";
 import { handleMemoryRequest } from "../http-handler.js";
 
 /** The isolate's store, opened by the first request. */
@@ -16,7 +16,7 @@ async function openMemory(env) {
     env.MODEL?.get("tokenizer.json", "text"),
   ]);
   const model = onnx && tokenizer ? { onnx, tokenizer } : undefined;
-  return Memory.open({ storage: new KvStorage(env.MEMORIES), model });
+  return Memory.open({ storage: new CloudflareKvStorage(env.MEMORIES), model });
 }
 
 export default {

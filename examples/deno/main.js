@@ -5,7 +5,7 @@
 //   deno run --allow-read --allow-env --allow-net --unstable-kv main.js
 //   MEMTIDE_KV=./memories.kv  MEMTIDE_MODEL_DIR=~/.cache/memtide/models/all-MiniLM-L6-v2-int8  PORT=8787
 import { Memory } from "memtide";
-import { DenoKvStorage } from "./deno_kv_storage.js";
+import { DenoKvStorage } from "memtide/deno-kv";
 import { handleMemoryRequest } from "../http-handler.js";
 
 /** Reads `model.onnx` and `tokenizer.json` from `dir`. */

@@ -1,9 +1,11 @@
 // Tests of the Deno example, run by `deno test` (scripts/test-deno.sh):
 // the three endpoints with the model, persistence across a restart, the
-// Deno KV adapter's chunking, two writers on one database, and a batch too
-// large for one atomic operation.
+// Deno KV adapter's chunking, two writers on one database, a batch too
+// large for one atomic operation, and a value whose chunks are more than
+// one atomic operation takes (written and deleted in steps). The adapter's
+// conformance suite runs in tests/apps/adapters-deno.test.mjs.
 import { createApp, readModel } from "./main.js";
-import { DenoKvStorage } from "./deno_kv_storage.js";
+import { DenoKvStorage } from "memtide/deno-kv";
 import { Memory } from "memtide";
 
 function assert(condition, message) {
@@ -109,5 +111,20 @@ Deno.test("a batch beyond one atomic operation is journaled and lands whole", as
   let journal = 0;
   for await (const entry of kv.list({ prefix: ["memtide", "k"] })) if (entry.key.at(-1).startsWith("journal/")) journal++;
   assertEquals(journal, 0, "journal cleaned up");
+  kv.close();
+});
+
+Deno.test("a value of more chunks than one atomic operation takes is written and deleted in steps", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const storage = new DenoKvStorage(kv, ["t"]);
+  const huge = new Uint8Array(1001 * 60 * 1024).map((_, i) => (i * 7) % 253);
+  await storage.put("seg/huge", huge);
+  const back = await storage.get("seg/huge");
+  assert(back.length === huge.length && back.every((b, i) => b === huge[i]), "read back whole");
+  await storage.delete("seg/huge");
+  assertEquals(await storage.get("seg/huge"), null);
+  let left = 0;
+  for await (const _ of kv.list({ prefix: ["t"] })) left++;
+  assertEquals(left, 0, "no chunk left");
   kv.close();
 });

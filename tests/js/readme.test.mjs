@@ -1,7 +1,11 @@
 // The JavaScript examples of README.md and of the npm package's README run
 // as tests against the built package: each ```js block becomes a module
-// whose `from "memtide"` imports dist/memtide (and `"memtide/wasm"` is its
-// .wasm), with console.assert made to throw.
+// whose `from "memtide"` imports dist/memtide, `from "memtide/<subpath>"`
+// the file the package's exports name (and `"memtide/wasm"` is its .wasm),
+// with console.assert made to throw. Blocks for another runtime are fenced
+// with its name (```js deno, ```js workerd) and not run here: they are the
+// code of the examples, tested in that runtime (examples/deno,
+// examples/cloudflare-*).
 import { test } from "node:test";
 import { readFile, writeFile, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,6 +15,8 @@ import { pathToFileURL } from "node:url";
 const root = new URL("../../", import.meta.url);
 const entry = new URL("dist/memtide/node.js", root).href;
 const wasm = new URL("dist/memtide/wasm/memtide_bg.wasm", root).href;
+const { exports } = JSON.parse(await readFile(new URL("pkg-template/package.json", root), "utf8"));
+const subpath = (name) => new URL(`dist/memtide/${exports[`./${name}`].default}`, root).href;
 
 console.assert = (condition, ...message) => {
   if (!condition) throw new Error(`console.assert failed: ${message.join(" ")}`);
@@ -26,7 +32,9 @@ for (const readme of ["README.md", "pkg-template/README.md"]) {
     test(`${readme} example ${i + 1} runs`, async () => {
       const dir = await mkdtemp(join(tmpdir(), "memtide-readme-"));
       const file = join(dir, "example.mjs");
-      await writeFile(file, code.replaceAll('from "memtide"', `from "${entry}"`).replaceAll('"memtide/wasm"', `"${wasm}"`));
+      const resolved = code.replaceAll('from "memtide"', `from "${entry}"`).replaceAll('"memtide/wasm"', `"${wasm}"`)
+        .replace(/from "memtide\/([a-z-]+)"/g, (_, name) => `from "${subpath(name)}"`);
+      await writeFile(file, resolved);
       await import(pathToFileURL(file).href);
     });
   });

@@ -126,3 +126,32 @@ export {
   });
   assert.deepEqual(problems, []);
 });
+
+test("the adapters' declarations (memtide/fs, cloudflare-kv, deno-kv, durable-object) satisfy StorageAdapter", async () => {
+  const adapters = (name) => JSON.stringify(fileURLToPath(new URL(`../../pkg-template/adapters/${name}.js`, import.meta.url)));
+  const source = `import type { OpenOptions, StorageAdapter } from ${JSON.stringify(declarations.replace(/\.d\.ts$/, ".js"))};
+import { FsStorage } from ${adapters("fs")};
+import { CloudflareKvStorage, type KvNamespaceLike } from ${adapters("cloudflare-kv")};
+import { DenoKvStorage } from ${adapters("deno-kv")};
+import { DurableObjectSqlStorage, PART_BYTES, type SqliteDurableObjectStorageLike } from ${adapters("durable-object")};
+declare const kv: KvNamespaceLike;
+declare const storage: SqliteDurableObjectStorageLike;
+const all: StorageAdapter[] = [
+  new FsStorage("/tmp/memtide"), new CloudflareKvStorage(kv, { prefix: "u1/" }), new DenoKvStorage({}, ["memtide", "u1"]),
+  new DurableObjectSqlStorage(storage, { table: "memories" }),
+];
+const options: OpenOptions[] = all.map((storage) => ({ storage }));
+const part: number = PART_BYTES;
+export { options, part };
+`;
+  const dir = await mkdtemp(join(tmpdir(), "memtide-types-"));
+  const file = join(dir, "adapters.ts");
+  await writeFile(file, source);
+  const program = ts.createProgram([file], {
+    strict: true, noEmit: true, exactOptionalPropertyTypes: true, skipLibCheck: false,
+    target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
+    lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
+  });
+  const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+  assert.deepEqual(problems, []);
+});
