@@ -189,6 +189,9 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
     ) -> Result<T> {
         for _ in 0..WRITE_ATTEMPTS {
             let mut txn = Txn::default();
+            // What the manifest states (counts, model): a change of the
+            // model alone rewrites no record but must still be committed.
+            let summary = self.engine.summary();
             let mut result = Ok(0);
             if let Some(model) = &self.reattach {
                 result = self.engine.attach_embedder(model.clone(), &mut txn);
@@ -198,11 +201,13 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
                 Ok(_) => self.engine.batch_for(&txn),
                 Err(_) => Batch::new(),
             };
-            if records.is_empty() && matches!(unwritten, Unwritten::Trust) {
+            let restated = result.is_ok() && self.engine.summary() != summary;
+            let writes = !records.is_empty() || restated;
+            if !writes && matches!(unwritten, Unwritten::Trust) {
                 self.engine.rollback(txn);
                 return result;
             }
-            let plan = (!records.is_empty()).then(|| self.layout.plan(&records, &self.engine));
+            let plan = writes.then(|| self.layout.plan(&records, &self.engine));
             let expect = Expect {
                 key: MANIFEST_KEY,
                 value: self.stored_manifest.as_deref(),

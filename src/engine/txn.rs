@@ -2,7 +2,7 @@
 //! rolled back when the commit fails, and the records that persist it. Everything that turns engine state into
 //! records passes here, so memory and storage change together or not at all.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::files::FileKey;
@@ -64,27 +64,39 @@ impl Engine {
         }
     }
 
-    /// The records `txn` changed: the final state of every touched item,
-    /// embedding and file (a put of its record, or a delete). Empty when
-    /// nothing changed. `crate::layout` decides where they are stored.
+    /// The records `txn` changed: the final state of every item, embedding
+    /// and file that differs from before (a put of its record, or a
+    /// delete). Empty when nothing changed. `crate::layout` decides where they are stored.
     pub fn batch_for(&self, txn: &Txn) -> Batch {
-        let mut batch = Batch::new();
-        let mut keys = BTreeSet::new();
+        // Each touched record with whether it differs from what it was
+        // before the transaction (the first undo step of a key holds that):
+        // a record written back unchanged (an import of what the store
+        // holds) is not written again.
+        let mut changed: BTreeMap<String, bool> = BTreeMap::new();
         for step in &txn.undo {
-            match step {
-                Undo::Item(id, _) => {
-                    keys.insert(format!("{ITEM_PREFIX}{id}"));
+            let (key, differs) = match step {
+                Undo::Item(id, before) => {
+                    let now = self.entries.get(id).map(|e| &e.item);
+                    (format!("{ITEM_PREFIX}{id}"), now != before.as_deref())
                 }
-                Undo::Vector(id, _) => {
-                    keys.insert(format!("{VECTOR_PREFIX}{id}"));
+                Undo::Vector(id, before) => {
+                    let now = self.embeddings.get(id).map(|v| &v.vector);
+                    let was = before.as_ref().map(|v| &v.vector);
+                    (format!("{VECTOR_PREFIX}{id}"), now != was)
                 }
-                Undo::File(key, _) => {
-                    keys.insert(file_storage_key(&key.0, &key.1));
+                Undo::File(key, before) => {
+                    let now = self.files.get(key);
+                    (file_storage_key(&key.0, &key.1), now != before.as_deref())
                 }
-                Undo::Model(..) => {}
-            }
+                Undo::Model(..) => continue,
+            };
+            changed.entry(key).or_insert(differs);
         }
-        for key in keys {
+        let mut batch = Batch::new();
+        for (key, differs) in changed {
+            if !differs {
+                continue;
+            }
             match self.record(&key) {
                 Some(bytes) => batch.put(key, bytes),
                 None => batch.delete(key),
