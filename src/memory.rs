@@ -29,7 +29,7 @@ use crate::hot_file::{self, HotFileSync};
 use crate::inject::Injection;
 use crate::item::{MemoryItem, Scope, ScopeFilter};
 use crate::keys::MANIFEST_KEY;
-use crate::layout::{self, Layout};
+use crate::layout::{self, Layout, Read};
 use crate::memory_tool::{self, MemoryToolResult};
 use crate::storage::{AsyncStorage, Batch, Expect, Storage, StorageError};
 use crate::text::tokens::{EstimatedTokens, TokenCounter};
@@ -150,15 +150,50 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
         Ok(true)
     }
 
-    /// Replaces the in-memory state with what storage holds.
+    /// Brings the in-memory state to what storage holds: applies what
+    /// other writers committed since this store last looked, reading only
+    /// the segments it lacks (`docs/format.md`, section 2.2), else reads
+    /// the whole store again.
     async fn reload(&mut self) -> Result<()> {
-        let opened = layout::open(&mut self.storage, *self.engine.config()).await?;
         let model = self.engine.embedder().cloned();
-        self.engine = opened.engine;
-        self.layout = opened.layout;
-        self.stored_manifest = opened.manifest;
+        if !self.catch_up().await? {
+            let opened = layout::open(&mut self.storage, *self.engine.config()).await?;
+            self.engine = opened.engine;
+            self.layout = opened.layout;
+            self.stored_manifest = opened.manifest;
+        }
         self.reattach = model.or(self.reattach.take());
         Ok(())
+    }
+
+    /// Applies what other writers committed to the engine as it is; false
+    /// when it cannot (a store of another format, a model changed, a
+    /// segment gone meanwhile), and nothing changed.
+    async fn catch_up(&mut self) -> Result<bool> {
+        let Some(current) = self.storage.get(MANIFEST_KEY).await? else {
+            return Ok(false);
+        };
+        if self.stored_manifest.is_none() || !layout::is_layout(&current) {
+            return Ok(false);
+        }
+        let update = match self.layout.catch_up(&self.storage, &current).await? {
+            Some(Read::Done(update)) => update,
+            _ => return Ok(false),
+        };
+        let attached = self.engine.embedder().map(|m| m.model_id().to_string());
+        if attached.is_some() && update.model_id.is_some() && attached != update.model_id {
+            return Ok(false);
+        }
+        let model_id = update.model_id.clone();
+        self.engine.apply_records(update.changes, model_id)?;
+        let summary = self.engine.summary();
+        if [summary.items, summary.vectors, summary.files] != update.counts {
+            // Reading the whole store decides: damage is reported there.
+            return Ok(false);
+        }
+        self.layout = update.layout;
+        self.stored_manifest = Some(current);
+        Ok(true)
     }
 
     /// Runs one change of the store under the commit-or-rollback protocol

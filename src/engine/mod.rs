@@ -60,6 +60,13 @@ use catalog::Entry;
 use files::FileKey;
 use vectors::StoredVector;
 
+/// A decoded record of [`Engine::apply_records`], or its deletion.
+enum Record<'a> {
+    Item(&'a str, Option<Box<MemoryItem>>),
+    Vector(&'a str, Option<StoredVector>),
+    File(&'a str, Option<StoredFile>),
+}
+
 /// The memory state machine. See the module documentation.
 pub struct Engine {
     config: Config,
@@ -136,48 +143,115 @@ impl Engine {
     /// checked that they are the whole store (`crate::layout`).
     pub fn load(
         config: Config,
-        mut records: Vec<(String, Vec<u8>)>,
+        records: Vec<(String, Vec<u8>)>,
         model_id: Option<String>,
     ) -> Result<Engine> {
         config.validate()?;
         let mut engine = Engine::new(config);
-        engine.model_id = model_id;
-        // Memories before their embeddings (`item/` sorts before `vec/`).
-        records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (key, bytes) in records {
+        let changes = records.into_iter().map(|(k, v)| (k, Some(v))).collect();
+        engine.apply_records(changes, model_id)?;
+        Ok(engine)
+    }
+
+    /// Applies records another writer committed: each key with its new
+    /// record bytes, or `None` when it was deleted; `model_id` is the model
+    /// the store's embeddings now come from. Every record is decoded and
+    /// checked before anything changes, so an error (`CORRUPT`) leaves the
+    /// engine as it was.
+    pub fn apply_records(
+        &mut self,
+        mut changes: Vec<(String, Option<Vec<u8>>)>,
+        model_id: Option<String>,
+    ) -> Result<()> {
+        // Deletes first, embeddings before their memories; then puts,
+        // files and memories before embeddings (`file/` < `item/` < `vec/`).
+        changes.sort_unstable_by(|a, b| match (&a.1, &b.1) {
+            (None, Some(_)) => std::cmp::Ordering::Less,
+            (Some(_), None) => std::cmp::Ordering::Greater,
+            (None, None) => b.0.cmp(&a.0),
+            (Some(_), Some(_)) => a.0.cmp(&b.0),
+        });
+        let mut decoded = Vec::with_capacity(changes.len());
+        let mut gone: HashSet<&str> = HashSet::new();
+        let mut added: HashSet<&str> = HashSet::new();
+        for (key, bytes) in &changes {
             let corrupt = |e: codec::CodecError| match Error::from(e) {
                 Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
                 other => other,
             };
-            if let Some(id) = key.strip_prefix(ITEM_PREFIX) {
-                let item = codec::decode_item(&bytes).map_err(corrupt)?;
-                if item.id != id {
-                    return Err(Error::Corrupt(format!(
-                        "record `{key}` holds memory `{}`",
-                        item.id
-                    )));
+            let record = match (key.strip_prefix(ITEM_PREFIX), key.strip_prefix(VECTOR_PREFIX)) {
+                (Some(id), _) => match bytes {
+                    None => {
+                        gone.insert(id);
+                        Record::Item(id, None)
+                    }
+                    Some(bytes) => {
+                        let item = codec::decode_item(bytes).map_err(corrupt)?;
+                        if item.id != id {
+                            return Err(Error::Corrupt(format!(
+                                "record `{key}` holds memory `{}`",
+                                item.id
+                            )));
+                        }
+                        added.insert(id);
+                        Record::Item(id, Some(Box::new(item)))
+                    }
+                },
+                (None, Some(id)) => match bytes {
+                    None => Record::Vector(id, None),
+                    Some(bytes) => {
+                        let vector = codec::decode_vector(bytes).map_err(corrupt)?;
+                        let held = self.entries.contains_key(id) && !gone.contains(id);
+                        if !held && !added.contains(id) {
+                            return Err(Error::Corrupt(format!("record `{key}` has no memory")));
+                        }
+                        Record::Vector(id, Some(StoredVector::loaded(vector)))
+                    }
+                },
+                _ if key.starts_with(FILE_PREFIX) => match bytes {
+                    None => Record::File(key, None),
+                    Some(bytes) => {
+                        let file = codec::decode_file(bytes).map_err(corrupt)?;
+                        if file.storage_key() != *key {
+                            return Err(Error::Corrupt(format!(
+                                "record `{key}` holds file `{}` of another key",
+                                file.path
+                            )));
+                        }
+                        Record::File(key, Some(file))
+                    }
+                },
+                _ => return Err(Error::Corrupt(format!("`{key}` is not a record key"))),
+            };
+            decoded.push(record);
+        }
+        if model_id.is_some() {
+            self.model_id = model_id;
+        }
+        for record in decoded {
+            match record {
+                Record::Item(id, item) => {
+                    self.set(id, item.map(|item| *item));
                 }
-                engine.set(id, Some(item));
-            } else if let Some(id) = key.strip_prefix(VECTOR_PREFIX) {
-                let decoded = codec::decode_vector(&bytes).map_err(corrupt)?;
-                if !engine.entries.contains_key(id) {
-                    return Err(Error::Corrupt(format!("record `{key}` has no memory")));
+                Record::Vector(id, vector) => {
+                    self.set_vector(id, vector);
                 }
-                engine.set_vector(id, Some(StoredVector::loaded(decoded)));
-            } else if key.starts_with(FILE_PREFIX) {
-                let file = codec::decode_file(&bytes).map_err(corrupt)?;
-                if file.storage_key() != key {
-                    return Err(Error::Corrupt(format!(
-                        "record `{key}` holds file `{}` of another key",
-                        file.path
-                    )));
+                Record::File(_, Some(file)) => {
+                    self.set_file(&(file.scope.clone(), file.path.clone()), Some(file));
                 }
-                engine.set_file(&(file.scope.clone(), file.path.clone()), Some(file));
-            } else {
-                return Err(Error::Corrupt(format!("`{key}` is not a record key")));
+                Record::File(key, None) => {
+                    let held = self
+                        .files
+                        .iter()
+                        .find(|(_, file)| file.storage_key() == key)
+                        .map(|(k, _)| k.clone());
+                    if let Some(file_key) = held {
+                        self.set_file(&file_key, None);
+                    }
+                }
             }
         }
-        Ok(engine)
+        Ok(())
     }
 
     /// The engine's settings.

@@ -194,7 +194,7 @@ pub(crate) async fn open<S: AsyncStorage>(storage: &mut S, config: Config) -> Re
 
 /// True when `manifest` is a record of the segmented layout (else a
 /// manifest of formats 1 to 3, or damage the legacy reader reports).
-fn is_layout(manifest: &[u8]) -> bool {
+pub(crate) fn is_layout(manifest: &[u8]) -> bool {
     codec::decode(manifest).is_ok() && codec::record_version(manifest) >= LAYOUT_VERSION
 }
 
@@ -207,17 +207,22 @@ struct Contents {
 }
 
 /// How reading the segments a manifest names ended.
-enum Read<T> {
+pub(crate) enum Read<T> {
     Done(T),
     /// This segment was not found: a newer commit replaced it, or the
     /// store lost it.
     Missing(String),
 }
 
-/// Reads the segments and the log of the store whose manifest is `bytes`.
-async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Read<Contents>> {
-    let (header, frames) = decode_manifest(bytes)?;
-    let mut segments = Vec::with_capacity(header.segments.len());
+/// Reads the segments of `header` whose numbers are in `wanted`, checking
+/// that the manifest names its segments in order and that each value is the
+/// segment it names.
+async fn fetch_segments<S: AsyncStorage>(
+    storage: &S,
+    header: &Header,
+    wanted: &[u64],
+) -> Result<Read<Vec<(SegmentRef, Vec<u8>)>>> {
+    let mut segments = Vec::with_capacity(wanted.len());
     let mut previous = None;
     for info in &header.segments {
         if previous.is_some_and(|p| p >= info.number) || info.number >= header.next_segment {
@@ -227,6 +232,9 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
             )));
         }
         previous = Some(info.number);
+        if !wanted.contains(&info.number) {
+            continue;
+        }
         let key = segment_key(info.number);
         let Some(value) = storage.get(&key).await? else {
             return Ok(Read::Missing(key));
@@ -238,6 +246,17 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
         }
         segments.push((*info, value));
     }
+    Ok(Read::Done(segments))
+}
+
+/// Reads the segments and the log of the store whose manifest is `bytes`.
+async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Read<Contents>> {
+    let (header, frames) = decode_manifest(bytes)?;
+    let numbers: Vec<u64> = header.segments.iter().map(|s| s.number).collect();
+    let segments = match fetch_segments(storage, &header, &numbers).await? {
+        Read::Done(segments) => segments,
+        Read::Missing(key) => return Ok(Read::Missing(key)),
+    };
     let mut layout = Layout {
         next_segment: header.next_segment,
         ..Layout::default()
@@ -270,13 +289,7 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
         }
         layout.log.push(frame.to_vec());
     }
-    for state in layout.keys.values() {
-        if let Some(n) = state.live_segment() {
-            if let Some(segment) = layout.segments.get_mut(&n) {
-                segment.live += 1;
-            }
-        }
-    }
+    layout.count_live();
     let records = current
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_vec()))
@@ -337,6 +350,139 @@ pub async fn stored_records<S: AsyncStorage>(
 
 fn corrupt_at(number: u64, e: CodecError) -> Error {
     Error::Corrupt(format!("`{}`: {e}", segment_key(number)))
+}
+
+/// What another writer changed, as [`Layout::catch_up`] finds it.
+pub(crate) struct CatchUp {
+    /// The layout after the changes.
+    pub(crate) layout: Layout,
+    /// Each record key whose newest version changed, with its record, or
+    /// `None` when it was deleted.
+    pub(crate) changes: Vec<(String, Option<Vec<u8>>)>,
+    /// The model of the store's embeddings.
+    pub(crate) model_id: Option<String>,
+    /// The counts the manifest states, to check the engine against.
+    pub(crate) counts: [u64; 3],
+}
+
+impl Layout {
+    /// What changed since this layout's manifest when storage now holds
+    /// the manifest `bytes` of the segmented layout: only the segments it
+    /// names that this layout lacks are read (segments never change under
+    /// their key), and the log comes with the manifest. `None` when the
+    /// two manifests do not descend from one another as commits do (a
+    /// segment this layout holds now named with other contents): the
+    /// caller reads the whole store instead.
+    pub(crate) async fn catch_up<S: AsyncStorage>(
+        &self,
+        storage: &S,
+        bytes: &[u8],
+    ) -> Result<Option<Read<CatchUp>>> {
+        let (header, frames) = decode_manifest(bytes)?;
+        if header.next_segment < self.next_segment {
+            // An older manifest than this layout's (a lagging read).
+            return Ok(None);
+        }
+        let mut fresh = Vec::new();
+        for info in &header.segments {
+            match self.segments.get(&info.number) {
+                Some(held) if held.info == *info => {}
+                Some(_) => return Ok(None),
+                None if info.number < self.next_segment => return Ok(None),
+                None => fresh.push(info.number),
+            }
+        }
+        let segments = match fetch_segments(storage, &header, &fresh).await? {
+            Read::Done(segments) => segments,
+            Read::Missing(key) => return Ok(Some(Read::Missing(key))),
+        };
+        let named: HashSet<u64> = header.segments.iter().map(|s| s.number).collect();
+        let mut layout = Layout {
+            next_segment: header.next_segment,
+            ..Layout::default()
+        };
+        for (key, state) in &self.keys {
+            let kept: Vec<u64> = state
+                .segments
+                .iter()
+                .copied()
+                .filter(|n| named.contains(n))
+                .collect();
+            if !kept.is_empty() {
+                let state = KeyState {
+                    segments: kept,
+                    in_log: false,
+                };
+                layout.keys.insert(key.clone(), state);
+            }
+        }
+        for (number, segment) in &self.segments {
+            if named.contains(number) {
+                layout.segments.insert(*number, Segment { live: 0, ..*segment });
+            }
+        }
+        // The newest version of every record the new segments or the log
+        // hold: new segments are newer than every segment held, the log
+        // newer than them all.
+        let mut newest: HashMap<&str, &[u8]> = HashMap::new();
+        for (info, value) in &segments {
+            let records = decode_segment(value).map_err(|e| corrupt_at(info.number, e))?;
+            if records.len() != info.records as usize {
+                return Err(corrupt_at(
+                    info.number,
+                    CodecError::Payload("record count differs from the manifest".into()),
+                ));
+            }
+            for (key, record) in records {
+                newest.insert(key, record);
+                layout.keys.entry(key.to_string()).or_default().segments.push(info.number);
+            }
+            let segment = Segment {
+                info: *info,
+                live: 0,
+            };
+            layout.segments.insert(info.number, segment);
+        }
+        for frame in &frames {
+            for (key, record) in records_of(frame)? {
+                newest.insert(key, record);
+                layout.keys.entry(key.to_string()).or_default().in_log = true;
+                layout.log_keys.insert(key.to_string());
+            }
+            layout.log.push(frame.to_vec());
+        }
+        layout.count_live();
+        let mut changes: Vec<(String, Option<Vec<u8>>)> = newest
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_vec())))
+            .collect();
+        for key in self.keys.keys() {
+            if !layout.keys.contains_key(key) {
+                changes.push((key.clone(), None));
+            }
+        }
+        Ok(Some(Read::Done(CatchUp {
+            changes,
+            model_id: header.model_id,
+            counts: [header.item_count, header.vector_count, header.file_count],
+            layout,
+        })))
+    }
+
+
+    /// Counts each segment's live records afresh.
+    fn count_live(&mut self) {
+        for segment in self.segments.values_mut() {
+            segment.live = 0;
+        }
+        for state in self.keys.values() {
+            if let Some(n) = state.live_segment() {
+                if let Some(segment) = self.segments.get_mut(&n) {
+                    segment.live += 1;
+                }
+            }
+        }
+    }
 }
 
 impl Layout {

@@ -351,3 +351,93 @@ fn a_hard_delete_erases_every_version_from_every_segment_and_the_log() {
     let reopened = Memory::open(mem.storage().clone(), env(), Default::default()).unwrap();
     assert!(reopened.get(&id).is_err());
 }
+
+/// Two instances on one store, as two browser tabs or two requests are.
+fn pair(kv: &MapKv) -> (KvMem, KvMem) {
+    (open_kv(kv).unwrap(), open_kv(kv).unwrap())
+}
+
+#[test]
+fn a_refresh_applies_what_another_writer_committed_reading_only_new_segments() {
+    let kv = MapKv::default();
+    let (mut a, mut b) = pair(&kv);
+    for i in 0..600 {
+        now(a.ingest(vec![note(i)])).unwrap();
+    }
+    assert!(now(b.refresh()).unwrap());
+    assert_eq!(contents(&b.export()), contents(&a.export()));
+    let held = segment_keys(&kv);
+    assert!(held.len() >= 3, "{held:?}");
+
+    // More writes by `a`: new memories, an edit, a soft and a hard delete,
+    // and the compactions they bring.
+    let ids: Vec<String> = (0..3)
+        .map(|i| {
+            now(a.ingest(vec![note(1_000 + i)])).unwrap()[0]
+                .id
+                .clone()
+                .unwrap()
+        })
+        .collect();
+    for i in 600..700 {
+        now(a.ingest(vec![note(i)])).unwrap();
+    }
+    let patch = MemoryPatch {
+        tags: Some(vec!["edited".into()]),
+        ..Default::default()
+    };
+    now(a.update(&ids[0], patch)).unwrap();
+    now(a.delete(&ids[1], false)).unwrap();
+    now(a.delete(&ids[2], true)).unwrap();
+    let fresh: Vec<String> = segment_keys(&kv)
+        .into_iter()
+        .filter(|k| !held.contains(k))
+        .collect();
+    assert!(
+        segment_keys(&kv).iter().any(|k| held.contains(k)),
+        "a segment `b` holds is still there, so a full read would cost more"
+    );
+
+    let before = kv.operations();
+    assert!(now(b.refresh()).unwrap());
+    let reads = kv.operations() - before;
+    assert_eq!(contents(&b.export()), contents(&a.export()));
+    assert!(b.get(&ids[2]).is_err());
+    assert_eq!(b.get(&ids[0]).unwrap().tags, ["edited"]);
+    assert!(
+        reads <= 2 + fresh.len(),
+        "{reads} operations to refresh over {} new segments",
+        fresh.len()
+    );
+    assert!(!now(b.refresh()).unwrap(), "nothing new");
+    let query = RetrieveQuery::new("note 650 guitar", Scope::workspace("alice", "home"));
+    assert!(!now(b.retrieve(&query)).unwrap().is_empty());
+}
+
+#[test]
+fn a_conflicting_write_catches_up_and_commits_on_the_newest_state() {
+    let kv = MapKv::default();
+    let (mut a, mut b) = pair(&kv);
+    now(a.ingest(vec![note(0)])).unwrap();
+    now(b.refresh()).unwrap();
+    for i in 1..200 {
+        now(a.ingest(vec![note(i)])).unwrap();
+    }
+    let items = a.stats(&Default::default()).items;
+    // `b`'s view is 199 commits old: its write conflicts, catches up and is
+    // decided again on the store as `a` left it (an exact duplicate of a
+    // memory `b` had not seen merges into it).
+    let before = kv.operations();
+    let id = now(b.ingest(vec![note(150)])).unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    let spent = kv.operations() - before;
+    assert_eq!(b.stats(&Default::default()).items, items);
+    assert_eq!(b.get(&id).unwrap().merged_from.len(), 1);
+    now(a.refresh()).unwrap();
+    assert_eq!(contents(&a.export()), contents(&b.export()));
+    let reopened = open_kv(&kv).unwrap();
+    assert_eq!(contents(&reopened.export()), contents(&b.export()));
+    eprintln!("a write on a view 199 commits old: {spent} operations");
+}
