@@ -262,34 +262,7 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
         ..Layout::default()
     };
     let mut current: HashMap<&str, &[u8]> = HashMap::new();
-    for (info, value) in &segments {
-        let records = decode_segment(value).map_err(|e| corrupt_at(info.number, e))?;
-        if records.len() != info.records as usize {
-            return Err(corrupt_at(
-                info.number,
-                CodecError::Payload("record count differs from the manifest".into()),
-            ));
-        }
-        for (key, record) in records {
-            current.insert(key, record);
-            let state = layout.keys.entry(key.to_string()).or_default();
-            state.segments.push(info.number);
-        }
-        let segment = Segment {
-            info: *info,
-            live: 0,
-        };
-        layout.segments.insert(info.number, segment);
-    }
-    for frame in &frames {
-        for (key, record) in records_of(frame)? {
-            current.insert(key, record);
-            layout.keys.entry(key.to_string()).or_default().in_log = true;
-            layout.log_keys.insert(key.to_string());
-        }
-        layout.log.push(frame.to_vec());
-    }
-    layout.count_live();
+    layout.add_layers(&segments, &frames, &mut current)?;
     let records = current
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_vec()))
@@ -425,33 +398,7 @@ impl Layout {
         // hold: new segments are newer than every segment held, the log
         // newer than them all.
         let mut newest: HashMap<&str, &[u8]> = HashMap::new();
-        for (info, value) in &segments {
-            let records = decode_segment(value).map_err(|e| corrupt_at(info.number, e))?;
-            if records.len() != info.records as usize {
-                return Err(corrupt_at(
-                    info.number,
-                    CodecError::Payload("record count differs from the manifest".into()),
-                ));
-            }
-            for (key, record) in records {
-                newest.insert(key, record);
-                layout.keys.entry(key.to_string()).or_default().segments.push(info.number);
-            }
-            let segment = Segment {
-                info: *info,
-                live: 0,
-            };
-            layout.segments.insert(info.number, segment);
-        }
-        for frame in &frames {
-            for (key, record) in records_of(frame)? {
-                newest.insert(key, record);
-                layout.keys.entry(key.to_string()).or_default().in_log = true;
-                layout.log_keys.insert(key.to_string());
-            }
-            layout.log.push(frame.to_vec());
-        }
-        layout.count_live();
+        layout.add_layers(&segments, &frames, &mut newest)?;
         let mut changes: Vec<(String, Option<Vec<u8>>)> = newest
             .into_iter()
             .map(|(k, v)| (k.to_string(), Some(v.to_vec())))
@@ -469,6 +416,46 @@ impl Layout {
         })))
     }
 
+
+    /// Adds `segments` (newer than every segment held) and then the log
+    /// `frames` to the layout, and their records to `newest`, a later
+    /// version replacing an earlier one.
+    fn add_layers<'a>(
+        &mut self,
+        segments: &'a [(SegmentRef, Vec<u8>)],
+        frames: &[&'a [u8]],
+        newest: &mut HashMap<&'a str, &'a [u8]>,
+    ) -> Result<()> {
+        for (info, value) in segments {
+            let records = decode_segment(value).map_err(|e| corrupt_at(info.number, e))?;
+            if records.len() != info.records as usize {
+                return Err(corrupt_at(
+                    info.number,
+                    CodecError::Payload("record count differs from the manifest".into()),
+                ));
+            }
+            for (key, record) in records {
+                newest.insert(key, record);
+                let state = self.keys.entry(key.to_string()).or_default();
+                state.segments.push(info.number);
+            }
+            let segment = Segment {
+                info: *info,
+                live: 0,
+            };
+            self.segments.insert(info.number, segment);
+        }
+        for frame in frames {
+            for (key, record) in records_of(frame)? {
+                newest.insert(key, record);
+                self.keys.entry(key.to_string()).or_default().in_log = true;
+                self.log_keys.insert(key.to_string());
+            }
+            self.log.push(frame.to_vec());
+        }
+        self.count_live();
+        Ok(())
+    }
 
     /// Counts each segment's live records afresh.
     fn count_live(&mut self) {
