@@ -57,7 +57,11 @@ test("ingest, retrieve and inject round trip with the model", async () => {
   assert.equal(stats.embedded, 3);
 
   const injection = await mem.inject({ text: "how do deploys work?", scope: work, budgetTokens: 150 });
-  assert.match(injection.block, /\[memory:[A-Z0-9]{26}\]/);
+  assert.match(injection.block, /^- \[m1\] /m);
+  assert.equal(injection.citations[0].tag, "m1");
+  assert.equal(injection.citations[0].id, injection.used[0]);
+  assert.match(injection.used[0], /^[A-Z0-9]{26}$/);
+  assert.ok(!injection.block.includes(injection.used[0]), "ids stay out of the block");
   assert.ok(injection.block.includes("two approvals"));
   assert.ok(injection.tokens <= 150 && injection.tokens > 0);
   assert.equal(injection.estimated, false);

@@ -182,15 +182,26 @@ fn ingest_retrieve_and_inject_round_trip() {
     let injection = &injected[0];
     assert_eq!(
         keys(injection),
-        ["block", "dropped", "estimated", "tokens", "used"]
+        [
+            "block",
+            "citations",
+            "dropped",
+            "estimated",
+            "tokens",
+            "used"
+        ]
     );
     assert_eq!(injection["used"], json!(["m000001"]));
+    assert_eq!(
+        injection["citations"],
+        json!([{"tag": "m1", "id": "m000001"}])
+    );
     assert_eq!(injection["dropped"], json!([]));
     assert_eq!(injection["estimated"], true);
     assert!(injection["tokens"].as_u64().unwrap() > 0);
     let block = injection["block"].as_str().unwrap();
     assert!(
-        block.contains("[memory:m000001]") && block.contains("cortado"),
+        block.contains("- [m1] ") && block.contains("cortado"),
         "{block}"
     );
     assert!(!block.contains("filter coffee"), "{block}");
