@@ -77,7 +77,8 @@ fn report_injection(loaded: &mut Loaded) -> Result<(), String> {
         );
     }
     println!(
-        "default gate: unrelated questions injecting nothing {:.3}",
+        "unrelated questions injecting nothing: {:.3} without the gate, {:.3} with the default",
+        loaded.unrelated_empty(None, Some(0.0))?,
         loaded.unrelated_empty(None, None)?
     );
     let sweep = locomo::gate_sweep(loaded, &THRESHOLDS)?;

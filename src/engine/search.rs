@@ -233,6 +233,11 @@ impl Engine {
     ) -> Result<Injection> {
         let query = &request.query;
         self.check_query(query)?;
+        let preamble = request
+            .preamble
+            .as_deref()
+            .unwrap_or(inject::DEFAULT_PREAMBLE);
+        inject::check_preamble(preamble).map_err(Error::invalid)?;
         let vis = query.visibility(now);
         let mut pinned: Vec<&MemoryItem> = self
             .pinned
@@ -253,11 +258,6 @@ impl Engine {
         );
         let mut candidates = pinned;
         candidates.extend(ranked.iter().map(|h| &h.item).filter(|i| !i.pinned));
-        let preamble = request
-            .preamble
-            .as_deref()
-            .unwrap_or(inject::DEFAULT_PREAMBLE);
-        inject::check_preamble(preamble).map_err(Error::invalid)?;
         let injection = inject::render(
             &candidates,
             request.budget_tokens,

@@ -10,5 +10,5 @@
 pub mod bm25;
 pub mod vector;
 
-pub use bm25::{Bm25Index, Bm25Params, QueryWeights};
+pub use bm25::{Bm25Index, Bm25Params};
 pub use vector::{Int8Vector, VectorIndex, VectorParams};
