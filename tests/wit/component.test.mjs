@@ -85,8 +85,8 @@ test("every verb round-trips through the component", async () => {
   const gated = store.inject({ query: retrieveQuery(unrelated, home, { dryRun: true }), budgetTokens: 200, preamble: "" });
   assert.deepEqual(gated.used, [key], "only the pinned memory");
   assert.ok(gated.block.startsWith("<memories>\n- [m1] "), gated.block);
-  const open = store.inject({ query: retrieveQuery(unrelated, home, { dryRun: true, minRelevance: 0 }), budgetTokens: 200 });
-  assert.deepEqual(open.used, [key, coffee]);
+  const ungated = store.inject({ query: retrieveQuery(unrelated, home, { dryRun: true, minRelevance: 0 }), budgetTokens: 200 });
+  assert.deepEqual(ungated.used, [key, coffee]);
   const weak = store.retrieve(retrieveQuery(unrelated, home, { dryRun: true }));
   assert.deepEqual(weak.map((h) => h.item.id), [coffee]);
   assert.ok(weak[0].relevance > 0 && weak[0].relevance < 0.3, String(weak[0].relevance));
