@@ -118,13 +118,16 @@ pub fn parse_session_date(date: &str) -> Option<Timestamp> {
     Timestamp::parse_rfc3339(&text).ok()
 }
 
+/// A question with its evidence turns.
+type Asked = (String, BTreeSet<String>);
+
 /// The dev set ingested, one scope per conversation, with what each memory
 /// covers.
 pub struct Loaded {
     mem: Memory<MemoryStorage, SystemEnvironment>,
     /// Per conversation: its scope and its questions with their evidence
     /// turns (questions without evidence left out).
-    conversations: Vec<(Scope, Vec<(String, BTreeSet<String>)>)>,
+    conversations: Vec<(Scope, Vec<Asked>)>,
     /// The turns each memory covers: its own and those merged into it.
     covers: HashMap<String, BTreeSet<String>>,
 }
