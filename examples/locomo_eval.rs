@@ -1,7 +1,9 @@
-//! Evidence recall of memtide's retrieval on the LoCoMo development set.
+//! Evidence recall of memtide's retrieval on the LoCoMo development set,
+//! and with `--inject` what injection keeps of the evidence and what the
+//! relevance gate does with unrelated questions.
 //!
 //! ```text
-//! cargo run --release --example locomo_eval [-- [--model DIR] [path/to/locomo_dev.json]]
+//! cargo run --release --example locomo_eval [-- [--model DIR] [--inject] [path/to/locomo_dev.json]]
 //! ```
 //!
 //! With `--model DIR` (the directory `scripts/fetch-model.sh` prints) the
@@ -12,7 +14,13 @@
 use std::sync::Arc;
 
 use memtide::embed::Embedder;
-use memtide_testkit::locomo::evaluate;
+use memtide::InjectQuery;
+use memtide_testkit::locomo::{self, evaluate, GatePoint, Loaded};
+
+/// The thresholds the gate is tried at.
+const THRESHOLDS: [f32; 13] = [
+    0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7,
+];
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -24,24 +32,117 @@ fn main() {
         }
         _ => None,
     };
+    let inject = match args.iter().position(|a| a == "--inject") {
+        Some(i) => {
+            args.remove(i);
+            true
+        }
+        None => false,
+    };
     let path = args
         .pop()
         .unwrap_or_else(|| "tests/data/locomo_dev.json".to_string());
     let run = load_model(model_dir.as_deref()).and_then(|model| {
         let mode = if model.is_some() { "hybrid" } else { "lexical" };
         let json = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-        evaluate(&json, model).map(|r| (mode, r))
+        let recall = evaluate(&json, model.clone())?;
+        println!(
+            "LoCoMo dev ({} questions, {mode}): recall@1 {:.3}  recall@5 {:.3}  recall@10 {:.3}",
+            recall.questions, recall.at1, recall.at5, recall.at10
+        );
+        if inject {
+            report_injection(&mut locomo::load(&json, model)?)?;
+        }
+        Ok(())
     });
     match run {
-        Ok((mode, r)) => println!(
-            "LoCoMo dev ({} questions, {mode}): recall@1 {:.3}  recall@5 {:.3}  recall@10 {:.3}",
-            r.questions, r.at1, r.at5, r.at10
-        ),
+        Ok(()) => {}
         Err(e) => {
             eprintln!("error: {e}");
             std::process::exit(1);
         }
     }
+}
+
+/// Prints the evidence injection keeps at three budgets, without the gate
+/// and with the default one, then the gate's figures per threshold and
+/// conversation, and the leave-one-conversation-out choice.
+fn report_injection(loaded: &mut Loaded) -> Result<(), String> {
+    for budget in [250, 500, 1_000] {
+        println!(
+            "evidence kept at {budget} tokens: {:.3} without the gate, {:.3} with the default ({})",
+            loaded.evidence_kept(None, budget, Some(0.0))?,
+            loaded.evidence_kept(None, budget, None)?,
+            InjectQuery::DEFAULT_MIN_RELEVANCE,
+        );
+    }
+    println!(
+        "unrelated questions injecting nothing: {:.3} without the gate, {:.3} with the default",
+        loaded.unrelated_empty(None, Some(0.0))?,
+        loaded.unrelated_empty(None, None)?
+    );
+    let sweep = locomo::gate_sweep(loaded, &THRESHOLDS)?;
+    println!("threshold  per conversation: unrelated empty / own evidence kept at 1,000 tokens");
+    for (i, t) in THRESHOLDS.iter().enumerate() {
+        let row: Vec<String> = sweep
+            .iter()
+            .map(|points| {
+                format!(
+                    "{:.3} / {:.3}",
+                    points[i].unrelated_empty, points[i].own_kept
+                )
+            })
+            .collect();
+        println!("{t:>9.2}  {}", row.join("   "));
+    }
+    // Leave one conversation out: the threshold chosen on the others,
+    // reported on the one left out.
+    let mean = |points: &[&GatePoint]| {
+        let n = points.len().max(1) as f64;
+        (
+            points.iter().map(|p| p.unrelated_empty).sum::<f64>() / n,
+            points.iter().map(|p| p.own_kept).sum::<f64>() / n,
+        )
+    };
+    for held_out in 0..sweep.len() {
+        let training: Vec<GatePoint> = (0..THRESHOLDS.len())
+            .map(|i| {
+                let rows: Vec<&GatePoint> = (0..sweep.len())
+                    .filter(|&c| c != held_out)
+                    .map(|c| &sweep[c][i])
+                    .collect();
+                let (unrelated_empty, own_kept) = mean(&rows);
+                GatePoint {
+                    threshold: THRESHOLDS[i],
+                    unrelated_empty,
+                    own_kept,
+                }
+            })
+            .collect();
+        let chosen = locomo::choose_threshold(&training).ok_or("no thresholds")?;
+        let i = THRESHOLDS.iter().position(|&t| t == chosen).unwrap_or(0);
+        let p = &sweep[held_out][i];
+        println!(
+            "held out conversation {held_out}: threshold {chosen} (chosen on the others) gives unrelated empty {:.3}, own evidence kept {:.3}",
+            p.unrelated_empty, p.own_kept
+        );
+    }
+    let all: Vec<GatePoint> = (0..THRESHOLDS.len())
+        .map(|i| {
+            let rows: Vec<&GatePoint> = sweep.iter().map(|points| &points[i]).collect();
+            let (unrelated_empty, own_kept) = mean(&rows);
+            GatePoint {
+                threshold: THRESHOLDS[i],
+                unrelated_empty,
+                own_kept,
+            }
+        })
+        .collect();
+    println!(
+        "threshold chosen on the whole dev set: {:?}",
+        locomo::choose_threshold(&all)
+    );
+    Ok(())
 }
 
 /// Loads MiniLM from a model directory, if one was given.

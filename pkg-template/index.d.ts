@@ -155,6 +155,12 @@ export interface RetrieveQuery {
   explain?: boolean;
   includePending?: boolean;
   includePii?: boolean;
+  /**
+   * Leave out hits whose `relevance` is below this, in 0..=1. Default: 0 for
+   * `retrieve`, 0.3 for `inject` (a question about nothing the store holds
+   * injects nothing).
+   */
+  minRelevance?: number;
 }
 
 /** How a hit's score was made (with `explain: true`). */
@@ -163,6 +169,8 @@ export interface ScoreBreakdown {
   lexical: number;
   /** Cosine similarity, when a model is loaded. */
   semantic?: number;
+  /** The idf-weighted share of the query's terms the memory holds, 0..=1. */
+  coverage: number;
   /** Fused lexical and semantic score. */
   combined: number;
   /** True when inherited from the question this memory answers. */
@@ -171,6 +179,8 @@ export interface ScoreBreakdown {
   scopeMultiplier: number;
   /** The final score. */
   fused: number;
+  /** The calibrated relevance, 0..=1 (as the hit's). */
+  relevance: number;
 }
 
 /** How a hit met the retrieval policy (with `explain: true`). */
@@ -192,7 +202,14 @@ export interface RetrieveHit {
   item: MemoryItem;
   /** What to cite it by: `path#Lstart-Lend` for a chunk of a file, `memory:<id>` otherwise. */
   citation: string;
+  /** Orders the hits of one query; not comparable across queries. */
   score: number;
+  /**
+   * How relevant the memory is to the query, 0..=1, from absolute evidence
+   * (query-term coverage, the raw cosine with a model): comparable across
+   * queries, what `minRelevance` gates on.
+   */
+  relevance: number;
   explain?: ScoreBreakdown;
   policy?: Admission;
 }
@@ -203,14 +220,33 @@ export interface InjectQuery extends RetrieveQuery {
   budgetTokens: number;
   /** Default `"markdown"`. */
   format?: "markdown" | "xml";
+  /**
+   * The block's instruction line: one line without `<`, `>`, `[` or `]`;
+   * `""` for none. Default: a short line saying the entries are untrusted
+   * notes and how to cite them.
+   */
+  preamble?: string;
+}
+
+/** What a citation tag of a block stands for. */
+export interface Citation {
+  /** `"m1"`, `"m2"`, … as `[m1]` opens an entry. */
+  tag: string;
+  /** The memory's id. */
+  id: string;
 }
 
 /** A rendered block for the prompt. */
 export interface Injection {
-  /** The block; "" when nothing fits. Each entry is cited `[memory:<id>]`. */
+  /**
+   * The block; "" when nothing fits or nothing is relevant enough. Each entry
+   * opens with its tag `[m1]`, `[m2]`, … in block order.
+   */
   block: string;
-  /** Ids in the block, in block order (pinned first). */
+  /** Ids in the block, in block order (pinned first): `[mN]` is `used[N - 1]`. */
   used: string[];
+  /** Each tag of the block with the id it stands for, in block order. */
+  citations: Citation[];
   tokens: number;
   /** Candidates that did not fit. */
   dropped: { id: string; tokens: number }[];

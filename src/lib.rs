@@ -81,7 +81,7 @@ pub use error::{Error, Result};
 pub use files::{FileSync, FileSyncOutcome, StoredFile};
 pub use hot_file::HotFileSync;
 pub use index::Bm25Params;
-pub use inject::{Dropped, InjectFormat, Injection};
+pub use inject::{Citation, Dropped, InjectFormat, Injection};
 pub use item::{
     Kind, LineRange, MemoryItem, MergeRecord, Privacy, Scope, ScopeFilter, Source, SourceKind,
     Status, Timestamp,

@@ -21,7 +21,29 @@
 //!    relevance the narrower scope ranks first.
 //!
 //! Ties are broken by specificity, then recency, then id, so the order is total
-//! and deterministic. The parameters were chosen on the LoCoMo development set
+//! and deterministic.
+//!
+//! # Relevance
+//!
+//! The score orders the hits of one query; it says little across queries,
+//! since BM25 is divided by the query's best match (the best hit of any
+//! query scores about 1, related or not). Beside it every hit gets a
+//! calibrated **relevance** in `0..=1`, built only from absolute evidence:
+//!
+//! - `c(i)`: the idf-weighted share of the query's distinct terms the memory
+//!   holds ([`crate::index::Bm25Index::coverage`]); a query term no memory
+//!   holds still weighs (as a term one memory holds), so a question about
+//!   people the store never heard of covers little;
+//! - `r(i) = c(i)` without a model, `W · c(i) + (1 − W) · max(0, cos(q, i))`
+//!   with one (the raw cosine, as in step 1);
+//! - steps 2 and 3 apply as to the score: a reply inherits `A · r(p)` of the
+//!   question it follows, a memory by another speaker than the one named is
+//!   scaled by `1 − S`; the result is capped at 1. The scope preference is
+//!   not relevance and is left out.
+//!
+//! The relevance orders nothing: the gate (`minRelevance`) drops the hits
+//! below a threshold after ranking, so the order of the hits kept is the
+//! ranking's. The parameters were chosen on the LoCoMo development set
 //! with leave-one-conversation-out validation and sit on broad plateaus (see
 //! `docs/design.md`, "Ranking").
 //!
@@ -82,6 +104,9 @@ pub struct ScoreBreakdown {
     /// follows), when a model is loaded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub semantic: Option<f32>,
+    /// The idf-weighted share of the query's terms the memory holds, in
+    /// `0..=1`.
+    pub coverage: f32,
     /// Step 1: the fused lexical and semantic score.
     pub combined: f32,
     /// Step 2: true when the score was inherited from the question this
@@ -93,6 +118,9 @@ pub struct ScoreBreakdown {
     pub scope_multiplier: f32,
     /// The final score.
     pub fused: f32,
+    /// The calibrated relevance, in `0..=1` (module documentation,
+    /// "Relevance").
+    pub relevance: f32,
 }
 
 /// A memory that may answer a query, with the evidence for it.
@@ -101,6 +129,8 @@ pub(crate) struct Candidate<'a> {
     pub(crate) item: &'a MemoryItem,
     /// Its BM25 score for the query (0 when it holds no query term).
     pub(crate) lexical: f32,
+    /// The idf-weighted share of the query's terms it holds.
+    pub(crate) coverage: f32,
     /// The cosine of the query and its context vector, when a model is
     /// loaded.
     pub(crate) semantic: Option<f32>,
@@ -117,12 +147,19 @@ pub(crate) fn rank<'a>(
     params: &RankParams,
     limit: usize,
 ) -> Vec<(ScoreBreakdown, &'a MemoryItem)> {
-    // Step 1 for every candidate: (memory, BM25, cosine, fused score).
-    let combined: HashMap<&str, (&MemoryItem, f32, Option<f32>, f32)> = candidates
+    // Step 1 for every candidate, with the relevance before steps 2 and 3.
+    let combined: HashMap<&str, Scored> = candidates
         .into_iter()
         .map(|c| {
-            let f = combine(c.lexical, bm25_max, c.semantic, params);
-            (c.item.id.as_str(), (c.item, c.lexical, c.semantic, f))
+            let scored = Scored {
+                item: c.item,
+                lexical: c.lexical,
+                coverage: c.coverage,
+                semantic: c.semantic,
+                combined: combine(c.lexical, bm25_max, c.semantic, params),
+                evidence: evidence(c.coverage, c.semantic, params),
+            };
+            (c.item.id.as_str(), scored)
         })
         .collect();
 
@@ -130,21 +167,26 @@ pub(crate) fn rank<'a>(
     let words = query_words(query);
     let named: BTreeSet<&str> = combined
         .values()
-        .filter_map(|(item, ..)| speaker_label(&item.text))
+        .filter_map(|c| speaker_label(&c.item.text))
         .filter(|label| names_speaker(&words, label))
         .collect();
 
     let mut hits: Vec<(ScoreBreakdown, &MemoryItem)> = combined
         .values()
-        .map(|&(item, lexical, semantic, f)| {
-            let inherited_score = item
+        .map(|c| {
+            let item = c.item;
+            let question = item
                 .follows
                 .as_deref()
                 .and_then(|prev| combined.get(prev))
-                .filter(|(prev, ..)| asks_question(&prev.text))
-                .map(|(.., pf)| params.answer_inheritance * pf)
-                .unwrap_or(0.0);
+                .filter(|prev| asks_question(&prev.item.text));
+            let inherit = |of: fn(&Scored) -> f32| {
+                question.map_or(0.0, |prev| params.answer_inheritance * of(prev))
+            };
+            let inherited_score = inherit(|p| p.combined);
+            let f = c.combined;
             let g = f.max(inherited_score);
+            let r = c.evidence.max(inherit(|p| p.evidence)).min(1.0);
             let speaker_factor = match speaker_label(&item.text) {
                 Some(label) if !named.is_empty() && !named.contains(label) => {
                     1.0 - params.speaker_penalty.clamp(0.0, 1.0)
@@ -153,13 +195,15 @@ pub(crate) fn rank<'a>(
             };
             let scope_multiplier = scope_multiplier(item.scope.specificity(), params.scope_boost);
             let breakdown = ScoreBreakdown {
-                lexical,
-                semantic,
+                lexical: c.lexical,
+                semantic: c.semantic,
+                coverage: c.coverage,
                 combined: f,
                 inherited: inherited_score > f,
                 speaker_factor,
                 scope_multiplier,
                 fused: g * speaker_factor * scope_multiplier,
+                relevance: r * speaker_factor,
             };
             (breakdown, item)
         })
@@ -176,6 +220,33 @@ pub(crate) fn rank<'a>(
     hits.sort_by(|a, b| compare(&key(a), &key(b)));
     hits.truncate(limit);
     hits
+}
+
+/// One candidate after step 1.
+struct Scored<'a> {
+    item: &'a MemoryItem,
+    lexical: f32,
+    coverage: f32,
+    semantic: Option<f32>,
+    /// Step 1's score.
+    combined: f32,
+    /// The relevance before steps 2 and 3.
+    evidence: f32,
+}
+
+/// The relevance of one memory before answer inheritance and speaker match
+/// (module documentation, "Relevance"): its query coverage, mixed with the
+/// raw cosine as step 1 mixes BM25 with it. In `0..=1` for a coverage in
+/// `0..=1` and a cosine of unit vectors.
+pub fn evidence(coverage: f32, semantic: Option<f32>, params: &RankParams) -> f32 {
+    let r = match semantic {
+        None => coverage,
+        Some(cos) => {
+            let w = params.lexical_weight.clamp(0.0, 1.0);
+            w * coverage + (1.0 - w) * cos.max(0.0)
+        }
+    };
+    r.clamp(0.0, 1.0)
 }
 
 /// Step 1 for one memory: `bm25_max` is the query's best BM25 score.
@@ -294,9 +365,10 @@ mod tests {
         let answer = memory("b", "Caroline: 5 years already!", Some("a"));
         let other_speaker = memory("c", "Melanie: we met in 2019", None);
         let unrelated = memory("d", "the weather was fine", None);
-        let candidate = |item, lexical| Candidate {
+        let candidate = |item, lexical: f32| Candidate {
             item,
             lexical,
+            coverage: lexical / 4.0,
             semantic: None,
         };
         let candidates = || {
@@ -317,7 +389,58 @@ mod tests {
         let (other_score, _) = hits[2];
         assert!((other_score.speaker_factor - 0.7).abs() < 1e-6);
         assert!((other_score.fused - 0.35).abs() < 1e-6);
+        // Relevance: the coverage, inherited by the answer, scaled by the
+        // speaker factor like the score, and not max-normalized.
+        assert!((hits[0].0.relevance - 0.5).abs() < 1e-6);
+        assert!((answer_score.relevance - 0.5).abs() < 1e-6);
+        assert!((other_score.relevance - 0.7 * 0.25).abs() < 1e-6);
         assert_eq!(rank(query, candidates(), 2.0, &params, 2).len(), 2);
+    }
+
+    #[test]
+    fn relevance_is_bounded_and_monotone_in_its_evidence() {
+        let p = RankParams::default();
+        let steps = [0.0, 0.1, 0.3, 0.5, 0.9, 1.0];
+        for (i, &c) in steps.iter().enumerate() {
+            for (j, &cos) in steps.iter().enumerate() {
+                let r = evidence(c, Some(cos), &p);
+                assert!((0.0..=1.0).contains(&r));
+                if i > 0 {
+                    assert!(r > evidence(steps[i - 1], Some(cos), &p));
+                }
+                if j > 0 {
+                    assert!(r > evidence(c, Some(steps[j - 1]), &p));
+                }
+            }
+            assert_eq!(evidence(c, None, &p), c, "lexical-only: the coverage");
+        }
+        assert_eq!(evidence(1.0, Some(1.0), &p), 1.0);
+        assert_eq!(evidence(0.0, Some(-0.5), &p), 0.0);
+        // An answer inheriting more than its question's relevance is capped.
+        let strong = RankParams {
+            answer_inheritance: 3.0,
+            ..p
+        };
+        let question = memory("q", "Where did you go?", None);
+        let answer = memory("a", "To the lake.", Some("q"));
+        let candidates = [
+            Candidate {
+                item: &question,
+                lexical: 1.0,
+                coverage: 0.8,
+                semantic: None,
+            },
+            Candidate {
+                item: &answer,
+                lexical: 0.0,
+                coverage: 0.0,
+                semantic: None,
+            },
+        ];
+        let hits = rank("where did you go", candidates, 1.0, &strong, 10);
+        assert!(hits.iter().all(|(b, _)| (0.0..=1.0).contains(&b.relevance)));
+        let inherited = hits.iter().find(|(_, item)| item.id == "a").unwrap();
+        assert_eq!(inherited.0.relevance, 1.0);
     }
 
     #[test]

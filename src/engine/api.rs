@@ -257,6 +257,12 @@ pub struct RetrieveQuery {
     /// Also return memories marked as containing PII.
     #[serde(default)]
     pub include_pii: bool,
+    /// Leave out the hits whose calibrated relevance
+    /// ([`RetrieveHit::relevance`]) is below this, in `0..=1`. Default: 0
+    /// for retrieval (every hit), [`InjectQuery::DEFAULT_MIN_RELEVANCE`] for
+    /// injection, so a question about nothing the store holds injects
+    /// nothing.
+    pub min_relevance: Option<f32>,
 }
 
 impl RetrieveQuery {
@@ -274,6 +280,7 @@ impl RetrieveQuery {
             explain: false,
             include_pending: false,
             include_pii: false,
+            min_relevance: None,
         }
     }
 }
@@ -287,8 +294,14 @@ pub struct RetrieveHit {
     /// What to cite it by: `path#Lstart-Lend` for a chunk of a file,
     /// `memory:<id>` otherwise ([`MemoryItem::citation`]).
     pub citation: String,
-    /// Its final score (higher is better).
+    /// Its final score (higher is better); it orders the hits of one query
+    /// and is not comparable across queries.
     pub score: f32,
+    /// How relevant the memory is to the query, in `0..=1`, from absolute
+    /// evidence (the idf-weighted share of the query's terms it holds, the
+    /// raw cosine with a model), so comparable across queries; see
+    /// [`crate::rank`], "Relevance".
+    pub relevance: f32,
     /// Score breakdown, when the query asked to explain.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<ScoreBreakdown>,
@@ -297,9 +310,11 @@ pub struct RetrieveHit {
     pub policy: Option<Admission>,
 }
 
-/// An injection request: a retrieval query plus a token budget and format.
+/// An injection request: a retrieval query plus a token budget, a format
+/// and the block's instruction line.
 ///
-/// In JSON the retrieval fields sit beside `budgetTokens` and `format`.
+/// In JSON the retrieval fields sit beside `budgetTokens`, `format` and
+/// `preamble`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InjectQuery {
     /// The retrieval part; `limit` caps the retrieved (non-pinned) candidates
@@ -309,15 +324,26 @@ pub struct InjectQuery {
     pub budget_tokens: usize,
     /// Markdown (default) or XML.
     pub format: InjectFormat,
+    /// The block's instruction line (default
+    /// [`crate::inject::DEFAULT_PREAMBLE`]; "" for none): one line without
+    /// `<`, `>`, `[` or `]` ([`crate::inject::check_preamble`]).
+    pub preamble: Option<String>,
 }
 
 impl InjectQuery {
+    /// The relevance gate injection applies when the query sets no
+    /// `minRelevance`: chosen on the LoCoMo development set with
+    /// leave-one-conversation-out validation (`docs/design.md`, "Ranking"),
+    /// for lexical and hybrid retrieval alike.
+    pub const DEFAULT_MIN_RELEVANCE: f32 = 0.3;
+
     /// A Markdown injection request.
     pub fn new(query: RetrieveQuery, budget_tokens: usize) -> Self {
         InjectQuery {
             query,
             budget_tokens,
             format: InjectFormat::Markdown,
+            preamble: None,
         }
     }
 }
@@ -337,12 +363,21 @@ impl<'de> Deserialize<'de> for InjectQuery {
             None | Some(serde_json::Value::Null) => InjectFormat::default(),
             Some(v) => serde_json::from_value(v).map_err(D::Error::custom)?,
         };
+        let preamble = match map.remove("preamble") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(p)) => {
+                crate::inject::check_preamble(&p).map_err(D::Error::custom)?;
+                Some(p)
+            }
+            Some(_) => return Err(D::Error::custom("preamble must be a string")),
+        };
         let query =
             serde_json::from_value(serde_json::Value::Object(map)).map_err(D::Error::custom)?;
         Ok(InjectQuery {
             query,
             budget_tokens,
             format,
+            preamble,
         })
     }
 }

@@ -55,6 +55,13 @@ impl Engine {
                 )));
             }
         }
+        if let Some(min) = query.min_relevance {
+            if !(0.0..=1.0).contains(&min) {
+                return Err(Error::invalid(format!(
+                    "minRelevance must lie in 0..=1, not {min}"
+                )));
+            }
+        }
         if let (Some(since), Some(until)) = (query.since, query.until) {
             if since > until {
                 return Err(Error::invalid("since must not be after until"));
@@ -75,12 +82,15 @@ impl Engine {
     }
 
     /// Ranks the memories visible to `query` without marking them used:
-    /// gathers the candidates and their evidence for [`rank::rank`].
+    /// gathers the candidates and their evidence for [`rank::rank`], then
+    /// keeps the best `limit` hits of relevance `min_relevance` or more (the
+    /// gate drops hits, it never reorders them).
     fn search(
         &self,
         query: &RetrieveQuery,
         query_vector: Option<&[f32]>,
         limit: usize,
+        min_relevance: f32,
         now: Timestamp,
     ) -> Vec<RetrieveHit> {
         let tenant = query.scope.tenant();
@@ -89,11 +99,19 @@ impl Engine {
             let item = &self.entry_of(doc)?.item;
             policy::check(item, &vis).ok().map(|()| item)
         };
-        let lexical: Vec<(u32, f32)> = self
-            .lexical
-            .get(&tenant)
-            .map(|ix| ix.search(&text::terms(&query.text)))
+        let query_terms = text::terms(&query.text);
+        let index = self.lexical.get(&tenant);
+        let lexical: Vec<(u32, f32)> = index
+            .map(|ix| ix.search(&query_terms))
             .unwrap_or_default();
+        let weights = index.map(|ix| (ix, ix.query_weights(&query_terms)));
+        let coverage = |item: &MemoryItem| -> f32 {
+            let doc = self.entries.get(&item.id).map(|entry| entry.doc);
+            match (&weights, doc) {
+                (Some((ix, weights)), Some(doc)) => ix.coverage(doc, weights),
+                _ => 0.0,
+            }
+        };
         let bm25_max = lexical.first().map_or(0.0, |&(_, score)| score);
 
         // Candidates: the best visible lexical matches, the semantic
@@ -136,6 +154,7 @@ impl Engine {
         let candidates = candidates.into_values().map(|(item, lexical)| Candidate {
             item,
             lexical,
+            coverage: coverage(item),
             semantic: query_vector.map(|q| {
                 self.context_vector(item)
                     .map_or(0.0, |context| dot(q, &context))
@@ -143,10 +162,12 @@ impl Engine {
         });
         rank::rank(&query.text, candidates, bm25_max, &self.config.rank, limit)
             .into_iter()
+            .filter(|(breakdown, _)| breakdown.relevance >= min_relevance)
             .map(|(breakdown, item)| RetrieveHit {
                 item: item.clone(),
                 citation: item.citation(),
                 score: breakdown.fused,
+                relevance: breakdown.relevance,
                 explain: query.explain.then_some(breakdown),
                 policy: query.explain.then(|| policy::admission(item, &vis)),
             })
@@ -184,6 +205,7 @@ impl Engine {
             query,
             query_vector.as_deref(),
             query.limit.unwrap_or(10),
+            query.min_relevance.unwrap_or(0.0),
             now,
         );
         if !query.dry_run {
@@ -199,7 +221,9 @@ impl Engine {
 
     /// Renders the pinned memories of the scope, then the most relevant
     /// ones, into one block within the token budget, and marks the memories
-    /// it used unless `dryRun`.
+    /// it used unless `dryRun`. Pinned memories pass the relevance gate: the
+    /// user chose them for every prompt; the retrieved ones must reach
+    /// `minRelevance` (default [`InjectQuery::DEFAULT_MIN_RELEVANCE`]).
     pub fn inject(
         &mut self,
         request: &InjectQuery,
@@ -209,6 +233,11 @@ impl Engine {
     ) -> Result<Injection> {
         let query = &request.query;
         self.check_query(query)?;
+        let preamble = request
+            .preamble
+            .as_deref()
+            .unwrap_or(inject::DEFAULT_PREAMBLE);
+        inject::check_preamble(preamble).map_err(Error::invalid)?;
         let vis = query.visibility(now);
         let mut pinned: Vec<&MemoryItem> = self
             .pinned
@@ -222,11 +251,20 @@ impl Engine {
             query,
             query_vector.as_deref(),
             query.limit.unwrap_or(20),
+            query
+                .min_relevance
+                .unwrap_or(InjectQuery::DEFAULT_MIN_RELEVANCE),
             now,
         );
         let mut candidates = pinned;
         candidates.extend(ranked.iter().map(|h| &h.item).filter(|i| !i.pinned));
-        let injection = inject::render(&candidates, request.budget_tokens, request.format, counter);
+        let injection = inject::render(
+            &candidates,
+            request.budget_tokens,
+            request.format,
+            preamble,
+            counter,
+        );
         if !query.dry_run {
             let used = injection.used.clone();
             self.mark_used(used.iter().map(String::as_str), now, txn);

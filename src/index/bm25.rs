@@ -93,6 +93,16 @@ impl TermSet {
     }
 }
 
+/// A query's distinct terms as weights of one [`Bm25Index`] (see
+/// [`Bm25Index::query_weights`]); valid until the index changes.
+#[derive(Debug, Clone, Default)]
+pub struct QueryWeights {
+    /// The ids of the terms the index holds with their idf, ascending.
+    known: Vec<(usize, f64)>,
+    /// The idf of every distinct query term, held or not.
+    total: f64,
+}
+
 /// An incremental BM25 inverted index over `u32` doc ids.
 #[derive(Debug, Clone, Default)]
 pub struct Bm25Index {
@@ -274,6 +284,52 @@ impl Bm25Index {
         Some(docs_in_at_least(&lists[..counted], required))
     }
 
+    /// The query's distinct terms weighted by their idf, for
+    /// [`Bm25Index::coverage`]. A term no doc holds weighs as a term one doc
+    /// holds: as rare as a term can be here (nothing speaks of it, which is
+    /// evidence too), without the `n_t = 0` idf, which in a store of a few
+    /// memories outweighs every held term several times over.
+    pub fn query_weights(&self, query_terms: &[String]) -> QueryWeights {
+        let doc_count = self.docs.len() as f64;
+        let idf = |n: f64| (1.0 + (doc_count - n + 0.5) / (n + 0.5)).ln();
+        let distinct: HashSet<&str> = query_terms.iter().map(String::as_str).collect();
+        let mut known = Vec::new();
+        let mut total = 0.0;
+        for term in distinct {
+            let (id, n) = match self.term_ids.get(term) {
+                Some(&id) => (Some(id), self.slots[id].postings.len() as f64),
+                None => (None, 1.0),
+            };
+            let weight = idf(n);
+            total += weight;
+            if let Some(id) = id {
+                known.push((id, weight));
+            }
+        }
+        known.sort_unstable_by_key(|&(id, _)| id);
+        QueryWeights { known, total }
+    }
+
+    /// The idf-weighted share of the query's distinct terms that `doc`
+    /// holds, in `0..=1` (0 for a doc not indexed or a query without terms).
+    /// Unlike the BM25 score it is not relative to the query's best match,
+    /// so it can be compared across queries.
+    pub fn coverage(&self, doc: u32, weights: &QueryWeights) -> f32 {
+        let Some(entry) = self.docs.get(&doc) else {
+            return 0.0;
+        };
+        if weights.total <= 0.0 {
+            return 0.0;
+        }
+        let held: f64 = weights
+            .known
+            .iter()
+            .filter(|(id, _)| entry.term_ids.binary_search(id).is_ok())
+            .map(|(_, weight)| weight)
+            .sum();
+        (held / weights.total).clamp(0.0, 1.0) as f32
+    }
+
     /// Number of indexed docs.
     pub fn doc_count(&self) -> usize {
         self.docs.len()
@@ -407,6 +463,23 @@ mod tests {
                 "doc {doc}: {score} vs {want_score}"
             );
         }
+    }
+
+    #[test]
+    fn coverage_is_the_idf_weighted_share_of_query_terms_held() {
+        let index = tiny_corpus(Bm25Params::default());
+        // apple 0.980829, banana 0.470004, and kiwi, held by no doc, as if
+        // one held it (as apple): 0.980829.
+        let weights = index.query_weights(&strings(&["apple", "banana", "apple", "kiwi"]));
+        let total = 0.980_829 + 0.470_004 + 0.980_829;
+        let near = |a: f32, b: f64| (f64::from(a) - b).abs() < 1e-5;
+        assert!(near(index.coverage(1, &weights), (0.980_829 + 0.470_004) / total));
+        assert!(near(index.coverage(2, &weights), 0.470_004 / total));
+        assert_eq!(index.coverage(3, &weights), 0.0);
+        assert_eq!(index.coverage(9, &weights), 0.0, "not indexed");
+        let all = index.query_weights(&strings(&["cherry", "date"]));
+        assert!(near(index.coverage(3, &all), 1.0));
+        assert_eq!(index.coverage(1, &index.query_weights(&[])), 0.0);
     }
 
     #[test]

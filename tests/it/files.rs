@@ -297,8 +297,11 @@ fn hits_on_chunks_cite_path_and_lines_in_retrieval_and_both_injection_formats() 
                 2000,
             )
         };
-        let block = mem.inject(&query).unwrap().block;
-        let citation = format!("[memory:{}] [notes/MEMORY.md#L{}-L41]", top.id, lines.start);
+        let injection = mem.inject(&query).unwrap();
+        let n = injection.used.iter().position(|id| *id == top.id).unwrap();
+        let tag = &injection.citations[n].tag;
+        let citation = format!("[{tag}] [notes/MEMORY.md#L{}-L41]", lines.start);
+        let block = &injection.block;
         assert!(block.contains(&citation), "{format:?}: {block}");
     }
 }

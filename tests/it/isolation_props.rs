@@ -431,7 +431,7 @@ impl Harness {
                 !dropped.contains(&item.id),
                 "dropped a hidden memory: {item:?}"
             );
-            assert!(!injection.block.contains(&format!("[memory:{}]", item.id)));
+            assert!(!injection.citations.iter().any(|c| c.id == item.id));
             let quoted_by_used = used.iter().any(|id| before[id].text.contains(&item.text));
             assert!(
                 quoted_by_used || !injection.block.contains(&item.text),

@@ -29,12 +29,58 @@ fn lexical_recall_stays_above_the_bm25_reference() {
     assert!(recall.at10 >= recall.at5 && recall.at5 >= recall.at1);
 }
 
+/// The relevance gate across conversations (`docs/design.md`, "Ranking"):
+/// under inject's default, most questions of the other conversation inject
+/// nothing, and a conversation's own questions keep most of their evidence.
+#[test]
+fn the_default_gate_silences_unrelated_questions_and_keeps_evidence() {
+    let json = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/locomo_dev.json"
+    ))
+    .unwrap();
+    let mut loaded = locomo::load(&json, None).unwrap();
+    check_gate(&mut loaded, LEXICAL_FLOORS);
+}
+
+/// Least figures of the default gate: unrelated questions injecting
+/// nothing, own evidence kept at 1,000 tokens (the README gives the
+/// measured ones).
+struct Floors {
+    unrelated_empty: f64,
+    own_kept: f64,
+}
+
+const LEXICAL_FLOORS: Floors = Floors {
+    unrelated_empty: 0.8,
+    own_kept: 0.6,
+};
+
+fn check_gate(loaded: &mut locomo::Loaded, floors: Floors) {
+    let unrelated = loaded.unrelated_empty(None, None).unwrap();
+    let kept = loaded.evidence_kept(None, 1_000, None).unwrap();
+    let ungated = loaded.evidence_kept(None, 1_000, Some(0.0)).unwrap();
+    let ungated_unrelated = loaded.unrelated_empty(None, Some(0.0)).unwrap();
+    println!("default gate: unrelated empty {unrelated:.3}, evidence kept {kept:.3} (ungated {ungated:.3})");
+    assert!(
+        unrelated >= floors.unrelated_empty,
+        "unrelated questions injecting nothing: {unrelated:.3}"
+    );
+    assert!(kept >= floors.own_kept, "own evidence kept: {kept:.3}");
+    assert!(
+        kept <= ungated && ungated_unrelated < 0.2,
+        "the gate is what silences them"
+    );
+}
+
 #[cfg(feature = "semantic")]
 use memtide_testkit::model::model_dir;
 
 /// Hybrid retrieval (BM25 + MiniLM + the conversational signals of
 /// `memtide::rank`) must reach the milestone's targets: recall@5 ≥ 0.65 and
-/// recall@10 ≥ 0.75, and beat lexical retrieval.
+/// recall@10 ≥ 0.75, and beat lexical retrieval; its default relevance gate
+/// must reach the targets (≥ 0.8 of unrelated questions inject
+/// nothing, ≥ 0.65 of the own evidence kept at 1,000 tokens).
 #[cfg(feature = "semantic")]
 #[test]
 fn hybrid_recall_reaches_the_targets() {
@@ -45,7 +91,8 @@ fn hybrid_recall_reaches_the_targets() {
     ))
     .unwrap();
     let model = memtide::embed::MiniLm::from_dir(model_dir()).unwrap();
-    let hybrid = locomo::evaluate(&json, Some(Arc::new(model))).unwrap();
+    let mut loaded = locomo::load(&json, Some(Arc::new(model))).unwrap();
+    let hybrid = locomo::recall(&mut loaded).unwrap();
     let lexical = locomo::evaluate(&json, None).unwrap();
     println!(
         "hybrid recall@1/5/10 {:.3}/{:.3}/{:.3}, lexical {:.3}/{:.3}/{:.3}",
@@ -54,4 +101,11 @@ fn hybrid_recall_reaches_the_targets() {
     assert!(hybrid.at5 >= 0.65, "recall@5 {:.3}", hybrid.at5);
     assert!(hybrid.at10 >= 0.75, "recall@10 {:.3}", hybrid.at10);
     assert!(hybrid.at5 > lexical.at5 && hybrid.at10 > lexical.at10);
+    check_gate(
+        &mut loaded,
+        Floors {
+            unrelated_empty: 0.8,
+            own_kept: 0.65,
+        },
+    );
 }

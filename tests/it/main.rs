@@ -17,6 +17,7 @@ mod memory_tool;
 mod policies;
 mod prompt_injection;
 mod ranking;
+mod relevance;
 mod semantic;
 mod vector_index;
 mod wordpiece_golden;

@@ -128,7 +128,7 @@ test("the loop runs the model's memory tool calls and what it wrote is remembere
       assert.deepEqual(system[0], { type: "text", text: "Be brief." });
       const block = system[1].text;
       assert.match(block, /^<memories>\n/);
-      assert.ok(block.includes(`[memory:${hit.item.id}] [/memories/preferences.md#L1-L2]`), block);
+      assert.ok(block.includes("- [m1] [/memories/preferences.md#L1-L2]"), block);
       assert.ok(block.includes("cortado, no sugar"));
       const other = request.tools.find((t) => t.name === "clock");
       assert.ok(other, "the caller's tools are kept");

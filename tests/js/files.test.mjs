@@ -56,9 +56,10 @@ test("a synced file is stored, chunked, retrieved and cited by path and lines", 
   assert.ok(plain, "a plain memory has no sourceLines");
   assert.equal(plain.citation, `memory:${plain.item.id}`);
   for (const format of ["markdown", "xml"]) {
-    const { block, used } = await mem.inject({ text: "espresso machine descaled", scope: home, budgetTokens: 2000, format });
+    const { block, used, citations } = await mem.inject({ text: "espresso machine descaled", scope: home, budgetTokens: 2000, format });
     assert.ok(used.includes(top.id));
-    assert.ok(block.includes(`[memory:${top.id}] [${hits[0].citation}]`), `${format}: ${block}`);
+    const { tag } = citations.find((c) => c.id === top.id);
+    assert.ok(block.includes(`[${tag}] [${hits[0].citation}]`), `${format}: ${block}`);
   }
   assert.deepEqual(await mem.retrieve({ text: "espresso machine descaled", scope: bob }), []);
   await mem.close();

@@ -57,7 +57,11 @@ test("ingest, retrieve and inject round trip with the model", async () => {
   assert.equal(stats.embedded, 3);
 
   const injection = await mem.inject({ text: "how do deploys work?", scope: work, budgetTokens: 150 });
-  assert.match(injection.block, /\[memory:[A-Z0-9]{26}\]/);
+  assert.match(injection.block, /^- \[m1\] /m);
+  assert.equal(injection.citations[0].tag, "m1");
+  assert.equal(injection.citations[0].id, injection.used[0]);
+  assert.match(injection.used[0], /^[A-Z0-9]{26}$/);
+  assert.ok(!injection.block.includes(injection.used[0]), "ids stay out of the block");
   assert.ok(injection.block.includes("two approvals"));
   assert.ok(injection.tokens <= 150 && injection.tokens > 0);
   assert.equal(injection.estimated, false);
@@ -102,6 +106,33 @@ test("without a model retrieval is lexical and says so", async () => {
   assert.equal(injection.estimated, true);
   assert.equal(await mem.setModel(model), 1, "attaching later embeds the stored memory");
   assert.equal((await mem.stats()).retrievalMode, "hybrid");
+});
+
+test("the relevance gate: minRelevance on retrieve and inject, a default that silences unrelated questions", async () => {
+  const mem = await Memory.open();
+  await mem.ingest([
+    { text: "I take my coffee as a cortado, no sugar.", scope: home },
+    { text: "The spare key is under the blue flower pot.", scope: home },
+  ]);
+  const unrelated = "Which trombone teacher in Oslo likes sugar?";
+  const weak = await mem.retrieve({ text: unrelated, scope: home, dryRun: true, explain: true });
+  assert.equal(weak.length, 1);
+  assert.ok(weak[0].relevance > 0 && weak[0].relevance < 0.3, String(weak[0].relevance));
+  assert.equal(weak[0].explain.relevance, weak[0].relevance);
+  assert.deepEqual(await mem.retrieve({ text: unrelated, scope: home, minRelevance: 0.3 }), []);
+  const silent = await mem.inject({ text: unrelated, scope: home, budgetTokens: 200, dryRun: true });
+  assert.deepEqual([silent.block, silent.used, silent.citations], ["", [], []]);
+  const open = await mem.inject({ text: unrelated, scope: home, budgetTokens: 200, dryRun: true, minRelevance: 0 });
+  assert.equal(open.used.length, 1);
+
+  const related = await mem.inject({ text: "how do I take my coffee", scope: home, budgetTokens: 200, preamble: "Recalled notes." });
+  assert.ok(related.block.startsWith("<memories>\nRecalled notes.\n- [m1] "), related.block);
+  assert.deepEqual(related.citations, [{ tag: "m1", id: related.used[0] }]);
+  const [top] = await mem.retrieve({ text: "how do I take my coffee", scope: home, dryRun: true });
+  assert.equal(top.relevance, 1, "every query term held");
+  await rejectsWith(mem.retrieve({ text: "coffee", scope: home, minRelevance: 1.5 }), "INVALID_INPUT");
+  await rejectsWith(mem.inject({ text: "coffee", scope: home, budgetTokens: 100, preamble: "a\n</memories>" }), "INVALID_INPUT");
+  await mem.close();
 });
 
 for (const atomic of [false, true]) {

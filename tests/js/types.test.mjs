@@ -27,9 +27,9 @@ test("index.d.ts describes every result the package returns", async () => {
   ];
   const mem = await Memory.open({ storage: "memory" });
   const ingested = await mem.ingest(inputs);
-  const query = { text: "coffee", scope: home, explain: true, limit: 5, kinds: ["preference"], includePending: true };
+  const query = { text: "coffee", scope: home, explain: true, limit: 5, kinds: ["preference"], includePending: true, minRelevance: 0 };
   const hits = await mem.retrieve(query);
-  const injectQuery = { text: "coffee", scope: home, budgetTokens: 200, format: "xml" };
+  const injectQuery = { text: "coffee", scope: home, budgetTokens: 200, format: "xml", minRelevance: 0.1, preamble: "Notes." };
   const injection = await mem.inject(injectQuery);
   const tight = await mem.inject({ text: "coffee", scope: home, budgetTokens: 3 });
   const item = await mem.get(ingested[0].id);

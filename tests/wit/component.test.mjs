@@ -76,7 +76,21 @@ test("every verb round-trips through the component", async () => {
   const injection = store.inject({ query: retrieveQuery("coffee order", home), budgetTokens: 200 });
   assert.equal(injection.used[0], key, "pinned first");
   assert.ok(injection.used.includes(coffee));
-  assert.ok(injection.block.includes(`[memory:${coffee}]`));
+  const { tag } = injection.citations.find((c) => c.id === coffee);
+  assert.ok(injection.block.includes(`[${tag}] `), injection.block);
+  assert.ok(!injection.block.includes(coffee), "ids stay out of the block");
+  // The relevance gate: one weak word in common ("sugar") is not enough
+  // under inject's default; at 0 the weak match comes back.
+  const unrelated = "Which trombone teacher in Oslo likes sugar?";
+  const gated = store.inject({ query: retrieveQuery(unrelated, home, { dryRun: true }), budgetTokens: 200, preamble: "" });
+  assert.deepEqual(gated.used, [key], "only the pinned memory");
+  assert.ok(gated.block.startsWith("<memories>\n- [m1] "), gated.block);
+  const ungated = store.inject({ query: retrieveQuery(unrelated, home, { dryRun: true, minRelevance: 0 }), budgetTokens: 200 });
+  assert.deepEqual(ungated.used, [key, coffee]);
+  const weak = store.retrieve(retrieveQuery(unrelated, home, { dryRun: true }));
+  assert.deepEqual(weak.map((h) => h.item.id), [coffee]);
+  assert.ok(weak[0].relevance > 0 && weak[0].relevance < 0.3, String(weak[0].relevance));
+  assert.deepEqual(store.retrieve(retrieveQuery(unrelated, home, { dryRun: true, minRelevance: 0.3 })), []);
   assert.equal(injection.estimated, true);
   assert.ok(injection.tokens > 0 && injection.tokens <= 200);
   const xml = store.inject({ query: retrieveQuery("coffee", home), budgetTokens: 200, format: "xml" });
@@ -306,8 +320,9 @@ test("Markdown files, the memory tool and the hot file round-trip through the co
   const exported = JSON.parse(store.export({ userId: "alice", workspaceId: "home" }));
   assert.deepEqual(exported.files.map((f) => f.path), ["notes/MEMORY.md"]);
   assert.deepEqual(exported.filter, { userId: "alice", workspaceId: "home" });
-  const { block } = store.inject({ query: retrieveQuery("espresso descaled", home), budgetTokens: 500 });
-  assert.ok(block.includes(`[memory:${chunk.id}] [notes/MEMORY.md#L1-L2]`), block);
+  const { block, citations } = store.inject({ query: retrieveQuery("espresso descaled", home), budgetTokens: 500 });
+  const cited = citations.find((c) => c.id === chunk.id);
+  assert.ok(block.includes(`[${cited.tag}] [notes/MEMORY.md#L1-L2]`), block);
   const changed = store.syncFile(home, "notes/MEMORY.md", notes.replace("Sunday", "Monday"));
   assert.equal(changed.outcome, "updated");
   assert.equal(changed.removed, 1);

@@ -204,6 +204,7 @@ def retrieve_query(text, in_scope, **extra):
         explain=False,
         include_pending=False,
         include_pii=False,
+        min_relevance=None,
     )
     fields.update(extra)
     return record(**fields)
@@ -299,13 +300,35 @@ class ComponentTest(unittest.TestCase):
         self.assertEqual(getattr(store.get(coffee), "usage-count"), 1)
 
         injection = store.inject(
-            record(query=retrieve_query("coffee order", HOME), budget_tokens=200, format=None)
+            record(query=retrieve_query("coffee order", HOME), budget_tokens=200, format=None, preamble=None)
         )
         self.assertEqual(injection.used[0], key)
         self.assertIn(coffee, injection.used)
-        self.assertIn(f"[memory:{coffee}]", injection.block)
+        tag = next(c.tag for c in injection.citations if c.id == coffee)
+        self.assertIn(f"[{tag}]", injection.block)
+        self.assertNotIn(coffee, injection.block)
+        # Under the default gate a question about nothing the store holds
+        # (one weak word in common) injects only the pinned memory; with the
+        # gate at 0 the weak match comes back.
+        unrelated = "Which trombone teacher in Oslo likes sugar?"
+        gated = store.inject(
+            record(query=retrieve_query(unrelated, HOME, dry_run=True), budget_tokens=200, format=None, preamble="")
+        )
+        self.assertEqual(gated.used, [key])
+        self.assertTrue(gated.block.startswith("<memories>\n- [m1] "), gated.block)
+        open_gate = store.inject(
+            record(
+                query=retrieve_query(unrelated, HOME, dry_run=True, min_relevance=0.0),
+                budget_tokens=200, format=None, preamble=None,
+            )
+        )
+        self.assertEqual(open_gate.used, [key, coffee])
+        weak = store.retrieve(retrieve_query(unrelated, HOME, dry_run=True))
+        self.assertEqual([h.item.id for h in weak], [coffee])
+        self.assertTrue(0.0 < weak[0].relevance < 0.3, weak[0].relevance)
+        self.assertEqual(store.retrieve(retrieve_query(unrelated, HOME, dry_run=True, min_relevance=0.3)), [])
         self.assertTrue(injection.estimated)
-        xml = store.inject(record(query=retrieve_query("coffee", HOME), budget_tokens=200, format="xml"))
+        xml = store.inject(record(query=retrieve_query("coffee", HOME), budget_tokens=200, format="xml", preamble=None))
         self.assertIn("<memory ", xml.block)
 
         item = store.get(launch)
@@ -444,9 +467,10 @@ class ComponentTest(unittest.TestCase):
         hits = store.retrieve(retrieve_query("when is the espresso machine descaled", HOME))
         self.assertEqual(hits[0].item.id, chunk.id)
         injection = store.inject(
-            record(query=retrieve_query("espresso descaled", HOME), budget_tokens=500, format=None)
+            record(query=retrieve_query("espresso descaled", HOME), budget_tokens=500, format=None, preamble=None)
         )
-        self.assertIn(f"[memory:{chunk.id}] [notes/MEMORY.md#L1-L2]", injection.block)
+        tag = next(c.tag for c in injection.citations if c.id == chunk.id)
+        self.assertIn(f"[{tag}] [notes/MEMORY.md#L1-L2]", injection.block)
         self.assertIsNone(getattr(store.get(store.ingest([memory_input("plain", HOME)])[0].id), "source-lines"))
         self.assert_error("invalid-input", store.sync_file, HOME, "a/../b.md", "x")
         self.assertTrue(store.remove_file(HOME, "notes/MEMORY.md"))

@@ -75,10 +75,21 @@ enum StoreCommand {
     Ingest,
     /// Runs retrieval queries: stdin is JSON Lines of queries, stdout one
     /// `{"results":[…]}` line per query, best hit first.
-    Retrieve,
+    Retrieve {
+        /// Leaves out hits of relevance below this (0..=1) in the queries
+        /// that set no `minRelevance` [default: 0].
+        #[arg(long, value_name = "R")]
+        min_relevance: Option<f32>,
+    },
     /// Renders injection blocks: stdin is JSON Lines of queries with
     /// `budgetTokens`, stdout one injection per query.
-    Inject,
+    Inject {
+        /// Leaves out memories of relevance below this (0..=1) in the
+        /// queries that set no `minRelevance` [default: 0.3, so a question
+        /// about nothing the store holds injects nothing].
+        #[arg(long, value_name = "R")]
+        min_relevance: Option<f32>,
+    },
     /// Prints one memory.
     Get {
         /// The memory's id.
@@ -336,6 +347,7 @@ struct HitOutput<'a> {
     /// `memory:<id>` otherwise.
     citation: &'a str,
     score: f32,
+    relevance: f32,
     text: &'a str,
     kind: Kind,
     scope: &'a Scope,
@@ -353,6 +365,7 @@ impl<'a> From<&'a RetrieveHit> for HitOutput<'a> {
             id: &hit.item.id,
             citation: &hit.citation,
             score: hit.score,
+            relevance: hit.relevance,
             text: &hit.item.text,
             kind: hit.item.kind,
             scope: &hit.item.scope,
@@ -526,21 +539,29 @@ fn run<E: Environment>(
                 }
             }
         }
-        StoreCommand::Retrieve => {
-            let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
+        StoreCommand::Retrieve { min_relevance } => {
+            let mut lines: Vec<Line<RetrieveQuery>> =
+                parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
+            for line in &mut lines {
+                line.value.min_relevance = line.value.min_relevance.or(min_relevance);
+            }
             let mut memory = open_with_model(env)?;
-            let queries: Vec<RetrieveQuery> = check_lines(lines, |q| memory.check_query(q))?;
+            let queries = check_lines(lines, |q| memory.check_query(q))?;
             for query in &queries {
                 let hits = memory.retrieve(query)?;
                 let results = hits.iter().map(HitOutput::from).collect();
                 print_json(out, &RetrieveOutput { results })?;
             }
         }
-        StoreCommand::Inject => {
-            let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
+        StoreCommand::Inject { min_relevance } => {
+            let mut lines: Vec<Line<InjectQuery>> =
+                parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
+            for line in &mut lines {
+                let query = &mut line.value.query;
+                query.min_relevance = query.min_relevance.or(min_relevance);
+            }
             let mut memory = open_with_model(env)?;
-            let queries: Vec<InjectQuery> =
-                check_lines(lines, |q: &InjectQuery| memory.check_query(&q.query))?;
+            let queries = check_lines(lines, |q: &InjectQuery| memory.check_query(&q.query))?;
             for query in &queries {
                 print_json(out, &memory.inject(query)?)?;
             }

@@ -14,14 +14,23 @@
 //! evidence recall@k is the share of the question's evidence turns among the
 //! first k hits, averaged over questions. A hit covers its own turn and every
 //! turn merged into it as a duplicate.
+//!
+//! Injection is measured the same way ([`evidence_kept`]): the share of a
+//! question's evidence turns among the memories a dry-run `inject` puts in
+//! its block, at a token budget. The relevance gate is measured across
+//! conversations ([`gate_sweep`]): each conversation's store is asked its own
+//! questions and the other conversations' (other people, other lives), and
+//! an unrelated question should inject nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use memtide::embed::Embedder;
 use memtide::env::SystemEnvironment;
 use memtide::storage::MemoryStorage;
-use memtide::{Memory, MemoryInput, RetrieveQuery, Scope, Source, SourceKind, Timestamp};
+use memtide::{
+    InjectQuery, Memory, MemoryInput, RetrieveQuery, Scope, Source, SourceKind, Timestamp,
+};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -109,9 +118,23 @@ pub fn parse_session_date(date: &str) -> Option<Timestamp> {
     Timestamp::parse_rfc3339(&text).ok()
 }
 
-/// Runs the protocol over a LoCoMo JSON document, hybrid when a model is
-/// given.
-pub fn evaluate(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Recall, String> {
+/// A question with its evidence turns.
+type Asked = (String, BTreeSet<String>);
+
+/// The dev set ingested, one scope per conversation, with what each memory
+/// covers.
+pub struct Loaded {
+    mem: Memory<MemoryStorage, SystemEnvironment>,
+    /// Per conversation: its scope and its questions with their evidence
+    /// turns (questions without evidence left out).
+    conversations: Vec<(Scope, Vec<Asked>)>,
+    /// The turns each memory covers: its own and those merged into it.
+    covers: HashMap<String, BTreeSet<String>>,
+}
+
+/// Ingests a LoCoMo JSON document, with the model attached when one is
+/// given (hybrid retrieval).
+pub fn load(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Loaded, String> {
     let data: Dataset = serde_json::from_str(json).map_err(|e| e.to_string())?;
     let env = SystemEnvironment::default();
     let mut mem =
@@ -119,7 +142,8 @@ pub fn evaluate(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Recall, 
     if let Some(model) = model {
         mem.set_embedder(model).map_err(|e| e.to_string())?;
     }
-    let (mut questions, mut sum1, mut sum5, mut sum10) = (0usize, 0.0, 0.0, 0.0);
+    let mut conversations = Vec::new();
+    let mut covers: HashMap<String, BTreeSet<String>> = HashMap::new();
     for conv in &data.conversations {
         let scope = Scope::workspace("locomo", conv.conversation_id.as_str());
         let mut inputs = Vec::new();
@@ -142,34 +166,55 @@ pub fn evaluate(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Recall, 
                 });
             }
         }
-        mem.ingest(inputs).map_err(|e| e.to_string())?;
-        for q in &conv.questions {
+        let turns: Vec<String> = inputs
+            .iter()
+            .filter_map(|i| i.source.as_ref().map(|s| s.reference.clone()))
+            .collect();
+        let results = mem.ingest(inputs).map_err(|e| e.to_string())?;
+        for (turn, result) in turns.into_iter().zip(results) {
+            if let Some(id) = result.id {
+                covers.entry(id).or_default().insert(turn);
+            }
+        }
+        let questions = conv
+            .questions
+            .iter()
+            .filter(|q| !q.evidence.is_empty())
+            .map(|q| (q.question.clone(), q.evidence.iter().cloned().collect()))
+            .collect();
+        conversations.push((scope, questions));
+    }
+    Ok(Loaded {
+        mem,
+        conversations,
+        covers,
+    })
+}
+
+/// Runs the protocol over a LoCoMo JSON document, hybrid when a model is
+/// given.
+pub fn evaluate(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Recall, String> {
+    recall(&mut load(json, model)?)
+}
+
+/// Runs the protocol over a loaded document.
+pub fn recall(loaded: &mut Loaded) -> Result<Recall, String> {
+    let (mut questions, mut sum1, mut sum5, mut sum10) = (0usize, 0.0, 0.0, 0.0);
+    for (scope, asked) in &loaded.conversations {
+        for (question, evidence) in asked {
             let query = RetrieveQuery {
                 limit: Some(10),
                 dry_run: true,
-                ..RetrieveQuery::new(q.question.as_str(), scope.clone())
+                ..RetrieveQuery::new(question.as_str(), scope.clone())
             };
-            let hits = mem.retrieve(&query).map_err(|e| e.to_string())?;
-            let covered: Vec<BTreeSet<&str>> = hits
+            let hits = loaded.mem.retrieve(&query).map_err(|e| e.to_string())?;
+            let covered: Vec<&BTreeSet<String>> = hits
                 .iter()
-                .map(|h| {
-                    std::iter::once(h.item.source.reference.as_str())
-                        .chain(
-                            h.item
-                                .merged_from
-                                .iter()
-                                .map(|m| m.source.reference.as_str()),
-                        )
-                        .collect()
-                })
+                .filter_map(|h| loaded.covers.get(&h.item.id))
                 .collect();
-            let evidence: BTreeSet<&str> = q.evidence.iter().map(String::as_str).collect();
-            if evidence.is_empty() {
-                continue;
-            }
             let recall_at = |k: usize| {
-                let found: BTreeSet<&str> = covered.iter().take(k).flatten().copied().collect();
-                evidence.intersection(&found).count() as f64 / evidence.len() as f64
+                let found: BTreeSet<&String> = covered.iter().take(k).copied().flatten().collect();
+                evidence.iter().filter(|e| found.contains(e)).count() as f64 / evidence.len() as f64
             };
             questions += 1;
             sum1 += recall_at(1);
@@ -184,4 +229,132 @@ pub fn evaluate(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Recall, 
         at5: sum5 / n,
         at10: sum10 / n,
     })
+}
+
+impl Loaded {
+    /// Conversations in the document.
+    pub fn conversations(&self) -> usize {
+        self.conversations.len()
+    }
+
+    /// A dry-run injection of `question` in conversation `conv`'s scope.
+    fn inject(
+        &mut self,
+        conv: usize,
+        question: &str,
+        budget: usize,
+        min_relevance: Option<f32>,
+    ) -> Result<memtide::Injection, String> {
+        let scope = self.conversations[conv].0.clone();
+        let query = RetrieveQuery {
+            dry_run: true,
+            min_relevance,
+            ..RetrieveQuery::new(question, scope)
+        };
+        self.mem
+            .inject(&InjectQuery::new(query, budget))
+            .map_err(|e| e.to_string())
+    }
+
+    /// Mean share of the evidence of conversation `conv`'s questions (every
+    /// conversation's when `None`) that a dry-run `inject` at `budget` tokens
+    /// puts in its block, with the gate at `min_relevance` (the default
+    /// when `None`).
+    pub fn evidence_kept(
+        &mut self,
+        conv: Option<usize>,
+        budget: usize,
+        min_relevance: Option<f32>,
+    ) -> Result<f64, String> {
+        let (mut sum, mut n) = (0.0, 0usize);
+        for c in 0..self.conversations.len() {
+            if conv.is_some_and(|only| only != c) {
+                continue;
+            }
+            for q in 0..self.conversations[c].1.len() {
+                let question = self.conversations[c].1[q].0.clone();
+                let injection = self.inject(c, &question, budget, min_relevance)?;
+                let evidence = &self.conversations[c].1[q].1;
+                let found: BTreeSet<&String> = injection
+                    .used
+                    .iter()
+                    .filter_map(|id| self.covers.get(id))
+                    .flatten()
+                    .collect();
+                sum += evidence.iter().filter(|e| found.contains(e)).count() as f64
+                    / evidence.len() as f64;
+                n += 1;
+            }
+        }
+        Ok(sum / n.max(1) as f64)
+    }
+
+    /// Share of the other conversations' questions for which a dry-run
+    /// `inject` (1,000 tokens) in conversation `conv`'s scope (every
+    /// conversation's when `None`) injects nothing, with the gate at
+    /// `min_relevance` (the default when `None`).
+    pub fn unrelated_empty(
+        &mut self,
+        conv: Option<usize>,
+        min_relevance: Option<f32>,
+    ) -> Result<f64, String> {
+        let (mut empty, mut n) = (0usize, 0usize);
+        for c in 0..self.conversations.len() {
+            if conv.is_some_and(|only| only != c) {
+                continue;
+            }
+            for other in (0..self.conversations.len()).filter(|&o| o != c) {
+                for q in 0..self.conversations[other].1.len() {
+                    let question = self.conversations[other].1[q].0.clone();
+                    let injection = self.inject(c, &question, 1_000, min_relevance)?;
+                    empty += usize::from(injection.used.is_empty());
+                    n += 1;
+                }
+            }
+        }
+        Ok(empty as f64 / n.max(1) as f64)
+    }
+}
+
+/// The gate's figures at one threshold for one conversation's store.
+#[derive(Debug, Clone, Copy)]
+pub struct GatePoint {
+    /// The `minRelevance` tried.
+    pub threshold: f32,
+    /// Share of the other conversations' questions that inject nothing.
+    pub unrelated_empty: f64,
+    /// Mean share of the own questions' evidence injected at 1,000 tokens.
+    pub own_kept: f64,
+}
+
+/// The gate's figures at each threshold, per conversation (`[conv][i]`).
+pub fn gate_sweep(loaded: &mut Loaded, thresholds: &[f32]) -> Result<Vec<Vec<GatePoint>>, String> {
+    (0..loaded.conversations())
+        .map(|c| {
+            thresholds
+                .iter()
+                .map(|&t| {
+                    Ok(GatePoint {
+                        threshold: t,
+                        unrelated_empty: loaded.unrelated_empty(Some(c), Some(t))?,
+                        own_kept: loaded.evidence_kept(Some(c), 1_000, Some(t))?,
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Share of unrelated questions the gate must silence (the target).
+pub const SILENCE_TARGET: f64 = 0.8;
+
+/// The threshold some points recommend: the lowest whose unrelated
+/// questions inject nothing at least [`SILENCE_TARGET`] of the time, so the
+/// own questions keep as much of their evidence as the target allows.
+/// `points` go by increasing threshold.
+pub fn choose_threshold(points: &[GatePoint]) -> Option<f32> {
+    points
+        .iter()
+        .find(|p| p.unrelated_empty >= SILENCE_TARGET)
+        .map(|p| p.threshold)
 }

@@ -173,6 +173,7 @@ impl GuestStore for WitStore {
             query: retrieve_query(query.query).map_err(error)?,
             budget_tokens: size(query.budget_tokens),
             format: query.format.map(Into::into).unwrap_or_default(),
+            preamble: query.preamble,
         };
         self.with(|store| block_on(store.inject(&query))?)
             .map(Into::into)
@@ -326,6 +327,7 @@ fn retrieve_query(query: w::RetrieveQuery) -> memtide::Result<RetrieveQuery> {
         explain: query.explain,
         include_pending: query.include_pending,
         include_pii: query.include_pii,
+        min_relevance: query.min_relevance,
     })
 }
 
@@ -638,11 +640,13 @@ impl From<ScoreBreakdown> for w::ScoreBreakdown {
         w::ScoreBreakdown {
             lexical: score.lexical,
             semantic: score.semantic,
+            coverage: score.coverage,
             combined: score.combined,
             inherited: score.inherited,
             speaker_factor: score.speaker_factor,
             scope_multiplier: score.scope_multiplier,
             fused: score.fused,
+            relevance: score.relevance,
         }
     }
 }
@@ -666,6 +670,7 @@ impl From<RetrieveHit> for w::RetrieveHit {
             item: hit.item.into(),
             citation: hit.citation,
             score: hit.score,
+            relevance: hit.relevance,
             explain: hit.explain.map(Into::into),
             policy: hit.policy.map(Into::into),
         }
@@ -683,9 +688,18 @@ impl From<Dropped> for w::Dropped {
 
 impl From<Injection> for w::Injection {
     fn from(injection: Injection) -> Self {
+        let citations = injection
+            .citations
+            .into_iter()
+            .map(|c| w::Citation {
+                tag: c.tag,
+                id: c.id,
+            })
+            .collect();
         w::Injection {
             block: injection.block,
             used: injection.used,
+            citations,
             tokens: count(injection.tokens),
             dropped: injection.dropped.into_iter().map(Into::into).collect(),
             estimated: injection.estimated,

@@ -141,6 +141,7 @@ fn ingest_retrieve_and_inject_round_trip() {
             "createdAt",
             "id",
             "kind",
+            "relevance",
             "scope",
             "score",
             "source",
@@ -154,15 +155,20 @@ fn ingest_retrieve_and_inject_round_trip() {
     assert_eq!(hit["source"], json!({"kind": "manual", "ref": ""}));
     assert_eq!(hit["createdAt"], "2024-05-01T12:00:00.000Z");
     assert!(hit["score"].as_f64().unwrap() > 0.0);
+    // "coffee" held, "take" held by no memory: each weighs as a term one of
+    // the workspace's two memories holds, so half the query is covered.
+    assert!((hit["relevance"].as_f64().unwrap() - 0.5).abs() < 1e-6);
     let explained = &answers[1]["results"][0];
     assert_eq!(explained["id"], "m000001");
     assert_eq!(
         keys(&explained["explain"]),
         [
             "combined",
+            "coverage",
             "fused",
             "inherited",
             "lexical",
+            "relevance",
             "scopeMultiplier",
             "speakerFactor"
         ]
@@ -182,18 +188,55 @@ fn ingest_retrieve_and_inject_round_trip() {
     let injection = &injected[0];
     assert_eq!(
         keys(injection),
-        ["block", "dropped", "estimated", "tokens", "used"]
+        [
+            "block",
+            "citations",
+            "dropped",
+            "estimated",
+            "tokens",
+            "used"
+        ]
     );
     assert_eq!(injection["used"], json!(["m000001"]));
+    assert_eq!(
+        injection["citations"],
+        json!([{"tag": "m1", "id": "m000001"}])
+    );
     assert_eq!(injection["dropped"], json!([]));
     assert_eq!(injection["estimated"], true);
     assert!(injection["tokens"].as_u64().unwrap() > 0);
     let block = injection["block"].as_str().unwrap();
     assert!(
-        block.contains("[memory:m000001]") && block.contains("cortado"),
+        block.contains("- [m1] ") && block.contains("cortado"),
         "{block}"
     );
     assert!(!block.contains("filter coffee"), "{block}");
+
+    // The relevance gate: the JSON field, else the flag, else the default
+    // (0 for retrieve, 0.3 for inject). Dry runs, so usage stays as it is.
+    let coffee = query("how do I take my coffee?", json!({"dryRun": true}));
+    let gated = ok(store, &["retrieve", "--min-relevance", "0.6"], &coffee);
+    assert_eq!(gated[0]["results"], json!([]));
+    let own = query(
+        "how do I take my coffee?",
+        json!({"dryRun": true, "minRelevance": 0.4}),
+    );
+    let kept = ok(store, &["retrieve", "--min-relevance", "0.6"], &own);
+    assert_eq!(ids(kept[0]["results"].as_array().unwrap()), ["m000001"]);
+    let unrelated = query(
+        "Which trombone teacher in Oslo likes coffee?",
+        json!({"dryRun": true, "budgetTokens": 500}),
+    );
+    let silent = ok(store, &["inject"], &unrelated);
+    assert_eq!(
+        (&silent[0]["block"], &silent[0]["used"]),
+        (&json!(""), &json!([]))
+    );
+    let open = ok(store, &["inject", "--min-relevance", "0"], &unrelated);
+    assert_eq!(open[0]["used"], json!(["m000001"]));
+    let refused = memtide(store, &["retrieve", "--min-relevance", "2"], &coffee);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("minRelevance"));
 
     // Two retrievals and one injection, each in its own process, were recorded.
     let item = &ok(store, &["get", "m000001"], "")[0];

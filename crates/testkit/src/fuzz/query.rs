@@ -113,9 +113,11 @@ fn inject(query: &InjectQuery) {
             assert!(injection.estimated);
             assert_eq!(EstimatedTokens.count(&injection.block), injection.tokens);
             assert_eq!(injection.block.is_empty(), injection.used.is_empty());
-            for id in &injection.used {
-                let citation = format!("[memory:{id}]");
-                assert_eq!(injection.block.matches(&citation).count(), 1, "{citation}");
+            assert_eq!(injection.citations.len(), injection.used.len());
+            for (n, (citation, id)) in injection.citations.iter().zip(&injection.used).enumerate() {
+                assert_eq!((citation.tag.clone(), &citation.id), (format!("m{}", n + 1), id));
+                let tag = format!("[{}]", citation.tag);
+                assert_eq!(injection.block.matches(&tag).count(), 1, "{tag}");
             }
         }
         Err(error) => {
