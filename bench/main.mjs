@@ -35,7 +35,7 @@ const PROFILES = {
     opsSizes: [1000, 10000], opsSingles: 1000, durableSize: 10000, durableRuns: 5, cliSize: 100000, cliRuns: 5 },
   quick: { sizes: [1000, 10000], queries: 50, embedRuns: 5, loads: 2, throughputRuns: 1, sentenceCount: 100,
     lexicalSize: 10000, builds: 1, coldSize: 10000, coldRuns: 2,
-    opsSizes: [1000, 10000], opsSingles: 200, durableSize: 10000, durableRuns: 2, cliSize: 10000, cliRuns: 2 },
+    opsSizes: [1000, 10000], opsSingles: 200, durableSize: 10000, durableRuns: 2, cliSize: 10000, cliRuns: 3 },
 };
 
 function options(argv) {

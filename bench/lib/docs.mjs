@@ -159,11 +159,13 @@ ${nativeParagraph(results)}## What each section measures
    package in Node over a Map behind an adapter without \`batch\` (get, put,
    delete, list: how a Worker uses \`memtide/cloudflare-kv\`) that counts
    every call, the keys its \`list\` returns and the bytes read and
-   written; exact counts, no timing. At ${p.opsSizes?.join(" and ") ?? "each size"} memories (a fresh
+   written; exact counts, no timing. At ${p.opsSizes?.map((n) => n.toLocaleString("en")).join(" and ") ?? "each size"} memories (a fresh
    process each): the fill (ingests of 1,000), opening the store anew and
    answering one query (\`retrieve\` as is, which marks the hits used and so
-   writes, and with \`dryRun\`), and ${p.opsSingles ?? "n"} single ingests, one memory each, onto
+   writes, and with \`dryRun\`), and ${p.opsSingles?.toLocaleString("en") ?? "n"} single ingests, one memory each, onto
    the filled store and onto an empty one (mean operations per ingest).
+   Lexical-only; \`--ops-model\` adds 10,000 memories with the model
+   (vector records too; minutes of embedding).
 8. **Durable Object cold start** (\`bench/sections/durable.mjs\`, issue 21).
    \`examples/cloudflare-durable-object\` assembled with the built package as
    \`tests/js/durable-object.test.mjs\` does, in workerd through miniflare
@@ -172,7 +174,9 @@ ${nativeParagraph(results)}## What each section measures
    disposed; each run starts a new miniflare over the same directory and
    times, from Node, the first request, a \`retrieve\` with \`dryRun\` (the
    object starts, opens the store from its SQLite storage and answers),
-   then a second one; and in another new miniflare the first \`retrieve\`
+   then a second one, and the CPU time workerd's processes used during
+   the first (from \`/proc\`, 10 ms ticks; a busy machine inflates it less
+   than wall time); and in another new miniflare the first \`retrieve\`
    of an object with an empty store (what does not depend on the store:
    the isolate, the .wasm's instantiation, the object). The first run is
    a warm-up; ${p.durableRuns ?? "n"} runs counted; median (min–max).

@@ -147,7 +147,7 @@ function cliRows(c) {
   const ingest = row(`CLI ${n}: \`memtide ingest\` of the store (once)`, peer, c.current.ingest.seconds, c.before?.ingest.seconds, sec, "lower");
   if (!c.before) { ingest.other = ""; ingest.ratio = ""; }
   rows.push(ingest);
-  const files = (x) => `${x.store.files.toLocaleString("en")} files, ${mib(x.store.bytes)}`;
+  const files = (x) => `${x.store.files.toLocaleString("en")} file${x.store.files === 1 ? "" : "s"}, ${mib(x.store.bytes)}`;
   rows.push({ figure: `CLI ${n}: the store on disk`, peer, memtide: files(c.current), other: c.before ? files(c.before) : "", ratio: "", target: "", status: "" });
   return rows;
 }
