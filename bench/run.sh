@@ -3,10 +3,13 @@
 # peers, fetches the model, builds the npm package if a source is newer
 # than it, builds the Rust entry points of bench/rust/, then runs every
 # section (bench/main.mjs), prints the ratio table and, after a full run,
-# rewrites docs/benchmarks.md. Not part of scripts/test.sh.
+# rewrites docs/benchmarks.md. Not part of scripts/test.sh. Builds only
+# what the sections asked for need (bench/rust/'s entry points for embed,
+# retrieval and native; the release CLI for cli).
 #
-#   bash bench/run.sh [--quick] [--sections embed,retrieval,lexical,cold,footprint,native]
-#                     [--sizes 1000,10000,100000] [--write-docs | --no-docs]
+#   bash bench/run.sh [--quick] [--sections embed,retrieval,lexical,cold,footprint,native,ops,durable,cli]
+#                     [--sizes 1000,10000,100000] [--cold-size N] [--cli-size N]
+#                     [--cli-before PATH] [--ops-model] [--write-docs | --no-docs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,11 +32,25 @@ if [[ ! -f $wasm ]] || [[ -n "$(find src pkg-template Cargo.toml Cargo.lock -new
     bash scripts/build-pkg.sh
 fi
 
-log "building the bench entry points (bench/rust/)"
-cargo build --quiet --locked --release --example bench_embed --example bench_native
-cargo build --quiet --locked --release -p memtide-js --example bench_wasm \
-    --target wasm32-unknown-unknown
-wasm-bindgen --target web --out-dir bench/.build/wasm --out-name bench \
-    target/wasm32-unknown-unknown/release/examples/bench_wasm.wasm
+# The sections asked for (every one without --sections).
+sections=embed,retrieval,lexical,cold,footprint,native,ops,durable,cli
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+    [[ ${args[i]} == --sections ]] && sections=${args[i + 1]:-}
+done
+wants() { [[ ",$sections," == *",$1,"* ]]; }
+
+if wants embed || wants retrieval || wants native; then
+    log "building the bench entry points (bench/rust/)"
+    cargo build --quiet --locked --release --example bench_embed --example bench_native
+    cargo build --quiet --locked --release -p memtide-js --example bench_wasm \
+        --target wasm32-unknown-unknown
+    wasm-bindgen --target web --out-dir bench/.build/wasm --out-name bench \
+        target/wasm32-unknown-unknown/release/examples/bench_wasm.wasm
+fi
+if wants cli; then
+    log "building the CLI (target/release/memtide)"
+    cargo build --quiet --locked --release -p memtide-cli
+fi
 
 exec node --expose-gc --max-old-space-size=8192 bench/main.mjs "$@"

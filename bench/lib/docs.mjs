@@ -57,6 +57,9 @@ bash bench/run.sh                # everything (about 20 minutes on 2 cores after
 bash bench/run.sh --quick        # fewer repetitions, 1k and 10k memories only (docs untouched)
 bash bench/run.sh --sections embed,footprint --sizes 1000,10000
 bash bench/run.sh --sections native --sizes 1000   # memtide's native figures alone, smallest store
+bash bench/run.sh --sections ops,durable           # storage operations and the Durable Object cold start (issue 21)
+bash bench/run.sh --sections cli --cli-before "$(bash bench/cli-before.sh)"   # CLI open, this build against 9cf0a82's
+bash bench/run.sh --sections cold --cold-size 100000 --no-docs   # cold start at another size
 \`\`\`
 
 \`bench/run.sh\` installs \`bench/\`'s pinned peers (${peers}) with
@@ -64,7 +67,8 @@ bash bench/run.sh --sections native --sizes 1000   # memtide's native figures al
 (\`scripts/fetch-model.sh\`), builds the npm package when a source is newer
 than it (\`scripts/build-pkg.sh\`), builds the Rust entry points of
 \`bench/rust/\` (examples \`bench_embed\` and \`bench_native\`, native, and
-\`bench_wasm\`, a bench-only wasm module), then runs \`bench/main.mjs\`, which prints the
+\`bench_wasm\`, a bench-only wasm module) when embed, retrieval or native
+run, and the release CLI when cli runs, then runs \`bench/main.mjs\`, which prints the
 table, keeps the raw figures in \`bench/.build/results/latest.json\` and,
 after a full run, rewrites this file.
 
@@ -151,6 +155,41 @@ ${nativeParagraph(results)}## What each section measures
    model): its ingest rate, heap per 10k memories (and the share of it in
    the in-memory storage's records), and hybrid retrieve p50/p95 over the
    dev-set questions, query embedding excluded.
+7. **Storage operations** (\`bench/sections/ops.mjs\`, issue 21). The npm
+   package in Node over a Map behind an adapter without \`batch\` (get, put,
+   delete, list: how a Worker uses \`memtide/cloudflare-kv\`) that counts
+   every call, the keys its \`list\` returns and the bytes read and
+   written; exact counts, no timing. At ${p.opsSizes?.map((n) => n.toLocaleString("en")).join(" and ") ?? "each size"} memories (a fresh
+   process each): the fill (ingests of 1,000), opening the store anew and
+   answering one query (\`retrieve\` as is, which marks the hits used and so
+   writes, and with \`dryRun\`), and ${p.opsSingles?.toLocaleString("en") ?? "n"} single ingests, one memory each, onto
+   the filled store and onto an empty one (mean operations per ingest).
+   Lexical-only; \`--ops-model\` adds 10,000 memories with the model
+   (vector records too; minutes of embedding).
+8. **Durable Object cold start** (\`bench/sections/durable.mjs\`, issue 21).
+   \`examples/cloudflare-durable-object\` assembled with the built package as
+   \`tests/js/durable-object.test.mjs\` does, in workerd through miniflare
+   (root \`devDependencies\`), storage persisted to a temporary directory.
+   One user's object gets ${p.durableSize?.toLocaleString("en") ?? "n"} memories in ingests of 1,000; miniflare is
+   disposed; each run starts a new miniflare over the same directory and
+   times, from Node, the first request, a \`retrieve\` with \`dryRun\` (the
+   object starts, opens the store from its SQLite storage and answers),
+   then a second one, and the CPU time workerd's processes used during
+   the first (from \`/proc\`, 10 ms ticks; a busy machine inflates it less
+   than wall time); and in another new miniflare the first \`retrieve\`
+   of an object with an empty store (what does not depend on the store:
+   the isolate, the .wasm's instantiation, the object). The first run is
+   a warm-up; ${p.durableRuns ?? "n"} runs counted; median (min–max).
+9. **CLI open** (\`bench/sections/cli.mjs\`, issue 21). The release CLI
+   (\`target/release/memtide\`) and, with \`--cli-before PATH\` (built by
+   \`bench/cli-before.sh\`: 9cf0a82, before the segmented layout, in a
+   worktree with its own \`target/\`), an older build: each makes its own
+   store of ${p.cliSize?.toLocaleString("en") ?? "n"} memories from the same JSON Lines (the corpus of
+   section 2's texts, one scope) with \`memtide ingest\`, no model; then
+   each run, alternating between the builds, times \`memtide stats\` (open
+   and count) and \`memtide retrieve\` of one query with \`dryRun\` (open and
+   answer) under \`/usr/bin/time\`: wall seconds and peak RSS, ${p.cliRuns ?? "n"} runs,
+   median (min–max).
 
 ## Limits
 

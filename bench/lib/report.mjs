@@ -71,9 +71,85 @@ function lexicalRows(results) {
   ];
 }
 
+/** `v` formatted, with the range of `samples` after it when there are several. */
+const withRange = (format, v, samples) =>
+  v == null ? "–" : samples?.length > 1 ? `${format(v)} (${format(Math.min(...samples))}–${format(Math.max(...samples))})` : format(v);
+
 function coldRows(cold) {
   const n = cold.size.toLocaleString("en");
-  return [row(`cold start ${n} (IndexedDB, Chromium): page load → first answer`, "Orama + saved index in IndexedDB", cold.memtide.ms, cold.orama.ms, ms, "lower")];
+  const r = row(`cold start ${n} (IndexedDB, Chromium): page load → first answer`, "Orama + saved index in IndexedDB", cold.memtide.ms, cold.orama.ms, ms, "lower");
+  r.memtide = withRange(ms, cold.memtide.ms, cold.memtide.samples);
+  r.other = withRange(ms, cold.orama.ms, cold.orama.samples);
+  return [r];
+}
+
+const plain = (figure, memtide, target = "", status = "") => ({ figure, peer: "", memtide, other: "", ratio: "", target, status });
+/** An operation count with its kinds: `n (get g, put p, delete d, list l)`. */
+const opsText = (o) => `${o.ops} (get ${o.get}, put ${o.put}, delete ${o.delete}, list ${o.list}${o.listedKeys ? ` returning ${o.listedKeys} keys` : ""})`;
+const kib = (v) => `${(v / 1024).toFixed(0)} KiB`;
+
+function opsRows({ results }) {
+  const rows = [];
+  for (const r of results) {
+    const n = r.size.toLocaleString("en") + (r.model ? " with the model" : "");
+    const ten = r.size === 10_000;
+    rows.push(plain(`ops ${n}: open + one answer (retrieve, marks hits used)`, opsText(r.openAnswer),
+      ten ? "≤ 50" : "", ten ? met(r.openAnswer.ops <= 50) : ""));
+    rows.push(plain(`ops ${n}: open + one answer (retrieve dryRun)`, opsText(r.openAnswerDry)));
+    rows.push(plain(`ops ${n}: bytes read to open + answer`, kib(r.openAnswer.bytesRead)));
+    rows.push(plain(`ops ${n}: fill in ingests of 1,000 (${r.fill.batches})`, opsText(r.fill)));
+    const keys = Object.entries(r.afterFill.keys).map(([k, v]) => `${v} ${k}/`).join(", ");
+    rows.push(plain(`ops ${n}: keys after the fill; largest value`, `${keys}; ${kib(r.afterFill.largest)}`));
+    const singles = [[`onto the ${r.size.toLocaleString("en")}-memory store${r.model ? " with the model" : ""}`, r.singlesOnFilled]];
+    // Every size's process measures the empty store alike: one row.
+    if (r === results[0] || r.model) singles.push([`onto an empty store${r.model ? " with the model" : ""}`, r.singlesOnEmpty]);
+    for (const [label, s] of singles) {
+      const per = s.ops / r.singles;
+      rows.push(plain(`ops: one ingest, mean of ${r.singles.toLocaleString("en")} single ingests ${label}`,
+        `${per.toFixed(2)} (get ${(s.get / r.singles).toFixed(2)}, put ${(s.put / r.singles).toFixed(2)}, delete ${(s.delete / r.singles).toFixed(2)}, list ${(s.list / r.singles).toFixed(2)}); ${kib(s.bytesWritten / r.singles)} written each`,
+        "≤ 4", met(per <= 4)));
+    }
+  }
+  return rows;
+}
+
+function durableRows(d) {
+  const n = d.size.toLocaleString("en");
+  const f = (s) => withRange(ms, s.median, s.samples);
+  return [
+    plain(`Durable Object ${n} (workerd, miniflare): object start → first answer`, f(d.firstAnswer)),
+    ...(d.firstAnswerCpu ? [plain(`Durable Object ${n}: workerd CPU time during that first answer`, f(d.firstAnswerCpu))] : []),
+    plain("Durable Object, empty store: object start → first answer", f(d.emptyFirstAnswer)),
+    plain(`Durable Object ${n}: second answer (object open)`, f(d.secondAnswer)),
+    plain("Durable Object: workerd start (new Miniflare → ready)", f(d.workerdStart)),
+  ];
+}
+
+function cliRows(c) {
+  const n = c.size.toLocaleString("en");
+  const rows = [];
+  const peer = c.before ? "build before the layout" : "";
+  const sec = (v) => (v == null ? "–" : `${v.toFixed(2)} s`);
+  const mb = (v) => (v == null ? "–" : `${v.toFixed(0)} MiB`);
+  const pair = (figure, pick, format) => {
+    const now = pick(c.current);
+    const was = c.before ? pick(c.before) : null;
+    const r = row(figure, peer, now.median, was?.median, format, "lower");
+    r.memtide = withRange(format, now.median, now.samples);
+    r.other = was ? withRange(format, was.median, was.samples) : "";
+    if (!c.before) r.ratio = "";
+    return r;
+  };
+  rows.push(pair(`CLI ${n}: \`memtide stats\` (open), wall`, (x) => x.stats.seconds, sec));
+  rows.push(pair(`CLI ${n}: \`memtide stats\` (open), peak RSS`, (x) => x.stats.rssMiB, mb));
+  rows.push(pair(`CLI ${n}: \`memtide retrieve\` (open + one answer), wall`, (x) => x.retrieve.seconds, sec));
+  rows.push(pair(`CLI ${n}: \`memtide retrieve\` (open + one answer), peak RSS`, (x) => x.retrieve.rssMiB, mb));
+  const ingest = row(`CLI ${n}: \`memtide ingest\` of the store (once)`, peer, c.current.ingest.seconds, c.before?.ingest.seconds, sec, "lower");
+  if (!c.before) { ingest.other = ""; ingest.ratio = ""; }
+  rows.push(ingest);
+  const files = (x) => `${x.store.files.toLocaleString("en")} file${x.store.files === 1 ? "" : "s"}, ${mib(x.store.bytes)}`;
+  rows.push({ figure: `CLI ${n}: the store on disk`, peer, memtide: files(c.current), other: c.before ? files(c.before) : "", ratio: "", target: "", status: "" });
+  return rows;
 }
 
 function footprintRows(footprint, retrieval) {
@@ -100,6 +176,9 @@ export function tableRows(results) {
     ...(results.lexical ? lexicalRows(results.lexical) : []),
     ...(results.cold ? coldRows(results.cold) : []),
     ...(results.footprint ? footprintRows(results.footprint, results.retrieval) : []),
+    ...(results.ops ? opsRows(results.ops) : []),
+    ...(results.durable ? durableRows(results.durable) : []),
+    ...(results.cli ? cliRows(results.cli) : []),
   ];
 }
 
