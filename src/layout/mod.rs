@@ -5,7 +5,7 @@
 //! key each. Most sit in immutable *segments* (`seg/<n>`), many to a value;
 //! recent changes sit in the *log*, which the manifest record carries after
 //! its header. Opening a store reads the manifest and the segments it names
-//! — a handful of keys whatever the store's size — and a small write
+//! — one key per MiB of records, not one per record — and a small write
 //! rewrites the manifest alone. A commit is one batch: the new segments,
 //! the manifest naming them, and the deletes of the segments they replace;
 //! the manifest is the commit point, and a reader that finds a segment

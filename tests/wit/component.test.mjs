@@ -240,7 +240,8 @@ test("a storage quota error is quota-exceeded and changes nothing", async () => 
   assert.equal(store.get(coffee).pinned, false);
 
   // Other failures are the storage code; the write after the failure works.
-  storage.failPut = (key) => (key.startsWith("journal/commit") ? { tag: "other", val: "disk on fire" } : null);
+  // The manifest's put is the commit point of a small write (docs/format.md, 2.2).
+  storage.failPut = (key) => (key === "meta/manifest" ? { tag: "other", val: "disk on fire" } : null);
   assert.equal(errorOf(() => store.ingest([inputs[2], inputs[3]])).code, "storage");
   assert.deepEqual(storage.snapshot(), before);
   storage.failPut = null;
