@@ -222,7 +222,13 @@ impl<K: AsyncKeyValue> AsyncStorage for KvStorage<K> {
         let ops: Vec<Op<'_>> = batch.ops().collect();
         match ops.as_slice() {
             [] => return Ok(()),
-            [(key, value)] => return self.apply_one(key, *value).await,
+            // Through the batch even for one key when there is an
+            // expectation: a store that can compare-and-set checks it in
+            // the same atomic call (the manifest alone is the most common
+            // commit, and two writers must not both pass a plain read).
+            [(key, value)] if expect.is_none() || !self.kv.has_atomic_batch() => {
+                return self.apply_one(key, *value).await
+            }
             _ if self.kv.has_atomic_batch() => match self.kv.batch(&ops, expect).await {
                 Err(StorageError::BatchTooLarge(_)) => {}
                 other => return other,
@@ -318,6 +324,8 @@ mod tests {
         fail_at: Option<usize>,
         atomic: bool,
         max_batch_ops: usize,
+        /// Calls of `batch`.
+        batches: Rc<Cell<usize>>,
     }
 
     impl Default for FaultyKv {
@@ -328,6 +336,7 @@ mod tests {
                 fail_at: None,
                 atomic: false,
                 max_batch_ops: usize::MAX,
+                batches: Rc::default(),
             }
         }
     }
@@ -377,6 +386,7 @@ mod tests {
             ops: &[KvOp<'_>],
             _expect: Option<Expect<'_>>,
         ) -> Result<(), StorageError> {
+            self.batches.set(self.batches.get() + 1);
             if ops.len() > self.max_batch_ops {
                 return Err(StorageError::BatchTooLarge(format!("{} ops", ops.len())));
             }
@@ -512,6 +522,25 @@ mod tests {
         let mut store = open(kv.clone());
         commit(&mut store, &batch(&[("a", Some(b"1")), ("b", Some(b"2"))])).unwrap();
         assert_eq!(kv.writes.get(), 1);
+        assert_eq!(data(&kv).len(), 2);
+    }
+
+    #[test]
+    fn a_single_key_commit_with_an_expectation_uses_the_atomic_batch() {
+        let kv = FaultyKv {
+            atomic: true,
+            ..FaultyKv::default()
+        };
+        let mut store = open(kv.clone());
+        let expect = Expect {
+            key: "m",
+            value: None,
+        };
+        let one = batch(&[("m", Some(b"v1"))]);
+        block_on(store.commit(&one, Some(expect))).unwrap().unwrap();
+        assert_eq!(kv.batches.get(), 1, "the check and the put in one call");
+        commit(&mut store, &batch(&[("n", Some(b"1"))])).unwrap();
+        assert_eq!(kv.batches.get(), 1, "no expectation: a plain put");
         assert_eq!(data(&kv).len(), 2);
     }
 
