@@ -35,8 +35,11 @@ use crate::storage::{AsyncStorage, Batch, Expect, Storage, StorageError};
 use crate::text::tokens::{EstimatedTokens, TokenCounter};
 
 /// How many times a write is tried when other writers keep changing the
-/// store first.
-const WRITE_ATTEMPTS: usize = 8;
+/// store first. An instance whose view is current commits at once, so
+/// while another instance writes a burst (a tab importing, a request
+/// ingesting turn after turn) this one loses each race until the burst
+/// ends; a retry costs a read of the manifest and of the segments it lacks.
+const WRITE_ATTEMPTS: usize = 64;
 
 /// A token counter chosen by the caller.
 type CustomCounter = Box<dyn TokenCounter + Send + Sync>;
