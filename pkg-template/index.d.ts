@@ -21,13 +21,26 @@ export interface Scope {
   sessionId?: string;
 }
 
-/** Selects memories by scope fields; absent fields match anything. */
+/**
+ * A memory's free-form metadata: a JSON object of at most
+ * `limits.maxMetadataBytes` (default 16 KiB) of compact JSON; larger is
+ * `TOO_LARGE`.
+ */
+export type Metadata = { [key: string]: JsonValue };
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/**
+ * Selects memories by scope fields; absent fields match anything. With
+ * `metadata`, only memories whose metadata holds each of its keys with an
+ * equal value (numbers compare by value) are selected, and no file.
+ */
 export interface ScopeFilter {
   userId?: string;
   workspaceId?: string;
   projectId?: string;
   cardId?: string;
   sessionId?: string;
+  metadata?: Metadata;
 }
 
 /** Provenance: the kind of source, a reference into it, an optional locator. */
@@ -61,6 +74,33 @@ export interface MemoryInput {
   privacy?: Privacy;
   /** When it was said (RFC 3339); default now. */
   createdAt?: string;
+  /**
+   * The caller's key, unique within exactly this scope: `ingest` refuses a
+   * key in use (`INVALID_INPUT`), `upsert` replaces the memory holding it.
+   * Keyed memories are never merged with duplicates.
+   */
+  key?: string;
+  /** Free-form JSON object (see {@link Metadata}). */
+  metadata?: Metadata;
+}
+
+/** What happened to a memory (`history`). */
+export type HistoryKind =
+  | "created" | "merged" | "updated" | "replaced" | "status" | "pinned" | "deleted" | "restored";
+
+/** One event of a memory's history, oldest first. */
+export interface HistoryEvent {
+  event: HistoryKind;
+  /** When (RFC 3339); `created` is at the memory's `createdAt`. */
+  at: string;
+  /** For `updated` and `replaced`: the fields that changed. */
+  fields?: string[];
+  /** For `updated` and `replaced` that changed the text: the text before. */
+  previousText?: string;
+  /** For `status`: the new status. */
+  status?: Status;
+  /** For `pinned`: the new state. */
+  pinned?: boolean;
 }
 
 /** A duplicate merged into a memory. */
@@ -107,6 +147,10 @@ export interface MemoryItem {
    * when it changes.
    */
   sourceLines?: LineRange;
+  key?: string;
+  metadata?: Metadata;
+  /** The changes after it was stored (see `Memory.history`, which adds `created` and merges). */
+  history?: HistoryEvent[];
 }
 
 /** What ingest did with one input. */
@@ -128,7 +172,8 @@ export interface ImportResult {
 export interface IngestResult {
   /** The memory added or merged into; absent when nothing was stored. */
   id?: string;
-  outcome: "added" | "merged" | "skipped";
+  /** `replaced`: an `upsert` replaced the memory holding the same key. */
+  outcome: "added" | "merged" | "replaced" | "skipped";
   reason?: "duplicate" | "nearDuplicate" | "noMemory" | "private" | "suppressed";
   /** For a reported near-duplicate: the similar memory. */
   similarTo?: string;
@@ -151,6 +196,8 @@ export interface RetrieveQuery {
   until?: string;
   /** Do not mark returned memories as used. */
   dryRun?: boolean;
+  /** Only memories whose metadata holds each of these keys with an equal value. */
+  metadata?: Metadata;
   /** Attach a score breakdown and the policy admission to each hit. */
   explain?: boolean;
   includePending?: boolean;
@@ -194,7 +241,7 @@ export interface Admission {
   /** When its retention ends, if it has one. */
   expiresAt?: string;
   /** The query's filters it satisfied. */
-  filters: ("kinds" | "tags" | "since" | "until")[];
+  filters: ("kinds" | "tags" | "since" | "until" | "metadata")[];
 }
 
 /** One retrieved memory. */
@@ -284,6 +331,8 @@ export interface MemoryPatch {
   tags?: string[];
   privacy?: Privacy;
   source?: Source;
+  /** Replaces the metadata; `{}` removes it. */
+  metadata?: Metadata;
   /** `true` soft-deletes, `false` restores. */
   deleted?: boolean;
 }
@@ -434,6 +483,10 @@ export interface Config {
     maxMergeRecords: number;
     /** Largest file content `syncFile` and the memory tool accept, in bytes (default 1 MiB). */
     maxFileBytes: number;
+    /** Largest `metadata` of one memory, in bytes of compact JSON (default 16384). */
+    maxMetadataBytes: number;
+    /** Most history events kept per memory, oldest dropped first (default 32). */
+    maxHistoryEvents: number;
   }>;
   bm25?: Partial<{ k1: number; b: number }>;
   nearDuplicate?: Partial<{
@@ -525,6 +578,19 @@ export class Memory {
   setModel(model: ModelFiles): Promise<number>;
   /** Redacts, deduplicates, embeds, indexes and persists; one result per input. */
   ingest(input: MemoryInput | MemoryInput[]): Promise<IngestResult[]>;
+  /**
+   * Stores keyed inputs (each needs `key`): one whose key a memory of exactly
+   * its scope holds replaces that memory in the same commit (same id, outcome
+   * `"replaced"`, a `replaced` event in its history); others are added.
+   */
+  upsert(input: MemoryInput | MemoryInput[]): Promise<IngestResult[]>;
+  /** The memory holding `key` in exactly `scope`, or `null`. */
+  getByKey(options: { scope: Scope; key: string }): Promise<MemoryItem | null>;
+  /**
+   * What happened to a memory, oldest first. A hard delete erases the memory
+   * with its history (`NOT_FOUND` after), so no earlier text survives it.
+   */
+  history(id: string): Promise<HistoryEvent[]>;
   /** Hits best first; marks them used unless `dryRun`. */
   retrieve(query: RetrieveQuery): Promise<RetrieveHit[]>;
   /** A cited block within the token budget, pinned memories first. */

@@ -82,6 +82,9 @@ export function entry(defaultWasm) {
 
     setModel(model) { return this.#core.setModel(model); }
     ingest(input) { return this.#core.ingest(input); }
+    upsert(input) { return this.#core.upsert(input); }
+    getByKey(options) { return this.#core.getByKey(options); }
+    history(id) { return this.#core.history(id); }
     retrieve(query) { return this.#core.retrieve(query); }
     inject(query) { return this.#core.inject(query); }
     get(id) { return this.#core.get(id); }

@@ -5,7 +5,7 @@
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0 | 4 | magic `MNMO` (`4D 4E 4D 4F`) |
-//! | 4 | 2 | format version, u16 little-endian (1 to 4, see below) |
+//! | 4 | 2 | format version, u16 little-endian (1 to 5, see below) |
 //! | 6 | 1 | record type: 1 = memory item, 2 = manifest, 3 = vector, 4 = file, 5 = segment |
 //! | 7 | 1 | flags, reserved, 0 |
 //! | 8 | 4 | payload length `N`, u32 little-endian |
@@ -21,7 +21,8 @@
 //! [`StoredFile`]. Manifests of version 4 and segments hold the segmented
 //! layout of `crate::layout` (binary payloads described there).
 //!
-//! Each record is written in the oldest version that can hold it: version 3
+//! Each record is written in the oldest version that can hold it: version 5
+//! for items with a `key`, `metadata` or `history`; version 3
 //! for vector records; version 2 for file records, for chunks of files
 //! (items with `sourceLines`) and for a manifest that counts files; version
 //! 1 for everything else. A store without files or embeddings is therefore
@@ -42,9 +43,11 @@ use crate::files::StoredFile;
 use crate::index::Int8Vector;
 use crate::item::MemoryItem;
 
-/// The newest record format version this build writes and reads: the
-/// segmented layout's manifest and segments.
-pub const FORMAT_VERSION: u16 = 4;
+/// The newest record format version this build writes and reads: item
+/// records with a key, metadata or history.
+pub const FORMAT_VERSION: u16 = 5;
+/// The version of item records with a key, metadata or history.
+const KEYED_FORMAT_VERSION: u16 = 5;
 /// The version of records that hold nothing of files or embeddings (see
 /// the module documentation).
 const BASE_FORMAT_VERSION: u16 = 1;
@@ -191,13 +194,15 @@ pub fn version_for(uses_files: bool) -> u16 {
     }
 }
 
-/// Encodes a memory item record (version 2 for a chunk of a file).
+/// Encodes a memory item record: version 5 when it has a key, metadata or
+/// history, else 2 for a chunk of a file, else 1.
 pub fn encode_item(item: &MemoryItem) -> Vec<u8> {
-    encode_json(
-        RecordType::Item,
-        version_for(item.source_lines.is_some()),
-        item,
-    )
+    let version = if item.key.is_some() || item.metadata.is_some() || !item.history.is_empty() {
+        KEYED_FORMAT_VERSION
+    } else {
+        version_for(item.source_lines.is_some())
+    };
+    encode_json(RecordType::Item, version, item)
 }
 
 /// Decodes a memory item record.

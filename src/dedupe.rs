@@ -311,6 +311,9 @@ mod tests {
             follows: None,
             deleted_at: None,
             source_lines: None,
+            key: None,
+            metadata: None,
+            history: Vec::new(),
         }
     }
 

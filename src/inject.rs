@@ -396,6 +396,9 @@ mod tests {
             follows: None,
             deleted_at: None,
             source_lines: None,
+            key: None,
+            metadata: None,
+            history: Vec::new(),
         }
     }
 

@@ -10,6 +10,8 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use crate::error::{Error, Result};
+use crate::history::HistoryEvent;
+use crate::metadata::{self, Metadata};
 
 /// Longest accepted scope id, tag, source ref or item id, in bytes.
 pub const MAX_ID_BYTES: usize = 256;
@@ -343,9 +345,12 @@ pub struct Tenant {
     pub workspace_id: String,
 }
 
-/// A filter on scopes used by `list` and `deleteAll`: every field that is
-/// set must be equal in the memory's scope; unset fields match anything.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// A filter on scopes used by `list`, `deleteAll`, `export` and `stats`:
+/// every field that is set must be equal in the memory's scope; unset
+/// fields match anything. `metadata` also narrows to the memories whose
+/// metadata holds each of its keys with an equal value (files, which have
+/// no metadata, are then not selected).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScopeFilter {
     /// Required user.
@@ -363,10 +368,26 @@ pub struct ScopeFilter {
     /// Required session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Required metadata: each key with an equal value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
 }
 
 impl ScopeFilter {
-    /// True when every field set in the filter equals the scope's field.
+    /// True when the memory's scope and metadata match the filter.
+    pub fn matches_item(&self, item: &MemoryItem) -> bool {
+        self.matches(&item.scope)
+            && metadata::matches(item.metadata.as_ref(), self.metadata.as_ref())
+    }
+
+    /// True when the filter selects files of `scope`: its scope fields
+    /// match and it sets no metadata.
+    pub fn matches_files_of(&self, scope: &Scope) -> bool {
+        self.matches(scope) && self.metadata.as_ref().is_none_or(|m| m.is_empty())
+    }
+
+    /// True when every scope field set in the filter equals the scope's
+    /// field (metadata aside).
     pub fn matches(&self, scope: &Scope) -> bool {
         fn eq(want: &Option<String>, have: Option<&String>) -> bool {
             want.as_ref().is_none_or(|w| Some(w) == have)
@@ -392,6 +413,7 @@ impl From<&Scope> for ScopeFilter {
             project_id: scope.project_id.clone(),
             card_id: scope.card_id.clone(),
             session_id: scope.session_id.clone(),
+            metadata: None,
         }
     }
 }
@@ -466,6 +488,21 @@ pub struct MemoryItem {
     /// belong to their file, which replaces them when it changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_lines: Option<LineRange>,
+    /// The caller's key: unique among the memories of exactly this scope,
+    /// so `upsert` replaces the memory instead of adding another. Keyed
+    /// memories are records the caller manages: they are never merged with
+    /// duplicates and join no conversation thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Free-form JSON object the caller attached (at most
+    /// `maxMetadataBytes` of JSON); retrieval, listing, export and
+    /// `deleteAll` filter on it by equality.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+    /// The changes made to the memory after it was stored (see
+    /// [`crate::history`]; `created` and merges are not stored here).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<HistoryEvent>,
 }
 
 impl MemoryItem {

@@ -58,6 +58,7 @@ internal! {
     engine;
     error;
     files;
+    history;
     hot_file;
     index;
     inject;
@@ -65,6 +66,7 @@ internal! {
     keys;
     layout;
     memory;
+    metadata;
     memory_tool;
     policy;
     rank;
@@ -79,6 +81,7 @@ pub use engine::{
 };
 pub use error::{Error, Result};
 pub use files::{FileSync, FileSyncOutcome, StoredFile};
+pub use history::{HistoryEvent, HistoryKind};
 pub use hot_file::HotFileSync;
 pub use index::Bm25Params;
 pub use inject::{Citation, Dropped, InjectFormat, Injection};
@@ -88,6 +91,7 @@ pub use item::{
 };
 pub use memory::{block_on, AsyncMemory, Memory};
 pub use memory_tool::MemoryToolResult;
+pub use metadata::Metadata;
 pub use policy::Admission;
 pub use rank::{RankParams, ScoreBreakdown};
 pub use text::markdown::ChunkParams;

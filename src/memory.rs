@@ -25,6 +25,7 @@ use crate::engine::{
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::files::{FileSync, StoredFile};
+use crate::history::HistoryEvent;
 use crate::hot_file::{self, HotFileSync};
 use crate::inject::Injection;
 use crate::item::{MemoryItem, Scope, ScopeFilter};
@@ -287,6 +288,13 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
             .await
     }
 
+    /// Stores keyed memories, replacing those holding their keys; see
+    /// [`Engine::upsert`].
+    pub async fn upsert(&mut self, inputs: Vec<MemoryInput>) -> Result<Vec<IngestResult>> {
+        self.write(|engine, env, txn| engine.upsert(inputs.clone(), env, txn))
+            .await
+    }
+
     /// Retrieves relevant memories; see [`Engine::retrieve`].
     pub async fn retrieve(&mut self, query: &RetrieveQuery) -> Result<Vec<RetrieveHit>> {
         self.run(Unwritten::Trust, |engine, env, txn| {
@@ -391,6 +399,17 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
     /// One page of memories, newest first.
     pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
         self.engine.list(query)
+    }
+
+    /// What happened to one memory, oldest first; see [`Engine::history`].
+    pub fn history(&self, id: &str) -> Result<Vec<HistoryEvent>> {
+        self.engine.history(id)
+    }
+
+    /// The memory holding `key` in exactly `scope`, if any.
+    pub fn get_by_key(&self, scope: &Scope, key: &str) -> Option<MemoryItem> {
+        let id = self.engine.holder_of_key(scope, key)?;
+        self.engine.get(&id).ok().cloned()
     }
 
     /// Changes one memory; see [`Engine::update`].
@@ -550,6 +569,11 @@ impl<S: Storage, E: Environment> Memory<S, E> {
         block_on(self.inner.ingest(inputs))?
     }
 
+    /// Stores keyed memories; see [`Engine::upsert`].
+    pub fn upsert(&mut self, inputs: Vec<MemoryInput>) -> Result<Vec<IngestResult>> {
+        block_on(self.inner.upsert(inputs))?
+    }
+
     /// Retrieves relevant memories; see [`Engine::retrieve`].
     pub fn retrieve(&mut self, query: &RetrieveQuery) -> Result<Vec<RetrieveHit>> {
         block_on(self.inner.retrieve(query))?
@@ -568,6 +592,16 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     /// One page of memories, newest first.
     pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
         self.inner.list(query)
+    }
+
+    /// What happened to one memory; see [`Engine::history`].
+    pub fn history(&self, id: &str) -> Result<Vec<HistoryEvent>> {
+        self.inner.history(id)
+    }
+
+    /// The memory holding `key` in exactly `scope`, if any.
+    pub fn get_by_key(&self, scope: &Scope, key: &str) -> Option<MemoryItem> {
+        self.inner.get_by_key(scope, key)
     }
 
     /// Changes one memory; see [`Engine::update`].

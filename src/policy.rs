@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use crate::item::{Kind, MemoryItem, Scope, Status, Timestamp};
+use crate::metadata::{self, Metadata};
 
 /// Why an item is not returned for a query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -32,6 +33,8 @@ pub enum Exclusion {
     Tag,
     /// Created outside the requested time range.
     TimeRange,
+    /// Its metadata lacks a requested key or value.
+    Metadata,
 }
 
 /// The query-side inputs of the policy.
@@ -53,6 +56,9 @@ pub struct Visibility<'a> {
     pub since: Option<Timestamp>,
     /// Only items created before this time.
     pub until: Option<Timestamp>,
+    /// Only items whose metadata holds each of these keys with an equal
+    /// value.
+    pub metadata: Option<&'a Metadata>,
 }
 
 /// How an admitted item met the policy for a query: returned with each hit
@@ -71,8 +77,8 @@ pub struct Admission {
     /// When the item's retention ends, if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Timestamp>,
-    /// The query's filters the item satisfied, of `kinds`, `tags`, `since`
-    /// and `until`, in that order.
+    /// The query's filters the item satisfied, of `kinds`, `tags`, `since`,
+    /// `until` and `metadata`, in that order.
     pub filters: Vec<&'static str>,
 }
 
@@ -98,6 +104,7 @@ pub fn admission(item: &MemoryItem, vis: &Visibility<'_>) -> Admission {
         ("tags", vis.tags.is_some()),
         ("since", vis.since.is_some()),
         ("until", vis.until.is_some()),
+        ("metadata", vis.metadata.is_some_and(|m| !m.is_empty())),
     ]
     .into_iter()
     .filter(|&(_, set)| set)
@@ -147,6 +154,9 @@ pub fn check(item: &MemoryItem, vis: &Visibility<'_>) -> Result<(), Exclusion> {
         || vis.until.is_some_and(|until| item.created_at >= until)
     {
         return Err(Exclusion::TimeRange);
+    }
+    if !metadata::matches(item.metadata.as_ref(), vis.metadata) {
+        return Err(Exclusion::Metadata);
     }
     Ok(())
 }

@@ -356,6 +356,9 @@ mod tests {
             follows: follows.map(str::to_string),
             deleted_at: None,
             source_lines: None,
+            key: None,
+            metadata: None,
+            history: Vec::new(),
         }
     }
 

@@ -12,6 +12,7 @@ use crate::codec::{self, FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::index::Bm25Index;
 use crate::item::{validate_item_id, MemoryItem, Scope, ScopeFilter, Status, Timestamp};
+use crate::metadata;
 use crate::text;
 
 impl Engine {
@@ -140,12 +141,18 @@ impl Engine {
             self.validate_source(&source)?;
             item.source = source;
         }
+        if let Some(metadata) = patch.metadata {
+            self.check_metadata(&metadata)?;
+            item.metadata = metadata::normalize(Some(metadata));
+        }
         match patch.deleted {
             Some(true) if item.deleted_at.is_none() => item.deleted_at = Some(now),
             Some(false) => item.deleted_at = None,
             _ => {}
         }
         item.updated_at = now;
+        let before = self.get(id)?.clone();
+        self.record_history(&before, &mut item, now);
         self.write(txn, id, Some(item.clone()));
         // A changed text gets a fresh embedding (or loses its stale one).
         if let Some(vector) = new_vector {
@@ -176,10 +183,11 @@ impl Engine {
                 self.write_vector(txn, id, None);
             }
         } else if !item.is_deleted() {
-            let mut item = item;
-            item.deleted_at = Some(now);
-            item.updated_at = now;
-            self.write(txn, id, Some(item));
+            let mut deleted = item.clone();
+            deleted.deleted_at = Some(now);
+            deleted.updated_at = now;
+            self.record_history(&item, &mut deleted, now);
+            self.write(txn, id, Some(deleted));
         }
         Ok(())
     }
@@ -200,7 +208,7 @@ impl Engine {
         let ids: Vec<String> = self
             .entries
             .values()
-            .filter(|e| filter.matches(&e.item.scope) && (hard || !e.item.is_deleted()))
+            .filter(|e| filter.matches_item(&e.item) && (hard || !e.item.is_deleted()))
             .map(|e| e.item.id.clone())
             .collect();
         for id in &ids {
@@ -208,7 +216,7 @@ impl Engine {
         }
         // Erasure takes the files too: they hold the same text.
         if hard {
-            self.remove_files_where(|scope| filter.matches(scope), txn);
+            self.remove_files_where(|scope| filter.matches_files_of(scope), txn);
         }
         Ok(DeleteAllResult {
             deleted: ids.len(),
@@ -246,7 +254,7 @@ impl Engine {
             format_version: FORMAT_VERSION,
         };
         let mut tenants = BTreeSet::new();
-        for item in self.items().filter(|i| filter.matches(&i.scope)) {
+        for item in self.items().filter(|i| filter.matches_item(i)) {
             stats.items += 1;
             stats.deleted += usize::from(item.is_deleted());
             stats.pending += usize::from(item.status == Status::Pending);
@@ -275,7 +283,7 @@ impl Engine {
 }
 
 fn list_matches(item: &MemoryItem, q: &ListQuery) -> bool {
-    q.scope.matches(&item.scope)
+    q.scope.matches_item(item)
         && (q.include_deleted || !item.is_deleted())
         && q.kinds.as_ref().is_none_or(|k| k.contains(&item.kind))
         && q.statuses.as_ref().is_none_or(|s| s.contains(&item.status))

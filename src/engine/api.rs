@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::index::Bm25Params;
 use crate::inject::InjectFormat;
 use crate::item::{Kind, MemoryItem, Privacy, Scope, ScopeFilter, Source, Status, Timestamp};
+use crate::metadata::Metadata;
 use crate::policy::Admission;
 use crate::rank::{RankParams, ScoreBreakdown};
 use crate::text::markdown::ChunkParams;
@@ -38,6 +39,10 @@ pub struct Limits {
     /// Largest file content accepted by file sync and the memory tool, in
     /// bytes.
     pub max_file_bytes: usize,
+    /// Largest `metadata` of one memory: the bytes of its compact JSON.
+    pub max_metadata_bytes: usize,
+    /// Most history events kept per memory (oldest dropped first).
+    pub max_history_events: usize,
 }
 
 impl Default for Limits {
@@ -51,6 +56,8 @@ impl Default for Limits {
             max_results: 1000,
             max_merge_records: 64,
             max_file_bytes: 1024 * 1024,
+            max_metadata_bytes: 16 * 1024,
+            max_history_events: 32,
         }
     }
 }
@@ -164,6 +171,12 @@ pub struct MemoryInput {
     pub privacy: Option<Privacy>,
     /// When it was said (default: now).
     pub created_at: Option<Timestamp>,
+    /// The caller's key, unique within the scope: `ingest` refuses a key
+    /// in use, `upsert` replaces the memory holding it.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// Free-form JSON object (at most `maxMetadataBytes`).
+    pub metadata: Option<Metadata>,
 }
 
 impl MemoryInput {
@@ -179,6 +192,8 @@ impl MemoryInput {
             tags: None,
             privacy: None,
             created_at: None,
+            key: None,
+            metadata: None,
         }
     }
 }
@@ -191,6 +206,9 @@ pub enum IngestOutcome {
     Added,
     /// Merged into an existing memory (`id` names it).
     Merged,
+    /// Replaced the memory holding the same key in the same scope (`id`
+    /// names it; `upsert` only).
+    Replaced,
     /// Not stored (`reason` says why).
     Skipped,
 }
@@ -245,6 +263,9 @@ pub struct RetrieveQuery {
     pub since: Option<Timestamp>,
     /// Only memories created before this time.
     pub until: Option<Timestamp>,
+    /// Only memories whose metadata holds each of these keys with an equal
+    /// value.
+    pub metadata: Option<Metadata>,
     /// Do not mark returned memories as used.
     #[serde(default)]
     pub dry_run: bool,
@@ -276,6 +297,7 @@ impl RetrieveQuery {
             tags: None,
             since: None,
             until: None,
+            metadata: None,
             dry_run: false,
             explain: false,
             include_pending: false,
@@ -400,6 +422,8 @@ pub struct MemoryPatch {
     pub privacy: Option<Privacy>,
     /// Replace the provenance.
     pub source: Option<Source>,
+    /// Replace the metadata (`{}` removes it).
+    pub metadata: Option<Metadata>,
     /// `true` soft-deletes, `false` restores a soft-deleted memory.
     pub deleted: Option<bool>,
 }

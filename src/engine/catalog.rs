@@ -1,6 +1,6 @@
 //! The catalog: every memory, the doc number it holds in the indexes, and
-//! the secondary keys over the memories (content hash, creation time, scope
-//! and time, followers, pinned ids, the shared scopes, the per-tenant
+//! the secondary keys over the memories (content hash, caller key, creation
+//! time, scope and time, followers, pinned ids, the shared scopes, the per-tenant
 //! lexical indexes, each file's chunks). `Engine::set` is the only code that
 //! changes a memory, and it moves every key with it, so a new key is added
 //! there and stays in step by construction.
@@ -35,6 +35,12 @@ impl Engine {
             let (scope, ..) = key;
             self.by_scope_time
                 .remove(&(scope.clone(), item.created_at.0, id.to_string()));
+            if let Some(k) = &item.key {
+                let key = (scope.clone(), k.clone());
+                if self.by_key.get(&key).map(String::as_str) == Some(id) {
+                    self.by_key.remove(&key);
+                }
+            }
             self.release_scope(scope);
             if let Some(prev) = &item.follows {
                 if let Some(list) = self.followers.get_mut(prev) {
@@ -90,6 +96,11 @@ impl Engine {
                 // duplicate detection or conversation threads.
                 if item.is_file_chunk() {
                     self.index_file_chunk(&item, true);
+                } else if let Some(k) = &item.key {
+                    // Keyed memories are the caller's records: found by
+                    // key, never by text, and in no conversation thread.
+                    let scope = self.intern_scope(&item.scope);
+                    self.by_key.insert((scope, k.clone()), id.to_string());
                 } else {
                     let scope = self.intern_scope(&item.scope);
                     self.by_hash
@@ -131,7 +142,7 @@ impl Engine {
         shared
     }
 
-    /// `scope` as a key of `by_hash` or `by_scope_time`: the shared copy, or
+    /// `scope` as a key of `by_hash`, `by_key` or `by_scope_time`: the shared copy, or
     /// a new one when no key holds it (so the lookup finds nothing).
     pub(super) fn scope_key(&self, scope: &Scope) -> Arc<Scope> {
         self.scopes

@@ -33,7 +33,7 @@ use super::{text_to_store, Captured, Engine, IngestReason, Txn};
 use crate::dedupe::Duplicate;
 use crate::error::{Error, Result};
 use crate::files::StoredFile;
-use crate::item::{validate_item_id, MemoryItem, ScopeFilter, Timestamp};
+use crate::item::{validate_id, validate_item_id, MemoryItem, ScopeFilter, Timestamp};
 use crate::text;
 
 /// Export file format name.
@@ -64,12 +64,12 @@ impl Engine {
     /// the module documentation.
     pub fn export(&self, filter: &ScopeFilter, now: Timestamp) -> String {
         let mut items: Vec<&MemoryItem> =
-            self.items().filter(|i| filter.matches(&i.scope)).collect();
+            self.items().filter(|i| filter.matches_item(i)).collect();
         items.sort_by(|a, b| a.id.cmp(&b.id));
         let files: Vec<&StoredFile> = self
             .files
             .values()
-            .filter(|f| filter.matches(&f.scope))
+            .filter(|f| filter.matches_files_of(&f.scope))
             .collect();
         let mut out = format!("{{\"format\":\"{EXPORT_FORMAT}\",");
         let version = if files.is_empty() {
@@ -145,12 +145,24 @@ impl Engine {
         // Memories whose text is new to this store: they need an embedding.
         let mut new_texts: Vec<(String, String)> = Vec::new();
         for item in items {
+            if let Some(key) = &item.key {
+                if let Some(holder) = self.holder_of_key(&item.scope, key) {
+                    if holder != item.id {
+                        return Err(Error::invalid(format!(
+                            "memory `{}` has key `{key}`, which memory `{holder}` holds in its scope",
+                            item.id
+                        )));
+                    }
+                }
+            }
             let hash_key = (self.scope_key(&item.scope), item.content_hash.clone());
             // Chunks belong to their file and never merge.
             let existing_same_text = self
                 .by_hash
                 .get(&hash_key)
-                .filter(|other| **other != item.id && !item.is_file_chunk())
+                .filter(|other| {
+                    **other != item.id && !item.is_file_chunk() && item.key.is_none()
+                })
                 .cloned();
             if self.entries.contains_key(&item.id) {
                 if let Some(other) = existing_same_text {
@@ -212,6 +224,12 @@ impl Engine {
         }
         if self.clean_tags(item.tags.clone())? != item.tags {
             return Err(Error::invalid("tags must be trimmed and distinct"));
+        }
+        if let Some(key) = &item.key {
+            validate_id("key", key)?;
+        }
+        if let Some(metadata) = &item.metadata {
+            self.check_metadata(metadata)?;
         }
         self.validate_source(&item.source)
     }

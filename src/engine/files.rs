@@ -198,6 +198,9 @@ impl Engine {
                 follows: None,
                 deleted_at: None,
                 source_lines: Some(lines),
+                key: None,
+                metadata: None,
+                history: Vec::new(),
             };
             self.write(txn, &id, Some(item));
             if let Some(vector) = vectors.as_mut().and_then(Iterator::next) {

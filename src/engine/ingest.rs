@@ -12,6 +12,7 @@ use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::index::Bm25Index;
 use crate::item::{validate_id, MemoryItem, Scope, Source, Tenant, Timestamp};
+use crate::metadata;
 use crate::text::{self, Capture};
 
 /// What ingest keeps of a raw text.
@@ -51,6 +52,18 @@ impl Engine {
     /// against the store and the earlier inputs of the batch, and stored. Any
     /// invalid input fails the whole batch.
     pub fn ingest(
+        &mut self,
+        inputs: Vec<MemoryInput>,
+        env: &mut dyn Environment,
+        txn: &mut Txn,
+    ) -> Result<Vec<IngestResult>> {
+        self.check_new_keys(&inputs)?;
+        self.ingest_batch(inputs, env, txn)
+    }
+
+    /// [`Engine::ingest`] once the keys are checked: an input whose key a
+    /// memory of its scope holds replaces that memory (`upsert`).
+    pub(super) fn ingest_batch(
         &mut self,
         inputs: Vec<MemoryInput>,
         env: &mut dyn Environment,
@@ -102,7 +115,6 @@ impl Engine {
         env: &mut dyn Environment,
         txn: &mut Txn,
     ) -> IngestResult {
-        let source = input.source.unwrap_or_default();
         let skipped = |reason| IngestResult {
             id: None,
             outcome: IngestOutcome::Skipped,
@@ -114,8 +126,13 @@ impl Engine {
             Captured::OnlyPrivate => return skipped(IngestReason::Private),
             Captured::Text(t) => t,
         };
+        if let Some(existing) = self.keyed(&input) {
+            return self.replace_keyed(&existing, input, tags, text, vector, now, txn);
+        }
+        let source = input.source.unwrap_or_default();
         let content_hash = text::content_hash(&text);
         let created_at = input.created_at.unwrap_or(now);
+        let keyed = input.key.is_some();
         let duplicate = Duplicate {
             source: source.clone(),
             created_at,
@@ -125,13 +142,18 @@ impl Engine {
             text: None,
         };
 
+        // A keyed memory is the caller's record: never merged by text.
         let hash_key = (self.scope_key(&input.scope), content_hash.clone());
-        if let Some(existing) = self.by_hash.get(&hash_key).cloned() {
+        if let Some(existing) = self.by_hash.get(&hash_key).filter(|_| !keyed).cloned() {
             return self.merge_duplicate(&existing, duplicate, IngestReason::Duplicate, now, txn);
         }
 
-        let terms = text::terms(&text);
-        let similar = self.find_near_duplicate(&input.scope, &text, &terms, vector.as_deref());
+        let similar = if keyed {
+            None
+        } else {
+            let terms = text::terms(&text);
+            self.find_near_duplicate(&input.scope, &text, &terms, vector.as_deref())
+        };
         if let Some(similar) = &similar {
             if self.config.near_duplicate.action == NearDuplicateAction::Merge {
                 let duplicate = Duplicate {
@@ -149,7 +171,11 @@ impl Engine {
         }
 
         let id = self.fresh_id(env);
-        let follows = self.thread_predecessor(&input.scope, created_at);
+        let follows = if keyed {
+            None
+        } else {
+            self.thread_predecessor(&input.scope, created_at)
+        };
         let item = MemoryItem {
             id: id.clone(),
             text,
@@ -169,6 +195,9 @@ impl Engine {
             follows,
             deleted_at: None,
             source_lines: None,
+            key: input.key,
+            metadata: metadata::normalize(input.metadata),
+            history: Vec::new(),
         };
         self.write(txn, &id, Some(item));
         if vector.is_some() {
@@ -215,6 +244,12 @@ impl Engine {
         }
         if let Some(source) = &input.source {
             self.validate_source(source)?;
+        }
+        if let Some(key) = &input.key {
+            validate_id("key", key)?;
+        }
+        if let Some(metadata) = &input.metadata {
+            self.check_metadata(metadata)?;
         }
         self.clean_tags(input.tags.clone().unwrap_or_default())
     }
@@ -370,7 +405,12 @@ impl Neighbourhood for ScopeMemories<'_> {
         self.engine
             .entry_of(doc)
             .map(|e| &e.item)
-            .filter(|item| &item.scope == self.scope && !item.is_deleted() && !item.is_file_chunk())
+            .filter(|item| {
+                &item.scope == self.scope
+                    && !item.is_deleted()
+                    && !item.is_file_chunk()
+                    && item.key.is_none()
+            })
     }
 
     fn cosine(&self, id: &str, vector: &[f32]) -> Option<f32> {

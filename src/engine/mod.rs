@@ -18,6 +18,7 @@
 //! - `vectors`: embeddings, the model, the context vectors of ranking;
 //! - `txn`: the undo log, rollback, and the records a write changed;
 //! - `ingest`: ingest, input validation, deduplication, threading;
+//! - `upsert`: caller keys, replacing a keyed memory, history;
 //! - `search`: retrieval, injection, policy explanations;
 //! - `admin`: get, list, update, delete, stats;
 //! - `files`: stored files and their chunks;
@@ -36,6 +37,7 @@ mod files;
 mod ingest;
 mod search;
 mod txn;
+mod upsert;
 mod vectors;
 
 pub use api::{
@@ -78,10 +80,12 @@ pub struct Engine {
     entries: HashMap<String, Box<Entry>>,
     doc_owner: Vec<Option<String>>,
     free_docs: Vec<u32>,
-    /// Each scope of a memory in `by_hash` or `by_scope_time`, once: their
-    /// keys share it.
+    /// Each scope of a memory in `by_hash`, `by_key` or `by_scope_time`,
+    /// once: their keys share it.
     scopes: HashSet<Arc<Scope>>,
     by_hash: HashMap<(Arc<Scope>, String), String>,
+    /// The memory holding each caller key of a scope.
+    by_key: HashMap<(Arc<Scope>, String), String>,
     by_created: BTreeSet<(i64, String)>,
     by_scope_time: BTreeSet<(Arc<Scope>, i64, String)>,
     followers: HashMap<String, Vec<String>>,
@@ -121,6 +125,7 @@ impl Engine {
             free_docs: Vec::new(),
             scopes: HashSet::new(),
             by_hash: HashMap::new(),
+            by_key: HashMap::new(),
             by_created: BTreeSet::new(),
             by_scope_time: BTreeSet::new(),
             followers: HashMap::new(),

@@ -35,6 +35,7 @@ impl RetrieveQuery {
             tags: self.tags.as_deref(),
             since: self.since,
             until: self.until,
+            metadata: self.metadata.as_ref(),
         }
     }
 }

@@ -289,7 +289,9 @@ impl Harness {
                     near(&self.model, &id);
                     merged_into.insert(id);
                 }
-                IngestOutcome::Skipped => panic!("`{text}` skipped: {result:?}"),
+                IngestOutcome::Skipped | IngestOutcome::Replaced => {
+                    panic!("`{text}` skipped or replaced without a key: {result:?}")
+                }
             }
         }
         for (id, spec) in added

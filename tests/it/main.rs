@@ -11,6 +11,7 @@ mod files;
 mod fuzz_regressions;
 mod hot_file;
 mod isolation_props;
+mod keys;
 mod layout;
 mod locomo;
 mod memory_tool;

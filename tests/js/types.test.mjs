@@ -68,6 +68,17 @@ test("index.d.ts describes every result the package returns", async () => {
   const hotSync = await files.readHotFile(hotInput);
   const removed = await files.removeFile(fileRef);
 
+  // Keys, metadata and history.
+  const keyedInput = { text: "Tea: green.", scope: home, key: "drink", metadata: { from: "settings", n: 1, deep: { a: [1, "x", null, true] } } };
+  const upserted = [...await mem.upsert(keyedInput), ...await mem.upsert([{ ...keyedInput, text: "Tea: black." }])];
+  const byKey = await mem.getByKey({ scope: home, key: "drink" });
+  await mem.update(upserted[0].id, { pinned: true, status: "pending", metadata: { from: "settings", n: 2 } });
+  const history = await mem.history(upserted[0].id);
+  const metaQuery = { text: "tea", scope: home, metadata: { from: "settings" }, explain: true, includePending: true };
+  const metaHits = await mem.retrieve(metaQuery);
+  const metaList = await mem.list({ scope: { userId: "alice", metadata: { n: 2 } } });
+  assert.ok(upserted[1].outcome === "replaced" && byKey?.metadata && history.length === 5 && metaHits.length === 1 && metaList.items.length === 1);
+
   const deleted = await mem.deleteAll({ scope: { userId: "alice", workspaceId: "home" } });
   assert.ok(item.mergedFrom.length === 1 && hits[0].explain && hits[0].policy?.expiresAt && tight.dropped.length > 0);
   assert.ok(chunkHits[0].item.sourceLines && storedFiles[1] === null && toolResults.at(-1).isError && hotSync.updated.length === 1);
@@ -99,6 +110,13 @@ const hotDocument: Awaited<ReturnType<M.Memory["renderHotFile"]>> = ${literal(ho
 const hotInput: M.HotFileDocument = ${literal(hotInput)};
 const hotSync: M.HotFileSync = ${literal(hotSync)};
 const removed: Awaited<ReturnType<M.Memory["removeFile"]>> = ${literal(removed)};
+const keyedInput: M.MemoryInput = ${literal(keyedInput)};
+const upserted: M.IngestResult[] = ${literal(upserted)};
+const byKey: Awaited<ReturnType<M.Memory["getByKey"]>> = ${literal(byKey)};
+const history: M.HistoryEvent[] = ${literal(history)};
+const metaQuery: M.RetrieveQuery = ${literal(metaQuery)};
+const metaHits: M.RetrieveHit[] = ${literal(metaHits)};
+const metaList: M.ListPage = ${literal(metaList)};
 // Where the WebAssembly module may come from (\`init\` and \`Memory.open\`).
 const wasmOptions: M.OpenOptions[] = [
   { wasm: "/memtide_bg.wasm" }, { wasm: new URL("https://cdn.example/memtide_bg.wasm") },
@@ -109,6 +127,7 @@ export {
   wasmOptions, init,
   inputs, ingested, query, hits, injectQuery, injections, items, patch, listQuery, pages, stats, imported, deleted,
   config, fileInput, fileSyncs, fileRef, storedFiles, toolInputs, toolResults, chunkHits, hotDocument, hotInput, hotSync, removed,
+  keyedInput, upserted, byKey, history, metaQuery, metaHits, metaList,
 };
 `;
   const dir = await mkdtemp(join(tmpdir(), "memtide-types-"));

@@ -400,3 +400,41 @@ test("Markdown files, the memory tool and the hot file round-trip through the co
   assert.equal(reopened.file(home, "/memories/kept.md").content, "kept");
   assert.equal(reopened.renderHotFile(home, edited), store.renderHotFile(home, edited));
 });
+
+test("keys, metadata filters and history round-trip through the component", async () => {
+  const storage = new MapStorage();
+  const store = await open(storage);
+  const [added] = store.upsert([{ text: "The locker code is 4411.", scope: home, key: "locker", metadata: JSON.stringify({ kind: "code", n: 1 }) }]);
+  assert.equal(added.outcome, "added");
+  const [replaced] = store.upsert([{ text: "The locker code is 9922.", scope: home, key: "locker", metadata: JSON.stringify({ kind: "code", n: 2 }) }]);
+  assert.deepEqual([replaced.outcome, replaced.id], ["replaced", added.id]);
+  store.ingest([{ text: "The gym opens at six.", scope: home, metadata: JSON.stringify({ kind: "hours" }) }]);
+  const item = store.get(added.id);
+  assert.equal(item.key, "locker");
+  assert.deepEqual(JSON.parse(item.metadata), { kind: "code", n: 2 });
+
+  const hits = store.retrieve(retrieveQuery("locker code", home, { metadata: JSON.stringify({ kind: "code" }) }));
+  assert.deepEqual(hits.map((h) => h.item.id), [added.id]);
+  assert.equal(store.retrieve(retrieveQuery("locker code", home, { metadata: JSON.stringify({ kind: "hours" }) })).length, 0);
+  const page = store.list(listQuery({ scope: { userId: "alice", metadata: JSON.stringify({ n: 2.0 }) } }));
+  assert.deepEqual(page.items.map((i) => i.id), [added.id]);
+
+  const history = store.history(added.id);
+  assert.deepEqual(history.map((e) => e.event), ["created", "replaced"]);
+  assert.equal(history[1].previousText, "The locker code is 4411.");
+  assert.deepEqual(history[1].fields, ["text", "metadata"]);
+
+  // Refusals keep their codes: a key in use, metadata that is not an object or too large.
+  assert.equal(errorOf(() => store.ingest([{ text: "x", scope: home, key: "locker" }])).code, "invalid-input");
+  assert.equal(errorOf(() => store.upsert([{ text: "x", scope: home, key: "k", metadata: "[1]" }])).code, "invalid-input");
+  const big = JSON.stringify({ blob: "x".repeat(20_000) });
+  assert.equal(errorOf(() => store.upsert([{ text: "x", scope: home, key: "k", metadata: big }])).code, "too-large");
+
+  // A hard delete erases the memory with its history: no byte of either text stays.
+  const deleted = store.deleteAll({ userId: "alice", metadata: JSON.stringify({ kind: "code" }) }, true);
+  assert.equal(deleted.deleted, 1);
+  assert.equal(errorOf(() => store.history(added.id)).code, "not-found");
+  const bytes = Buffer.concat([...storage.map.values()].map((v) => Buffer.from(v)));
+  assert.ok(!bytes.includes("4411") && !bytes.includes("9922"));
+  assert.equal(store.list(listQuery()).items.length, 1);
+});

@@ -172,6 +172,7 @@ def scope_filter(user_id=None, workspace_id=None):
         project_id=None,
         card_id=None,
         session_id=None,
+        metadata=None,
     )
 
 
@@ -186,6 +187,8 @@ def memory_input(text, in_scope, **extra):
         tags=None,
         privacy=None,
         created_at=None,
+        key=None,
+        metadata=None,
     )
     fields.update(extra)
     return record(**fields)
@@ -200,6 +203,7 @@ def retrieve_query(text, in_scope, **extra):
         tags=None,
         since=None,
         until=None,
+        metadata=None,
         dry_run=False,
         explain=False,
         include_pending=False,
@@ -236,6 +240,7 @@ def patch(**extra):
         tags=None,
         privacy=None,
         source=None,
+        metadata=None,
         deleted=None,
     )
     fields.update(extra)

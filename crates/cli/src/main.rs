@@ -73,6 +73,16 @@ enum StoreCommand {
     /// input. Every line is parsed before anything is stored; inputs are
     /// committed atomically per batch of 10,000.
     Ingest,
+    /// Stores keyed memories: stdin is JSON Lines of inputs that each have
+    /// a `key`, stdout one result per input; an input whose key a memory of
+    /// its scope holds replaces that memory (outcome `replaced`).
+    Upsert,
+    /// Prints what happened to one memory, one event per line, oldest
+    /// first.
+    History {
+        /// The memory's id.
+        id: String,
+    },
     /// Runs retrieval queries: stdin is JSON Lines of queries, stdout one
     /// `{"results":[…]}` line per query, best hit first.
     Retrieve {
@@ -115,7 +125,7 @@ enum StoreCommand {
     #[command(mut_arg("user", |arg| arg.required(true)))]
     DeleteAll {
         #[command(flatten)]
-        scope: ScopeArgs,
+        scope: FilterArgs,
         /// Erase them with every trace instead of suppressing them.
         #[arg(long)]
         hard: bool,
@@ -124,14 +134,14 @@ enum StoreCommand {
     /// scope, as a versioned, checksummed JSON document.
     Export {
         #[command(flatten)]
-        scope: ScopeArgs,
+        scope: FilterArgs,
     },
     /// Imports an export read from stdin, atomically.
     Import,
     /// Prints counts over the store or the selected scope.
     Stats {
         #[command(flatten)]
-        scope: ScopeArgs,
+        scope: FilterArgs,
     },
     /// Markdown files as memories, indexed in chunks that cite
     /// `path#Lstart-Lend`.
@@ -228,6 +238,27 @@ struct ScopeArgs {
     session: Option<String>,
 }
 
+/// Scope filter options with metadata: every option given must match.
+#[derive(Debug, clap::Args)]
+struct FilterArgs {
+    #[command(flatten)]
+    scope: ScopeArgs,
+    /// Only memories whose metadata has this key with this value
+    /// (`KEY=VALUE`, the value as JSON, else as a string; repeatable, all
+    /// must match); files are then not selected.
+    #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = parse_meta)]
+    metadata: Vec<(String, serde_json::Value)>,
+}
+
+impl From<FilterArgs> for ScopeFilter {
+    fn from(args: FilterArgs) -> Self {
+        ScopeFilter {
+            metadata: (!args.metadata.is_empty()).then(|| args.metadata.into_iter().collect()),
+            ..args.scope.into()
+        }
+    }
+}
+
 impl ScopeArgs {
     /// The scope these options name (`--user` and `--workspace` are
     /// required where one is needed).
@@ -250,15 +281,27 @@ impl From<ScopeArgs> for ScopeFilter {
             project_id: args.project,
             card_id: args.card,
             session_id: args.session,
+            metadata: None,
         }
     }
+}
+
+/// Parses a `--meta KEY=VALUE`: the value as JSON when it is JSON (`3`,
+/// `true`, `"x"`, `{…}`), else as a string.
+fn parse_meta(text: &str) -> Result<(String, serde_json::Value), String> {
+    let (key, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not KEY=VALUE"))?;
+    let value = serde_json::from_str(value)
+        .unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
+    Ok((key.to_string(), value))
 }
 
 /// Options of `list`.
 #[derive(Debug, clap::Args)]
 struct ListArgs {
     #[command(flatten)]
-    scope: ScopeArgs,
+    scope: FilterArgs,
     /// Only this kind (repeatable).
     #[arg(long = "kind", value_name = "KIND", value_parser = parse_wire::<Kind>)]
     kinds: Vec<Kind>,
@@ -537,6 +580,30 @@ fn run<E: Environment>(
                 for result in memory.ingest(batch)? {
                     print_json(out, &result)?;
                 }
+            }
+        }
+        StoreCommand::Upsert => {
+            let lines = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
+            let mut memory = open_with_model(env)?;
+            let inputs: Vec<MemoryInput> = check_lines(lines, |i: &MemoryInput| {
+                memory.check_input(i)?;
+                match i.key {
+                    Some(_) => Ok(()),
+                    None => Err(Error::invalid("upsert needs a key")),
+                }
+            })?;
+            let batch_size = memory.config().limits.max_batch.max(1);
+            let mut remaining = inputs.into_iter().peekable();
+            while remaining.peek().is_some() {
+                let batch: Vec<MemoryInput> = remaining.by_ref().take(batch_size).collect();
+                for result in memory.upsert(batch)? {
+                    print_json(out, &result)?;
+                }
+            }
+        }
+        StoreCommand::History { id } => {
+            for event in open(env)?.history(&id)? {
+                print_json(out, &event)?;
             }
         }
         StoreCommand::Retrieve { min_relevance } => {

@@ -507,6 +507,38 @@ impl JsMemory {
         })
     }
 
+    /// Stores keyed inputs (one or an array), each replacing the memory
+    /// holding its key in its scope; resolves to one result per input.
+    pub fn upsert(&self, inputs: JsValue) -> Promise {
+        self.run(async move |store| {
+            let inputs: Vec<MemoryInput> = if Array::is_array(&inputs) {
+                from_js(&inputs, "inputs")?
+            } else {
+                vec![from_js(&inputs, "input")?]
+            };
+            to_js(&store.upsert(inputs).await?)
+        })
+    }
+
+    /// The memory holding a key in exactly a scope, or `null`:
+    /// `{scope, key}`.
+    #[wasm_bindgen(js_name = getByKey)]
+    pub fn get_by_key(&self, options: JsValue) -> Promise {
+        self.run(async move |store| {
+            let scope: Scope = from_js(&field(&options, "scope"), "scope")?;
+            let key: String = from_js(&field(&options, "key"), "key")?;
+            to_js(&store.get_by_key(&scope, &key))
+        })
+    }
+
+    /// What happened to one memory, oldest first.
+    pub fn history(&self, id: JsValue) -> Promise {
+        self.run(async move |store| {
+            let id: String = from_js(&id, "id")?;
+            to_js(&store.history(&id)?)
+        })
+    }
+
     /// Retrieves the hits for a query, best first.
     pub fn retrieve(&self, query: JsValue) -> Promise {
         self.run(async move |store| {

@@ -24,10 +24,11 @@ use memtide::env::SystemEnvironment;
 use memtide::storage::{AsyncKeyValue, Expect, KvOp, KvStorage, StorageError};
 use memtide::{
     block_on, Admission, AsyncMemory, Config, DeleteAllResult, Dropped, FileSync, FileSyncOutcome,
-    HotFileSync, ImportResult, IngestOutcome, IngestReason, IngestResult, InjectFormat,
-    InjectQuery, Injection, Kind, LineRange, ListPage, ListQuery, MemoryInput, MemoryItem,
-    MemoryPatch, MemoryToolResult, MergeRecord, Privacy, RetrieveHit, RetrieveQuery, Scope,
-    ScopeFilter, ScoreBreakdown, Source, SourceKind, Stats, Status, StoredFile, Timestamp,
+    HistoryEvent, HistoryKind, HotFileSync, ImportResult, IngestOutcome, IngestReason,
+    IngestResult, InjectFormat, InjectQuery, Injection, Kind, LineRange, ListPage, ListQuery,
+    MemoryInput, MemoryItem, MemoryPatch, MemoryToolResult, MergeRecord, Metadata, Privacy,
+    RetrieveHit, RetrieveQuery, Scope, ScopeFilter, ScoreBreakdown, Source, SourceKind, Stats,
+    Status, StoredFile, Timestamp,
 };
 
 /// The code `wit-bindgen` generates from `wit/`, and the component's
@@ -152,14 +153,20 @@ impl GuestStore for WitStore {
     }
 
     fn ingest(&self, inputs: Vec<w::MemoryInput>) -> WitResult<Vec<w::IngestResult>> {
-        let inputs = inputs
-            .into_iter()
-            .enumerate()
-            .map(|(i, input)| memory_input(input).map_err(|e| e.at(&format!("inputs[{i}]"))))
-            .collect::<memtide::Result<Vec<_>>>()
-            .map_err(error)?;
+        let inputs = memory_inputs(inputs)?;
         self.with(|store| block_on(store.ingest(inputs))?)
             .map(|results| results.into_iter().map(Into::into).collect())
+    }
+
+    fn upsert(&self, inputs: Vec<w::MemoryInput>) -> WitResult<Vec<w::IngestResult>> {
+        let inputs = memory_inputs(inputs)?;
+        self.with(|store| block_on(store.upsert(inputs))?)
+            .map(|results| results.into_iter().map(Into::into).collect())
+    }
+
+    fn history(&self, id: String) -> WitResult<Vec<w::HistoryEvent>> {
+        self.with(|store| store.history(&id))
+            .map(|events| events.into_iter().map(Into::into).collect())
     }
 
     fn retrieve(&self, query: w::RetrieveQuery) -> WitResult<Vec<w::RetrieveHit>> {
@@ -189,7 +196,7 @@ impl GuestStore for WitStore {
     }
 
     fn update(&self, id: String, patch: w::MemoryPatch) -> WitResult<w::MemoryItem> {
-        let patch = MemoryPatch::from(patch);
+        let patch = memory_patch(patch).map_err(error)?;
         self.with(|store| block_on(store.update(&id, patch))?)
             .map(Into::into)
     }
@@ -199,13 +206,17 @@ impl GuestStore for WitStore {
     }
 
     fn delete_all(&self, scope: w::ScopeFilter, hard: bool) -> WitResult<w::DeleteAllResult> {
-        let filter = ScopeFilter::from(scope);
+        let filter = scope_filter(scope).map_err(error)?;
         self.with(|store| block_on(store.delete_all(&filter, hard))?)
             .map(Into::into)
     }
 
     fn export(&self, filter: Option<w::ScopeFilter>) -> WitResult<String> {
-        let filter = filter.map(ScopeFilter::from).unwrap_or_default();
+        let filter = filter
+            .map(scope_filter)
+            .transpose()
+            .map_err(error)?
+            .unwrap_or_default();
         self.with(|store| Ok(store.export_filtered(&filter)))
     }
 
@@ -215,7 +226,11 @@ impl GuestStore for WitStore {
     }
 
     fn stats(&self, filter: Option<w::ScopeFilter>) -> WitResult<w::Stats> {
-        let filter = filter.map(ScopeFilter::from).unwrap_or_default();
+        let filter = filter
+            .map(scope_filter)
+            .transpose()
+            .map_err(error)?
+            .unwrap_or_default();
         self.with(|store| Ok(store.stats(&filter))).map(Into::into)
     }
 
@@ -300,6 +315,30 @@ fn timestamp(text: Option<String>, field: &str) -> memtide::Result<Option<Timest
         .transpose()
 }
 
+/// Parses optional metadata: the JSON text of an object.
+fn metadata(text: Option<String>, field: &str) -> memtide::Result<Option<Metadata>> {
+    text.map(|t| {
+        serde_json::from_str::<Metadata>(&t).map_err(|e| {
+            memtide::Error::invalid(format!("{field}: not the JSON text of an object: {e}"))
+        })
+    })
+    .transpose()
+}
+
+/// Metadata as JSON text.
+fn metadata_text(metadata: Option<Metadata>) -> Option<String> {
+    metadata.map(|m| serde_json::Value::Object(m).to_string())
+}
+
+fn memory_inputs(inputs: Vec<w::MemoryInput>) -> WitResult<Vec<MemoryInput>> {
+    inputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, input)| memory_input(input).map_err(|e| e.at(&format!("inputs[{i}]"))))
+        .collect::<memtide::Result<Vec<_>>>()
+        .map_err(error)
+}
+
 fn memory_input(input: w::MemoryInput) -> memtide::Result<MemoryInput> {
     Ok(MemoryInput {
         text: input.text,
@@ -311,6 +350,8 @@ fn memory_input(input: w::MemoryInput) -> memtide::Result<MemoryInput> {
         tags: input.tags,
         privacy: input.privacy.map(Into::into),
         created_at: timestamp(input.created_at, "createdAt")?,
+        key: input.key,
+        metadata: metadata(input.metadata, "metadata")?,
     })
 }
 
@@ -323,6 +364,7 @@ fn retrieve_query(query: w::RetrieveQuery) -> memtide::Result<RetrieveQuery> {
         tags: query.tags,
         since: timestamp(query.since, "since")?,
         until: timestamp(query.until, "until")?,
+        metadata: metadata(query.metadata, "metadata")?,
         dry_run: query.dry_run,
         explain: query.explain,
         include_pending: query.include_pending,
@@ -333,7 +375,11 @@ fn retrieve_query(query: w::RetrieveQuery) -> memtide::Result<RetrieveQuery> {
 
 fn list_query(query: w::ListQuery) -> memtide::Result<ListQuery> {
     Ok(ListQuery {
-        scope: query.scope.map(Into::into).unwrap_or_default(),
+        scope: query
+            .scope
+            .map(scope_filter)
+            .transpose()?
+            .unwrap_or_default(),
         kinds: kinds(query.kinds),
         statuses: query
             .statuses
@@ -352,19 +398,18 @@ fn kinds(kinds: Option<Vec<w::Kind>>) -> Option<Vec<Kind>> {
     kinds.map(|kinds| kinds.into_iter().map(Into::into).collect())
 }
 
-impl From<w::MemoryPatch> for MemoryPatch {
-    fn from(patch: w::MemoryPatch) -> Self {
-        MemoryPatch {
-            text: patch.text,
-            kind: patch.kind.map(Into::into),
-            status: patch.status.map(Into::into),
-            pinned: patch.pinned,
-            tags: patch.tags,
-            privacy: patch.privacy.map(Into::into),
-            source: patch.source.map(Into::into),
-            deleted: patch.deleted,
-        }
-    }
+fn memory_patch(patch: w::MemoryPatch) -> memtide::Result<MemoryPatch> {
+    Ok(MemoryPatch {
+        text: patch.text,
+        kind: patch.kind.map(Into::into),
+        status: patch.status.map(Into::into),
+        pinned: patch.pinned,
+        tags: patch.tags,
+        privacy: patch.privacy.map(Into::into),
+        source: patch.source.map(Into::into),
+        metadata: metadata(patch.metadata, "metadata")?,
+        deleted: patch.deleted,
+    })
 }
 
 impl From<w::Scope> for Scope {
@@ -391,16 +436,15 @@ impl From<Scope> for w::Scope {
     }
 }
 
-impl From<w::ScopeFilter> for ScopeFilter {
-    fn from(filter: w::ScopeFilter) -> Self {
-        ScopeFilter {
-            user_id: filter.user_id,
-            workspace_id: filter.workspace_id,
-            project_id: filter.project_id,
-            card_id: filter.card_id,
-            session_id: filter.session_id,
-        }
-    }
+fn scope_filter(filter: w::ScopeFilter) -> memtide::Result<ScopeFilter> {
+    Ok(ScopeFilter {
+        user_id: filter.user_id,
+        workspace_id: filter.workspace_id,
+        project_id: filter.project_id,
+        card_id: filter.card_id,
+        session_id: filter.session_id,
+        metadata: metadata(filter.metadata, "scope.metadata")?,
+    })
 }
 
 impl From<w::Source> for Source {
@@ -554,6 +598,30 @@ impl From<MemoryItem> for w::MemoryItem {
             follows: item.follows,
             deleted_at: item.deleted_at.map(Timestamp::to_rfc3339),
             source_lines: item.source_lines.map(Into::into),
+            key: item.key,
+            metadata: metadata_text(item.metadata),
+        }
+    }
+}
+
+impl From<HistoryEvent> for w::HistoryEvent {
+    fn from(event: HistoryEvent) -> Self {
+        w::HistoryEvent {
+            event: match event.event {
+                HistoryKind::Created => w::HistoryKind::Created,
+                HistoryKind::Merged => w::HistoryKind::Merged,
+                HistoryKind::Updated => w::HistoryKind::Updated,
+                HistoryKind::Replaced => w::HistoryKind::Replaced,
+                HistoryKind::Status => w::HistoryKind::Status,
+                HistoryKind::Pinned => w::HistoryKind::Pinned,
+                HistoryKind::Deleted => w::HistoryKind::Deleted,
+                HistoryKind::Restored => w::HistoryKind::Restored,
+            },
+            at: event.at.to_rfc3339(),
+            fields: event.fields,
+            previous_text: event.previous_text,
+            status: event.status.map(Into::into),
+            pinned: event.pinned,
         }
     }
 }
@@ -621,6 +689,7 @@ impl From<IngestResult> for w::IngestResult {
             outcome: match result.outcome {
                 IngestOutcome::Added => w::IngestOutcome::Added,
                 IngestOutcome::Merged => w::IngestOutcome::Merged,
+                IngestOutcome::Replaced => w::IngestOutcome::Replaced,
                 IngestOutcome::Skipped => w::IngestOutcome::Skipped,
             },
             reason: result.reason.map(|reason| match reason {

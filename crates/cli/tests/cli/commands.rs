@@ -41,7 +41,7 @@ fn run(command: &mut Command, stdin: &str) -> Output {
 }
 
 /// Runs a command that must succeed and returns its stdout lines as JSON.
-fn ok(store: &Path, args: &[&str], stdin: &str) -> Vec<Value> {
+pub(crate) fn ok(store: &Path, args: &[&str], stdin: &str) -> Vec<Value> {
     let out = memtide(store, args, stdin);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "memtide {args:?} failed: {stderr}");
@@ -58,7 +58,7 @@ fn stdout_lines(out: &Output) -> Vec<Value> {
 }
 
 /// Runs a command that must fail with exit status 1; returns its stderr.
-fn fails(store: &Path, args: &[&str], stdin: &str) -> String {
+pub(crate) fn fails(store: &Path, args: &[&str], stdin: &str) -> String {
     let out = memtide(store, args, stdin);
     assert_eq!(out.status.code(), Some(1), "memtide {args:?} should fail");
     assert!(out.stdout.is_empty());

@@ -1,5 +1,5 @@
 //! The tests of the `memtide` binary, in one test binary: its commands
-//! (`commands`), and the table of hostile inputs of
+//! (`commands`, and keys, metadata and history in `keys`), and the table of hostile inputs of
 //! `tests/data/adversarial.json` through the Rust API and this binary
 //! (`adversarial`; the npm package and the component run the same table in
 //! `tests/js/` and `tests/wit/`). They live here because only this package's
@@ -7,3 +7,4 @@
 
 mod adversarial;
 mod commands;
+mod keys;

@@ -1,0 +1,151 @@
+//! The history of a memory: what happened to it and when, as mem0's
+//! `history` gives it.
+//!
+//! The events live in the memory's own record (`history`, bounded by
+//! `maxHistoryEvents`, oldest dropped first), so they persist with it, and
+//! a hard delete, which erases the record, erases them: no earlier text
+//! of an erased memory survives (`docs/reliability.md`). Two kinds of
+//! event are not stored but read from the memory itself: `created` (at
+//! its `createdAt`) and `merged` (its `mergedFrom` records).
+
+use serde::{Deserialize, Serialize};
+
+use crate::item::{MemoryItem, Status, Timestamp};
+
+/// What happened to a memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HistoryKind {
+    /// Stored (at its `createdAt`).
+    Created,
+    /// A duplicate was merged into it.
+    Merged,
+    /// Fields changed by `update` (`fields` names them; `previousText`
+    /// holds the text it replaced).
+    Updated,
+    /// Its content was replaced by an `upsert` of its key.
+    Replaced,
+    /// Its review status changed (`status` is the new one).
+    Status,
+    /// Pinned or unpinned (`pinned` is the new state).
+    Pinned,
+    /// Soft-deleted.
+    Deleted,
+    /// Restored after a soft delete.
+    Restored,
+}
+
+/// One event of a memory's history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HistoryEvent {
+    /// What happened.
+    pub event: HistoryKind,
+    /// When.
+    pub at: Timestamp,
+    /// For `updated` and `replaced`: the fields that changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    /// For `updated` and `replaced` that changed the text: the text before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_text: Option<String>,
+    /// For `status`: the new status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    /// For `pinned`: the new state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<bool>,
+}
+
+impl HistoryEvent {
+    /// An event with no details.
+    pub fn new(event: HistoryKind, at: Timestamp) -> Self {
+        HistoryEvent {
+            event,
+            at,
+            fields: Vec::new(),
+            previous_text: None,
+            status: None,
+            pinned: None,
+        }
+    }
+}
+
+/// The events between `before` and `after` (the same memory), at `at`:
+/// `replaced` (when `replaced`) or `updated` for content fields, then
+/// `status`, `pinned`, `deleted` or `restored`. Usage marks are no event.
+pub fn changes(
+    before: &MemoryItem,
+    after: &MemoryItem,
+    at: Timestamp,
+    replaced: bool,
+) -> Vec<HistoryEvent> {
+    let mut events = Vec::new();
+    let content = [
+        ("text", before.text != after.text),
+        ("kind", before.kind != after.kind),
+        ("tags", before.tags != after.tags),
+        ("privacy", before.privacy != after.privacy),
+        ("source", before.source != after.source),
+        ("metadata", before.metadata != after.metadata),
+        ("createdAt", before.created_at != after.created_at),
+    ];
+    let fields: Vec<String> = content
+        .iter()
+        .filter(|(_, changed)| *changed)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    if !fields.is_empty() || replaced {
+        let kind = if replaced {
+            HistoryKind::Replaced
+        } else {
+            HistoryKind::Updated
+        };
+        events.push(HistoryEvent {
+            previous_text: (before.text != after.text).then(|| before.text.clone()),
+            fields,
+            ..HistoryEvent::new(kind, at)
+        });
+    }
+    if before.status != after.status {
+        events.push(HistoryEvent {
+            status: Some(after.status),
+            ..HistoryEvent::new(HistoryKind::Status, at)
+        });
+    }
+    if before.pinned != after.pinned {
+        events.push(HistoryEvent {
+            pinned: Some(after.pinned),
+            ..HistoryEvent::new(HistoryKind::Pinned, at)
+        });
+    }
+    match (before.is_deleted(), after.is_deleted()) {
+        (false, true) => events.push(HistoryEvent::new(HistoryKind::Deleted, at)),
+        (true, false) => events.push(HistoryEvent::new(HistoryKind::Restored, at)),
+        _ => {}
+    }
+    events
+}
+
+/// Appends `events` to the memory's stored history, keeping the newest
+/// `limit` events.
+pub fn record(item: &mut MemoryItem, events: Vec<HistoryEvent>, limit: usize) {
+    item.history.extend(events);
+    let excess = item.history.len().saturating_sub(limit);
+    item.history.drain(..excess);
+}
+
+/// The whole history of a memory, oldest first: `created`, each merge of
+/// `mergedFrom`, then the stored events (a stable sort by time keeps the
+/// order of events of the same millisecond).
+pub fn of(item: &MemoryItem) -> Vec<HistoryEvent> {
+    let mut events = vec![HistoryEvent::new(HistoryKind::Created, item.created_at)];
+    events.extend(
+        item.merged_from
+            .iter()
+            .map(|m| HistoryEvent::new(HistoryKind::Merged, m.merged_at)),
+    );
+    events.extend(item.history.iter().cloned());
+    events.sort_by_key(|e| e.at);
+    events
+}
