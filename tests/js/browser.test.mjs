@@ -3,7 +3,7 @@
 // page imports the package's browser entry point. Checks the default
 // IndexedDB storage across a page reload, fetchModel's progress and its
 // Cache API copy on the second load, two tabs on one database, Markdown
-// files and the memory tool loop of examples/claude-memory-tool/ kept in
+// files and the memory tool loop of memtide/anthropic kept in
 // IndexedDB, and errors.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -38,7 +38,7 @@ before(async () => {
       let body;
       if (path === "/") body = page;
       else if (path.startsWith("/model/")) body = await readFile(`${modelDir}/${path.slice(7)}`);
-      else if (path.startsWith("/dist/memtide/") || path.startsWith("/examples/claude-memory-tool/")) {
+      else if (path.startsWith("/dist/memtide/")) {
         body = await readFile(new URL(path.slice(1), root));
       }
       else throw new Error("not found");
@@ -157,7 +157,7 @@ test("files and the memory tool loop run in a tab and stay in IndexedDB across a
   const tab = await openTab(context);
   const scope = { userId: "ann", workspaceId: "chat" };
   const first = await tab.evaluate(async (scope) => {
-    const { runTurn } = await import("/examples/claude-memory-tool/memory-tool-loop.js");
+    const { runTurn } = await import("/dist/memtide/anthropic.js");
     const mem = await window.memtide.Memory.open({ name: "files" });
     const synced = await mem.syncFile({ scope, path: "MEMORY.md", content: "# Project\nDeploys run on Tuesdays.\n" });
     const tool = (id, input) => ({ type: "tool_use", id, name: "memory", input });

@@ -1,4 +1,5 @@
-// The example examples/claude-memory-tool/ driven by a scripted fake of the
+// memtide/anthropic (the tool-use loop of examples/claude-memory-tool/)
+// driven by a scripted fake of the
 // Anthropic Messages API (no network, no API key): its requests declare the
 // memory tool and carry the injected memories, each memory tool call the
 // fake model makes is run by memtide and answered with a tool_result, and what
@@ -8,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { Memory } from "../../dist/memtide/node.js";
-import { MEMORY_TOOL, runTurn, textOf } from "../../examples/claude-memory-tool/memory-tool-loop.js";
+import { MEMORY_TOOL, runTurn, textOf } from "../../dist/memtide/anthropic.js";
 
 const alice = { userId: "alice", workspaceId: "chat" };
 const listing = "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:";
@@ -173,4 +174,68 @@ test("a model that never stops calling tools is cut off", async () => {
   );
   assert.equal(api.requests.length, 3);
   assert.equal(api.requests[0].system, undefined, "no system prompt when there is nothing to inject");
+});
+
+test("bad options are a TypeError before any request", async () => {
+  const memory = await Memory.open({ storage: "memory" });
+  const api = scriptedApi([]);
+  const request = { model: "claude-sonnet-4-5", max_tokens: 64, messages: [{ role: "user", content: "hi" }] };
+  const base = { memory, scope: alice, createMessage: api.createMessage, request };
+  for (const [options, message] of [
+    [{ ...base, memory: {} }, /`memory` must be a memtide Memory/],
+    [{ ...base, scope: { userId: "alice" } }, /`scope` must be a memtide Scope/],
+    [{ ...base, createMessage: "https://api.anthropic.com" }, /`createMessage` must be a function/],
+    [{ ...base, request: { ...request, messages: [] } }, /`request.messages` must be a non-empty array/],
+    [{ ...base, budgetTokens: -1 }, /`budgetTokens` must be a non-negative integer/],
+    [{ ...base, maxRequests: 0 }, /`maxRequests` must be a positive integer/],
+    [undefined, /`memory` must be a memtide Memory/],
+  ]) {
+    await assert.rejects(runTurn(options), (e) => e instanceof TypeError && message.test(e.message));
+  }
+  assert.equal(api.requests.length, 0);
+  assert.equal(textOf([{ type: "text", text: "a" }, { type: "image" }, { type: "text", text: "b" }]), "a\nb");
+  assert.equal(textOf(undefined), "");
+  await memory.close();
+});
+
+test("anthropic.d.ts types a turn as the loop returns it", async () => {
+  const ts = (await import("typescript")).default;
+  const { mkdtemp, writeFile } = await import("node:fs/promises");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { fileURLToPath } = await import("node:url");
+  const memory = await Memory.open({ storage: "memory" });
+  await memory.ingest({ text: "Alice drinks cortados.", scope: alice });
+  const api = scriptedApi([
+    () => response("tool_use", [{ type: "text", text: "Checking." }, toolUse({ command: "view", path: "/memories" })]),
+    () => response("end_turn", [{ type: "text", text: "A cortado." }]),
+  ]);
+  const request = { model: "claude-sonnet-4-5", max_tokens: 64, system: [{ type: "text", text: "Be brief." }],
+    messages: [{ role: "user", content: "What does Alice drink?" }] };
+  const turn = await runTurn({ memory, scope: alice, createMessage: api.createMessage, request, budgetTokens: 200 });
+  assert.equal(turn.injected.length, 1);
+  await memory.close();
+  const declarations = JSON.stringify(fileURLToPath(new URL("../../pkg-template/anthropic.js", import.meta.url)));
+  const source = `import { runTurn, textOf, MEMORY_TOOL, type Turn, type MessageRequest, type MessageResponse } from ${declarations};
+const request: MessageRequest = ${JSON.stringify(request)};
+const turn: Turn = ${JSON.stringify(turn)};
+const sent: MessageRequest[] = ${JSON.stringify(api.requests)};
+const tool: { type: "memory_20250818"; name: "memory" } = MEMORY_TOOL;
+declare const memory: import(${JSON.stringify(fileURLToPath(new URL("../../pkg-template/index.js", import.meta.url)))}).Memory;
+const createMessage = async (r: MessageRequest): Promise<MessageResponse> => ({ content: [{ type: "text", text: r.model }], stop_reason: "end_turn" });
+const next: Promise<Turn> = runTurn({ memory, scope: { userId: "a", workspaceId: "w" }, createMessage, request,
+  onToolUse: async (block) => (block.name === "clock" ? { content: "09:30" } : undefined) });
+const text: string = textOf(turn.response.content);
+export { request, turn, sent, tool, next, text };
+`;
+  const dir = await mkdtemp(join(tmpdir(), "memtide-anthropic-"));
+  const file = join(dir, "check.ts");
+  await writeFile(file, source);
+  const program = ts.createProgram([file], {
+    strict: true, noEmit: true, exactOptionalPropertyTypes: true, skipLibCheck: false,
+    target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
+    lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
+  });
+  const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+  assert.deepEqual(problems, []);
 });

@@ -1,5 +1,6 @@
-// The JavaScript examples of README.md and of the npm package's README run
-// as tests against the built package: each ```js block becomes a module
+// The JavaScript examples of README.md, of the npm package's README and of
+// the integration guides of docs/integrations/ run as tests against the
+// built package: each ```js block becomes a module
 // whose `from "memtide"` imports dist/memtide, `from "memtide/<subpath>"`
 // the file the package's exports name (and `"memtide/wasm"` is its .wasm),
 // with console.assert made to throw. Blocks for another runtime are fenced
@@ -22,7 +23,7 @@ console.assert = (condition, ...message) => {
   if (!condition) throw new Error(`console.assert failed: ${message.join(" ")}`);
 };
 
-for (const readme of ["README.md", "pkg-template/README.md"]) {
+for (const readme of ["README.md", "pkg-template/README.md", "docs/integrations/anthropic.md"]) {
   const text = await readFile(new URL(readme, root), "utf8");
   const blocks = [...text.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
   test(`${readme} has JavaScript examples`, () => {

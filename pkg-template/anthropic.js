@@ -1,5 +1,5 @@
-// Claude's memory tool (`memory_20250818`) backed by memtide, in a tool-use
-// loop: one user turn of a conversation with the Anthropic Messages API.
+// memtide/anthropic: Claude's memory tool (`memory_20250818`) backed by
+// memtide, in a tool-use loop over the Anthropic Messages API.
 //
 // - Before the first request, memtide's `inject()` finds what is relevant to
 //   the user's message and its cited block is added to the system prompt.
@@ -8,11 +8,11 @@
 //   answered with a `tool_result` (`is_error` from `isError`), until the
 //   response's `stop_reason` is not `tool_use`.
 //
-// The module does no I/O of its own: the caller passes the memtide `Memory`
-// and a function that sends one Messages API request and resolves to its
-// response (`fetch` to your backend, the Anthropic SDK, or a scripted fake
-// in tests), so it runs unchanged in a browser tab, a worker, Node or Deno.
-// See README.md beside this file.
+// No I/O of its own and no dependency: the caller passes the memtide
+// `Memory` and a function that sends one Messages API request and resolves
+// to its response (`fetch` to a backend, the Anthropic SDK, or a scripted
+// fake in tests), so it runs unchanged in a browser tab, a worker, Node,
+// Deno or workerd. Types: anthropic.d.ts; guide: docs/integrations/anthropic.md.
 
 /** The memory tool as the request declares it. */
 export const MEMORY_TOOL = Object.freeze({ type: "memory_20250818", name: "memory" });
@@ -34,42 +34,39 @@ function withMemories(system, block) {
   return system ? `${system}\n\n${block}` : block;
 }
 
+/** Refuses options a caller got wrong before anything is sent. */
+function check({ memory, scope, createMessage, request, budgetTokens, maxRequests }) {
+  const fail = (message) => { throw new TypeError(`runTurn: ${message}`); };
+  if (typeof memory?.inject !== "function" || typeof memory?.memoryTool !== "function") {
+    fail("`memory` must be a memtide Memory");
+  }
+  if (typeof scope?.userId !== "string" || typeof scope?.workspaceId !== "string") {
+    fail("`scope` must be a memtide Scope ({userId, workspaceId, …})");
+  }
+  if (typeof createMessage !== "function") fail("`createMessage` must be a function");
+  if (!Array.isArray(request?.messages) || request.messages.length === 0) {
+    fail("`request.messages` must be a non-empty array");
+  }
+  if (!Number.isInteger(budgetTokens) || budgetTokens < 0) fail("`budgetTokens` must be a non-negative integer");
+  if (!Number.isInteger(maxRequests) || maxRequests < 1) fail("`maxRequests` must be a positive integer");
+}
+
 /**
  * Runs one user turn: injects the relevant memories into the system prompt,
  * then calls the Messages API and runs the model's memory tool calls until
- * it stops asking for tools.
- *
- * @param {object} options
- * @param {import("memtide").Memory} options.memory The memtide store.
- * @param {import("memtide").Scope} options.scope Whose memories: the
- *   `/memories` directory and the injected memories are this scope's.
- * @param {(request: object) => Promise<object>} options.createMessage Sends
- *   one Messages API request and resolves to the response object.
- * @param {object} options.request The request without the memory tool:
- *   `model`, `max_tokens`, `messages` (ending with the user's message),
- *   optionally `system`, other `tools` and any other field, sent as given.
- * @param {number} [options.budgetTokens=1000] Most tokens of injected
- *   memories; 0 injects nothing.
- * @param {(block: object) => Promise<{content: string, isError?: boolean} | undefined>} [options.onToolUse]
- *   Runs a `tool_use` block of the caller's other tools; a block it
- *   resolves `undefined` for (or every one, without it) gets an error
- *   result naming the unknown tool.
- * @param {number} [options.maxRequests=16] Most Messages API requests in
- *   this turn; a model still calling tools after that is an error.
- * @returns {Promise<{response: object, messages: object[], injected: string[]}>}
- *   The final response, the conversation with every assistant message and
- *   tool result of the turn appended (send it as `messages` next turn), and
- *   the ids of the memories injected.
+ * it stops asking for tools. See anthropic.d.ts.
  */
-export async function runTurn({
-  memory,
-  scope,
-  createMessage,
-  request,
-  budgetTokens = 1000,
-  onToolUse,
-  maxRequests = 16,
-}) {
+export async function runTurn(options) {
+  const {
+    memory,
+    scope,
+    createMessage,
+    request,
+    budgetTokens = 1000,
+    onToolUse,
+    maxRequests = 16,
+  } = options ?? {};
+  check({ memory, scope, createMessage, request, budgetTokens, maxRequests });
   const messages = [...request.messages];
   const question = textOf(messages.at(-1)?.content);
   let system = request.system;
