@@ -80,8 +80,8 @@ export function entry(defaultWasm) {
       return new Memory(opening, core);
     }
 
-    setModel(model) { return this.#core.setModel(model); }
-    ingest(input) { return this.#core.ingest(input); }
+    setModel(model, options) { return this.#core.setModel(model, options); }
+    ingest(input, options) { return this.#core.ingest(input, options); }
     retrieve(query) { return this.#core.retrieve(query); }
     inject(query) { return this.#core.inject(query); }
     get(id) { return this.#core.get(id); }
@@ -90,7 +90,7 @@ export function entry(defaultWasm) {
     delete(id, options) { return this.#core.delete(id, options); }
     deleteAll(options) { return this.#core.deleteAll(options); }
     export(filter) { return this.#core.export(filter); }
-    import(data) { return this.#core.import(data); }
+    import(data, options) { return this.#core.import(data, options); }
     stats(filter) { return this.#core.stats(filter); }
     syncFile(file) { return this.#core.syncFile(file); }
     removeFile(file) { return this.#core.removeFile(file); }
