@@ -9,15 +9,9 @@
 // statement in an entry file is dropped by bundlers that find no export of
 // it used (`"sideEffects": false`).
 import initWasm, { MemoryCore, setErrorClass, wasmMemoryBytes as coreMemoryBytes } from "./wasm/memtide.js";
+import { MemtideError } from "./error.js";
 
-/** An error from memtide; `code` is stable, `message` says what to do. */
-export class MemtideError extends Error {
-  constructor(message, code) {
-    super(message);
-    this.name = "MemtideError";
-    this.code = code;
-  }
-}
+export { MemtideError };
 
 // One WebAssembly instance per JavaScript realm, shared by every store.
 let started;
