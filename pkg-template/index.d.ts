@@ -468,6 +468,8 @@ export type OpenProgress =
   /** `persisted`: IndexedDB only, whether the browser granted persistent storage. */
   | { stage: "storage"; persisted?: boolean }
   | { stage: "model" }
+  /** The model's embedding backfill: `done` of `total` stored memories embedded. */
+  | { stage: "embedding"; done: number; total: number }
   | { stage: "embedded"; count: number }
   | { stage: "ready" };
 
@@ -546,6 +548,12 @@ export interface OpenOptions extends InitOptions {
   now?: () => number;
   onProgress?: (progress: OpenProgress) => void;
   /**
+   * Stops the model's embedding backfill: `open` rejects with `ABORTED`,
+   * keeping the batches embedded so far (the next open with the model
+   * embeds the rest).
+   */
+  signal?: AbortSignal;
+  /**
    * IndexedDB only: called after this store reloaded because another
    * instance on the same database (another tab, a worker) wrote to it.
    */
@@ -562,7 +570,26 @@ export type ErrorCode =
   | "CORRUPT"
   | "VERSION_MISMATCH"
   | "MODEL"
+  | "ABORTED"
   | "CLOSED";
+
+/** Progress of a long call: `done` of `total` units; `done` never decreases and ends at `total`. */
+export interface Progress {
+  done: number;
+  total: number;
+}
+
+/**
+ * Options of the long calls (`ingest`, `import`, `setModel`): progress
+ * reports, and an `AbortSignal` that stops the call between two batches
+ * with a `MemtideError` of code `ABORTED`. Between two batches the call
+ * yields to the event loop, so the page (or worker) stays responsive and
+ * an abort is seen.
+ */
+export interface ProgressOptions {
+  onProgress?: (progress: Progress) => void;
+  signal?: AbortSignal;
+}
 
 /** Every failure of a memtide call; the store stays usable after it. */
 export class MemtideError extends Error {
@@ -574,10 +601,19 @@ export class MemtideError extends Error {
 export class Memory {
   private constructor();
   static open(options?: OpenOptions): Promise<Memory>;
-  /** Attaches the model later; resolves to how many stored memories it embedded. */
-  setModel(model: ModelFiles): Promise<number>;
-  /** Redacts, deduplicates, embeds, indexes and persists; one result per input. */
-  ingest(input: MemoryInput | MemoryInput[]): Promise<IngestResult[]>;
+  /**
+   * Attaches the model later; resolves to how many stored memories it
+   * embedded. With `options` the backfill commits 256 memories at a time
+   * (progress in memories embedded): an abort keeps the model and the whole
+   * batches embedded, and the next `setModel` embeds the rest.
+   */
+  setModel(model: ModelFiles, options?: ProgressOptions): Promise<number>;
+  /**
+   * Redacts, deduplicates, embeds, indexes and persists; one result per
+   * input. One commit: an abort (progress in inputs) leaves the store as
+   * before the call.
+   */
+  ingest(input: MemoryInput | MemoryInput[], options?: ProgressOptions): Promise<IngestResult[]>;
   /**
    * Stores keyed inputs (each needs `key`): one whose key a memory of exactly
    * its scope holds replaces that memory in the same commit (same id, outcome
@@ -608,7 +644,8 @@ export class Memory {
    */
   export(filter?: ScopeFilter): Promise<string>;
   /** Imports an export atomically (a damaged file is `CORRUPT`, a newer one `VERSION_MISMATCH`). */
-  import(data: string | Uint8Array): Promise<ImportResult>;
+  /** One commit: an abort (progress in the export's memories) leaves the store as before the call. */
+  import(data: string | Uint8Array, options?: ProgressOptions): Promise<ImportResult>;
   stats(filter?: ScopeFilter): Promise<Stats>;
   /**
    * Stores a Markdown file of a scope and indexes it in chunks of whole lines

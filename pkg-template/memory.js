@@ -9,15 +9,9 @@
 // statement in an entry file is dropped by bundlers that find no export of
 // it used (`"sideEffects": false`).
 import initWasm, { MemoryCore, setErrorClass, wasmMemoryBytes as coreMemoryBytes } from "./wasm/memtide.js";
+import { MemtideError } from "./error.js";
 
-/** An error from memtide; `code` is stable, `message` says what to do. */
-export class MemtideError extends Error {
-  constructor(message, code) {
-    super(message);
-    this.name = "MemtideError";
-    this.code = code;
-  }
-}
+export { MemtideError };
 
 // One WebAssembly instance per JavaScript realm, shared by every store.
 let started;
@@ -80,8 +74,8 @@ export function entry(defaultWasm) {
       return new Memory(opening, core);
     }
 
-    setModel(model) { return this.#core.setModel(model); }
-    ingest(input) { return this.#core.ingest(input); }
+    setModel(model, options) { return this.#core.setModel(model, options); }
+    ingest(input, options) { return this.#core.ingest(input, options); }
     upsert(input) { return this.#core.upsert(input); }
     getByKey(options) { return this.#core.getByKey(options); }
     history(id) { return this.#core.history(id); }
@@ -93,7 +87,7 @@ export function entry(defaultWasm) {
     delete(id, options) { return this.#core.delete(id, options); }
     deleteAll(options) { return this.#core.deleteAll(options); }
     export(filter) { return this.#core.export(filter); }
-    import(data) { return this.#core.import(data); }
+    import(data, options) { return this.#core.import(data, options); }
     stats(filter) { return this.#core.stats(filter); }
     syncFile(file) { return this.#core.syncFile(file); }
     removeFile(file) { return this.#core.removeFile(file); }

@@ -49,6 +49,10 @@ pub enum Error {
     /// The embedding model could not be loaded or run.
     #[error("model error: {0}")]
     Model(String),
+    /// The caller stopped the operation (an `AbortSignal`); what it had
+    /// committed before is kept, see [`crate::progress`].
+    #[error("aborted: {0}")]
+    Aborted(String),
 }
 
 impl Error {
@@ -73,7 +77,7 @@ impl Error {
 
     /// Stable machine-readable code: `INVALID_INPUT`, `TOO_LARGE`,
     /// `NOT_FOUND`, `STORAGE`, `QUOTA_EXCEEDED`, `CORRUPT`,
-    /// `VERSION_MISMATCH`, `MODEL`.
+    /// `VERSION_MISMATCH`, `MODEL`, `ABORTED`.
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidInput(_) => "INVALID_INPUT",
@@ -84,6 +88,7 @@ impl Error {
             Error::Corrupt(_) => "CORRUPT",
             Error::VersionMismatch { .. } => "VERSION_MISMATCH",
             Error::Model(_) => "MODEL",
+            Error::Aborted(_) => "ABORTED",
         }
     }
 }

@@ -50,6 +50,7 @@ macro_rules! internal {
 
 pub mod embed;
 pub mod env;
+pub mod progress;
 pub mod storage;
 
 internal! {

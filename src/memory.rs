@@ -32,6 +32,7 @@ use crate::item::{MemoryItem, Scope, ScopeFilter};
 use crate::keys::MANIFEST_KEY;
 use crate::layout::{self, Layout, Read};
 use crate::memory_tool::{self, MemoryToolResult};
+use crate::progress::Progress;
 use crate::storage::{AsyncStorage, Batch, Expect, Storage, StorageError};
 use crate::text::tokens::{EstimatedTokens, TokenCounter};
 
@@ -41,6 +42,13 @@ use crate::text::tokens::{EstimatedTokens, TokenCounter};
 /// ingesting turn after turn) this one loses each race until the burst
 /// ends; a retry costs a read of the manifest and of the segments it lacks.
 const WRITE_ATTEMPTS: usize = 64;
+
+/// Inputs or memories whose embeddings an observed ingest or import
+/// computes between two checkpoints (`crate::progress`).
+const PREPARE_BATCH: usize = 64;
+
+/// Memories an observed embedding backfill embeds per commit.
+const BACKFILL_BATCH: usize = 256;
 
 /// A token counter chosen by the caller.
 type CustomCounter = Box<dyn TokenCounter + Send + Sync>;
@@ -87,6 +95,63 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
         self.reattach = None;
         self.write(|engine, _, txn| engine.attach_embedder(embedder.clone(), txn))
             .await
+    }
+
+    /// [`AsyncMemory::set_embedder`] observed by `progress`, in units of
+    /// memories embedded: the backfill commits in batches of 256 with a
+    /// checkpoint before each, so a stop leaves the store as before the
+    /// call (stopped before the first batch) or with the model attached and
+    /// whole batches embedded; attaching the model again embeds the rest.
+    pub async fn set_embedder_observed(
+        &mut self,
+        embedder: Arc<dyn Embedder>,
+        progress: &mut impl Progress,
+    ) -> Result<usize> {
+        self.reattach = None;
+        let total = self.engine.unembedded(embedder.model_id());
+        let mut done = 0;
+        loop {
+            progress.report(done, total);
+            progress.checkpoint().await?;
+            let embedded = self
+                .write(|engine, _, txn| {
+                    engine.attach_embedder_upto(embedder.clone(), BACKFILL_BATCH, txn)
+                })
+                .await?;
+            done += embedded;
+            // Memories another writer adds meanwhile are embedded by the
+            // next attach (or by that writer, if it has the model).
+            if embedded < BACKFILL_BATCH || done >= total {
+                break;
+            }
+        }
+        // The last report is `total`, once.
+        if total > 0 {
+            progress.report(total, total);
+        }
+        Ok(done)
+    }
+
+    /// Computes the embeddings of `texts` (one per input, `None` for an
+    /// input without one) for the next operation, in batches with a
+    /// checkpoint before each.
+    async fn prepare(
+        &mut self,
+        texts: &[Option<String>],
+        progress: &mut impl Progress,
+    ) -> Result<()> {
+        let total = texts.len();
+        if texts.is_empty() {
+            // Nothing to report before the final `0 of 0`.
+            return progress.checkpoint().await;
+        }
+        for (i, chunk) in texts.chunks(PREPARE_BATCH).enumerate() {
+            progress.report(i * PREPARE_BATCH, total);
+            progress.checkpoint().await?;
+            let chunk: Vec<&str> = chunk.iter().flatten().map(String::as_str).collect();
+            self.engine.prepare(&chunk)?;
+        }
+        Ok(())
     }
 
     /// Replaces the token counter used by [`AsyncMemory::inject`] (by
@@ -295,6 +360,35 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
             .await
     }
 
+    /// [`AsyncMemory::ingest`] observed by `progress`, in units of inputs:
+    /// the embeddings are computed in batches with a checkpoint before
+    /// each, then the whole call commits at once, so a stop leaves the
+    /// store as before the call.
+    pub async fn ingest_observed(
+        &mut self,
+        inputs: Vec<MemoryInput>,
+        progress: &mut impl Progress,
+    ) -> Result<Vec<IngestResult>> {
+        // Refuse a bad input before spending the embeddings on the others.
+        if inputs.len() <= self.engine.config().limits.max_batch {
+            for (i, input) in inputs.iter().enumerate() {
+                self.engine
+                    .check_input(input)
+                    .map_err(|e| e.at(&format!("inputs[{i}]")))?;
+            }
+        }
+        let total = inputs.len();
+        let texts = self.engine.texts_to_embed(&inputs);
+        let result = match self.prepare(&texts, progress).await {
+            Ok(()) => self.ingest(inputs).await,
+            Err(e) => Err(e),
+        };
+        self.engine.clear_prepared();
+        let result = result?;
+        progress.report(total, total);
+        Ok(result)
+    }
+
     /// Retrieves relevant memories; see [`Engine::retrieve`].
     pub async fn retrieve(&mut self, query: &RetrieveQuery) -> Result<Vec<RetrieveHit>> {
         self.run(Unwritten::Trust, |engine, env, txn| {
@@ -450,6 +544,27 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
     pub async fn import(&mut self, data: &str) -> Result<ImportResult> {
         self.write(|engine, env, txn| engine.import(data, env.now(), txn))
             .await
+    }
+
+    /// [`AsyncMemory::import`] observed by `progress`, in units of the
+    /// export's memories: their embeddings are computed in batches with a
+    /// checkpoint before each, then the import commits at once, so a stop
+    /// leaves the store as before the call.
+    pub async fn import_observed(
+        &mut self,
+        data: &str,
+        progress: &mut impl Progress,
+    ) -> Result<ImportResult> {
+        let texts = self.engine.import_texts(data)?;
+        let total = texts.len();
+        let result = match self.prepare(&texts, progress).await {
+            Ok(()) => self.import(data).await,
+            Err(e) => Err(e),
+        };
+        self.engine.clear_prepared();
+        let result = result?;
+        progress.report(total, total);
+        Ok(result)
     }
 
     /// Counts over the memories the filter selects.

@@ -2,39 +2,53 @@
 // in a worker), with what retrieval found and why, the block injection would
 // add to the prompt, and an inspector to review and edit what is stored.
 
+import { WorkerMemory } from "/memtide/worker.js";
+
 const $ = (id) => document.getElementById(id);
 
 // ----- the store, in its worker -----------------------------------------------
 
+// The store runs in a dedicated worker (store-worker.js serves it), so that
+// compiling the model and embedding never freeze the page; memtide/worker
+// gives it the promise API of `Memory`. It opens lexical-only, usable at
+// once, then the worker fetches the model (cached, sha256-checked) and
+// embeds the stored memories.
 const worker = new Worker("/store-worker.js", { type: "module" });
-const waiting = new Map();
-let nextCall = 1;
+worker.onerror = (event) => showMode({ mode: "failed", error: event.message || "the worker did not start" });
+const opened = WorkerMemory.open(worker, { name: "memtide-playground", onChange: () => refreshAll() });
 
-/** Calls a method of the store; rejects with an Error carrying memtide's `code`. */
-function call(method, ...args) {
-  return new Promise((resolve, reject) => {
-    const id = nextCall++;
-    waiting.set(id, { resolve, reject });
-    worker.postMessage({ id, method, args });
-  });
+/** Calls a method of the store; rejects with a MemtideError carrying memtide's `code`. */
+async function call(method, ...args) {
+  const memory = await opened;
+  if (method === "usage") return { wasmBytes: await memory.wasmMemoryBytes() };
+  return memory[method](...args);
 }
 
-worker.onmessage = ({ data }) => {
-  if (data.id !== undefined) {
-    const { resolve, reject } = waiting.get(data.id);
-    waiting.delete(data.id);
-    if (data.error) reject(Object.assign(new Error(data.error.message), { code: data.error.code }));
-    else resolve(data.result);
-    return;
+async function loadModel(memory) {
+  const files = new Map();
+  const sum = (key) => [...files.values()].reduce((s, f) => s + f[key], 0);
+  let embedding = false;
+  try {
+    const embedded = await memory.setModel({ baseUrl: "/model/" }, {
+      onDownload: ({ url, loaded, total }) => {
+        files.set(url, { loaded, total: total ?? loaded });
+        showDownload(sum("loaded"), sum("total"));
+      },
+      onProgress: () => {
+        if (!embedding) showMode({ mode: "embedding" });
+        embedding = true;
+      },
+    });
+    showMode({ mode: "hybrid", embedded });
+  } catch (error) {
+    showMode({ mode: "lexical", error: String(error?.message ?? error) });
   }
-  switch (data.event) {
-    case "download": showDownload(data.loaded, data.total); break;
-    case "mode": showMode(data); break;
-    case "failed": showMode({ mode: "failed", error: data.message }); break;
-    case "change": refreshAll(); break;
-  }
-};
-worker.onerror = (event) => showMode({ mode: "failed", error: event.message || "the worker did not start" });
+}
+
+opened.then((memory) => {
+  showMode({ mode: "lexical" });
+  loadModel(memory);
+}, (error) => showMode({ mode: "failed", error: String(error?.message ?? error) }));
 
 // ----- small helpers ----------------------------------------------------------------
 
@@ -95,14 +109,14 @@ function showDownload(loaded, total) {
   }
 }
 
-function showMode({ mode, error, fromCache, embedded }) {
+function showMode({ mode, error, embedded }) {
   $("model").dataset.mode = mode;
   const text = {
     lexical: error
       ? `Lexical-only (BM25): the model could not be loaded (${error})`
       : "Lexical-only (BM25) while the model downloads…",
     embedding: "Lexical-only (BM25) while the model compiles and embeds the stored memories…",
-    hybrid: `Hybrid retrieval: BM25 + MiniLM${fromCache ? " (model from this browser's cache)" : ""}` +
+    hybrid: "Hybrid retrieval: BM25 + MiniLM" +
       (embedded ? `, ${embedded} stored ${embedded === 1 ? "memory" : "memories"} embedded` : ""),
     failed: `The memory store could not open: ${error}`,
   }[mode];

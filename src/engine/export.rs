@@ -204,6 +204,21 @@ impl Engine {
         Ok(result)
     }
 
+    /// The text [`Engine::import`] would embed for each memory of an export:
+    /// `None` without a model, and for a memory whose text the store already
+    /// holds in its scope.
+    pub(crate) fn import_texts(&self, data: &str) -> Result<Vec<Option<String>>> {
+        let Export { items, .. } = parse_export(data)?;
+        Ok(items
+            .into_iter()
+            .map(|item| {
+                let held = (self.scope_key(&item.scope), item.content_hash);
+                let embed = self.embedder().is_some() && !self.by_hash.contains_key(&held);
+                embed.then_some(item.text)
+            })
+            .collect())
+    }
+
     fn validate_imported(&self, item: &MemoryItem) -> Result<()> {
         validate_item_id(&item.id)?;
         item.scope.validate()?;

@@ -211,6 +211,18 @@ impl Engine {
         }
     }
 
+    /// The text [`Engine::ingest`] would embed for each input: `None` without
+    /// a model, and for an input that stores no text or that ingest refuses.
+    pub(crate) fn texts_to_embed(&self, inputs: &[MemoryInput]) -> Vec<Option<String>> {
+        inputs
+            .iter()
+            .map(|input| match text_to_store(&input.text) {
+                Ok(Captured::Text(text)) if self.embedder().is_some() => Some(text),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Checks one input as [`Engine::ingest`] would, without changing
     /// anything (lets a caller report every bad input before ingesting).
     pub fn check_input(&self, input: &MemoryInput) -> Result<()> {

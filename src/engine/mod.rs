@@ -107,6 +107,10 @@ pub struct Engine {
     /// The model the stored embeddings come from.
     model_id: Option<String>,
     embedder: Option<Arc<dyn Embedder>>,
+    /// Embeddings computed ahead of an operation, by text, so a host can
+    /// compute them in batches and stop between two (`crate::progress`);
+    /// `embed` takes them from here. Emptied after the operation.
+    prepared: HashMap<String, Vec<f32>>,
     // Files: changed only by `set_file` (files.rs); `set` keeps
     // `file_chunks` in step.
     /// Every stored file (key `file/…`).
@@ -137,6 +141,7 @@ impl Engine {
             vector_docs: HashMap::new(),
             model_id: None,
             embedder: None,
+            prepared: HashMap::new(),
             files: BTreeMap::new(),
             file_chunks: HashMap::new(),
         }

@@ -4,6 +4,7 @@
 //! only code that changes an embedding; it keeps the vector index in step,
 //! as `Engine::set` does for memories.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::txn::{Txn, Undo};
@@ -129,27 +130,59 @@ impl Engine {
     }
 
     /// Embeds texts with the attached model (`None` without one), checking
-    /// every vector's length and values.
+    /// every vector's length and values. Texts [`Engine::prepare`]d are
+    /// taken as they were embedded then.
     pub(crate) fn embed(&self, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>> {
         let Some(embedder) = &self.embedder else {
             return Ok(None);
         };
-        let mut vectors = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(EMBED_CHUNK) {
-            vectors.extend(embedder.embed_batch(chunk)?);
+        let missing: Vec<&str> = texts
+            .iter()
+            .copied()
+            .filter(|t| !self.prepared.contains_key(*t))
+            .collect();
+        let mut computed = Vec::with_capacity(missing.len());
+        for chunk in missing.chunks(EMBED_CHUNK) {
+            computed.extend(embedder.embed_batch(chunk)?);
         }
         let dims = embedder.dimensions();
-        if vectors.len() != texts.len()
-            || vectors
+        if computed.len() != missing.len()
+            || computed
                 .iter()
                 .any(|v| v.len() != dims || v.iter().any(|x| !x.is_finite()))
         {
             return Err(Error::Model(format!(
                 "the model returned malformed embeddings (expected {} vectors of {dims} finite values)",
-                texts.len()
+                missing.len()
             )));
         }
+        let mut computed = computed.into_iter();
+        let vectors = texts
+            .iter()
+            .map(|t| match self.prepared.get(*t) {
+                Some(v) => v.clone(),
+                None => computed.next().unwrap_or_default(),
+            })
+            .collect();
         Ok(Some(vectors))
+    }
+
+    /// Embeds `texts` now, for the next operation's [`Engine::embed`] to
+    /// take (without a model, nothing). A host computes an operation's
+    /// embeddings this way in batches, between which it may stop it.
+    pub(crate) fn prepare(&mut self, texts: &[&str]) -> Result<()> {
+        let Some(vectors) = self.embed(texts)? else {
+            return Ok(());
+        };
+        for (text, vector) in texts.iter().zip(vectors) {
+            self.prepared.insert((*text).to_string(), vector);
+        }
+        Ok(())
+    }
+
+    /// Forgets the embeddings [`Engine::prepare`] computed.
+    pub(crate) fn clear_prepared(&mut self) {
+        self.prepared = HashMap::new();
     }
 
     /// The stored embedding of memory `id`, if it has one.
@@ -162,6 +195,18 @@ impl Engine {
     /// one from another model, are embedded now (a store never mixes
     /// models). Returns how many memories were embedded.
     pub fn attach_embedder(&mut self, embedder: Arc<dyn Embedder>, txn: &mut Txn) -> Result<usize> {
+        self.attach_embedder_upto(embedder, usize::MAX, txn)
+    }
+
+    /// [`Engine::attach_embedder`] that embeds at most `limit` memories
+    /// (the first by id): the embedding backfill in batches, one commit
+    /// each, which the next call continues.
+    pub(crate) fn attach_embedder_upto(
+        &mut self,
+        embedder: Arc<dyn Embedder>,
+        limit: usize,
+        txn: &mut Txn,
+    ) -> Result<usize> {
         let model = embedder.model_id().to_string();
         txn.undo
             .push(Undo::Model(self.model_id.clone(), self.embedder.clone()));
@@ -173,13 +218,18 @@ impl Engine {
         }
         self.model_id = Some(model);
         self.embedder = Some(embedder);
-        let mut missing: Vec<(String, String)> = self
+        let mut missing: Vec<(&String, &String)> = self
             .entries
             .values()
             .filter(|e| !self.embeddings.contains_key(&e.item.id))
-            .map(|e| (e.item.id.clone(), e.item.text.clone()))
+            .map(|e| (&e.item.id, &e.item.text))
             .collect();
         missing.sort();
+        missing.truncate(limit);
+        let missing: Vec<(String, String)> = missing
+            .into_iter()
+            .map(|(id, text)| (id.clone(), text.clone()))
+            .collect();
         for chunk in missing.chunks(EMBED_CHUNK) {
             let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
             let vectors = self.embed(&texts)?.unwrap_or_default();
@@ -188,6 +238,18 @@ impl Engine {
             }
         }
         Ok(missing.len())
+    }
+
+    /// How many memories attaching a model with id `model` would embed.
+    pub(crate) fn unembedded(&self, model: &str) -> usize {
+        if self.model_id.as_deref() == Some(model) {
+            self.entries
+                .keys()
+                .filter(|id| !self.embeddings.contains_key(*id))
+                .count()
+        } else {
+            self.entries.len()
+        }
     }
 
     /// The attached embedding model, if any.

@@ -16,6 +16,7 @@ mod layout;
 mod locomo;
 mod memory_tool;
 mod policies;
+mod progress;
 mod prompt_injection;
 mod ranking;
 mod relevance;

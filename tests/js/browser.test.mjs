@@ -96,7 +96,7 @@ test("IndexedDB by default, kept across a reload; the model cached after the fir
   });
   assert.equal(first.fromCache, false);
   assert.ok(first.progressEvents > 2);
-  assert.deepEqual(first.stages, ["storage", "model", "embedded", "ready"]);
+  assert.deepEqual(first.stages, ["storage", "model", "embedding", "embedded", "ready"]);
   assert.equal(first.top, "My sister's birthday is on the ninth of March.");
   assert.ok(first.workspaces.every((w) => w === "home"), "the other workspace's memory is absent");
   assert.equal(first.stats.retrievalMode, "hybrid");

@@ -8,7 +8,9 @@ import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 
-import { fetchModel } from "../../dist/memtide/model.js";
+import { createHash } from "node:crypto";
+
+import { fetchModel, modelFiles } from "../../dist/memtide/model.js";
 import { Memory } from "../../dist/memtide/node.js";
 
 const modelDir = process.env.MEMTIDE_MODEL_DIR ??
@@ -50,6 +52,10 @@ function memoryCaches() {
           async put(url, response) {
             entries.set(url, new Uint8Array(await response.arrayBuffer()));
           },
+          async delete(url) {
+            return entries.delete(url);
+          },
+          entries,
         });
       }
       return stores.get(name);
@@ -91,6 +97,79 @@ test("fetchModel reports progress, caches, and the files load", async () => {
       (e) => e.code === "MODEL" && /404/.test(e.message),
     );
     await assert.rejects(fetchModel({ onnxUrl: options.onnxUrl }), (e) => e.code === "INVALID_INPUT");
+  } finally {
+    await server.close();
+  }
+});
+
+test("modelFiles names the files scripts/fetch-model.sh pins, with their sizes", async () => {
+  const script = await readFile(new URL("../../scripts/fetch-model.sh", import.meta.url), "utf8");
+  for (const [key, variable] of [["onnx", "MODEL_SHA256"], ["tokenizer", "TOKENIZER_SHA256"]]) {
+    const file = modelFiles[key];
+    assert.ok(script.includes(`${variable}=${file.sha256}`), `${file.name}'s sha256 is the pinned one`);
+    const bytes = files[`/${file.name}`];
+    assert.equal(bytes.length, file.bytes);
+    assert.equal(createHash("sha256").update(bytes).digest("hex"), file.sha256);
+  }
+});
+
+test("fetchModel evicts a cached copy whose sha256 is wrong and fetches the file again", async () => {
+  const server = await serve();
+  try {
+    const caches = memoryCaches();
+    const options = { baseUrl: `${server.base}/`, caches };
+    await fetchModel(options);
+    assert.equal(server.requests.length, 2);
+    const cache = await caches.open("mnemo-model-v1");
+    const onnxUrl = `${server.base}/model.onnx`;
+    const corrupt = cache.entries.get(onnxUrl);
+    corrupt[1000] ^= 0xff;
+
+    const again = await fetchModel(options);
+    assert.equal(again.fromCache, false);
+    assert.deepEqual(server.requests, ["/model.onnx", "/tokenizer.json", "/model.onnx"]);
+    assert.deepEqual(Buffer.from(again.onnx), files["/model.onnx"]);
+    assert.deepEqual(Buffer.from(cache.entries.get(onnxUrl)), files["/model.onnx"], "the good copy replaced it");
+
+    const third = await fetchModel(options);
+    assert.equal(third.fromCache, true);
+    assert.equal(server.requests.length, 3);
+  } finally {
+    await server.close();
+  }
+});
+
+test("fetchModel refuses a served file with the wrong sha256 and caches nothing", async () => {
+  const server = await serve();
+  try {
+    const caches = memoryCaches();
+    const wrong = "0".repeat(64);
+    await assert.rejects(
+      fetchModel({ baseUrl: server.base, caches, tokenizerSha256: wrong }),
+      (e) => e.code === "MODEL" && e.message.includes(`expected ${wrong}`),
+    );
+    const cache = await caches.open("mnemo-model-v1");
+    assert.equal(await cache.match(`${server.base}/tokenizer.json`), undefined);
+    // null skips the check (a model of your own).
+    const unchecked = await fetchModel({ baseUrl: server.base, caches: undefined, tokenizerSha256: null });
+    assert.equal(unchecked.tokenizer, files["/tokenizer.json"].toString("utf8"));
+    await assert.rejects(fetchModel({ baseUrl: server.base, onnxSha256: "abc" }), (e) => e.code === "INVALID_INPUT");
+  } finally {
+    await server.close();
+  }
+});
+
+test("fetchModel stops with ABORTED when its signal fires", async () => {
+  const server = await serve();
+  try {
+    const controller = new AbortController();
+    const fetching = fetchModel({
+      baseUrl: server.base,
+      caches: undefined,
+      signal: controller.signal,
+      onProgress: ({ loaded }) => { if (loaded > 0) controller.abort(); },
+    });
+    await assert.rejects(fetching, (e) => e.code === "ABORTED");
   } finally {
     await server.close();
   }

@@ -34,7 +34,7 @@ test("ingest, retrieve and inject round trip with the model", async () => {
   const before = wasmMemoryBytes();
   const mem = await Memory.open({ model, onProgress: (p) => stages.push(p.stage) });
   assert.ok(wasmMemoryBytes() > before + 32 * 2 ** 20, "loading the model grows WebAssembly memory");
-  assert.deepEqual(stages, ["storage", "model", "embedded", "ready"]);
+  assert.deepEqual(stages, ["storage", "model", "embedding", "embedded", "ready"]);
   const results = await mem.ingest([
     { text: "I take my coffee as a cortado, no sugar.", scope: home, kind: "preference" },
     { text: "The spare key is under the blue flower pot.", scope: home, kind: "fact" },

@@ -3,17 +3,22 @@
 // built package: each ```js block becomes a module
 // whose `from "memtide"` imports dist/memtide, `from "memtide/<subpath>"`
 // the file the package's exports name (and `"memtide/wasm"` is its .wasm),
-// with console.assert made to throw. Blocks for another runtime are fenced
-// with its name (```js deno, ```js workerd) and not run here: they are the
-// code of the examples, tested in that runtime (examples/deno,
-// examples/cloudflare-*).
+// with console.assert made to throw; MEMTIDE_MODEL_DIR is where the model
+// is (scripts/fetch-model.sh's directory unless set). Blocks for another
+// runtime are fenced with its name and not run here: ```js browser blocks
+// run in Chromium (readme-browser.test.mjs); ```js deno and ```js workerd
+// ones are the code of the examples, tested in that runtime
+// (examples/deno, examples/cloudflare-*).
 import { test } from "node:test";
 import { readFile, writeFile, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { execFileSync } from "node:child_process";
 
 const root = new URL("../../", import.meta.url);
+process.env.MEMTIDE_MODEL_DIR ??= execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" })
+  .trim().split("\n").pop();
 const entry = new URL("dist/memtide/node.js", root).href;
 const wasm = new URL("dist/memtide/wasm/memtide_bg.wasm", root).href;
 const { exports } = JSON.parse(await readFile(new URL("pkg-template/package.json", root), "utf8"));

@@ -36,11 +36,13 @@ use memtide::{
 mod adapter;
 mod env;
 mod indexeddb;
+mod progress;
 
 pub use adapter::JsKeyValue;
 use adapter::{bytes_of, thrown_message};
 pub use env::JsEnvironment;
 pub use indexeddb::IndexedDbStorage;
+use progress::JsProgress;
 
 /// The IndexedDB database name when the `name` option is absent: the
 /// project's name before it was renamed, kept so that stores written by
@@ -421,7 +423,7 @@ pub struct JsMemory {
 #[wasm_bindgen(js_class = MemoryCore)]
 impl JsMemory {
     /// Opens a store: `{name?, storage?, model?, config?, now?, onProgress?,
-    /// onChange?}`.
+    /// onChange?, signal?}` (`signal` stops the model's embedding backfill).
     pub fn open(options: JsValue) -> Promise {
         future_to_promise(async move {
             let opened = async {
@@ -434,7 +436,10 @@ impl JsMemory {
                 if !model.is_undefined() && !model.is_null() {
                     progress(&options, "model", &[]);
                     let model = load_model(&model)?;
-                    let embedded = store.set_embedder(Arc::new(model)).await?;
+                    let mut backfill = JsProgress::for_open(&options, "embedding")?;
+                    let embedded = store
+                        .set_embedder_observed(Arc::new(model), &mut backfill)
+                        .await?;
                     progress(&options, "embedded", &[("count", embedded.into())]);
                 }
                 progress(&options, "ready", &[]);
@@ -484,26 +489,36 @@ impl JsMemory {
     }
 
     /// Attaches the embedding model `{onnx, tokenizer}`; resolves to how
-    /// many stored memories were embedded.
+    /// many stored memories were embedded. With `{onProgress?, signal?}`
+    /// the backfill commits in batches (`AsyncMemory::set_embedder_observed`).
     #[wasm_bindgen(js_name = setModel)]
-    pub fn set_model(&self, model: JsValue) -> Promise {
+    pub fn set_model(&self, model: JsValue, options: JsValue) -> Promise {
         self.run(async move |store| {
-            let model = load_model(&model)?;
-            let embedded = store.set_embedder(Arc::new(model)).await?;
+            let observed = JsProgress::from_options(&options)?;
+            let model = Arc::new(load_model(&model)?);
+            let embedded = match observed {
+                Some(mut observed) => store.set_embedder_observed(model, &mut observed).await?,
+                None => store.set_embedder(model).await?,
+            };
             Ok(JsValue::from(embedded))
         })
     }
 
     /// Ingests one input or an array of inputs; resolves to one result per
-    /// input.
-    pub fn ingest(&self, inputs: JsValue) -> Promise {
+    /// input. `{onProgress?, signal?}` observe it.
+    pub fn ingest(&self, inputs: JsValue, options: JsValue) -> Promise {
         self.run(async move |store| {
+            let observed = JsProgress::from_options(&options)?;
             let inputs: Vec<MemoryInput> = if Array::is_array(&inputs) {
                 from_js(&inputs, "inputs")?
             } else {
                 vec![from_js(&inputs, "input")?]
             };
-            to_js(&store.ingest(inputs).await?)
+            let results = match observed {
+                Some(mut observed) => store.ingest_observed(inputs, &mut observed).await?,
+                None => store.ingest(inputs).await?,
+            };
+            to_js(&results)
         })
     }
 
@@ -609,11 +624,17 @@ impl JsMemory {
         })
     }
 
-    /// Imports an export (its text or bytes) atomically.
-    pub fn import(&self, data: JsValue) -> Promise {
+    /// Imports an export (its text or bytes) atomically; `{onProgress?,
+    /// signal?}` observe it.
+    pub fn import(&self, data: JsValue, options: JsValue) -> Promise {
         self.run(async move |store| {
+            let observed = JsProgress::from_options(&options)?;
             let text = text_of(&data, "data", "the text or the bytes of an export")?;
-            to_js(&store.import(&text).await?)
+            let result = match observed {
+                Some(mut observed) => store.import_observed(&text, &mut observed).await?,
+                None => store.import(&text).await?,
+            };
+            to_js(&result)
         })
     }
 

@@ -292,6 +292,7 @@ fn error(error: memtide::Error) -> w::Error {
         E::Corrupt(_) => w::ErrorCode::Corrupt,
         E::VersionMismatch { .. } => w::ErrorCode::VersionMismatch,
         E::Model(_) => w::ErrorCode::Model,
+        E::Aborted(_) => w::ErrorCode::Aborted,
     };
     w::Error {
         code,

@@ -1,0 +1,307 @@
+// A memtide store in a dedicated worker or a SharedWorker, behind the
+// promise API of `Memory`: the page never blocks on embedding or storage,
+// and with a SharedWorker the tabs of one origin share one store and one
+// copy of the model.
+//
+// The worker's script calls `serve()`; a page calls
+// `WorkerMemory.open(worker, options)`. Each opened store talks over a
+// MessagePort of its own (transferred in a `{ memtide: "connect" }`
+// message), with messages
+//
+//   page -> worker  { id, method, args, observe?: { progress, signal } }
+//                   { abort: id, reason }
+//   worker -> page  { id, result } | { id, error: { code, message } }
+//                   { id, progress }            onProgress of the call
+//                   { id, download }            fetchModel's progress
+//                   { event: "change" }         another page or tab wrote
+//
+// The worker keeps one store per storage and name, whichever page opened it
+// first; every page on it is told of the others' writes (`onChange`).
+import { Memory, wasmMemoryBytes } from "./browser.js";
+import { MemtideError } from "./error.js";
+import { fetchModel } from "./model.js";
+
+/** The calls a page may make, and those that change the store. */
+const READS = ["retrieve", "inject", "get", "list", "export", "stats", "file", "renderHotFile", "refresh"];
+const WRITES = ["setModel", "ingest", "update", "delete", "deleteAll", "import", "syncFile", "removeFile",
+  "memoryTool", "readHotFile"];
+/** The calls whose last argument is `{ onProgress, signal }`, by its index. */
+const OBSERVED = { ingest: 1, import: 1, setModel: 1 };
+
+const invalid = (message) => new MemtideError(`invalid input: ${message}`, "INVALID_INPUT");
+
+// ----- the page's side ----------------------------------------------------------------
+
+const opening = Symbol("opening");
+
+class Connection {
+  #port;
+  #calls = new Map();
+  #next = 1;
+  #closed = false;
+
+  constructor(port, onChange) {
+    this.#port = port;
+    port.onmessage = ({ data }) => {
+      if (data.event === "change") {
+        onChange?.();
+        return;
+      }
+      const call = this.#calls.get(data.id);
+      if (!call) return;
+      if ("progress" in data) call.onProgress?.(data.progress);
+      else if ("download" in data) call.onDownload?.(data.download);
+      else {
+        this.#calls.delete(data.id);
+        call.signal?.removeEventListener("abort", call.abort);
+        if (data.error) call.reject(new MemtideError(data.error.message, data.error.code));
+        else call.resolve(data.result);
+      }
+    };
+  }
+
+  call(method, args, { onProgress, onDownload, signal } = {}) {
+    if (this.#closed) return Promise.reject(new MemtideError("the memory store is closed", "CLOSED"));
+    if (signal?.aborted) return Promise.reject(aborted(signal));
+    return new Promise((resolve, reject) => {
+      const id = this.#next++;
+      const abort = () => this.#port.postMessage({ abort: id, reason: reasonText(signal) });
+      this.#calls.set(id, { resolve, reject, onProgress, onDownload, signal, abort });
+      signal?.addEventListener("abort", abort, { once: true });
+      const observe = { progress: Boolean(onProgress), download: Boolean(onDownload), signal: Boolean(signal) };
+      try {
+        this.#port.postMessage({ id, method, args, observe });
+      } catch (error) {
+        // A value structured clone refuses (a function, a class instance).
+        this.#calls.delete(id);
+        reject(invalid(`cannot send ${method}'s arguments to the worker: ${error?.message ?? error}`));
+      }
+    });
+  }
+
+  /** Rejects every pending call with `error` (the worker failed). */
+  fail(error) {
+    for (const call of this.#calls.values()) call.reject(error);
+    this.#calls.clear();
+  }
+
+  async close() {
+    if (this.#closed) return;
+    await this.call("close", []);
+    this.#closed = true;
+    this.#port.close();
+  }
+}
+
+function reasonText(signal) {
+  const reason = signal?.reason;
+  return reason === undefined ? "" : String(reason?.message ?? reason);
+}
+
+function aborted(signal) {
+  const why = reasonText(signal);
+  return new MemtideError(`aborted: the call was aborted${why ? ` (${why})` : ""}`, "ABORTED");
+}
+
+/** Splits `{ onProgress, signal, onDownload }` off the options argument of an observed call. */
+function observedArgs(method, args) {
+  const at = OBSERVED[method];
+  if (at === undefined || args[at] === undefined) return { args, observe: {} };
+  const options = args[at];
+  if (options === null || typeof options !== "object") throw invalid("options must be an object");
+  const { onProgress, onDownload, signal, ...rest } = options;
+  if (Object.keys(rest).length > 0) throw invalid(`unknown options ${Object.keys(rest).join(", ")}`);
+  if (onProgress !== undefined && typeof onProgress !== "function") throw invalid("onProgress must be a function");
+  if (onDownload !== undefined && typeof onDownload !== "function") throw invalid("onDownload must be a function");
+  if (signal !== undefined && typeof signal?.aborted !== "boolean") throw invalid("signal must be an AbortSignal");
+  const copy = args.slice();
+  copy[at] = {};
+  return { args: copy, observe: { onProgress, onDownload, signal } };
+}
+
+/**
+ * A memory store running in a worker, with the methods of `Memory`. Open
+ * one with `await WorkerMemory.open(worker, options)`.
+ */
+export class WorkerMemory {
+  #connection;
+
+  constructor(token, connection) {
+    if (token !== opening) throw invalid("use `await WorkerMemory.open(worker, options)`");
+    this.#connection = connection;
+  }
+
+  /**
+   * Opens the store in `worker` (a `Worker` or a `SharedWorker` whose
+   * script calls `serve()`). `options` are those of `Memory.open` that
+   * cross to a worker: `storage` (`"indexeddb"` or `"memory"`), `name`,
+   * `config`, `model` (the files, or `{ baseUrl }`/`{ onnxUrl,
+   * tokenizerUrl }` for the worker to fetch with `fetchModel`), and the
+   * page's `onProgress`, `onChange`, `signal`.
+   */
+  static async open(worker, options = {}) {
+    if (options === null || typeof options !== "object") throw invalid("options must be an object");
+    const { onProgress, onChange, signal, ...rest } = options;
+    if (typeof rest.storage === "object" && rest.storage !== null) {
+      throw invalid("a storage adapter cannot cross to a worker: open it in the worker's script");
+    }
+    if (rest.now !== undefined) throw invalid("now cannot cross to a worker");
+    if (onChange !== undefined && typeof onChange !== "function") throw invalid("onChange must be a function");
+    const endpoint = worker?.port ?? worker;
+    if (typeof endpoint?.postMessage !== "function") throw invalid("worker must be a Worker or a SharedWorker");
+    const channel = new MessageChannel();
+    const connection = new Connection(channel.port1, onChange);
+    // A script that fails to load or throws never answers: fail the open.
+    const failed = (event) => connection.fail(new MemtideError(
+      `the worker failed: ${event?.message || "its script did not load"}`, "STORAGE"));
+    worker.addEventListener?.("error", failed);
+    endpoint.postMessage({ memtide: "connect", port: channel.port2 }, [channel.port2]);
+    try {
+      await connection.call("open", [rest], { onProgress, signal });
+    } finally {
+      worker.removeEventListener?.("error", failed);
+    }
+    return new WorkerMemory(opening, connection);
+  }
+
+  #call(method, args) {
+    let call;
+    try {
+      call = observedArgs(method, args);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#connection.call(method, call.args, call.observe);
+  }
+
+  setModel(model, options) { return this.#call("setModel", [model, options]); }
+  ingest(input, options) { return this.#call("ingest", [input, options]); }
+  retrieve(query) { return this.#call("retrieve", [query]); }
+  inject(query) { return this.#call("inject", [query]); }
+  get(id) { return this.#call("get", [id]); }
+  list(query) { return this.#call("list", [query]); }
+  update(id, patch) { return this.#call("update", [id, patch]); }
+  delete(id, options) { return this.#call("delete", [id, options]); }
+  deleteAll(options) { return this.#call("deleteAll", [options]); }
+  export(filter) { return this.#call("export", [filter]); }
+  import(data, options) { return this.#call("import", [data, options]); }
+  stats(filter) { return this.#call("stats", [filter]); }
+  syncFile(file) { return this.#call("syncFile", [file]); }
+  removeFile(file) { return this.#call("removeFile", [file]); }
+  file(file) { return this.#call("file", [file]); }
+  memoryTool(scope, input) { return this.#call("memoryTool", [scope, input]); }
+  renderHotFile(scope, document) { return this.#call("renderHotFile", [scope, document]); }
+  readHotFile(file) { return this.#call("readHotFile", [file]); }
+  refresh() { return this.#call("refresh", []); }
+  /** Bytes of the worker's WebAssembly memory (its memtide data and model). */
+  wasmMemoryBytes() { return this.#connection.call("wasmMemoryBytes", []); }
+  /** Closes this page's connection; the worker closes the store when its last page has. */
+  close() { return this.#connection.close(); }
+}
+
+// ----- the worker's side -------------------------------------------------------------
+
+/** The open stores by storage and name: `{ memory: Promise<Memory>, ports: Set }`. */
+const stores = new Map();
+
+/** Model files, fetched in the worker when given as `{ baseUrl }` or URLs. */
+function modelFiles(model, port, id, observe, signal) {
+  if (model === undefined || model === null || model.onnx !== undefined) return model;
+  const onProgress = observe?.download ? (download) => port.postMessage({ id, download }) : undefined;
+  return fetchModel({ ...model, onProgress, signal });
+}
+
+async function openStore(port, id, options, observe, signal) {
+  const storage = options.storage ?? (globalThis.indexedDB ? "indexeddb" : "memory");
+  const key = JSON.stringify([storage, options.name ?? "mnemo"]);
+  let entry = stores.get(key);
+  if (!entry) {
+    const ports = new Set();
+    const memory = (async () => Memory.open({
+      ...options,
+      storage,
+      model: await modelFiles(options.model, port, id, observe, signal),
+      signal,
+      onProgress: observe?.progress ? (progress) => port.postMessage({ id, progress }) : undefined,
+      // Another worker or tab wrote to the same database.
+      onChange: () => ports.forEach((p) => p.postMessage({ event: "change" })),
+    }))();
+    entry = { memory, ports };
+    stores.set(key, entry);
+    memory.catch(() => stores.delete(key));
+  }
+  const memory = await entry.memory;
+  if (options.model && (await memory.stats()).model == null) {
+    await memory.setModel(await modelFiles(options.model, port, id, observe, signal), { signal });
+  }
+  entry.ports.add(port);
+  return { entry, key };
+}
+
+function serveConnection(port) {
+  let opened;
+  const controllers = new Map();
+  const call = async ({ id, method, args, observe }) => {
+    const controller = new AbortController();
+    controllers.set(id, controller);
+    if (method === "open") {
+      opened = await openStore(port, id, args[0] ?? {}, observe, controller.signal);
+      return undefined;
+    }
+    if (method === "wasmMemoryBytes") return wasmMemoryBytes();
+    if (!opened) throw new MemtideError("the memory store is closed", "CLOSED");
+    if (method === "close") {
+      const { entry, key } = opened;
+      opened = undefined;
+      entry.ports.delete(port);
+      if (entry.ports.size === 0 && stores.get(key) === entry) {
+        stores.delete(key);
+        await (await entry.memory).close();
+      }
+      return undefined;
+    }
+    if (!READS.includes(method) && !WRITES.includes(method)) throw invalid(`unknown method ${method}`);
+    const memory = await opened.entry.memory;
+    const at = OBSERVED[method];
+    if (at !== undefined && observe && (observe.progress || observe.signal || observe.download)) {
+      args[at] = {
+        signal: controller.signal,
+        onProgress: observe.progress ? (progress) => port.postMessage({ id, progress }) : undefined,
+      };
+    }
+    if (method === "setModel") args[0] = await modelFiles(args[0], port, id, observe, controller.signal);
+    const result = await memory[method](...args);
+    if (WRITES.includes(method)) {
+      for (const other of opened.entry.ports) if (other !== port) other.postMessage({ event: "change" });
+    }
+    return result;
+  };
+  port.onmessage = async ({ data }) => {
+    if (data.abort !== undefined) {
+      controllers.get(data.abort)?.abort(new Error(data.reason || "aborted by the page"));
+      return;
+    }
+    try {
+      port.postMessage({ id: data.id, result: await call(data) });
+    } catch (error) {
+      port.postMessage({ id: data.id, error: { code: error?.code ?? "INTERNAL", message: String(error?.message ?? error) } });
+    } finally {
+      controllers.delete(data.id);
+    }
+  };
+}
+
+/**
+ * Serves memtide stores to the pages of this worker: call it once in a
+ * dedicated worker's or a SharedWorker's script.
+ */
+export function serve(scope = globalThis) {
+  const listen = (endpoint) => {
+    endpoint.addEventListener("message", ({ data, ports }) => {
+      if (data?.memtide === "connect") serveConnection(data.port ?? ports[0]);
+    });
+    endpoint.start?.();
+  };
+  if ("onconnect" in scope) scope.addEventListener("connect", (event) => listen(event.ports[0]));
+  else listen(scope);
+}

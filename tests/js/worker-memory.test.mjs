@@ -1,0 +1,149 @@
+// `memtide/worker` in headless Chromium: a store in a dedicated worker and
+// in a SharedWorker behind `WorkerMemory`, with the built package served
+// from dist/memtide. Checks the promise API across the boundary (results,
+// MemtideErrors with their codes, progress and an abort of a long ingest),
+// the model fetched in the worker from a base URL, and two pages of one
+// origin on one SharedWorker sharing one store: with `storage: "memory"`
+// there is no database between them, so each seeing the other's writes
+// (and `onChange` firing) shows they use one instance.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { readFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { extname } from "node:path";
+import { launchChromium } from "./chromium.mjs";
+
+const root = new URL("../../", import.meta.url);
+const modelDir = process.env.MEMTIDE_MODEL_DIR ??
+  execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" }).trim().split("\n").pop();
+const types = { ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
+const page = `<!doctype html><meta charset="utf-8"><title>memtide worker test</title>
+<script type="module">
+  import { WorkerMemory } from "/dist/memtide/worker.js";
+  import { MemtideError } from "/dist/memtide/browser.js";
+  window.memtide = { WorkerMemory, MemtideError };
+  document.title = "ready";
+</script>`;
+const workerScript = `import { serve } from "/dist/memtide/worker.js";\nserve();\n`;
+
+let server;
+let base;
+let browser;
+const requests = [];
+
+before(async () => {
+  server = createServer(async (req, res) => {
+    const path = new URL(req.url, "http://x").pathname;
+    requests.push(path);
+    try {
+      let body;
+      if (path === "/") body = page;
+      else if (path === "/store-worker.js") body = workerScript;
+      else if (path.startsWith("/model/")) body = await readFile(`${modelDir}/${path.slice(7)}`);
+      else if (path.startsWith("/dist/memtide/")) body = await readFile(new URL(path.slice(1), root));
+      else throw new Error("not found");
+      res.writeHead(200, { "content-type": types[extname(path)] ?? "text/html", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  await new Promise((resolve) => server?.close(resolve));
+});
+
+async function openTab(context) {
+  const tab = await context.newPage();
+  tab.on("pageerror", (e) => console.error("page error:", e));
+  await tab.goto(base);
+  await tab.waitForFunction(() => document.title === "ready");
+  return tab;
+}
+
+test("a store in a dedicated worker: results, error codes, progress, abort, the model from a URL", async () => {
+  const context = await browser.newContext();
+  const tab = await openTab(context);
+  const out = await tab.evaluate(async () => {
+    const { WorkerMemory, MemtideError } = window.memtide;
+    const worker = new Worker("/store-worker.js", { type: "module" });
+    const stages = [];
+    const downloads = [];
+    const mem = await WorkerMemory.open(worker, { name: "dedicated", onProgress: (p) => stages.push(p.stage) });
+    const scope = { userId: "ann", workspaceId: "home" };
+    const embedded = await mem.setModel({ baseUrl: "/model/" }, { onDownload: (p) => downloads.push(p.loaded) });
+    await mem.ingest([
+      { text: "My sister's birthday is on the ninth of March.", scope },
+      { text: "I water the ferns every Sunday morning.", scope },
+    ]);
+    const hits = await mem.retrieve({ text: "when is my sister's birthday?", scope });
+    let notFound;
+    try { await mem.get("01ARZ3NDEKTSV4RRFFQ69G5FAV"); } catch (e) { notFound = { isClass: e instanceof MemtideError, code: e.code }; }
+    let invalid;
+    try { await mem.ingest({ text: "", scope }); } catch (e) { invalid = e.code; }
+
+    const controller = new AbortController();
+    const done = [];
+    const notes = Array.from({ length: 300 }, (_, i) => ({ text: `Worker note ${i}: plan ${i * 7919 % 10007} on day ${i}`, scope }));
+    let aborted;
+    try {
+      await mem.ingest(notes, { signal: controller.signal, onProgress: (p) => { done.push(p.done); if (p.done >= 64) controller.abort(); } });
+    } catch (e) { aborted = { code: e.code, isClass: e instanceof MemtideError }; }
+    const stats = await mem.stats();
+    const wasmBytes = await mem.wasmMemoryBytes();
+    await mem.close();
+    let closed;
+    try { await mem.stats(); } catch (e) { closed = e.code; }
+    worker.terminate();
+    return { stages, embedded, downloads: downloads.length, top: hits[0]?.item.text, notFound, invalid, aborted, done, stats, wasmBytes, closed };
+  });
+  assert.deepEqual(out.stages, ["storage", "ready"]);
+  assert.equal(out.embedded, 0);
+  assert.ok(out.downloads > 1, "download progress crossed from the worker");
+  assert.equal(out.top, "My sister's birthday is on the ninth of March.");
+  assert.deepEqual(out.notFound, { isClass: true, code: "NOT_FOUND" });
+  assert.equal(out.invalid, "INVALID_INPUT");
+  assert.deepEqual(out.aborted, { code: "ABORTED", isClass: true });
+  assert.deepEqual(out.done, [0, 64]);
+  assert.equal(out.stats.items, 2, "the aborted ingest stored nothing");
+  assert.equal(out.stats.retrievalMode, "hybrid");
+  assert.ok(out.wasmBytes > 20 * 1024 * 1024, "the model lives in the worker");
+  assert.equal(out.closed, "CLOSED");
+  await context.close();
+});
+
+test("two pages on one SharedWorker share one store and see each other's writes", async () => {
+  const context = await browser.newContext();
+  const [tabA, tabB] = [await openTab(context), await openTab(context)];
+  const open = (tab) => tab.evaluate(async () => {
+    window.changes = 0;
+    const worker = new SharedWorker("/store-worker.js", { type: "module" });
+    window.mem = await window.memtide.WorkerMemory.open(worker, {
+      name: "shared", storage: "memory", onChange: () => window.changes++,
+    });
+  });
+  await open(tabA);
+  await open(tabB);
+  const scope = { userId: "ann", workspaceId: "shared" };
+  await tabA.evaluate((scope) => window.mem.ingest({ text: "Tab A says the plums are ripe.", scope }), scope);
+  await tabB.waitForFunction(() => window.changes > 0);
+  const inB = await tabB.evaluate(async (scope) => {
+    const hits = await window.mem.retrieve({ text: "plums", scope, dryRun: true });
+    await window.mem.ingest({ text: "Tab B says the pears are not.", scope });
+    return hits[0]?.item.text;
+  }, scope);
+  assert.equal(inB, "Tab A says the plums are ripe.");
+  await tabA.waitForFunction(() => window.changes > 0);
+  const inA = await tabA.evaluate(async () => (await window.mem.stats()).items);
+  assert.equal(inA, 2);
+  // A page that leaves does not close the store for the other.
+  await tabA.evaluate(() => window.mem.close());
+  assert.equal(await tabB.evaluate(async () => (await window.mem.stats()).items), 2);
+  await context.close();
+});
