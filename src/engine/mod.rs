@@ -20,6 +20,7 @@
 //! - `ingest`: ingest, input validation, deduplication, threading;
 //! - `search`: retrieval, injection, policy explanations;
 //! - `admin`: get, list, update, delete, stats;
+//! - `purge`: erasing expired memories;
 //! - `files`: stored files and their chunks;
 //! - `export`: export and import.
 //!
@@ -34,13 +35,14 @@ mod catalog;
 mod export;
 mod files;
 mod ingest;
+mod purge;
 mod search;
 mod txn;
 mod vectors;
 
 pub use api::{
     Config, DeleteAllResult, IngestOutcome, IngestReason, IngestResult, InjectQuery, Limits,
-    ListPage, ListQuery, MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats,
+    ListPage, ListQuery, MemoryInput, MemoryPatch, PurgeResult, RetrieveHit, RetrieveQuery, Stats,
 };
 pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
 pub(crate) use ingest::{text_to_store, Captured};

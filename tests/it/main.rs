@@ -18,6 +18,8 @@ mod policies;
 mod prompt_injection;
 mod ranking;
 mod relevance;
+mod retention;
+mod secrets;
 mod semantic;
 mod vector_index;
 mod wordpiece_golden;
