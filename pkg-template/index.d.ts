@@ -174,7 +174,7 @@ export interface IngestResult {
   id?: string;
   /** `replaced`: an `upsert` replaced the memory holding the same key. */
   outcome: "added" | "merged" | "replaced" | "skipped";
-  reason?: "duplicate" | "nearDuplicate" | "noMemory" | "private" | "suppressed";
+  reason?: "duplicate" | "nearDuplicate" | "noMemory" | "private" | "suppressed" | "notCaptured";
   /** For a reported near-duplicate: the similar memory. */
   similarTo?: string;
 }
@@ -513,6 +513,30 @@ export interface Config {
     /** Lines a chunk repeats from the end of the one before (default 2). */
     overlapLines: number;
   }>;
+  /** Credentials and personal data at capture. */
+  secrets?: Partial<{
+    /** Replace API keys, tokens, private keys and passwords by `[secret]` (default true). */
+    redact: boolean;
+    /** Mark a memory with an email, phone or card number `pii` (default true). */
+    markPii: boolean;
+  }>;
+  /**
+   * How long memories are kept. Expired memories are never retrieved and are
+   * erased by `purgeExpired()` and by every write of a store with a policy.
+   */
+  retention?: {
+    /** Days after `createdAt`, store-wide (absent: kept). */
+    days?: number;
+    /** Per-scope overrides; the narrowest matching rule wins. */
+    scopes?: Array<{
+      /** `userId` is required. */
+      scope: ScopeFilter;
+      /** Absent: the store-wide `days`; `null`: kept. */
+      days?: number | null;
+      /** `false`: ingest stores nothing of this scope (default true). */
+      capture?: boolean;
+    }>;
+  };
 }
 
 /**
@@ -638,6 +662,12 @@ export class Memory {
   delete(id: string, options?: { hard?: boolean }): Promise<void>;
   /** Deletes what the filter selects (`scope.userId` is required). */
   deleteAll(options: { scope: ScopeFilter; hard?: boolean }): Promise<{ deleted: number; hard: boolean }>;
+  /**
+   * Erases every expired memory (its `retentionDays` or the config's
+   * `retention` passed) with every stored byte of its text. A store with a
+   * `retention` policy also does this in every write.
+   */
+  purgeExpired(): Promise<{ purged: number }>;
   /**
    * The memories and stored files of the scopes `filter` selects (the whole
    * store when absent) as a versioned, checksummed JSON document.

@@ -86,6 +86,7 @@ export function entry(defaultWasm) {
     update(id, patch) { return this.#core.update(id, patch); }
     delete(id, options) { return this.#core.delete(id, options); }
     deleteAll(options) { return this.#core.deleteAll(options); }
+    purgeExpired() { return this.#core.purgeExpired(); }
     export(filter) { return this.#core.export(filter); }
     import(data, options) { return this.#core.import(data, options); }
     stats(filter) { return this.#core.stats(filter); }

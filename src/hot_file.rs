@@ -163,7 +163,7 @@ fn listed_positions(
 ) -> Result<HashMap<String, usize>> {
     let mut positions = HashMap::new();
     for (position, bullet) in bullets(document)?.into_iter().flatten().enumerate() {
-        let by_text = match text_to_store(&bullet.text) {
+        let by_text = match text_to_store(&bullet.text, engine.config().secrets) {
             Ok(Captured::Text(text)) => engine.find_text(scope, &text).map(|item| item.id.clone()),
             _ => None,
         };
@@ -292,7 +292,7 @@ pub fn read_back(
     let mut sync = HotFileSync::default();
     let mut listed: BTreeSet<String> = BTreeSet::new();
     for bullet in bullets {
-        let Ok(Captured::Text(text)) = text_to_store(&bullet.text) else {
+        let Ok(Captured::Text(text)) = text_to_store(&bullet.text, engine.config().secrets) else {
             continue;
         };
         let known = bullet.id.filter(|id| {

@@ -399,6 +399,20 @@ impl ScopeFilter {
             && eq(&self.session_id, scope.session_id.as_ref())
     }
 
+    /// How many fields are set: how narrow the filter is.
+    pub fn fields(&self) -> usize {
+        [
+            &self.user_id,
+            &self.workspace_id,
+            &self.project_id,
+            &self.card_id,
+            &self.session_id,
+        ]
+        .iter()
+        .filter(|f| f.is_some())
+        .count()
+    }
+
     /// True when no field is set.
     pub fn is_empty(&self) -> bool {
         self == &ScopeFilter::default()

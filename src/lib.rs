@@ -71,14 +71,15 @@ internal! {
     memory_tool;
     policy;
     rank;
+    retention;
     text;
 }
 
 pub use dedupe::{NearDuplicateAction, NearDuplicateConfig};
 pub use engine::{
     Config, DeleteAllResult, ImportResult, IngestOutcome, IngestReason, IngestResult, InjectQuery,
-    Limits, ListPage, ListQuery, MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats,
-    EXPORT_FORMAT, EXPORT_VERSION,
+    Limits, ListPage, ListQuery, MemoryInput, MemoryPatch, PurgeResult, RetrieveHit, RetrieveQuery,
+    Stats, EXPORT_FORMAT, EXPORT_VERSION,
 };
 pub use error::{Error, Result};
 pub use files::{FileSync, FileSyncOutcome, StoredFile};
@@ -95,8 +96,10 @@ pub use memory_tool::MemoryToolResult;
 pub use metadata::Metadata;
 pub use policy::Admission;
 pub use rank::{RankParams, ScoreBreakdown};
+pub use retention::{RetentionConfig, ScopeRetention};
 pub use text::markdown::ChunkParams;
 pub use text::tokens::{EstimatedTokens, TokenCounter};
+pub use text::{SecretsConfig, SECRET_MARKER};
 
 /// The README's Rust examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -19,7 +19,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::embed::{Embedder, ModelTokens};
 use crate::engine::{
-    Config, DeleteAllResult, Engine, ImportResult, IngestResult, InjectQuery, ListPage, ListQuery,
+    Config, DeleteAllResult, Engine, ImportResult, IngestResult, InjectQuery, ListPage, ListQuery, PurgeResult,
     MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats, Txn,
 };
 use crate::env::Environment;
@@ -226,7 +226,7 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
     async fn reload(&mut self) -> Result<()> {
         let model = self.engine.embedder().cloned();
         if !self.catch_up().await? {
-            let opened = layout::open(&mut self.storage, *self.engine.config()).await?;
+            let opened = layout::open(&mut self.storage, self.engine.config().clone()).await?;
             self.engine = opened.engine;
             self.layout = opened.layout;
             self.stored_manifest = opened.manifest;
@@ -299,6 +299,16 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
             let mut result = Ok(0);
             if let Some(model) = &self.reattach {
                 result = self.engine.attach_embedder(model.clone(), &mut txn);
+            }
+            // A store with a retention policy erases what has expired in the
+            // commit of every write (reads, whose usage marks are optional,
+            // stay reads): an expired text does not outlive the next write,
+            // and no write meets an expired memory (an ingest never merges
+            // into one).
+            let writing = matches!(unwritten, Unwritten::Check);
+            if result.is_ok() && writing && self.engine.config().retention.is_set() {
+                let now = self.env.now();
+                result = self.engine.purge_expired(now, &mut txn).map(|p| p.purged);
             }
             let result = result.and_then(|_| op(&mut self.engine, &mut self.env, &mut txn));
             let records = match &result {
@@ -528,6 +538,13 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
             .await
     }
 
+    /// Erases every expired memory; see [`Engine::purge_expired`]. A store
+    /// with a retention policy also does this in every write.
+    pub async fn purge_expired(&mut self) -> Result<PurgeResult> {
+        self.write(|engine, env, txn| engine.purge_expired(env.now(), txn))
+            .await
+    }
+
     /// The whole store (memories and files) as a versioned, checksummed
     /// JSON document.
     pub fn export(&self) -> String {
@@ -732,6 +749,11 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     /// Deletes every memory the filter selects; see [`Engine::delete_all`].
     pub fn delete_all(&mut self, filter: &ScopeFilter, hard: bool) -> Result<DeleteAllResult> {
         block_on(self.inner.delete_all(filter, hard))?
+    }
+
+    /// Erases every expired memory; see [`Engine::purge_expired`].
+    pub fn purge_expired(&mut self) -> Result<PurgeResult> {
+        block_on(self.inner.purge_expired())?
     }
 
     /// The whole store as a versioned, checksummed JSON document.

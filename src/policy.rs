@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::item::{Kind, MemoryItem, Scope, Status, Timestamp};
 use crate::metadata::{self, Metadata};
+use crate::retention::RetentionConfig;
 
 /// Why an item is not returned for a query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -44,6 +45,8 @@ pub struct Visibility<'a> {
     pub scope: &'a Scope,
     /// The current time (for retention).
     pub now: Timestamp,
+    /// The store's retention policy.
+    pub retention: &'a RetentionConfig,
     /// Also return pending items.
     pub include_pending: bool,
     /// Also return items marked as containing PII.
@@ -114,7 +117,7 @@ pub fn admission(item: &MemoryItem, vis: &Visibility<'_>) -> Admission {
         scope_fields,
         status: item.status,
         pii: item.privacy.pii,
-        expires_at: item.expires_at(),
+        expires_at: vis.retention.expires_at(item),
         filters,
     }
 }
@@ -138,7 +141,7 @@ pub fn check(item: &MemoryItem, vis: &Visibility<'_>) -> Result<(), Exclusion> {
     if item.privacy.pii && !vis.include_pii {
         return Err(Exclusion::Pii);
     }
-    if item.is_expired(vis.now) {
+    if vis.retention.is_expired(item, vis.now) {
         return Err(Exclusion::Expired);
     }
     if vis.kinds.is_some_and(|kinds| !kinds.contains(&item.kind)) {

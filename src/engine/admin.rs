@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::ingest::{text_to_store, Captured};
+use super::ingest::{detects_pii, text_to_store, Captured};
 use super::txn::Txn;
 use super::{DeleteAllResult, Engine, ListPage, ListQuery, MemoryPatch, Stats};
 use crate::codec::{self, FORMAT_VERSION};
@@ -92,7 +92,7 @@ impl Engine {
         let mut new_vector = None;
         if let Some(raw) = &patch.text {
             self.check_text_size("text", raw)?;
-            let text = match text_to_store(raw)? {
+            let text = match text_to_store(raw, self.config.secrets)? {
                 Captured::Text(t) => t,
                 Captured::NoMemory => {
                     return Err(Error::invalid(
@@ -137,6 +137,9 @@ impl Engine {
         if let Some(privacy) = patch.privacy {
             item.privacy = privacy;
         }
+        // A text holding personal data stays marked, whatever the patch
+        // says of its privacy.
+        item.privacy.pii |= detects_pii(&item.text, self.config.secrets);
         if let Some(source) = patch.source {
             self.validate_source(&source)?;
             item.source = source;

@@ -16,6 +16,8 @@ use crate::metadata::Metadata;
 use crate::policy::Admission;
 use crate::rank::{RankParams, ScoreBreakdown};
 use crate::text::markdown::ChunkParams;
+use crate::retention::RetentionConfig;
+use crate::text::SecretsConfig;
 
 /// Size limits; inputs beyond them are refused with [`Error::TooLarge`].
 /// In JSON every field is optional (absent: the default).
@@ -64,7 +66,7 @@ impl Default for Limits {
 
 /// Engine settings. Every field has a documented default; opening a store
 /// refuses settings [`Config::validate`] refuses.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Config {
     /// Size limits.
@@ -77,6 +79,12 @@ pub struct Config {
     pub rank: RankParams,
     /// How synced files are cut into chunks.
     pub chunking: ChunkParams,
+    /// Credentials replaced by `[secret]` and texts with personal data
+    /// marked `pii` at capture (both on by default).
+    pub secrets: SecretsConfig,
+    /// How long memories are kept, store-wide and per scope, and the
+    /// scopes that capture nothing ([`crate::retention`]).
+    pub retention: RetentionConfig,
 }
 
 impl Config {
@@ -130,6 +138,7 @@ impl Config {
                 None,
             ),
         ];
+        self.retention.validate().map_err(|e| e.at("config"))?;
         for (name, value, least, greatest) in checks {
             let refuse = |rule: String| Err(Error::invalid(format!("config: {name} {rule}")));
             if !value.is_finite() {
@@ -227,6 +236,8 @@ pub enum IngestReason {
     Private,
     /// The same text was deleted by the user earlier; it stays deleted.
     Suppressed,
+    /// The scope's retention rule says `capture: false`.
+    NotCaptured,
 }
 
 /// The result of ingesting one input.
@@ -472,6 +483,14 @@ pub struct DeleteAllResult {
     pub deleted: usize,
     /// Whether they were erased (hard) or suppressed (soft).
     pub hard: bool,
+}
+
+/// What `purgeExpired` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PurgeResult {
+    /// Expired memories erased by this call.
+    pub purged: usize,
 }
 
 /// Counts describing a store (or the part of it a scope filter selects).

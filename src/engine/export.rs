@@ -223,11 +223,11 @@ impl Engine {
         validate_item_id(&item.id)?;
         item.scope.validate()?;
         self.check_text_size("text", &item.text)?;
-        match text_to_store(&item.text)? {
+        match text_to_store(&item.text, self.config.secrets)? {
             Captured::Text(t) if t == item.text => {}
             _ => {
                 return Err(Error::invalid(
-                    "text is not in stored form (normalized, without <private> or <no-memory>)",
+                    "text is not in stored form (normalized, without <private>, <no-memory> or credentials)",
                 ))
             }
         }

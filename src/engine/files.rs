@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::txn::{Txn, Undo};
+use super::ingest::detects_pii;
 use super::{text_to_store, Captured, Engine};
 use crate::env::Environment;
 use crate::error::{Error, Result};
@@ -152,7 +153,7 @@ impl Engine {
         let stored = StoredFile {
             scope: scope.clone(),
             path: path.to_string(),
-            content: text::remove_private_keeping_lines(content),
+            content: self.file_content(content),
             content_hash,
             updated_at: now,
         };
@@ -162,7 +163,7 @@ impl Engine {
 
         let mut chunks: Vec<(LineRange, String)> = Vec::new();
         for chunk in markdown::chunk_markdown(&stored.content, self.config.chunking, counter) {
-            if let Ok(Captured::Text(text)) = text_to_store(&chunk.text) {
+            if let Ok(Captured::Text(text)) = text_to_store(&chunk.text, self.config.secrets) {
                 let lines = LineRange {
                     start: chunk.start_line,
                     end: chunk.end_line,
@@ -175,6 +176,7 @@ impl Engine {
         let mut ids = Vec::with_capacity(chunks.len());
         for (lines, text) in chunks {
             let id = self.fresh_id(env);
+            let pii = detects_pii(&text, self.config.secrets);
             let item = MemoryItem {
                 id: id.clone(),
                 content_hash: text::content_hash(&text),
@@ -189,7 +191,10 @@ impl Engine {
                     uri: None,
                 },
                 tags: Vec::new(),
-                privacy: Privacy::default(),
+                privacy: Privacy {
+                    pii,
+                    ..Privacy::default()
+                },
                 created_at: now,
                 updated_at: now,
                 last_used_at: None,
@@ -295,6 +300,17 @@ impl Engine {
 
     /// Checks a file given to memtide (synced or imported): a valid scope and
     /// path, and content within `maxFileBytes`.
+    /// What a file keeps of its content: its lines without `<private>`
+    /// spans and, unless `secrets.redact` is off, without credentials.
+    fn file_content(&self, content: &str) -> String {
+        let kept = text::remove_private_keeping_lines(content);
+        if self.config.secrets.redact {
+            text::scrub_keeping_lines(&kept).text
+        } else {
+            kept
+        }
+    }
+
     pub(super) fn check_file_input(&self, scope: &Scope, path: &str, content: &str) -> Result<()> {
         scope.validate()?;
         files::validate_path(path).map_err(|e| Error::invalid(e.to_string()))?;

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::index::Bm25Index;
 use crate::item::{validate_id, MemoryItem, Scope, Source, Tenant, Timestamp};
 use crate::metadata;
-use crate::text::{self, Capture};
+use crate::text::{self, Capture, SecretsConfig};
 
 /// What ingest keeps of a raw text.
 pub(crate) enum Captured {
@@ -26,16 +26,26 @@ pub(crate) enum Captured {
 }
 
 /// The text ingest stores for `raw`: the capture pipeline
-/// ([`text::capture`]: opt-out, redaction, normalization), with a text left
-/// blank ([`text::is_blank`]: only whitespace and default-ignorable
-/// characters such as U+200D) refused as empty.
-pub(crate) fn text_to_store(raw: &str) -> Result<Captured> {
+/// ([`text::capture`]: opt-out, redaction, normalization), then, unless
+/// `secrets.redact` is off, every credential replaced by
+/// [`text::SECRET_MARKER`] ([`text::scrub`]), with a text left blank
+/// ([`text::is_blank`]: only whitespace and default-ignorable characters
+/// such as U+200D) refused as empty.
+pub(crate) fn text_to_store(raw: &str, secrets: SecretsConfig) -> Result<Captured> {
     match text::capture(raw) {
         Capture::NoMemory => Ok(Captured::NoMemory),
         Capture::Text {
             text,
             private_removed,
         } => {
+            let text = if secrets.redact {
+                // The marker replaces whole tokens of a normalized text, so
+                // the result is normalized already; normalizing again keeps
+                // that a checked fact rather than an argument.
+                text::normalize(&text::scrub(&text).text)
+            } else {
+                text
+            };
             if !text::is_blank(&text) {
                 Ok(Captured::Text(text))
             } else if private_removed {
@@ -45,6 +55,12 @@ pub(crate) fn text_to_store(raw: &str) -> Result<Captured> {
             }
         }
     }
+}
+
+/// Whether a stored text marks its memory as holding PII
+/// ([`text::has_pii`]), as `secrets.markPii` asks.
+pub(crate) fn detects_pii(text: &str, secrets: SecretsConfig) -> bool {
+    secrets.mark_pii && text::has_pii(text)
 }
 
 impl Engine {
@@ -82,13 +98,20 @@ impl Engine {
         for (i, input) in inputs.into_iter().enumerate() {
             let at = |e: Error| e.at(&format!("inputs[{i}]"));
             let tags = self.validate_fields(&input).map_err(at)?;
-            let captured = text_to_store(&input.text).map_err(at)?;
+            let captured = text_to_store(&input.text, self.config.secrets).map_err(at)?;
+            // A scope whose retention rule says `capture: false` keeps
+            // nothing; its inputs are still checked like any other.
+            let captured = self
+                .config
+                .retention
+                .captures(&input.scope)
+                .then_some(captured);
             prepared.push((input, tags, captured));
         }
         let texts: Vec<&str> = prepared
             .iter()
             .filter_map(|(_, _, captured)| match captured {
-                Captured::Text(t) => Some(t.as_str()),
+                Some(Captured::Text(t)) => Some(t.as_str()),
                 _ => None,
             })
             .collect();
@@ -96,7 +119,7 @@ impl Engine {
         let mut results = Vec::with_capacity(prepared.len());
         for (input, tags, captured) in prepared {
             let vector = match captured {
-                Captured::Text(_) => vectors.as_mut().and_then(Iterator::next),
+                Some(Captured::Text(_)) => vectors.as_mut().and_then(Iterator::next),
                 _ => None,
             };
             results.push(self.ingest_one(input, tags, captured, vector, now, env, txn));
@@ -109,7 +132,7 @@ impl Engine {
         &mut self,
         input: MemoryInput,
         tags: Vec<String>,
-        captured: Captured,
+        captured: Option<Captured>,
         vector: Option<Vec<f32>>,
         now: Timestamp,
         env: &mut dyn Environment,
@@ -122,9 +145,10 @@ impl Engine {
             similar_to: None,
         };
         let text = match captured {
-            Captured::NoMemory => return skipped(IngestReason::NoMemory),
-            Captured::OnlyPrivate => return skipped(IngestReason::Private),
-            Captured::Text(t) => t,
+            None => return skipped(IngestReason::NotCaptured),
+            Some(Captured::NoMemory) => return skipped(IngestReason::NoMemory),
+            Some(Captured::OnlyPrivate) => return skipped(IngestReason::Private),
+            Some(Captured::Text(t)) => t,
         };
         if let Some(existing) = self.keyed(&input) {
             return self.replace_keyed(&existing, input, tags, text, vector, now, txn);
@@ -133,12 +157,14 @@ impl Engine {
         let content_hash = text::content_hash(&text);
         let created_at = input.created_at.unwrap_or(now);
         let keyed = input.key.is_some();
+        let mut privacy = input.privacy.unwrap_or_default();
+        privacy.pii |= detects_pii(&text, self.config.secrets);
         let duplicate = Duplicate {
             source: source.clone(),
             created_at,
             tags: tags.clone(),
             pinned: input.pinned.unwrap_or(false),
-            privacy: input.privacy.unwrap_or_default(),
+            privacy,
             text: None,
         };
 
@@ -227,7 +253,7 @@ impl Engine {
     /// anything (lets a caller report every bad input before ingesting).
     pub fn check_input(&self, input: &MemoryInput) -> Result<()> {
         self.validate_fields(input)?;
-        text_to_store(&input.text).map(|_| ())
+        text_to_store(&input.text, self.config.secrets).map(|_| ())
     }
 
     /// Refuses a text longer than `maxTextBytes`.

@@ -21,6 +21,7 @@
 //! - `upsert`: caller keys, replacing a keyed memory, history;
 //! - `search`: retrieval, injection, policy explanations;
 //! - `admin`: get, list, update, delete, stats;
+//! - `purge`: erasing expired memories;
 //! - `files`: stored files and their chunks;
 //! - `export`: export and import.
 //!
@@ -35,6 +36,7 @@ mod catalog;
 mod export;
 mod files;
 mod ingest;
+mod purge;
 mod search;
 mod txn;
 mod upsert;
@@ -42,7 +44,7 @@ mod vectors;
 
 pub use api::{
     Config, DeleteAllResult, IngestOutcome, IngestReason, IngestResult, InjectQuery, Limits,
-    ListPage, ListQuery, MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats,
+    ListPage, ListQuery, MemoryInput, MemoryPatch, PurgeResult, RetrieveHit, RetrieveQuery, Stats,
 };
 pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
 pub(crate) use ingest::{text_to_store, Captured};

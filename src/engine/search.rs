@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::inject::{self, Injection};
 use crate::item::{MemoryItem, Timestamp};
 use crate::policy::{self, Visibility};
+use crate::retention::RetentionConfig;
 use crate::rank::{self, Candidate};
 use crate::text;
 use crate::text::tokens::TokenCounter;
@@ -25,10 +26,11 @@ const LEXICAL_CANDIDATES: usize = 200;
 
 impl RetrieveQuery {
     /// What the policy needs of the query.
-    fn visibility(&self, now: Timestamp) -> Visibility<'_> {
+    fn visibility<'a>(&'a self, now: Timestamp, retention: &'a RetentionConfig) -> Visibility<'a> {
         Visibility {
             scope: &self.scope,
             now,
+            retention,
             include_pending: self.include_pending,
             include_pii: self.include_pii,
             kinds: self.kinds.as_deref(),
@@ -95,7 +97,7 @@ impl Engine {
         now: Timestamp,
     ) -> Vec<RetrieveHit> {
         let tenant = query.scope.tenant();
-        let vis = query.visibility(now);
+        let vis = query.visibility(now, &self.config.retention);
         let visible = |doc: u32| -> Option<&MemoryItem> {
             let item = &self.entry_of(doc)?.item;
             policy::check(item, &vis).ok().map(|()| item)
@@ -239,7 +241,7 @@ impl Engine {
             .as_deref()
             .unwrap_or(inject::DEFAULT_PREAMBLE);
         inject::check_preamble(preamble).map_err(Error::invalid)?;
-        let vis = query.visibility(now);
+        let vis = query.visibility(now, &self.config.retention);
         let mut pinned: Vec<&MemoryItem> = self
             .pinned
             .iter()

@@ -97,6 +97,8 @@ impl Engine {
             return result;
         };
         let before = entry.item.clone();
+        let mut privacy = input.privacy.unwrap_or_default();
+        privacy.pii |= super::ingest::detects_pii(&text, self.config.secrets);
         let mut item = MemoryItem {
             id: id.to_string(),
             content_hash: text::content_hash(&text),
@@ -107,7 +109,7 @@ impl Engine {
             pinned: input.pinned.unwrap_or(false),
             source: input.source.unwrap_or_default(),
             tags,
-            privacy: input.privacy.unwrap_or_default(),
+            privacy,
             created_at: input.created_at.unwrap_or(before.created_at),
             updated_at: before.updated_at,
             deleted_at: None,

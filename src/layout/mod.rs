@@ -135,7 +135,7 @@ pub(crate) async fn open<S: AsyncStorage>(storage: &mut S, config: Config) -> Re
     for _ in 0..SNAPSHOT_ATTEMPTS {
         let manifest = storage.get(MANIFEST_KEY).await?;
         if let Some(bytes) = manifest.filter(|m| is_layout(m)) {
-            match read(storage, config, bytes.clone()).await? {
+            match read(storage, config.clone(), bytes.clone()).await? {
                 Read::Done(opened) => return Ok(opened),
                 Read::Missing(key) => {
                     let same = missing.as_ref().is_none_or(|m| m == &(bytes.clone(), key.clone()));
@@ -150,7 +150,7 @@ pub(crate) async fn open<S: AsyncStorage>(storage: &mut S, config: Config) -> Re
             continue;
         };
         let keys: Vec<String> = old.records.iter().map(|(k, _)| k.clone()).collect();
-        let engine = Engine::load(config, old.records, old.model_id)?;
+        let engine = Engine::load(config.clone(), old.records, old.model_id)?;
         if keys.is_empty() {
             return Ok(Opened {
                 engine,

@@ -5,6 +5,8 @@
 //!   hashes; [`content_hash`] is the sha256 of that form.
 //! * [`redact`] applies the capture policies: `<no-memory>` opts a text out,
 //!   `<private>…</private>` spans are cut before anything is stored.
+//! * [`scrub`] replaces credentials by `[secret]`; [`has_pii`] finds
+//!   emails, phone numbers and card numbers.
 //! * [`capture`] is the whole pipeline ingest runs: the stored form of a raw
 //!   text.
 //! * [`terms`] analyses text into BM25 terms; [`term_overlap`] compares two
@@ -14,10 +16,12 @@
 
 pub mod markdown;
 mod redact;
+mod secrets;
 mod terms;
 pub mod tokens;
 
 pub use redact::{redact, remove_private_keeping_lines, Capture};
+pub use secrets::{has_pii, scrub, scrub_keeping_lines, SecretsConfig, SECRET_MARKER};
 pub use terms::{term_overlap, terms};
 
 use sha2::{Digest, Sha256};

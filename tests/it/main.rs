@@ -20,6 +20,8 @@ mod progress;
 mod prompt_injection;
 mod ranking;
 mod relevance;
+mod retention;
+mod secrets;
 mod semantic;
 mod vector_index;
 mod wordpiece_golden;

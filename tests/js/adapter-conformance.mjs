@@ -206,6 +206,25 @@ export function adapterCases({ Memory, fresh, batch }) {
       equal((await again.get(kept.id)).text, "The garden hose is in the shed.", "and reads back");
       await again.close();
     }],
+    ["after purgeExpired no stored value holds the expired text", async (a, store) => {
+      const mem = await Memory.open({ storage: a });
+      const expired = "The old alarm code was vermilion-pelican-2207.";
+      const [kept, gone] = await mem.ingest([
+        { text: "The spare key is under the blue pot.", scope },
+        // Said two days ago, kept for one day: expired when stored.
+        { text: expired, scope, createdAt: new Date(Date.now() - 2 * 86_400_000).toISOString(), privacy: { retentionDays: 1 } },
+      ]);
+      equal(gone.outcome, "added", "the expiring memory is stored");
+      equal(holds(await store.dump(), encoder.encode("vermilion-pelican")), true, "the text is stored before the purge");
+      equal(await mem.retrieve({ text: "alarm code", scope }), [], "an expired memory is not retrieved");
+      equal(await mem.purgeExpired(), { purged: 1 }, "purgeExpired erases one memory");
+      await mem.close();
+      equal(holds(await store.dump(), encoder.encode("vermilion-pelican")), false, "no stored value holds the expired text");
+      const again = await Memory.open({ storage: store.open() });
+      equal((await again.stats()).items, 1, "the other memory stays");
+      equal((await again.get(kept.id)).text, "The spare key is under the blue pot.", "and reads back");
+      await again.close();
+    }],
   );
   return cases.map(([name, body]) => ({
     name,

@@ -116,6 +116,7 @@ macro_rules! conformance_suite {
                 a_4_mib_value_round_trips,
                 ten_thousand_keys_round_trip,
                 a_deleted_value_is_erased,
+                an_expired_memory_is_erased_by_purge,
                 a_random_history_matches_a_model_across_reopens,
                 expectations_guard_commits,
             }
@@ -484,6 +485,62 @@ async fn a_deleted_value_is_erased<B: Backend>() {
     .unwrap();
     assert_erased(&store, MARKER).await;
     assert_erased(&store.reopen().await, MARKER).await;
+}
+
+/// The engine over the backend: after `purgeExpired`, no byte of an
+/// expired memory's text remains, in any version the layout wrote
+/// (`docs/memory-model.md`, "Expiry and erasure").
+async fn an_expired_memory_is_erased_by_purge<B: Backend>() {
+    use memtide::env::FixedEnvironment;
+    use memtide::{AsyncMemory, Config, MemoryInput, MemoryPatch, Privacy, Scope, Timestamp};
+    const MARKER: &str = "expire-me-3f1a9c marker";
+    let scope = Scope::workspace("alice", "home");
+    let env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+    let mut mem = AsyncMemory::open(B::fresh().await, env, Config::default())
+        .await
+        .unwrap();
+    let expiring = MemoryInput {
+        privacy: Some(Privacy {
+            retention_days: Some(1),
+            ..Privacy::default()
+        }),
+        ..MemoryInput::new(format!("the {MARKER} first version"), scope.clone())
+    };
+    let id = mem.ingest(vec![expiring]).await.unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    // A second version of the text, so two versions are stored somewhere.
+    mem.update(
+        &id,
+        MemoryPatch {
+            text: Some(format!("the {MARKER} second version")),
+            ..MemoryPatch::default()
+        },
+    )
+    .await
+    .unwrap();
+    mem.ingest(vec![MemoryInput::new("a memory that stays", scope)])
+        .await
+        .unwrap();
+    let found = |blobs: Vec<Vec<u8>>| blobs.iter().any(|b| contains(b, MARKER.as_bytes()));
+    assert!(
+        found(mem.storage().raw_contents().await),
+        "the marker must be stored before the purge for this test to mean anything"
+    );
+    mem.env_mut().advance_ms(2 * Timestamp::DAY_MS);
+    assert_eq!(mem.purge_expired().await.unwrap().purged, 1);
+    assert!(!found(mem.storage().raw_contents().await));
+    let store = mem.into_storage().reopen().await;
+    assert!(!found(store.raw_contents().await));
+    let reopened = AsyncMemory::open(
+        store,
+        FixedEnvironment::new(Timestamp(1_700_000_000_000)),
+        Config::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reopened.stats(&Default::default()).items, 1);
 }
 
 /// Mixed puts, overwrites and deletes from a fixed-seed generator, checked

@@ -46,6 +46,12 @@ struct Cli {
     #[cfg(feature = "semantic")]
     #[arg(long, global = true, value_name = "DIR")]
     model: Option<PathBuf>,
+    /// A JSON file of engine settings, as `Memory.open({config})` takes
+    /// them (`secrets`, `retention`, `limits`, …) [default:
+    /// $MEMTIDE_CONFIG]. Settings are not stored: pass the same file to
+    /// every command on a store.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Fixes the clock (RFC 3339) for reproducible runs; ids then become
     /// sequential (`m000001`, … skipping ids in use).
     #[arg(long, global = true, hide = true, value_name = "RFC3339", value_parser = parse_timestamp)]
@@ -130,6 +136,10 @@ enum StoreCommand {
         #[arg(long)]
         hard: bool,
     },
+    /// Erases every expired memory (its `retentionDays` or the config's
+    /// `retention` passed) with every stored byte of its text; prints
+    /// `{"purged":N}`. With a `retention` policy every write does this too.
+    PurgeExpired,
     /// Prints the memories and stored files of the store, or of the selected
     /// scope, as a versioned, checksummed JSON document.
     Export {
@@ -472,9 +482,17 @@ fn main() -> ExitCode {
             let model = optional_dir(cli.model, "MEMTIDE_MODEL_DIR");
             #[cfg(not(feature = "semantic"))]
             let model: Option<PathBuf> = None;
+            let config = match load_config(optional_dir(cli.config, "MEMTIDE_CONFIG")) {
+                Ok(config) => config,
+                Err(e) => {
+                    let _ = writeln!(io::stderr(), "error[{}]: {e}", e.code());
+                    return ExitCode::FAILURE;
+                }
+            };
             let target = Target {
                 store: &store,
                 model: model.as_deref(),
+                config: &config,
             };
             match cli.now {
                 Some(now) => run(
@@ -529,12 +547,24 @@ fn required_dir(given: Option<PathBuf>, option: &str, variable: &str, what: &str
     }
 }
 
-/// Where a store command works: the store directory and, for semantic
-/// retrieval, the model directory.
+/// The settings of the file `--config` names (the defaults without one).
+fn load_config(path: Option<PathBuf>) -> Result<Config, Error> {
+    let Some(path) = path else {
+        return Ok(Config::default());
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Error::invalid(format!("config file {}: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::invalid(format!("config file {}: {e}", path.display())))
+}
+
+/// Where a store command works: the store directory, the settings and, for
+/// semantic retrieval, the model directory.
 #[derive(Clone, Copy)]
 struct Target<'a> {
     store: &'a Path,
     model: Option<&'a Path>,
+    config: &'a Config,
 }
 
 /// Opens the store; with a model directory and a command that embeds or
@@ -545,7 +575,7 @@ fn open_store<E: Environment>(
     env: E,
     uses_model: bool,
 ) -> Result<Memory<FsStorage, E>, Error> {
-    let mut memory = Memory::open(FsStorage::open(target.store)?, env, Config::default())?;
+    let mut memory = Memory::open(FsStorage::open(target.store)?, env, target.config.clone())?;
     #[cfg(feature = "semantic")]
     if let (true, Some(dir)) = (uses_model, target.model) {
         let model = memtide::embed::MiniLm::from_dir(dir)?;
@@ -677,6 +707,9 @@ fn run<E: Environment>(
         }
         StoreCommand::DeleteAll { scope, hard } => {
             print_json(out, &open(env)?.delete_all(&scope.into(), hard)?)?;
+        }
+        StoreCommand::PurgeExpired => {
+            print_json(out, &open(env)?.purge_expired()?)?;
         }
         StoreCommand::Export { scope } => {
             let export = open(env)?.export_filtered(&scope.into());

@@ -614,6 +614,12 @@ impl JsMemory {
         })
     }
 
+    /// Erases every expired memory: `{purged}`.
+    #[wasm_bindgen(js_name = purgeExpired)]
+    pub fn purge_expired(&self) -> Promise {
+        self.run(async move |store| to_js(&store.purge_expired().await?))
+    }
+
     /// The memories and files of the scopes a filter selects (the whole
     /// store when absent) as a versioned, checksummed JSON document (a
     /// string).

@@ -211,6 +211,11 @@ impl GuestStore for WitStore {
             .map(Into::into)
     }
 
+    fn purge_expired(&self) -> WitResult<u32> {
+        self.with(|store| block_on(store.purge_expired())?)
+            .map(|result| count(result.purged))
+    }
+
     fn export(&self, filter: Option<w::ScopeFilter>) -> WitResult<String> {
         let filter = filter
             .map(scope_filter)
@@ -699,6 +704,7 @@ impl From<IngestResult> for w::IngestResult {
                 IngestReason::NoMemory => w::IngestReason::NoMemory,
                 IngestReason::Private => w::IngestReason::Private,
                 IngestReason::Suppressed => w::IngestReason::Suppressed,
+                IngestReason::NotCaptured => w::IngestReason::NotCaptured,
             }),
             similar_to: result.similar_to,
         }

@@ -940,3 +940,53 @@ fn store_commands_with_a_model_embed_and_retrieve_by_meaning() {
     assert_eq!(stats["embedded"], 2);
     assert_eq!(stats["model"], model_id.as_str());
 }
+
+#[test]
+fn config_files_set_secrets_and_retention_and_purge_expired_erases() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let config = dir.path().join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"retention": {"scopes": [{"scope": {"userId": "u", "workspaceId": "w"}, "days": 1}]}}"#,
+    )
+    .unwrap();
+    let config_arg = config.to_str().unwrap();
+    let key = "sk-proj-4f9Qd2LrT8xVb1NzK7mWc3YpHs6JeA0u";
+    let memories = [
+        json!({"text": format!("the deploy key is {key}"), "scope": {"userId": "u", "workspaceId": "keep"}}),
+        json!({"text": "an old note about the lighthouse keeper", "scope": {"userId": "u", "workspaceId": "w"},
+               "createdAt": "2024-04-01T00:00:00Z"}),
+    ];
+    let lines: String = memories.iter().map(|m| m.to_string() + "\n").collect();
+    let added = ok(&store, &["--config", config_arg, "ingest"], &lines);
+    assert_eq!(added.len(), 2);
+    let kept = &ok(&store, &["get", "m000001"], "")[0];
+    assert_eq!(kept["text"], "the deploy key is [secret]");
+    assert!(!std::fs::read_dir(&store)
+        .unwrap()
+        .flat_map(|entry| std::fs::read(entry.unwrap().path()))
+        .any(|bytes| bytes.windows(key.len()).any(|w| w == key.as_bytes())));
+    let purged = ok(&store, &["--config", config_arg, "purge-expired"], "");
+    assert_eq!(purged, [json!({"purged": 1})]);
+    let stderr = fails(&store, &["get", "m000002"], "");
+    assert!(stderr.starts_with("error[NOT_FOUND]: "), "{stderr}");
+    // Turned off by the config, the key is kept as written.
+    let off = dir.path().join("off.json");
+    std::fs::write(&off, r#"{"secrets": {"redact": false}}"#).unwrap();
+    let line = json!({"text": format!("the staging key is {key}"), "scope": {"userId": "u", "workspaceId": "keep"}});
+    let added = ok(
+        &store,
+        &["--config", off.to_str().unwrap(), "ingest"],
+        &(line.to_string() + "\n"),
+    );
+    let id = added[0]["id"].as_str().unwrap();
+    assert_eq!(
+        ok(&store, &["get", id], "")[0]["text"],
+        format!("the staging key is {key}")
+    );
+    // A config that is not one is a typed error.
+    std::fs::write(&off, r#"{"secrets": {"redact": "no"}}"#).unwrap();
+    let stderr = fails(&store, &["--config", off.to_str().unwrap(), "stats"], "");
+    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
+}
