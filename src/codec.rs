@@ -18,7 +18,7 @@
 //! little-endian, its scale as an f32 little-endian and that many int8
 //! codes ([`Int8Vector`]); in versions 1 and 2, its dimension count followed
 //! by that many f32 little-endian components; a file is the JSON of
-//! [`StoredFile`]. Manifests of version 4 and segments hold the segmented
+//! [`StoredFile`]. Manifests of versions 4 and 5 and segments hold the segmented
 //! layout of `crate::layout` (binary payloads described there).
 //!
 //! Each record is written in the oldest version that can hold it: version 3
@@ -43,8 +43,8 @@ use crate::index::Int8Vector;
 use crate::item::MemoryItem;
 
 /// The newest record format version this build writes and reads: the
-/// segmented layout's manifest and segments.
-pub const FORMAT_VERSION: u16 = 4;
+/// segmented layout's manifest and segments with lexical parts.
+pub const FORMAT_VERSION: u16 = 5;
 /// The version of records that hold nothing of files or embeddings (see
 /// the module documentation).
 const BASE_FORMAT_VERSION: u16 = 1;

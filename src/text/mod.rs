@@ -18,6 +18,8 @@ mod terms;
 pub mod tokens;
 
 pub use redact::{redact, remove_private_keeping_lines, Capture};
+#[cfg(any(test, feature = "testing"))]
+pub use terms::analysed_texts;
 pub use terms::{term_overlap, terms};
 
 use sha2::{Digest, Sha256};
