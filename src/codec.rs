@@ -18,7 +18,7 @@
 //! little-endian, its scale as an f32 little-endian and that many int8
 //! codes ([`Int8Vector`]); in versions 1 and 2, its dimension count followed
 //! by that many f32 little-endian components; a file is the JSON of
-//! [`StoredFile`]. Manifests of version 4 and segments hold the segmented
+//! [`StoredFile`]. Manifests of versions 4 and 5 and segments hold the segmented
 //! layout of `crate::layout` (binary payloads described there).
 //!
 //! Each record is written in the oldest version that can hold it: version 5
@@ -43,7 +43,8 @@ use crate::files::StoredFile;
 use crate::index::Int8Vector;
 use crate::item::MemoryItem;
 
-/// The newest record format version this build writes and reads: item
+/// The newest record format version this build writes and reads: the
+/// segmented layout's manifest and segments with lexical parts, and item
 /// records with a key, metadata or history.
 pub const FORMAT_VERSION: u16 = 5;
 /// The version of item records with a key, metadata or history.

@@ -254,7 +254,8 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
             return Ok(false);
         }
         let model_id = update.model_id.clone();
-        self.engine.apply_records(update.changes, model_id)?;
+        self.engine
+            .apply_counted(update.changes, model_id, &update.term_counts)?;
         let summary = self.engine.summary();
         if [summary.items, summary.vectors, summary.files] != update.counts {
             // Reading the whole store decides: damage is reported there.

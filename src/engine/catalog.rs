@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::txn::{Txn, Undo};
 use super::Engine;
 use crate::env::{parse_ulid, Environment};
+use crate::index::bm25::TermCounts;
 use crate::index::Bm25Index;
 use crate::item::{validate_item_id, MemoryItem, Scope};
 use crate::text;
@@ -24,6 +25,18 @@ impl Engine {
     /// Replaces (or removes, with `None`) the item stored under `id`, keeping
     /// every index in step. Returns the previous item.
     pub(super) fn set(&mut self, id: &str, new: Option<MemoryItem>) -> Option<MemoryItem> {
+        self.set_counted(id, new, None)
+    }
+
+    /// [`Engine::set`] given the new item's terms as counted when it was
+    /// stored (a segment's lexical part), so its text is not analysed
+    /// again; `None` analyses it.
+    pub(super) fn set_counted(
+        &mut self,
+        id: &str,
+        new: Option<MemoryItem>,
+        counts: Option<&TermCounts>,
+    ) -> Option<MemoryItem> {
         let old = self.entries.remove(id);
         let mut doc = None;
         if let Some(Entry { item, doc: d }) = old.as_deref() {
@@ -86,11 +99,14 @@ impl Engine {
                     None => (self.allocate_doc(id), false),
                 };
                 if !item.is_deleted() && !already_indexed {
-                    let terms = text::terms(&item.text);
-                    self.lexical
+                    let index = self
+                        .lexical
                         .entry(item.scope.tenant())
-                        .or_insert_with(|| Bm25Index::new(self.config.bm25))
-                        .insert(d, &terms);
+                        .or_insert_with(|| Bm25Index::new(self.config.bm25));
+                    match counts {
+                        Some(counts) => index.insert_counts(d, counts.iter()),
+                        None => index.insert(d, &text::terms(&item.text)),
+                    }
                 }
                 // Chunks belong to their file: they take no part in
                 // duplicate detection or conversation threads.
@@ -184,6 +200,16 @@ impl Engine {
                 return id;
             }
         }
+    }
+
+    /// The distinct terms of memory `id` with their frequencies, ascending,
+    /// as the lexical index holds them; `None` when it holds no such memory
+    /// (absent, or soft-deleted): what a segment's lexical part stores.
+    pub(crate) fn term_counts(&self, id: &str) -> Option<Vec<(&str, u32)>> {
+        let entry = self.entries.get(id)?;
+        self.lexical
+            .get(&entry.item.scope.tenant())?
+            .doc_terms(entry.doc)
     }
 
     /// [`Engine::set`] that records the undo step.

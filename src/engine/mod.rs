@@ -58,15 +58,17 @@ use crate::keys::{FILE_PREFIX, ITEM_PREFIX, VECTOR_PREFIX};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::files::StoredFile;
+use crate::index::bm25::TermCounts;
 use crate::index::{Bm25Index, VectorIndex};
 use crate::item::{MemoryItem, Scope, Tenant};
 use catalog::Entry;
 use files::FileKey;
 use vectors::StoredVector;
 
-/// A decoded record of [`Engine::apply_records`], or its deletion.
+/// A decoded record of [`Engine::apply_counted`], or its deletion.
 enum Record<'a> {
-    Item(&'a str, Option<Box<MemoryItem>>),
+    /// A memory, with its terms when a lexical part counted them.
+    Item(&'a str, Option<Box<MemoryItem>>, Option<&'a TermCounts>),
     Vector(&'a str, Option<StoredVector>),
     File(&'a str, Option<StoredFile>),
 }
@@ -158,10 +160,21 @@ impl Engine {
         records: Vec<(String, Vec<u8>)>,
         model_id: Option<String>,
     ) -> Result<Engine> {
+        Engine::load_counted(config, records, model_id, &HashMap::new())
+    }
+
+    /// [`Engine::load`] given the terms of memories as counted when they
+    /// were stored (see [`Engine::apply_counted`]).
+    pub(crate) fn load_counted(
+        config: Config,
+        records: Vec<(String, Vec<u8>)>,
+        model_id: Option<String>,
+        counts: &HashMap<String, Option<TermCounts>>,
+    ) -> Result<Engine> {
         config.validate()?;
         let mut engine = Engine::new(config);
         let changes = records.into_iter().map(|(k, v)| (k, Some(v))).collect();
-        engine.apply_records(changes, model_id)?;
+        engine.apply_counted(changes, model_id, counts)?;
         Ok(engine)
     }
 
@@ -170,10 +183,18 @@ impl Engine {
     /// the store's embeddings now come from. Every record is decoded and
     /// checked before anything changes, so an error (`CORRUPT`) leaves the
     /// engine as it was.
-    pub fn apply_records(
+    ///
+    /// `counts` gives, by record key, the terms of memories as counted
+    /// when they were stored (a segment's lexical part, `docs/format.md`
+    /// section 2.2): `Some(counts)` for a memory the lexical index holds,
+    /// `None` for one it does not (soft-deleted). Those memories' texts are
+    /// not analysed again; a memory whose record disagrees with its counts
+    /// about being indexed is `CORRUPT`.
+    pub(crate) fn apply_counted(
         &mut self,
         mut changes: Vec<(String, Option<Vec<u8>>)>,
         model_id: Option<String>,
+        counts: &HashMap<String, Option<TermCounts>>,
     ) -> Result<()> {
         // Deletes first, embeddings before their memories; then puts,
         // files and memories before embeddings (`file/` < `item/` < `vec/`).
@@ -195,7 +216,7 @@ impl Engine {
                 (Some(id), _) => match bytes {
                     None => {
                         gone.insert(id);
-                        Record::Item(id, None)
+                        Record::Item(id, None, None)
                     }
                     Some(bytes) => {
                         let item = codec::decode_item(bytes).map_err(corrupt)?;
@@ -205,8 +226,14 @@ impl Engine {
                                 item.id
                             )));
                         }
+                        let counted = counts.get(key.as_str());
+                        if counted.is_some_and(|c| c.is_some() == item.is_deleted()) {
+                            return Err(Error::Corrupt(format!(
+                                "record `{key}`: the lexical part disagrees with the memory about indexing it"
+                            )));
+                        }
                         added.insert(id);
-                        Record::Item(id, Some(Box::new(item)))
+                        Record::Item(id, Some(Box::new(item)), counted.and_then(Option::as_ref))
                     }
                 },
                 (None, Some(id)) => match bytes {
@@ -242,8 +269,8 @@ impl Engine {
         }
         for record in decoded {
             match record {
-                Record::Item(id, item) => {
-                    self.set(id, item.map(|item| *item));
+                Record::Item(id, item, counts) => {
+                    self.set_counted(id, item.map(|item| *item), counts);
                 }
                 Record::Vector(id, vector) => {
                     self.set_vector(id, vector);

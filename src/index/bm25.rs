@@ -21,6 +21,7 @@
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -103,6 +104,32 @@ pub struct QueryWeights {
     total: f64,
 }
 
+/// A doc's distinct terms with their frequencies, as a stored index part
+/// holds them (`crate::layout`): indexes into a dictionary that the docs of
+/// one part share, ascending, so the terms are in ascending byte order as
+/// [`Bm25Index::insert_counts`] takes them.
+#[derive(Debug, Clone, Default)]
+pub struct TermCounts {
+    dictionary: Arc<[Box<str>]>,
+    terms: Vec<(u32, u32)>,
+}
+
+impl TermCounts {
+    /// The doc of `terms`: pairs of an index into `dictionary` (strictly
+    /// ascending, in range) and a frequency, as the decoder checked them.
+    pub(crate) fn new(dictionary: Arc<[Box<str>]>, terms: Vec<(u32, u32)>) -> Self {
+        TermCounts { dictionary, terms }
+    }
+
+    /// The terms and their frequencies, in ascending byte order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.terms.iter().filter_map(|&(index, frequency)| {
+            let term = self.dictionary.get(index as usize)?;
+            Some((&**term, frequency))
+        })
+    }
+}
+
 /// An incremental BM25 inverted index over `u32` doc ids.
 #[derive(Debug, Clone, Default)]
 pub struct Bm25Index {
@@ -125,16 +152,34 @@ impl Bm25Index {
 
     /// Indexes `doc` with its terms; replaces the doc if already present.
     pub fn insert(&mut self, doc: u32, terms: &[String]) {
-        self.remove(doc);
         // Sorted, so equal terms are adjacent and term ids are assigned in a
         // deterministic order.
         let mut sorted: Vec<&str> = terms.iter().map(String::as_str).collect();
         sorted.sort_unstable();
-        let len = u32::try_from(terms.len()).unwrap_or(u32::MAX);
-        let mut term_ids = Vec::new();
-        for run in sorted.chunk_by(|x, y| x == y) {
-            let term_frequency = u32::try_from(run.len()).unwrap_or(u32::MAX);
-            let id = self.intern(run[0]);
+        let counts = sorted
+            .chunk_by(|x, y| x == y)
+            .map(|run| (run[0], u32::try_from(run.len()).unwrap_or(u32::MAX)));
+        self.insert_counts(doc, counts);
+    }
+
+    /// Indexes `doc` with its distinct terms and their frequencies, the
+    /// terms in ascending byte order and each once (what
+    /// [`Bm25Index::doc_terms`] returns): the same index as
+    /// [`Bm25Index::insert`] with the terms they count, without the terms
+    /// themselves. Replaces the doc if already present.
+    pub fn insert_counts<'a>(
+        &mut self,
+        doc: u32,
+        counts: impl IntoIterator<Item = (&'a str, u32)>,
+    ) {
+        self.remove(doc);
+        let counts: Vec<(&str, u32)> = counts.into_iter().collect();
+        let len = counts
+            .iter()
+            .fold(0u32, |len, &(_, tf)| len.saturating_add(tf));
+        let mut term_ids = Vec::with_capacity(counts.len());
+        for (term, term_frequency) in counts {
+            let id = self.intern(term);
             let postings = &mut self.slots[id].postings;
             let at = postings.partition_point(|posting| posting.doc < doc);
             postings.insert(
@@ -156,6 +201,26 @@ impl Bm25Index {
                 term_ids: term_ids.into_boxed_slice(),
             },
         );
+    }
+
+    /// The distinct terms of `doc` with their frequencies, in ascending
+    /// byte order; `None` when `doc` is not indexed.
+    pub fn doc_terms(&self, doc: u32) -> Option<Vec<(&str, u32)>> {
+        let entry = self.docs.get(&doc)?;
+        let mut terms: Vec<(&str, u32)> = entry
+            .term_ids
+            .iter()
+            .filter_map(|&id| {
+                let slot = &self.slots[id];
+                let at = slot
+                    .postings
+                    .binary_search_by_key(&doc, |posting| posting.doc)
+                    .ok()?;
+                Some((slot.term.as_str(), slot.postings[at].term_frequency))
+            })
+            .collect();
+        terms.sort_unstable();
+        Some(terms)
     }
 
     /// Removes a doc and every posting of it; returns whether it was present.
@@ -564,6 +629,22 @@ mod tests {
     }
 
     #[test]
+    fn doc_terms_rebuild_the_same_index_without_the_terms() {
+        let index = tiny_corpus(Bm25Params::default());
+        assert_eq!(index.doc_terms(1), Some(vec![("apple", 2), ("banana", 1)]));
+        assert_eq!(index.doc_terms(9), None);
+        let mut rebuilt = Bm25Index::new(Bm25Params::default());
+        for doc in [1, 2, 3] {
+            rebuilt.insert_counts(doc, index.doc_terms(doc).unwrap());
+        }
+        for query in [&["cherry"][..], &["apple", "date"], &["banana", "fig"]] {
+            let query = strings(query);
+            assert_eq!(rebuilt.search(&query), index.search(&query));
+        }
+        assert_eq!(rebuilt.term_count(), index.term_count());
+    }
+
+    #[test]
     fn docs_sharing_never_walks_common_terms_it_does_not_need() {
         let mut index = Bm25Index::default();
         for doc in 0..100 {
@@ -643,6 +724,16 @@ mod tests {
             }
             prop_assert_eq!(index.doc_count(), fresh.doc_count());
             prop_assert_eq!(index.term_count(), fresh.term_count());
+            // The counted terms of each doc rebuild the index (what a
+            // segment's lexical part stores).
+            let mut counted = Bm25Index::default();
+            for &doc in surviving.keys() {
+                let terms = index.doc_terms(doc);
+                prop_assert!(terms.is_some());
+                counted.insert_counts(doc, terms.unwrap_or_default());
+            }
+            prop_assert_eq!(counted.search(&query), fresh.search(&query));
+            prop_assert_eq!(counted.term_count(), fresh.term_count());
             for word in VOCABULARY {
                 prop_assert_eq!(index.has_term(word), fresh.has_term(word));
             }

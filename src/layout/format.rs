@@ -8,11 +8,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec::{self, CodecError, RecordType};
 use crate::engine::Summary;
-use crate::keys::SEGMENT_PREFIX;
+use crate::keys::{ITEM_PREFIX, SEGMENT_PREFIX};
+use super::lexical::{decode_lexical, encode_lexical, LexicalPart};
 use crate::storage::frame::{encode_frame, intact_frame_len, parse_frame, read_u32, Op};
 
-/// The format version of the segmented layout's records.
+/// The format version of the segmented layout's first records (format 4):
+/// segments of records alone.
 pub(crate) const LAYOUT_VERSION: u16 = 4;
+/// The format version this build writes (format 5): segments carry the
+/// lexical part of their memories.
+pub(crate) const INDEXED_VERSION: u16 = 5;
 
 /// A segment as the manifest names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,7 +38,8 @@ pub(crate) struct SegmentRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct Header {
-    /// Always [`LAYOUT_VERSION`].
+    /// The manifest record's version: [`LAYOUT_VERSION`] or
+    /// [`INDEXED_VERSION`].
     pub(crate) format_version: u16,
     /// Number of `item/…` records in the store.
     pub(crate) item_count: u64,
@@ -54,7 +60,7 @@ impl Header {
     /// The header of a store holding what `summary` counts.
     pub(crate) fn new(summary: Summary, next_segment: u64, segments: Vec<SegmentRef>) -> Self {
         Header {
-            format_version: LAYOUT_VERSION,
+            format_version: INDEXED_VERSION,
             item_count: summary.items,
             vector_count: summary.vectors,
             file_count: summary.files,
@@ -82,12 +88,12 @@ pub(crate) fn encode_manifest(header: &Header, log: &[Vec<u8>]) -> Vec<u8> {
     for frame in log {
         payload.extend_from_slice(frame);
     }
-    codec::encode(RecordType::Manifest, LAYOUT_VERSION, &payload)
+    codec::encode(RecordType::Manifest, header.format_version, &payload)
 }
 
 /// The header and the log frames of a manifest record of format 4.
 pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<(Header, Vec<&[u8]>), CodecError> {
-    let payload = payload_of(bytes, RecordType::Manifest)?;
+    let (version, payload) = payload_of(bytes, RecordType::Manifest)?;
     let bad = |m: String| CodecError::Payload(m);
     let json_len = read_u32(payload, 0).ok_or_else(|| bad("manifest without header".into()))?;
     let json_end = 4usize
@@ -96,9 +102,9 @@ pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<(Header, Vec<&[u8]>), Code
         .ok_or_else(|| bad("manifest header runs past the record".into()))?;
     let header: Header = serde_json::from_slice(&payload[4..json_end])
         .map_err(|e| bad(format!("manifest header: {e}")))?;
-    if header.format_version != LAYOUT_VERSION {
+    if header.format_version != version {
         return Err(bad(format!(
-            "manifest header of format {} in a record of format {LAYOUT_VERSION}",
+            "manifest header of format {} in a record of format {version}",
             header.format_version
         )));
     }
@@ -134,27 +140,73 @@ pub(crate) fn encode_records(records: &[(&str, &[u8])]) -> Vec<u8> {
     encode_frame(&ops).unwrap_or_default()
 }
 
-/// A segment record holding `records`, sorted by key.
-pub(crate) fn encode_segment(records: &[(&str, &[u8])]) -> Vec<u8> {
-    codec::encode(RecordType::Segment, LAYOUT_VERSION, &encode_records(records))
+/// A segment record (format 5) holding `records`, sorted by key, and the
+/// lexical part of its memories (see [`encode_lexical`]).
+pub(crate) fn encode_segment(
+    records: &[(&str, &[u8])],
+    lexical: &[(u32, Vec<(&str, u32)>)],
+) -> Vec<u8> {
+    let frame = encode_records(records);
+    let part = encode_lexical(lexical);
+    let mut payload = Vec::with_capacity(4 + frame.len() + part.len());
+    // A frame is below 4 GiB (`encode_frame`).
+    payload.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+    payload.extend_from_slice(&frame);
+    payload.extend_from_slice(&part);
+    codec::encode(RecordType::Segment, INDEXED_VERSION, &payload)
 }
 
-/// The records of a segment record; keys must be strictly ascending.
-pub(crate) fn decode_segment(bytes: &[u8]) -> Result<Vec<(&str, &[u8])>, CodecError> {
-    let payload = payload_of(bytes, RecordType::Segment)?;
-    if payload.is_empty() {
+/// What a segment record holds.
+pub(crate) struct SegmentContents<'a> {
+    /// Its records, keys strictly ascending.
+    pub(crate) records: Vec<(&'a str, &'a [u8])>,
+    /// The lexical part of its memories; `None` in a segment of format 4.
+    pub(crate) lexical: Option<LexicalPart>,
+}
+
+/// The records of a segment record, and its lexical part (format 5).
+pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecError> {
+    let (version, payload) = payload_of(bytes, RecordType::Segment)?;
+    let (frame, part) = if version == LAYOUT_VERSION {
+        (payload, None)
+    } else {
+        let len = read_u32(payload, 0)
+            .ok_or_else(|| CodecError::Payload("segment without a frame length".into()))?;
+        let end = 4usize
+            .checked_add(len as usize)
+            .filter(|&end| end <= payload.len())
+            .ok_or_else(|| CodecError::Payload("segment frame runs past the record".into()))?;
+        (&payload[4..end], Some(&payload[end..]))
+    };
+    if frame.is_empty() {
         return Err(CodecError::Payload("an empty segment".into()));
     }
-    if intact_frame_len(payload) != Some(payload.len()) {
+    if intact_frame_len(frame) != Some(frame.len()) {
         return Err(CodecError::Payload("segment frame is damaged".into()));
     }
-    let records = records_of(payload)?;
+    let records = records_of(frame)?;
     if records.windows(2).any(|w| w[0].0 >= w[1].0) {
         return Err(CodecError::Payload(
             "segment keys are not strictly ascending".into(),
         ));
     }
-    Ok(records)
+    let lexical = match part {
+        None => None,
+        Some(part) => {
+            let lexical = decode_lexical(part, records.len())?;
+            let not_memory = lexical
+                .docs
+                .iter()
+                .any(|(index, _)| !records[*index as usize].0.starts_with(ITEM_PREFIX));
+            if not_memory {
+                return Err(CodecError::Payload(
+                    "lexical part: a doc that is not a memory record".into(),
+                ));
+            }
+            Some(lexical)
+        }
+    };
+    Ok(SegmentContents { records, lexical })
 }
 
 /// The CRC-32 a record ends with (a record [`codec::decode`] accepted).
@@ -163,18 +215,19 @@ pub(crate) fn record_crc(bytes: &[u8]) -> u32 {
     read_u32(bytes, at).unwrap_or(0)
 }
 
-fn payload_of(bytes: &[u8], expected: RecordType) -> Result<&[u8], CodecError> {
+/// The version (4 or 5) and payload of a record of the segmented layout.
+fn payload_of(bytes: &[u8], expected: RecordType) -> Result<(u16, &[u8]), CodecError> {
     let (found, payload) = codec::decode(bytes)?;
     if found != expected {
         return Err(CodecError::WrongType { expected, found });
     }
     let version = codec::record_version(bytes);
-    if version != LAYOUT_VERSION {
+    if !(LAYOUT_VERSION..=INDEXED_VERSION).contains(&version) {
         return Err(CodecError::Payload(format!(
-            "a {expected:?} record of format {version}, expected {LAYOUT_VERSION}"
+            "a {expected:?} record of format {version}, expected {LAYOUT_VERSION} or {INDEXED_VERSION}"
         )));
     }
-    Ok(payload)
+    Ok((version, payload))
 }
 
 #[cfg(test)]
@@ -207,7 +260,7 @@ mod tests {
         ];
         let record = encode_manifest(&header(), &log);
         assert_eq!(&record[..4], b"MNMO");
-        assert_eq!(codec::record_version(&record), 4);
+        assert_eq!(codec::record_version(&record), 5);
         assert_eq!(record[6], 2);
         let (decoded, frames) = decode_manifest(&record).unwrap();
         assert_eq!(decoded, header());
@@ -220,12 +273,27 @@ mod tests {
     #[test]
     fn segments_round_trip_and_refuse_disorder_and_damage() {
         let records = [("item/a", &b"one"[..]), ("item/b", &b"two"[..])];
-        let record = encode_segment(&records);
+        let lexical = [(1, vec![("two", 1)])];
+        let record = encode_segment(&records, &lexical);
         assert_eq!(record[6], 5);
-        assert_eq!(decode_segment(&record).unwrap(), records);
-        let unsorted = encode_segment(&[records[1], records[0]]);
+        assert_eq!(codec::record_version(&record), 5);
+        let decoded = decode_segment(&record).unwrap();
+        assert_eq!(decoded.records, records);
+        let docs = decoded.lexical.unwrap().docs;
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].0, 1);
+        assert_eq!(docs[0].1.iter().collect::<Vec<_>>(), [("two", 1)]);
+        let unsorted = encode_segment(&[records[1], records[0]], &[]);
         assert!(decode_segment(&unsorted).is_err());
-        assert!(decode_segment(&encode_segment(&[])).is_err());
+        assert!(decode_segment(&encode_segment(&[], &[])).is_err());
+        // A doc must be a memory record.
+        let file = [("file/x", &b"f"[..])];
+        assert!(decode_segment(&encode_segment(&file, &[(0, vec![])])).is_err());
+        // A segment of format 4 is the frame alone, without a part.
+        let old = codec::encode(RecordType::Segment, LAYOUT_VERSION, &encode_records(&records));
+        let decoded = decode_segment(&old).unwrap();
+        assert_eq!(decoded.records, records);
+        assert!(decoded.lexical.is_none());
         for i in 0..record.len() {
             let mut bad = record.clone();
             bad[i] ^= 0x04;

@@ -25,13 +25,15 @@
 
 mod format;
 mod legacy;
+mod lexical;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::codec::{self, CodecError};
 use crate::engine::{Config, Engine};
 use crate::error::{Error, Result};
-use crate::keys::MANIFEST_KEY;
+use crate::index::bm25::TermCounts;
+use crate::keys::{ITEM_PREFIX, MANIFEST_KEY};
 use crate::storage::{AsyncStorage, Batch, Expect, StorageError, SNAPSHOT_ATTEMPTS};
 pub(crate) use format::{
     decode_manifest, decode_segment, encode_manifest, encode_records, encode_segment, records_of,
@@ -76,6 +78,9 @@ struct Segment {
     info: SegmentRef,
     /// How many of its records are the newest version of their key.
     live: u32,
+    /// It carries a lexical part (format 5); a segment of format 4 does
+    /// not, and is rewritten with one when a commit has no other merge.
+    indexed: bool,
 }
 
 /// Where the versions of one record are.
@@ -204,7 +209,15 @@ struct Contents {
     header: Header,
     layout: Layout,
     records: Vec<(String, Vec<u8>)>,
+    /// The memories' terms as the segments' lexical parts count them.
+    counts: Counts,
 }
+
+/// By memory record key, its terms as the lexical part of the segment
+/// holding its newest version counts them: `None` when that part has no
+/// doc for it (a soft-deleted memory). Memories the log holds, or a
+/// segment of format 4, are absent: their texts are analysed on load.
+pub(crate) type Counts = HashMap<String, Option<TermCounts>>;
 
 /// How reading the segments a manifest names ended.
 pub(crate) enum Read<T> {
@@ -262,7 +275,8 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
         ..Layout::default()
     };
     let mut current: HashMap<&str, &[u8]> = HashMap::new();
-    layout.add_layers(&segments, &frames, &mut current)?;
+    let mut counts = Counts::new();
+    layout.add_layers(&segments, &frames, &mut current, &mut counts)?;
     let records = current
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_vec()))
@@ -271,6 +285,7 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
         header,
         layout,
         records,
+        counts,
     }))
 }
 
@@ -285,7 +300,12 @@ async fn read<S: AsyncStorage>(
         Read::Missing(key) => return Ok(Read::Missing(key)),
     };
     let header = contents.header;
-    let engine = Engine::load(config, contents.records, header.model_id.clone())?;
+    let engine = Engine::load_counted(
+        config,
+        contents.records,
+        header.model_id.clone(),
+        &contents.counts,
+    )?;
     let summary = engine.summary();
     if [summary.items, summary.vectors, summary.files]
         != [header.item_count, header.vector_count, header.file_count]
@@ -332,6 +352,8 @@ pub(crate) struct CatchUp {
     /// Each record key whose newest version changed, with its record, or
     /// `None` when it was deleted.
     pub(crate) changes: Vec<(String, Option<Vec<u8>>)>,
+    /// The terms of the changed memories that new segments count.
+    pub(crate) term_counts: Counts,
     /// The model of the store's embeddings.
     pub(crate) model_id: Option<String>,
     /// The counts the manifest states, to check the engine against.
@@ -398,7 +420,8 @@ impl Layout {
         // hold: new segments are newer than every segment held, the log
         // newer than them all.
         let mut newest: HashMap<&str, &[u8]> = HashMap::new();
-        layout.add_layers(&segments, &frames, &mut newest)?;
+        let mut term_counts = Counts::new();
+        layout.add_layers(&segments, &frames, &mut newest, &mut term_counts)?;
         let mut changes: Vec<(String, Option<Vec<u8>>)> = newest
             .into_iter()
             .map(|(k, v)| (k.to_string(), Some(v.to_vec())))
@@ -410,6 +433,7 @@ impl Layout {
         }
         Ok(Some(Read::Done(CatchUp {
             changes,
+            term_counts,
             model_id: header.model_id,
             counts: [header.item_count, header.vector_count, header.file_count],
             layout,
@@ -419,34 +443,46 @@ impl Layout {
 
     /// Adds `segments` (newer than every segment held) and then the log
     /// `frames` to the layout, and their records to `newest`, a later
-    /// version replacing an earlier one.
+    /// version replacing an earlier one, with the terms the newest
+    /// version's lexical part counts in `counts`.
     fn add_layers<'a>(
         &mut self,
         segments: &'a [(SegmentRef, Vec<u8>)],
         frames: &[&'a [u8]],
         newest: &mut HashMap<&'a str, &'a [u8]>,
+        counts: &mut Counts,
     ) -> Result<()> {
         for (info, value) in segments {
-            let records = decode_segment(value).map_err(|e| corrupt_at(info.number, e))?;
-            if records.len() != info.records as usize {
+            let contents = decode_segment(value).map_err(|e| corrupt_at(info.number, e))?;
+            if contents.records.len() != info.records as usize {
                 return Err(corrupt_at(
                     info.number,
                     CodecError::Payload("record count differs from the manifest".into()),
                 ));
             }
-            for (key, record) in records {
+            let indexed = contents.lexical.is_some();
+            let mut docs = contents.lexical.map(|l| l.docs).unwrap_or_default().into_iter().peekable();
+            for (index, (key, record)) in contents.records.into_iter().enumerate() {
                 newest.insert(key, record);
                 let state = self.keys.entry(key.to_string()).or_default();
                 state.segments.push(info.number);
+                let doc = docs.next_if(|(i, _)| *i as usize == index).map(|(_, terms)| terms);
+                if indexed && key.starts_with(ITEM_PREFIX) {
+                    counts.insert(key.to_string(), doc);
+                } else {
+                    counts.remove(key);
+                }
             }
             let segment = Segment {
                 info: *info,
                 live: 0,
+                indexed,
             };
             self.segments.insert(info.number, segment);
         }
         for frame in frames {
             for (key, record) in records_of(frame)? {
+                counts.remove(key);
                 newest.insert(key, record);
                 self.keys.entry(key.to_string()).or_default().in_log = true;
                 self.log_keys.insert(key.to_string());
@@ -573,7 +609,7 @@ impl Layout {
             update.next_segment += 1;
             let refs: Vec<(&str, &[u8])> =
                 chunk.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
-            let record = encode_segment(&refs);
+            let record = encode_segment(&refs, &lexical_docs(&refs, engine));
             let info = SegmentRef {
                 number,
                 records: refs.len() as u32,
@@ -638,10 +674,18 @@ impl Layout {
         if let Some((_, n)) = most_dead {
             return Some(vec![n]);
         }
-        tiers
+        let merge = tiers
             .into_values()
             .find(|numbers| numbers.len() >= MERGE_FANIN)
-            .map(|numbers| numbers[..MERGE_FANIN].to_vec())
+            .map(|numbers| numbers[..MERGE_FANIN].to_vec());
+        // Else the oldest segment of format 4: a store written before
+        // lexical parts gains them a segment per commit.
+        merge.or_else(|| {
+            self.segments
+                .values()
+                .find(|s| !s.indexed && !rewrite.contains(&s.info.number))
+                .map(|s| vec![s.info.number])
+        })
     }
 
     /// Makes a committed plan the layout's state.
@@ -684,7 +728,12 @@ impl Layout {
             self.keys.entry(key.clone()).or_default().in_log = true;
         }
         for (info, keys) in &update.added {
-            self.segments.insert(info.number, Segment { info: *info, live: 0 });
+            let segment = Segment {
+                info: *info,
+                live: 0,
+                indexed: true,
+            };
+            self.segments.insert(info.number, segment);
             for key in keys {
                 self.keys.entry(key.clone()).or_default().segments.push(info.number);
             }
@@ -718,6 +767,20 @@ fn tier(bytes: u64) -> u32 {
         bound = bound.saturating_mul(4);
     }
     tier
+}
+
+/// The lexical part of a new segment of `records`: each memory's terms
+/// as `engine` indexes them (the engine holds every record a commit
+/// writes, as the commit leaves it).
+fn lexical_docs<'a>(records: &[(&str, &[u8])], engine: &'a Engine) -> Vec<(u32, Vec<(&'a str, u32)>)> {
+    records
+        .iter()
+        .enumerate()
+        .filter_map(|(index, (key, _))| {
+            let id = key.strip_prefix(ITEM_PREFIX)?;
+            Some((index as u32, engine.term_counts(id)?))
+        })
+        .collect()
 }
 
 /// Bytes a record takes in a frame.

@@ -22,6 +22,8 @@ pub mod tokens;
 
 pub use redact::{redact, remove_private_keeping_lines, Capture};
 pub use secrets::{has_pii, scrub, scrub_keeping_lines, SecretsConfig, SECRET_MARKER};
+#[cfg(any(test, feature = "testing"))]
+pub use terms::analysed_texts;
 pub use terms::{term_overlap, terms};
 
 use sha2::{Digest, Sha256};

@@ -27,6 +27,8 @@ const MAX_TERM_BYTES: usize = 64;
 ///   run yields its overlapping bigrams (`東京都` → `東京`, `京都`), a run of
 ///   one character yields that character.
 pub fn terms(text: &str) -> Vec<String> {
+    #[cfg(any(test, feature = "testing"))]
+    ANALYSED.with(|count| count.set(count.get() + 1));
     let text: Cow<str> = if is_nfc(text) {
         Cow::Borrowed(text)
     } else {
@@ -61,6 +63,18 @@ pub fn terms(text: &str) -> Vec<String> {
     push_word(&mut out, &mut word);
     push_cjk_run(&mut out, &mut cjk_run);
     out
+}
+
+#[cfg(any(test, feature = "testing"))]
+thread_local! {
+    static ANALYSED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many texts [`terms`] analysed on this thread so far: the tests
+/// check that opening a store analyses no text its segments hold.
+#[cfg(any(test, feature = "testing"))]
+pub fn analysed_texts() -> usize {
+    ANALYSED.with(std::cell::Cell::get)
 }
 
 /// Jaccard similarity of the two term *sets* (0.0 when both are empty).

@@ -341,7 +341,7 @@ fn files_survive_a_reopen_and_a_torn_file_write_is_refused() {
 
 /// Each record keeps the oldest version that can hold it, inside the
 /// segmented layout too: items are version 1 until they are chunks of a
-/// file (version 2, like file records); the manifest is version 4.
+/// file (version 2, like file records); the manifest is version 5.
 #[test]
 fn only_records_of_files_use_format_version_2() {
     let versions = |mem: &Mem| -> Vec<(String, u16)> {
@@ -359,7 +359,7 @@ fn only_records_of_files_use_format_version_2() {
         versions(&mem)
     );
     let manifest = mem.storage().get("meta/manifest").unwrap().unwrap();
-    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 4);
+    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 5);
     mem.sync_file(&scope(), "MEMORY.md", NOTES).unwrap();
     for (key, version) in versions(&mem) {
         let expected = if key.starts_with("item/m000001") {

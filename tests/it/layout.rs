@@ -9,6 +9,7 @@ use std::path::Path;
 
 use memtide::env::FixedEnvironment;
 use memtide::storage::{FsStorage, KvStorage, MemoryStorage, Storage};
+use memtide::text::analysed_texts;
 use memtide::{
     block_on, AsyncMemory, Memory, MemoryInput, MemoryPatch, RetrieveQuery, Scope, Timestamp,
 };
@@ -100,7 +101,7 @@ fn stores_of_formats_1_to_3_migrate_on_open_and_hold_the_same() {
             "{version}: {stored:?}"
         );
         let manifest = mem.storage().get("meta/manifest").unwrap().unwrap();
-        assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 4);
+        assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 5);
         drop(mem);
         let again = Memory::open(
             FsStorage::open(dir.path()).unwrap(),
@@ -311,11 +312,14 @@ fn holds(storage: &MemoryStorage, needle: &[u8]) -> bool {
 #[test]
 fn a_hard_delete_erases_every_version_from_every_segment_and_the_log() {
     let secret = b"zebra-4471";
+    // The term the lexical parts hold for `Qüxtlçab` (folded): postings
+    // reveal terms, so they are erased with the text.
+    let term = b"quxtlcab";
     let mut mem = Memory::open(MemoryStorage::new(), env(), Default::default()).unwrap();
     let home = Scope::workspace("alice", "home");
     let id = mem
         .ingest(vec![MemoryInput::new(
-            "the vault code is zebra-4471",
+            "the vault code is zebra-4471 at the Qüxtlçab gate",
             home.clone(),
         )])
         .unwrap()[0]
@@ -342,11 +346,16 @@ fn a_hard_delete_erases_every_version_from_every_segment_and_the_log() {
         .filter(|(_, v)| v.windows(secret.len()).any(|w| w == secret))
         .count();
     assert!(versions >= 2, "the text is in {versions} values");
+    assert!(holds(mem.storage(), term), "no lexical part holds the term");
     assert!(records(mem.storage()).contains_key(&format!("item/{id}")));
     mem.delete(&id, true).unwrap();
     assert!(
         !holds(mem.storage(), secret),
         "a byte of the erased text remains"
+    );
+    assert!(
+        !holds(mem.storage(), term),
+        "a term of the erased text remains"
     );
     let reopened = Memory::open(mem.storage().clone(), env(), Default::default()).unwrap();
     assert!(reopened.get(&id).is_err());
@@ -440,4 +449,137 @@ fn a_conflicting_write_catches_up_and_commits_on_the_newest_state() {
     let reopened = open_kv(&kv).unwrap();
     assert_eq!(contents(&reopened.export()), contents(&b.export()));
     eprintln!("a write on a view 199 commits old: {spent} operations");
+}
+
+/// Segments carry the lexical part of their memories (format 5): opening
+/// a store analyses only the texts of the log, none a segment holds.
+#[test]
+fn opening_analyses_no_text_that_a_segment_holds() {
+    let mut mem = Memory::open(MemoryStorage::new(), env(), Default::default()).unwrap();
+    // Enough bytes in one ingest to go straight to segments.
+    let ids: Vec<String> = mem
+        .ingest((0..300).map(note).collect())
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id.unwrap())
+        .collect();
+    mem.delete(&ids[3], false).unwrap();
+    let storage = mem.storage().clone();
+    assert!(!storage.scan("seg/").unwrap().is_empty());
+    let before = analysed_texts();
+    let reopened = Memory::open(storage, env(), Default::default()).unwrap();
+    assert_eq!(
+        analysed_texts() - before,
+        0,
+        "opening analysed a stored text"
+    );
+    assert_eq!(contents(&reopened.export()), contents(&mem.export()));
+    // A memory of the log is analysed on open: the log has no lexical part.
+    mem.ingest(vec![MemoryInput::new(
+        "a single new note about the harbour",
+        Scope::workspace("alice", "home"),
+    )])
+    .unwrap();
+    let before = analysed_texts();
+    Memory::open(mem.storage().clone(), env(), Default::default()).unwrap();
+    assert_eq!(analysed_texts() - before, 1);
+}
+
+/// The oracle: a store indexed from its lexical parts answers every query
+/// exactly as the same records indexed by analysing their texts.
+#[test]
+fn lexical_parts_answer_as_analysing_the_texts_does() {
+    let mut mem = Memory::open(MemoryStorage::new(), env(), Default::default()).unwrap();
+    let ids: Vec<String> = mem
+        .ingest((0..400).map(note).collect())
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id.unwrap())
+        .collect();
+    for id in ids.iter().step_by(37) {
+        mem.delete(id, false).unwrap();
+    }
+    for id in ids.iter().skip(5).step_by(41) {
+        mem.delete(id, true).unwrap();
+    }
+    mem.ingest((400..460).map(note).collect()).unwrap();
+    let stored = records(mem.storage());
+    // Formats 1 to 3 kept no lexical part: opening one analyses every text.
+    let mut analysed = Memory::open(
+        memtide_testkit::store::legacy_store(&stored, None),
+        env(),
+        Default::default(),
+    )
+    .unwrap();
+    let mut counted = Memory::open(mem.storage().clone(), env(), Default::default()).unwrap();
+    assert!(!analysed.storage().scan("seg/").unwrap().is_empty());
+    let home = Scope::workspace("alice", "home");
+    for query in [
+        "coffee in berlin",
+        "when do we meet about the guitar",
+        "sushi violin garden marathon",
+        "day 17",
+        "note 233",
+        "nothing here matches",
+    ] {
+        let mut query = RetrieveQuery::new(query, home.clone());
+        query.dry_run = true;
+        query.limit = Some(20);
+        let expected = serde_json::to_value(analysed.retrieve(&query).unwrap()).unwrap();
+        let found = serde_json::to_value(counted.retrieve(&query).unwrap()).unwrap();
+        assert_eq!(found, expected, "{}", query.text);
+    }
+}
+
+/// A store of format 4 (segments without lexical parts, as builds before
+/// them wrote it) opens, and each later commit rewrites one of its
+/// segments with a lexical part.
+#[test]
+fn a_store_of_format_4_opens_and_gains_lexical_parts() {
+    let expected = contents(&std::fs::read_to_string(fixture("v4").join("export.json")).unwrap());
+    let pairs = fixture_pairs("v4");
+    let manifest = &pairs["meta/manifest"];
+    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 4);
+    let old_segments: Vec<&String> = pairs.keys().filter(|k| k.starts_with("seg/")).collect();
+    assert!(!old_segments.is_empty());
+    let kv = kv_with(&pairs);
+    let before = analysed_texts();
+    let mut mem = open_kv(&kv).unwrap();
+    let first_open = analysed_texts() - before;
+    assert_eq!(contents(&mem.export()), expected);
+    let scope = Scope::workspace("carol", "garden");
+    let query = RetrieveQuery::new("which bed got water", scope.clone());
+    let answer = now(mem.retrieve(&query)).unwrap();
+    assert!(!answer.is_empty());
+    now(mem.ingest(vec![MemoryInput::new(
+        "the shed key hangs by the door",
+        scope.clone(),
+    )]))
+    .unwrap();
+    let manifest = kv.map()["meta/manifest"].clone();
+    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 5);
+    for key in old_segments {
+        assert!(!kv.map().contains_key(key), "{key} was not rewritten");
+    }
+    for (key, value) in kv.map().iter().filter(|(k, _)| k.starts_with("seg/")) {
+        assert_eq!(u16::from_le_bytes([value[4], value[5]]), 5, "{key}");
+    }
+    let before = analysed_texts();
+    let mut again = open_kv(&kv).unwrap();
+    // Only the log's memories are analysed now (one more: the new one),
+    // not the 68 garden notes of the segment (80 written, near-duplicates
+    // merged, one erased).
+    let second_open = analysed_texts() - before;
+    assert!(
+        second_open + 68 <= first_open + 1,
+        "{first_open} texts analysed, then {second_open}"
+    );
+    let mut dry = query.clone();
+    dry.dry_run = true;
+    let mut first = query;
+    first.dry_run = true;
+    assert_eq!(
+        serde_json::to_value(now(again.retrieve(&dry)).unwrap()).unwrap(),
+        serde_json::to_value(now(mem.retrieve(&first)).unwrap()).unwrap()
+    );
 }

@@ -36,6 +36,7 @@ macro_rules! targets {
 targets!(
     codec,
     layout,
+    lexical,
     import,
     fs_log,
     kv_journal,

@@ -1,0 +1,239 @@
+//! The lexical part of a segment (`docs/format.md`, section 2.2): for each
+//! memory the segment holds that the lexical index holds (every memory not
+//! soft-deleted), its distinct analysed terms and how often each occurs.
+//! Opening a store feeds these counts to the BM25 index instead of
+//! analysing the memories' texts again: no stored text is tokenized.
+//!
+//! The part is binary, made of unsigned LEB128 integers (`varint` below,
+//! at most five bytes, at most `u32::MAX`):
+//!
+//! - the dictionary: a varint `T`, then `T` terms, each a varint byte
+//!   length (1 to [`MAX_TERM_BYTES`]) and that many UTF-8 bytes, strictly
+//!   ascending by bytes;
+//! - the docs: a varint `D`, then `D` docs, each the varint index of its
+//!   record in the segment (strictly ascending; the record is an
+//!   `item/…`), a varint `K`, and `K` pairs of a term (a varint: the
+//!   dictionary index for the first, the distance to the previous one,
+//!   at least 1, after) and its frequency (a varint, at least 1).
+//!
+//! Every byte of the part must be used.
+
+use std::sync::Arc;
+
+use crate::codec::CodecError;
+use crate::index::bm25::TermCounts;
+
+/// Longest term a part may hold: the analyser keeps words of at most 64
+/// bytes and bigrams of two characters, far below this.
+const MAX_TERM_BYTES: usize = 256;
+
+/// A decoded lexical part: the docs' term counts, by record index.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LexicalPart {
+    /// Each doc's record index and its terms.
+    pub(crate) docs: Vec<(u32, TermCounts)>,
+}
+
+/// The lexical part of a segment whose records are `docs`' owners: each
+/// doc is its record index and its distinct terms with their frequencies,
+/// ascending by term (as [`crate::index::Bm25Index::doc_terms`] gives them),
+/// docs ascending by record index.
+pub(crate) fn encode_lexical(docs: &[(u32, Vec<(&str, u32)>)]) -> Vec<u8> {
+    let mut dictionary: Vec<&str> = docs
+        .iter()
+        .flat_map(|(_, terms)| terms.iter().map(|&(term, _)| term))
+        .collect();
+    dictionary.sort_unstable();
+    dictionary.dedup();
+    let mut out = Vec::new();
+    put_varint(&mut out, dictionary.len() as u32);
+    for term in &dictionary {
+        put_varint(&mut out, term.len() as u32);
+        out.extend_from_slice(term.as_bytes());
+    }
+    put_varint(&mut out, docs.len() as u32);
+    for (record, terms) in docs {
+        put_varint(&mut out, *record);
+        put_varint(&mut out, terms.len() as u32);
+        let mut previous = None;
+        for &(term, frequency) in terms {
+            // Every term of a doc is in the dictionary.
+            let index = dictionary.binary_search(&term).unwrap_or(0) as u32;
+            put_varint(&mut out, previous.map_or(index, |p| index - p));
+            put_varint(&mut out, frequency);
+            previous = Some(index);
+        }
+    }
+    out
+}
+
+/// Decodes a lexical part of a segment of `records` records.
+pub(crate) fn decode_lexical(bytes: &[u8], records: usize) -> Result<LexicalPart, CodecError> {
+    let bad = |m: &str| CodecError::Payload(format!("lexical part: {m}"));
+    let mut reader = Reader { bytes, at: 0 };
+    let term_count = reader.varint()? as usize;
+    // Each term takes at least two bytes: the count cannot ask for more
+    // room than the part has.
+    if term_count > bytes.len() / 2 {
+        return Err(bad("more terms than bytes"));
+    }
+    let mut dictionary: Vec<Box<str>> = Vec::with_capacity(term_count);
+    for _ in 0..term_count {
+        let len = reader.varint()? as usize;
+        if len == 0 || len > MAX_TERM_BYTES {
+            return Err(bad("a term of a bad length"));
+        }
+        let term = std::str::from_utf8(reader.take(len)?).map_err(|_| bad("a term is not UTF-8"))?;
+        if dictionary.last().is_some_and(|last| **last >= *term) {
+            return Err(bad("terms are not strictly ascending"));
+        }
+        dictionary.push(term.into());
+    }
+    let dictionary: Arc<[Box<str>]> = dictionary.into();
+    let doc_count = reader.varint()? as usize;
+    if doc_count > records {
+        return Err(bad("more docs than records"));
+    }
+    let mut docs = Vec::with_capacity(doc_count);
+    let mut previous_record = None;
+    for _ in 0..doc_count {
+        let record = reader.varint()?;
+        if record as usize >= records || previous_record.is_some_and(|p| p >= record) {
+            return Err(bad("doc records are not ascending record indexes"));
+        }
+        previous_record = Some(record);
+        let pairs = reader.varint()? as usize;
+        if pairs > term_count {
+            return Err(bad("a doc with more terms than the dictionary"));
+        }
+        let mut terms = Vec::with_capacity(pairs);
+        let mut previous: Option<u32> = None;
+        for _ in 0..pairs {
+            let step = reader.varint()?;
+            let index = match previous {
+                None => Some(step),
+                Some(_) if step == 0 => None,
+                Some(p) => p.checked_add(step),
+            }
+            .filter(|&i| (i as usize) < term_count)
+            .ok_or_else(|| bad("a doc's terms are not ascending dictionary indexes"))?;
+            let frequency = reader.varint()?;
+            if frequency == 0 {
+                return Err(bad("a term that occurs 0 times"));
+            }
+            terms.push((index, frequency));
+            previous = Some(index);
+        }
+        docs.push((record, TermCounts::new(dictionary.clone(), terms)));
+    }
+    if reader.at != bytes.len() {
+        return Err(bad("bytes after the docs"));
+    }
+    Ok(LexicalPart { docs })
+}
+
+fn put_varint(out: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn varint(&mut self) -> Result<u32, CodecError> {
+        let mut value: u64 = 0;
+        for shift in 0..5 {
+            let byte = *self.bytes.get(self.at).ok_or_else(truncated)?;
+            self.at += 1;
+            value |= u64::from(byte & 0x7f) << (7 * shift);
+            if byte & 0x80 == 0 {
+                return u32::try_from(value)
+                    .map_err(|_| CodecError::Payload("lexical part: a varint past u32".into()));
+            }
+        }
+        Err(CodecError::Payload(
+            "lexical part: a varint of more than five bytes".into(),
+        ))
+    }
+
+    fn take(&mut self, len: usize) -> Result<&'a [u8], CodecError> {
+        let end = self.at.checked_add(len).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or_else(truncated)?;
+        let out = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(out)
+    }
+}
+
+fn truncated() -> CodecError {
+    CodecError::Payload("lexical part: truncated".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn docs() -> Vec<(u32, Vec<(&'static str, u32)>)> {
+        vec![
+            (0, vec![("appl", 2), ("banana", 1)]),
+            (1, vec![]),
+            (3, vec![("banana", 1), ("東京", 300)]),
+        ]
+    }
+
+    fn owned(part: &LexicalPart) -> Vec<(u32, Vec<(String, u32)>)> {
+        part.docs
+            .iter()
+            .map(|(r, t)| (*r, t.iter().map(|(s, f)| (s.to_string(), f)).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn parts_round_trip() {
+        let bytes = encode_lexical(&docs());
+        let part = decode_lexical(&bytes, 4).unwrap();
+        let expected: Vec<(u32, Vec<(String, u32)>)> = docs()
+            .into_iter()
+            .map(|(r, t)| (r, t.into_iter().map(|(s, f)| (s.to_string(), f)).collect()))
+            .collect();
+        assert_eq!(owned(&part), expected);
+        assert!(decode_lexical(&encode_lexical(&[]), 0).unwrap().docs.is_empty());
+    }
+
+    #[test]
+    fn damaged_parts_are_refused_without_panicking() {
+        let bytes = encode_lexical(&docs());
+        // A doc past the segment's records.
+        assert!(decode_lexical(&bytes, 3).is_err());
+        // Every truncation, and trailing bytes.
+        for end in 0..bytes.len() {
+            assert!(decode_lexical(&bytes[..end], 4).is_err(), "cut at {end}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode_lexical(&longer, 4).is_err());
+        // Terms out of order, a repeated doc, a zero frequency.
+        let unsorted = [3u8, 1, b'b', 1, b'a', 1, b'c', 0];
+        assert!(decode_lexical(&unsorted, 1).is_err());
+        let repeated = [1u8, 1, b'a', 2, 0, 1, 0, 1, 0, 1, 0, 1];
+        assert!(decode_lexical(&repeated, 2).is_err());
+        let never = [1u8, 1, b'a', 1, 0, 1, 0, 0];
+        assert!(decode_lexical(&never, 1).is_err());
+        let overlong = [0x80u8, 0x80, 0x80, 0x80, 0x80, 0x01];
+        assert!(decode_lexical(&overlong, 1).is_err());
+        // Any byte flipped decodes or is refused, never panics.
+        for i in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut bad = bytes.clone();
+                bad[i] ^= 1 << bit;
+                let _ = decode_lexical(&bad, 4);
+            }
+        }
+    }
+}
