@@ -16,7 +16,7 @@ use crate::item::{MemoryItem, Scope, ScopeFilter, Timestamp};
 
 /// The store's retention policy. Empty by default: memories are kept until
 /// deleted, unless they set their own `retentionDays`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct RetentionConfig {
     /// Days after `createdAt` a memory is kept, store-wide (absent: kept).
@@ -29,7 +29,7 @@ pub struct RetentionConfig {
 
 /// The retention of the memories of one scope (and of the narrower scopes
 /// inside it that no narrower rule names).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScopeRetention {
     /// The scopes the rule governs: every field it sets must match

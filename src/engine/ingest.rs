@@ -242,7 +242,7 @@ impl Engine {
     pub(crate) fn texts_to_embed(&self, inputs: &[MemoryInput]) -> Vec<Option<String>> {
         inputs
             .iter()
-            .map(|input| match text_to_store(&input.text) {
+            .map(|input| match text_to_store(&input.text, self.config.secrets) {
                 Ok(Captured::Text(text)) if self.embedder().is_some() => Some(text),
                 _ => None,
             })
