@@ -1,6 +1,7 @@
 // The Vite app (tests/apps/vite) in Chromium, served by the dev server and
 // built by the default `vite build`: both store a memory in IndexedDB and
-// find it again after a reload.
+// find it again after a reload; its second page (worker.html) does the same
+// with the store in a worker through `memtide/worker`.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, mkdtemp, readdir, rename, rm } from "node:fs/promises";
@@ -41,4 +42,18 @@ test("`vite build` makes a working app, which can be told where the .wasm is", a
   await mkdir(join(outDir, "elsewhere"));
   await rename(join(outDir, "assets", asset), join(outDir, "elsewhere", "memtide.wasm"));
   assert.deepEqual(await visitTwice(`${url}?wasm=/elsewhere/memtide.wasm`), remembered);
+});
+
+test("the store in a worker (memtide/worker) works from the dev server and from `vite build`", async (t) => {
+  const { cacheDir, outDir } = await scratch(t);
+  const dev = await createServer({ root, cacheDir, logLevel: "warn", server: { host: "127.0.0.1", port: 0 } });
+  t.after(() => dev.close());
+  await dev.listen();
+  assert.deepEqual(await visitTwice(new URL("worker.html", dev.resolvedUrls.local[0]).href), remembered);
+
+  const input = { main: join(root, "index.html"), worker: join(root, "worker.html") };
+  await build({ root, cacheDir, logLevel: "warn", build: { outDir, emptyOutDir: true, rollupOptions: { input } } });
+  const server = await preview({ root, cacheDir, logLevel: "warn", build: { outDir }, preview: { host: "127.0.0.1", port: 0 } });
+  t.after(() => server.close());
+  assert.deepEqual(await visitTwice(new URL("worker.html", server.resolvedUrls.local[0]).href), remembered);
 });

@@ -6,9 +6,9 @@
 // with console.assert made to throw; MEMTIDE_MODEL_DIR is where the model
 // is (scripts/fetch-model.sh's directory unless set). Blocks for another
 // runtime are fenced with its name and not run here: ```js browser blocks
-// run in Chromium (readme-browser.test.mjs); ```js deno and ```js workerd
-// ones are the code of the examples, tested in that runtime
-// (examples/deno, examples/cloudflare-*).
+// run in Chromium (readme-browser.test.mjs), the package README's ```js deno
+// blocks in Deno (readme-deno.test.mjs); ```js workerd ones are the code of
+// the examples, tested in workerd (examples/cloudflare-*).
 import { test } from "node:test";
 import { readFile, writeFile, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";

@@ -174,3 +174,40 @@ export { options, part };
   const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
   assert.deepEqual(problems, []);
 });
+
+test("memtide/worker's and memtide/model's declarations type a page's use of them", async () => {
+  const pkg = (name) => JSON.stringify(fileURLToPath(new URL(`../../pkg-template/${name}.js`, import.meta.url)));
+  const source = `import type { IngestResult, MemtideError, Progress } from ${pkg("index")};
+import { WorkerMemory, serve } from ${pkg("worker")};
+import { fetchModel, modelFiles, type FetchProgress } from ${pkg("model")};
+export async function page(worker: SharedWorker | Worker, signal: AbortSignal): Promise<number> {
+  const mem = await WorkerMemory.open(worker, {
+    name: "notes", storage: "indexeddb", model: { baseUrl: "/models/minilm/" },
+    onChange: () => {}, onProgress: (p) => { p.stage; },
+  });
+  const seen: Progress[] = [];
+  const results: IngestResult[] = await mem.ingest([{ text: "x", scope: { userId: "u", workspaceId: "w" } }], {
+    signal, onProgress: (p) => seen.push(p),
+  });
+  const embedded: number = await mem.setModel({ onnxUrl: "/m.onnx", tokenizerUrl: "/t.json" }, {
+    onDownload: (d: FetchProgress) => d.loaded,
+  });
+  const bytes: number = await mem.wasmMemoryBytes();
+  await mem.close();
+  const files = await fetchModel({ baseUrl: "/models/minilm/", onnxSha256: modelFiles.onnx.sha256, tokenizerSha256: null, signal });
+  const code: MemtideError["code"] = "ABORTED";
+  return results.length + embedded + bytes + files.onnx.length + code.length;
+}
+export function script(): void { serve(); }
+`;
+  const dir = await mkdtemp(join(tmpdir(), "memtide-types-"));
+  const file = join(dir, "worker.ts");
+  await writeFile(file, source);
+  const program = ts.createProgram([file], {
+    strict: true, noEmit: true, exactOptionalPropertyTypes: true, skipLibCheck: false,
+    target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
+    lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
+  });
+  const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+  assert.deepEqual(problems, []);
+});

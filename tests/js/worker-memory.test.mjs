@@ -5,7 +5,9 @@
 // the model fetched in the worker from a base URL, and two pages of one
 // origin on one SharedWorker sharing one store: with `storage: "memory"`
 // there is no database between them, so each seeing the other's writes
-// (and `onChange` firing) shows they use one instance.
+// (and `onChange` firing) shows they use one instance; and two pages with a
+// dedicated worker each on one IndexedDB database, kept in step by the
+// database and told by `onChange`.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
@@ -145,5 +147,29 @@ test("two pages on one SharedWorker share one store and see each other's writes"
   // A page that leaves does not close the store for the other.
   await tabA.evaluate(() => window.mem.close());
   assert.equal(await tabB.evaluate(async () => (await window.mem.stats()).items), 2);
+  await context.close();
+});
+
+test("two pages, each with a dedicated worker on one IndexedDB database, see each other's writes", async () => {
+  const context = await browser.newContext();
+  const [tabA, tabB] = [await openTab(context), await openTab(context)];
+  const open = (tab) => tab.evaluate(async () => {
+    window.changes = 0;
+    const worker = new Worker("/store-worker.js", { type: "module" });
+    window.mem = await window.memtide.WorkerMemory.open(worker, { name: "dedicated-pair", onChange: () => window.changes++ });
+  });
+  await open(tabA);
+  await open(tabB);
+  const scope = { userId: "ann", workspaceId: "pair" };
+  await tabA.evaluate((scope) => window.mem.ingest({ text: "Tab A booked the ferry for Saturday.", scope }), scope);
+  await tabB.waitForFunction(() => window.changes > 0);
+  const inB = await tabB.evaluate(async (scope) => {
+    const hits = await window.mem.retrieve({ text: "ferry", scope, dryRun: true });
+    await window.mem.ingest({ text: "Tab B packed the tent.", scope });
+    return hits[0]?.item.text;
+  }, scope);
+  assert.equal(inB, "Tab A booked the ferry for Saturday.");
+  await tabA.waitForFunction(() => window.changes > 0);
+  assert.equal(await tabA.evaluate(async () => (await window.mem.stats()).items), 2);
   await context.close();
 });
