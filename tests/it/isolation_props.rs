@@ -139,7 +139,7 @@ impl Harness {
         let config = config(merge_near_duplicates);
         let env = FixedEnvironment::new(Timestamp(T0));
         Harness {
-            mem: Memory::open(MemoryStorage::new(), env, config).unwrap(),
+            mem: Memory::open(MemoryStorage::new(), env, config.clone()).unwrap(),
             config,
             users,
             model: BTreeMap::new(),
@@ -161,7 +161,7 @@ impl Harness {
 
     fn reopen(&mut self) -> Mem {
         let env = self.mem.env_mut().clone();
-        Memory::open(self.mem.storage().clone(), env, self.config).unwrap()
+        Memory::open(self.mem.storage().clone(), env, self.config.clone()).unwrap()
     }
 
     fn step(&mut self, op: &Op) {

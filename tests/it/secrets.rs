@@ -4,7 +4,7 @@
 //! `pii`, and ordinary conversation is left alone (the LoCoMo dev turns).
 
 use memtide::env::FixedEnvironment;
-use memtide::storage::{MemoryStorage, Storage};
+use memtide::storage::MemoryStorage;
 use memtide::text;
 use memtide::{
     Config, InjectQuery, Memory, MemoryInput, RetrieveQuery, ScopeFilter, SecretsConfig, Timestamp,
@@ -51,7 +51,7 @@ fn outputs(mem: &mut Mem, query: &str) -> String {
     format!(
         "{}\n{}\n{}",
         serde_json::to_string(&hits.iter().map(|h| &h.item).collect::<Vec<_>>()).unwrap(),
-        injection.text,
+        injection.block,
         mem.export()
     )
 }
