@@ -17,6 +17,7 @@ mod memory_tool;
 mod policies;
 mod prompt_injection;
 mod ranking;
+mod recall_scope;
 mod relevance;
 mod retention;
 mod secrets;
