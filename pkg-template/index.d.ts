@@ -208,6 +208,18 @@ export interface RetrieveQuery {
    * injects nothing).
    */
   minRelevance?: number;
+  /**
+   * `"all"` (default): every session of the workspace, the query's own
+   * first; `"current"`: the memories without a session and those of
+   * `scope.sessionId` only.
+   */
+  sessions?: "current" | "all";
+  /**
+   * `"blend"` (default): relevance first, narrower scopes slightly boosted;
+   * `"strict"`: the narrowest scope first (card, project, session,
+   * workspace), by relevance within each.
+   */
+  scopeOrder?: "blend" | "strict";
 }
 
 /** How a hit's score was made (with `explain: true`). */
@@ -273,6 +285,10 @@ export interface InjectQuery extends RetrieveQuery {
    * notes and how to cite them.
    */
   preamble?: string;
+  /** The most of the budget pinned memories may take, 0..=1 (default 0.5). */
+  pinnedShare?: number;
+  /** `false`: the pinned (hot) memories only, without retrieval (default true). */
+  archive?: boolean;
 }
 
 /** What a citation tag of a block stands for. */

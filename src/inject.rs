@@ -182,8 +182,24 @@ pub fn render(
     preamble: &str,
     counter: &dyn TokenCounter,
 ) -> Injection {
+    render_within(candidates, budget_tokens, budget_tokens, format, preamble, counter)
+}
+
+/// [`render`] with the entries of pinned memories taking at most
+/// `pinned_tokens` of the budget together: a pinned entry that would pass
+/// it is left out (in `dropped`), so the rest of the budget stays for the
+/// retrieved memories.
+pub fn render_within(
+    candidates: &[&MemoryItem],
+    budget_tokens: usize,
+    pinned_tokens: usize,
+    format: InjectFormat,
+    preamble: &str,
+    counter: &dyn TokenCounter,
+) -> Injection {
     let header = header(preamble);
     let mut total = counter.count(&header).saturating_add(counter.count(FOOTER));
+    let mut pinned_total = 0usize;
     let mut tagged = 0usize;
     let mut seen = HashSet::new();
     let mut entries = Vec::with_capacity(candidates.len());
@@ -196,10 +212,15 @@ pub fn render(
         let text = render_entry(item, &tag, format);
         let tokens = counter.count(&text);
         let with_entry = total.saturating_add(tokens);
-        let included = with_entry <= budget_tokens;
+        let pinned_with_entry = pinned_total.saturating_add(tokens);
+        let included =
+            with_entry <= budget_tokens && (!item.pinned || pinned_with_entry <= pinned_tokens);
         if included {
             total = with_entry;
             tagged += 1;
+            if item.pinned {
+                pinned_total = pinned_with_entry;
+            }
         }
         entries.push(Entry {
             id: &item.id,

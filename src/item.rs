@@ -308,6 +308,14 @@ impl Scope {
     /// `query`: same tenant, and every narrowing field `self` sets is equal in
     /// `query`.
     pub fn is_visible_from(&self, query: &Scope) -> bool {
+        self.is_visible_across(query, false)
+    }
+
+    /// [`Scope::is_visible_from`], with `all_sessions` letting the memories
+    /// of every session of the query's scope through (the query's
+    /// `sessions: "all"`): the session is a conversation, not a boundary of
+    /// what the user shared with the workspace.
+    pub fn is_visible_across(&self, query: &Scope, all_sessions: bool) -> bool {
         fn narrows(item: &Option<String>, query: &Option<String>) -> bool {
             item.is_none() || item == query
         }
@@ -315,7 +323,15 @@ impl Scope {
             && self.workspace_id == query.workspace_id
             && narrows(&self.project_id, &query.project_id)
             && narrows(&self.card_id, &query.card_id)
-            && narrows(&self.session_id, &query.session_id)
+            && (all_sessions || narrows(&self.session_id, &query.session_id))
+    }
+
+    /// [`Scope::specificity`] as a query made in `query` sees it: a session
+    /// counts only when it is the query's own, so another session's memory
+    /// ranks as its project, card or workspace would.
+    pub fn specificity_from(&self, query: &Scope) -> u8 {
+        let own_session = self.session_id.is_some() && self.session_id == query.session_id;
+        self.specificity() - u8::from(self.session_id.is_some() && !own_session)
     }
 
     /// How narrow this scope is: 0 for workspace-wide, then +1 for a session,

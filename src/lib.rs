@@ -79,7 +79,7 @@ pub use dedupe::{NearDuplicateAction, NearDuplicateConfig};
 pub use engine::{
     Config, DeleteAllResult, ImportResult, IngestOutcome, IngestReason, IngestResult, InjectQuery,
     Limits, ListPage, ListQuery, MemoryInput, MemoryPatch, PurgeResult, RetrieveHit, RetrieveQuery,
-    Stats, EXPORT_FORMAT, EXPORT_VERSION,
+    ScopeOrder, Sessions, Stats, EXPORT_FORMAT, EXPORT_VERSION,
 };
 pub use error::{Error, Result};
 pub use files::{FileSync, FileSyncOutcome, StoredFile};

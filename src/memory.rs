@@ -69,6 +69,10 @@ pub struct AsyncMemory<S, E> {
     stored_manifest: Option<Vec<u8>>,
     /// A model detached by a reload, attached again by the next write.
     reattach: Option<Arc<dyn Embedder>>,
+    /// Set while `purge_expired` runs: its own count is the erasure, so
+    /// the purge every write of a store with a policy begins with is not
+    /// run before it.
+    purging: bool,
 }
 
 impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
@@ -84,6 +88,7 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
             tokens: None,
             stored_manifest: opened.manifest,
             reattach: None,
+            purging: false,
         })
     }
 
@@ -306,7 +311,7 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
             // stay reads): an expired text does not outlive the next write,
             // and no write meets an expired memory (an ingest never merges
             // into one).
-            let writing = matches!(unwritten, Unwritten::Check);
+            let writing = matches!(unwritten, Unwritten::Check) && !self.purging;
             if result.is_ok() && writing && self.engine.config().retention.is_set() {
                 let now = self.env.now();
                 result = self.engine.purge_expired(now, &mut txn).map(|p| p.purged);
@@ -542,8 +547,12 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
     /// Erases every expired memory; see [`Engine::purge_expired`]. A store
     /// with a retention policy also does this in every write.
     pub async fn purge_expired(&mut self) -> Result<PurgeResult> {
-        self.write(|engine, env, txn| engine.purge_expired(env.now(), txn))
-            .await
+        self.purging = true;
+        let result = self
+            .write(|engine, env, txn| engine.purge_expired(env.now(), txn))
+            .await;
+        self.purging = false;
+        result
     }
 
     /// The whole store (memories and files) as a versioned, checksummed

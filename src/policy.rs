@@ -47,6 +47,9 @@ pub struct Visibility<'a> {
     pub now: Timestamp,
     /// The store's retention policy.
     pub retention: &'a RetentionConfig,
+    /// Whether the memories of every session of the scope are visible
+    /// (`sessions: "all"`), or only those of the query's own session.
+    pub all_sessions: bool,
     /// Also return pending items.
     pub include_pending: bool,
     /// Also return items marked as containing PII.
@@ -88,17 +91,23 @@ pub struct Admission {
 /// Describes how `item` met the policy for `vis`; meaningful only for an
 /// item [`check`] admits.
 pub fn admission(item: &MemoryItem, vis: &Visibility<'_>) -> Admission {
+    let scope = &item.scope;
     let narrowing = [
-        ("projectId", &item.scope.project_id),
-        ("cardId", &item.scope.card_id),
-        ("sessionId", &item.scope.session_id),
+        ("projectId", scope.project_id.is_some()),
+        ("cardId", scope.card_id.is_some()),
+        // Another session's memory, seen with `sessions: "all"`, did not
+        // have to match on its session.
+        (
+            "sessionId",
+            scope.session_id.is_some() && scope.session_id == vis.scope.session_id,
+        ),
     ];
     let scope_fields = ["userId", "workspaceId"]
         .into_iter()
         .chain(
             narrowing
                 .into_iter()
-                .filter(|(_, value)| value.is_some())
+                .filter(|&(_, matched)| matched)
                 .map(|(name, _)| name),
         )
         .collect();
@@ -124,7 +133,7 @@ pub fn admission(item: &MemoryItem, vis: &Visibility<'_>) -> Admission {
 
 /// Decides whether `item` may be returned for the query described by `vis`.
 pub fn check(item: &MemoryItem, vis: &Visibility<'_>) -> Result<(), Exclusion> {
-    if !item.scope.is_visible_from(vis.scope) {
+    if !item.scope.is_visible_across(vis.scope, vis.all_sessions) {
         return Err(Exclusion::OutOfScope);
     }
     if item.is_deleted() {

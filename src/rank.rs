@@ -56,7 +56,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::item::MemoryItem;
+use crate::item::{MemoryItem, Scope};
 
 /// Highest value of `Scope::specificity` (card + project + session).
 const MAX_SPECIFICITY: f32 = 7.0;
@@ -139,9 +139,13 @@ pub(crate) struct Candidate<'a> {
 /// Scores distinct candidates for the query text `query` in the four steps
 /// of the module documentation and returns the best `limit` of those
 /// scoring above 0, best first ([`compare`]), with their breakdowns.
-/// `bm25_max` is the query's best BM25 score.
+/// `bm25_max` is the query's best BM25 score; `scope` is the query's, which
+/// the scope preference measures each memory's scope from
+/// ([`Scope::specificity_from`]: another session is no narrower than its
+/// workspace).
 pub(crate) fn rank<'a>(
     query: &str,
+    scope: &Scope,
     candidates: impl IntoIterator<Item = Candidate<'a>>,
     bm25_max: f32,
     params: &RankParams,
@@ -193,7 +197,8 @@ pub(crate) fn rank<'a>(
                 }
                 _ => 1.0,
             };
-            let scope_multiplier = scope_multiplier(item.scope.specificity(), params.scope_boost);
+            let scope_multiplier =
+                scope_multiplier(item.scope.specificity_from(scope), params.scope_boost);
             let breakdown = ScoreBreakdown {
                 lexical: c.lexical,
                 semantic: c.semantic,
@@ -209,15 +214,15 @@ pub(crate) fn rank<'a>(
         })
         .filter(|(b, _)| b.fused > 0.0)
         .collect();
-    fn key<'a>((s, item): &(ScoreBreakdown, &'a MemoryItem)) -> RankKey<'a> {
+    fn key<'a>(scope: &Scope, (s, item): &(ScoreBreakdown, &'a MemoryItem)) -> RankKey<'a> {
         RankKey {
             score: s.fused,
-            specificity: item.scope.specificity(),
+            specificity: item.scope.specificity_from(scope),
             created_at: item.created_at.0,
             id: &item.id,
         }
     }
-    hits.sort_by(|a, b| compare(&key(a), &key(b)));
+    hits.sort_by(|a, b| compare(&key(scope, a), &key(scope, b)));
     hits.truncate(limit);
     hits
 }
@@ -334,7 +339,11 @@ pub fn compare(a: &RankKey<'_>, b: &RankKey<'_>) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::item::{Kind, Privacy, Scope, Source, Status, Timestamp};
+    use crate::item::{Kind, Privacy, Source, Status, Timestamp};
+
+    fn in_scope() -> Scope {
+        Scope::workspace("u", "w")
+    }
 
     fn memory(id: &str, text: &str, follows: Option<&str>) -> MemoryItem {
         MemoryItem {
@@ -384,7 +393,7 @@ mod tests {
         };
         let query = "How long has Caroline been married?";
         let params = RankParams::default();
-        let hits = rank(query, candidates(), 2.0, &params, 10);
+        let hits = rank(query, &in_scope(), candidates(), 2.0, &params, 10);
         let ids: Vec<&str> = hits.iter().map(|(_, item)| item.id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "c"], "a score of 0 is dropped");
         let (answer_score, _) = hits[1];
@@ -440,7 +449,7 @@ mod tests {
                 semantic: None,
             },
         ];
-        let hits = rank("where did you go", candidates, 1.0, &strong, 10);
+        let hits = rank("where did you go", &in_scope(), candidates, 1.0, &strong, 10);
         assert!(hits.iter().all(|(b, _)| (0.0..=1.0).contains(&b.relevance)));
         let inherited = hits.iter().find(|(_, item)| item.id == "a").unwrap();
         assert_eq!(inherited.0.relevance, 1.0);

@@ -256,6 +256,35 @@ pub struct IngestResult {
     pub similar_to: Option<String>,
 }
 
+/// Which sessions of its workspace a query reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Sessions {
+    /// The memories without a session and those of the query's own session
+    /// (a query without a session sees only the memories without one).
+    Current,
+    /// Every session of the query's workspace (and of its project and card,
+    /// when it names them), the query's own session ranked first: what a
+    /// chat client expects when a new chat should remember the earlier
+    /// ones. The default.
+    #[default]
+    All,
+}
+
+/// How the scope of a memory orders the hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ScopeOrder {
+    /// Relevance first; a narrower scope gets a small boost and wins ties
+    /// (`rank.scopeBoost`). The default.
+    #[default]
+    Blend,
+    /// The narrowest scope first (card, then project, then the query's
+    /// session, then the workspace), by relevance within each: the block
+    /// fills from the narrowest scope.
+    Strict,
+}
+
 /// A retrieval query.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -295,6 +324,12 @@ pub struct RetrieveQuery {
     /// injection, so a question about nothing the store holds injects
     /// nothing.
     pub min_relevance: Option<f32>,
+    /// Which sessions the query reaches (default [`Sessions::All`]).
+    #[serde(default)]
+    pub sessions: Sessions,
+    /// How scopes order the hits (default [`ScopeOrder::Blend`]).
+    #[serde(default)]
+    pub scope_order: ScopeOrder,
 }
 
 impl RetrieveQuery {
@@ -314,6 +349,8 @@ impl RetrieveQuery {
             include_pending: false,
             include_pii: false,
             min_relevance: None,
+            sessions: Sessions::default(),
+            scope_order: ScopeOrder::default(),
         }
     }
 }
@@ -361,6 +398,13 @@ pub struct InjectQuery {
     /// [`crate::inject::DEFAULT_PREAMBLE`]; "" for none): one line without
     /// `<`, `>`, `[` or `]` ([`crate::inject::check_preamble`]).
     pub preamble: Option<String>,
+    /// The most of the budget pinned memories may take, in `0..=1`
+    /// (default [`InjectQuery::DEFAULT_PINNED_SHARE`]); the rest is kept for
+    /// retrieved memories, and what the pinned ones leave goes to them too.
+    pub pinned_share: Option<f32>,
+    /// `false` injects the pinned (hot) memories only, without retrieval
+    /// (default `true`).
+    pub archive: bool,
 }
 
 impl InjectQuery {
@@ -370,6 +414,11 @@ impl InjectQuery {
     /// for lexical and hybrid retrieval alike.
     pub const DEFAULT_MIN_RELEVANCE: f32 = 0.3;
 
+    /// The share of the budget pinned memories may take when the query sets
+    /// no `pinnedShare`: half, so hot memory cannot crowd out what the
+    /// question needs from the archive.
+    pub const DEFAULT_PINNED_SHARE: f32 = 0.5;
+
     /// A Markdown injection request.
     pub fn new(query: RetrieveQuery, budget_tokens: usize) -> Self {
         InjectQuery {
@@ -377,6 +426,8 @@ impl InjectQuery {
             budget_tokens,
             format: InjectFormat::Markdown,
             preamble: None,
+            pinned_share: None,
+            archive: true,
         }
     }
 }
@@ -404,6 +455,20 @@ impl<'de> Deserialize<'de> for InjectQuery {
             }
             Some(_) => return Err(D::Error::custom("preamble must be a string")),
         };
+        let pinned_share = match map.remove("pinnedShare") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(v) => Some(
+                v.as_f64()
+                    .filter(|share| (0.0..=1.0).contains(share))
+                    .ok_or_else(|| D::Error::custom("pinnedShare must be a number in 0..=1"))?
+                    as f32,
+            ),
+        };
+        let archive = match map.remove("archive") {
+            None | Some(serde_json::Value::Null) => true,
+            Some(serde_json::Value::Bool(archive)) => archive,
+            Some(_) => return Err(D::Error::custom("archive must be a boolean")),
+        };
         let query =
             serde_json::from_value(serde_json::Value::Object(map)).map_err(D::Error::custom)?;
         Ok(InjectQuery {
@@ -411,6 +476,8 @@ impl<'de> Deserialize<'de> for InjectQuery {
             budget_tokens,
             format,
             preamble,
+            pinned_share,
+            archive,
         })
     }
 }

@@ -44,7 +44,8 @@ mod vectors;
 
 pub use api::{
     Config, DeleteAllResult, IngestOutcome, IngestReason, IngestResult, InjectQuery, Limits,
-    ListPage, ListQuery, MemoryInput, MemoryPatch, PurgeResult, RetrieveHit, RetrieveQuery, Stats,
+    ListPage, ListQuery, MemoryInput, MemoryPatch, PurgeResult, RetrieveHit, RetrieveQuery,
+    ScopeOrder, Sessions, Stats,
 };
 pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
 pub(crate) use ingest::{text_to_store, Captured};

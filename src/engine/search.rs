@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::txn::Txn;
-use super::{Engine, InjectQuery, RetrieveHit, RetrieveQuery};
+use super::{Engine, InjectQuery, RetrieveHit, RetrieveQuery, ScopeOrder, Sessions};
 use crate::error::{Error, Result};
 use crate::inject::{self, Injection};
 use crate::item::{MemoryItem, Timestamp};
@@ -31,6 +31,7 @@ impl RetrieveQuery {
             scope: &self.scope,
             now,
             retention,
+            all_sessions: self.sessions == Sessions::All,
             include_pending: self.include_pending,
             include_pii: self.include_pii,
             kinds: self.kinds.as_deref(),
@@ -163,9 +164,26 @@ impl Engine {
                     .map_or(0.0, |context| dot(q, &context))
             }),
         });
-        rank::rank(&query.text, candidates, bm25_max, &self.config.rank, limit)
+        // A strict scope order ranks every candidate, then puts the
+        // narrowest scope first (a stable sort keeps the rank within each),
+        // so a weaker card memory is not cut before a stronger project one.
+        let strict = query.scope_order == ScopeOrder::Strict;
+        let ranked_limit = if strict { usize::MAX } else { limit };
+        let mut ranked = rank::rank(
+            &query.text,
+            &query.scope,
+            candidates,
+            bm25_max,
+            &self.config.rank,
+            ranked_limit,
+        );
+        if strict {
+            ranked.sort_by_key(|(_, item)| std::cmp::Reverse(item.scope.specificity_from(&query.scope)));
+        }
+        ranked
             .into_iter()
             .filter(|(breakdown, _)| breakdown.relevance >= min_relevance)
+            .take(limit)
             .map(|(breakdown, item)| RetrieveHit {
                 item: item.clone(),
                 citation: item.citation(),
@@ -241,6 +259,14 @@ impl Engine {
             .as_deref()
             .unwrap_or(inject::DEFAULT_PREAMBLE);
         inject::check_preamble(preamble).map_err(Error::invalid)?;
+        let share = request
+            .pinned_share
+            .unwrap_or(InjectQuery::DEFAULT_PINNED_SHARE);
+        if !(0.0..=1.0).contains(&share) {
+            return Err(Error::invalid(format!(
+                "pinnedShare is {share}; it must lie in 0..=1"
+            )));
+        }
         let vis = query.visibility(now, &self.config.retention);
         let mut pinned: Vec<&MemoryItem> = self
             .pinned
@@ -249,21 +275,33 @@ impl Engine {
             .filter(|item| policy::check(item, &vis).is_ok())
             .collect();
         pinned.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
-        let query_vector = self.query_vector(query)?;
-        let ranked = self.search(
-            query,
-            query_vector.as_deref(),
-            query.limit.unwrap_or(20),
-            query
-                .min_relevance
-                .unwrap_or(InjectQuery::DEFAULT_MIN_RELEVANCE),
-            now,
-        );
+        if query.scope_order == ScopeOrder::Strict {
+            pinned.sort_by_key(|item| std::cmp::Reverse(item.scope.specificity_from(&query.scope)));
+        }
+        // `archive: false` injects hot memory only: no retrieval at all.
+        let ranked = if request.archive {
+            let query_vector = self.query_vector(query)?;
+            self.search(
+                query,
+                query_vector.as_deref(),
+                query.limit.unwrap_or(20),
+                query
+                    .min_relevance
+                    .unwrap_or(InjectQuery::DEFAULT_MIN_RELEVANCE),
+                now,
+            )
+        } else {
+            Vec::new()
+        };
         let mut candidates = pinned;
         candidates.extend(ranked.iter().map(|h| &h.item).filter(|i| !i.pinned));
-        let injection = inject::render(
+        // The share is of the tokens the block may spend; rounding down keeps
+        // the pinned memories within it.
+        let pinned_tokens = (request.budget_tokens as f64 * f64::from(share)).floor() as usize;
+        let injection = inject::render_within(
             &candidates,
             request.budget_tokens,
+            pinned_tokens,
             request.format,
             preamble,
             counter,

@@ -533,8 +533,8 @@ fn core(word: &Word<'_>) -> Range<usize> {
 }
 
 /// How many words after a credential word a random token is still taken
-/// as its value (`my OpenAI api key is now 9f8a…`).
-const CONTEXT_WORDS: usize = 4;
+/// as its value (`my token for the nightly sync is 7Fh2…`).
+const CONTEXT_WORDS: usize = 6;
 
 /// Assignments (`name=value`, `name: value`, `"name": "value"`) to a
 /// credential name, and high-entropy tokens shortly after a credential

@@ -24,7 +24,8 @@ use memtide::storage::MemoryStorage;
 use memtide::text;
 use memtide::{
     Config, IngestOutcome, IngestReason, InjectQuery, ListQuery, Memory, MemoryInput, MemoryItem,
-    MemoryPatch, Privacy, RetrieveHit, RetrieveQuery, Scope, ScopeFilter, Status, Timestamp,
+    MemoryPatch, Privacy, RetrieveHit, RetrieveQuery, Scope, ScopeFilter, Sessions, Status,
+    Timestamp,
 };
 use memtide_testkit::store::T0;
 
@@ -332,7 +333,7 @@ impl Harness {
         assert_eq!(returned.len(), full.len(), "an item was returned twice");
         for id in &full {
             let item = &before[id];
-            assert_out_of_scope_never_seen(item, &query.scope);
+            assert_out_of_scope_never_seen(item, &query);
             assert!(
                 visible(item, &query, now),
                 "retrieve {query:?} at {now:?} returned {item:?}"
@@ -390,7 +391,7 @@ impl Harness {
         let query_terms: BTreeSet<String> = text::terms(&query.text).into_iter().collect();
         for id in &used {
             let item = &before[id];
-            assert_out_of_scope_never_seen(item, &query.scope);
+            assert_out_of_scope_never_seen(item, &query);
             assert!(
                 visible(item, query, now),
                 "injected a hidden memory: {item:?}"
@@ -417,7 +418,7 @@ impl Harness {
             let item = before
                 .get(id)
                 .unwrap_or_else(|| panic!("dropped {id} is not stored"));
-            assert_out_of_scope_never_seen(item, &query.scope);
+            assert_out_of_scope_never_seen(item, &query);
             assert!(
                 visible(item, query, now),
                 "reported a hidden memory as dropped: {item:?}"
@@ -783,21 +784,26 @@ impl Harness {
 }
 
 /// A hit made in `query` must be visible from it; in particular a query that
-/// does not name a project, card or session never sees memories that do.
-fn assert_out_of_scope_never_seen(item: &MemoryItem, query: &Scope) {
+/// does not name a project or card never sees memories that do, nor
+/// memories of a session unless it reaches every session (`sessions:
+/// "all"`, the default) or names that one.
+fn assert_out_of_scope_never_seen(item: &MemoryItem, query: &RetrieveQuery) {
+    let all_sessions = query.sessions == Sessions::All;
+    let scope = &query.scope;
     assert!(
-        item.scope.is_visible_from(query),
-        "{item:?} leaked into {query:?}"
+        item.scope.is_visible_across(scope, all_sessions),
+        "{item:?} leaked into {scope:?}"
     );
+    let session_bound = !all_sessions;
     let narrower = [
-        (&query.project_id, &item.scope.project_id),
-        (&query.card_id, &item.scope.card_id),
-        (&query.session_id, &item.scope.session_id),
+        (true, &scope.project_id, &item.scope.project_id),
+        (true, &scope.card_id, &item.scope.card_id),
+        (session_bound, &scope.session_id, &item.scope.session_id),
     ];
-    for (query_field, item_field) in narrower {
+    for (bound, query_field, item_field) in narrower {
         assert!(
-            query_field.is_some() || item_field.is_none(),
-            "{item:?} leaked into {query:?}"
+            !bound || query_field.is_some() || item_field.is_none(),
+            "{item:?} leaked into {scope:?}"
         );
     }
 }

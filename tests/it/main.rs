@@ -19,6 +19,7 @@ mod policies;
 mod progress;
 mod prompt_injection;
 mod ranking;
+mod recall_scope;
 mod relevance;
 mod retention;
 mod secrets;

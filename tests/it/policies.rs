@@ -510,10 +510,8 @@ fn injection_is_bounded_cited_and_puts_pinned_items_first() {
     for budget in [0usize, 10, 40, 80, 200, 5000] {
         for format in [InjectFormat::Markdown, InjectFormat::Xml] {
             let request = InjectQuery {
-                query: query.clone(),
-                budget_tokens: budget,
                 format,
-                preamble: None,
+                ..InjectQuery::new(query.clone(), budget)
             };
             let inj = mem.inject(&request).unwrap();
             assert!(
@@ -552,10 +550,8 @@ fn memory_text_cannot_forge_citations_or_close_the_block() {
     for format in [InjectFormat::Markdown, InjectFormat::Xml] {
         let inj = mem
             .inject(&InjectQuery {
-                query: dry("weather note", scope()),
-                budget_tokens: 500,
                 format,
-                preamble: None,
+                ..InjectQuery::new(dry("weather note", scope()), 500)
             })
             .unwrap();
         assert_eq!(inj.used.len(), 1);

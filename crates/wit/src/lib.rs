@@ -177,10 +177,12 @@ impl GuestStore for WitStore {
 
     fn inject(&self, query: w::InjectQuery) -> WitResult<w::Injection> {
         let query = InjectQuery {
-            query: retrieve_query(query.query).map_err(error)?,
-            budget_tokens: size(query.budget_tokens),
             format: query.format.map(Into::into).unwrap_or_default(),
             preamble: query.preamble,
+            ..InjectQuery::new(
+                retrieve_query(query.query).map_err(error)?,
+                size(query.budget_tokens),
+            )
         };
         self.with(|store| block_on(store.inject(&query))?)
             .map(Into::into)
@@ -376,6 +378,8 @@ fn retrieve_query(query: w::RetrieveQuery) -> memtide::Result<RetrieveQuery> {
         include_pending: query.include_pending,
         include_pii: query.include_pii,
         min_relevance: query.min_relevance,
+        sessions: memtide::Sessions::default(),
+        scope_order: memtide::ScopeOrder::default(),
     })
 }
 

@@ -15,7 +15,7 @@ pub(super) fn visible(item: &MemoryItem, query: &RetrieveQuery, now: Timestamp) 
         && s.workspace_id == q.workspace_id
         && narrows(&s.project_id, &q.project_id)
         && narrows(&s.card_id, &q.card_id)
-        && narrows(&s.session_id, &q.session_id);
+        && (query.sessions == Sessions::All || narrows(&s.session_id, &q.session_id));
     let expired = item
         .privacy
         .retention_days

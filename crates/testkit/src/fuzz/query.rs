@@ -85,7 +85,8 @@ fn retrieve(query: &RetrieveQuery) {
             assert!(hits.len() <= query.limit.unwrap_or(10), "more hits than the limit");
             for hit in &hits {
                 let item = &hit.item;
-                assert!(item.scope.is_visible_from(&query.scope), "cross-scope hit");
+                let all_sessions = query.sessions == memtide::Sessions::All;
+                assert!(item.scope.is_visible_across(&query.scope, all_sessions), "cross-scope hit");
                 let status_ok = item.status == Status::Approved
                     || (query.include_pending && item.status == Status::Pending);
                 assert!(status_ok, "a {:?} hit", item.status);
