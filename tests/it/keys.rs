@@ -329,3 +329,38 @@ fn stores_without_the_new_fields_keep_their_record_versions() {
     versions.sort();
     assert_eq!(versions, [1, 5]);
 }
+
+#[test]
+fn exports_of_keyed_memories_are_version_3_and_import_with_their_keys() {
+    let mut mem = open();
+    mem.ingest(vec![MemoryInput::new("plain memory", scope())])
+        .unwrap();
+    let plain_export: Value = serde_json::from_str(&mem.export()).unwrap();
+    assert_eq!(plain_export["version"], 1);
+    let id = mem
+        .upsert(vec![keyed("prefers tea", "drink", json!({"v": 1}))])
+        .unwrap()
+        .remove(0)
+        .id
+        .unwrap();
+    mem.upsert(vec![keyed("prefers coffee", "drink", json!({"v": 2}))])
+        .unwrap();
+    let export = mem.export();
+    let document: Value = serde_json::from_str(&export).unwrap();
+    assert_eq!(document["version"], 3);
+    assert!(document.get("files").is_none());
+    let mut copy = open();
+    let result = copy.import(&export).unwrap();
+    assert_eq!(result.added, 2);
+    let item = copy.get_by_key(&scope(), "drink").unwrap();
+    assert_eq!(item.id, id);
+    assert_eq!(item.metadata, Some(meta(json!({"v": 2}))));
+    assert_eq!(copy.history(&id).unwrap(), mem.history(&id).unwrap());
+    // An import may not give a key to a second memory of the scope.
+    let mut other = open();
+    other
+        .upsert(vec![keyed("prefers juice", "drink", json!({}))])
+        .unwrap();
+    assert_eq!(other.import(&export).unwrap_err().code(), "INVALID_INPUT");
+    assert_eq!(other.list(&ListQuery::default()).unwrap().items.len(), 1);
+}
