@@ -394,14 +394,15 @@ mod tests {
 
     #[test]
     fn newer_versions_are_refused_with_version_mismatch() {
+        let newer = FORMAT_VERSION + 1;
         let mut rec = encode(RecordType::Item, FORMAT_VERSION, b"{}");
-        rec[4] = 5;
+        rec[4..6].copy_from_slice(&newer.to_le_bytes());
         let end = rec.len() - 4;
         let crc = crc32fast::hash(&rec[..end]).to_le_bytes();
         rec[end..].copy_from_slice(&crc);
-        assert_eq!(decode(&rec), Err(CodecError::UnsupportedVersion(5)));
+        assert_eq!(decode(&rec), Err(CodecError::UnsupportedVersion(newer)));
         assert_eq!(
-            Error::from(CodecError::UnsupportedVersion(5)).code(),
+            Error::from(CodecError::UnsupportedVersion(newer)).code(),
             "VERSION_MISMATCH"
         );
     }
