@@ -623,10 +623,8 @@ impl Harness {
             .engine()
             .items()
             .flat_map(|i| {
-                // A memory keeps its own earlier texts in its history.
                 std::iter::once(i.text.clone())
                     .chain(i.merged_from.iter().filter_map(|m| m.text.clone()))
-                    .chain(i.history.iter().filter_map(|e| e.previous_text.clone()))
             })
             .collect();
         for text in texts {
