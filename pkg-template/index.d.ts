@@ -95,8 +95,6 @@ export interface HistoryEvent {
   at: string;
   /** For `updated` and `replaced`: the fields that changed. */
   fields?: string[];
-  /** For `updated` and `replaced` that changed the text: the text before. */
-  previousText?: string;
   /** For `status`: the new status. */
   status?: Status;
   /** For `pinned`: the new state. */
@@ -663,8 +661,9 @@ export class Memory {
   /** The memory holding `key` in exactly `scope`, or `null`. */
   getByKey(options: { scope: Scope; key: string }): Promise<MemoryItem | null>;
   /**
-   * What happened to a memory, oldest first. A hard delete erases the memory
-   * with its history (`NOT_FOUND` after), so no earlier text survives it.
+   * What happened to a memory, oldest first: the fields each change touched,
+   * never a text (a replaced text is erased). A hard delete erases the memory
+   * with its history (`NOT_FOUND` after).
    */
   history(id: string): Promise<HistoryEvent[]>;
   /** Hits best first; marks them used unless `dryRun`. */

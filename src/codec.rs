@@ -395,8 +395,8 @@ mod tests {
 
     #[test]
     fn newer_versions_are_refused_with_version_mismatch() {
-        let mut rec = encode(RecordType::Item, FORMAT_VERSION, b"{}");
         let newer = FORMAT_VERSION + 1;
+        let mut rec = encode(RecordType::Item, FORMAT_VERSION, b"{}");
         rec[4..6].copy_from_slice(&newer.to_le_bytes());
         let end = rec.len() - 4;
         let crc = crc32fast::hash(&rec[..end]).to_le_bytes();

@@ -3,10 +3,12 @@
 //!
 //! The events live in the memory's own record (`history`, bounded by
 //! `maxHistoryEvents`, oldest dropped first), so they persist with it, and
-//! a hard delete, which erases the record, erases them: no earlier text
-//! of an erased memory survives (`docs/reliability.md`). Two kinds of
-//! event are not stored but read from the memory itself: `created` (at
-//! its `createdAt`) and `merged` (its `mergedFrom` records).
+//! a hard delete, which erases the record, erases them. They name the
+//! fields that changed but hold no text: a text replaced by an update is
+//! erased like a deleted one (`docs/reliability.md`), so history cannot
+//! keep it. Two kinds of event are not stored but read from the memory
+//! itself: `created` (at its `createdAt`) and `merged` (its `mergedFrom`
+//! records).
 
 use serde::{Deserialize, Serialize};
 
@@ -20,8 +22,7 @@ pub enum HistoryKind {
     Created,
     /// A duplicate was merged into it.
     Merged,
-    /// Fields changed by `update` (`fields` names them; `previousText`
-    /// holds the text it replaced).
+    /// Fields changed by `update` (`fields` names them).
     Updated,
     /// Its content was replaced by an `upsert` of its key.
     Replaced,
@@ -46,9 +47,6 @@ pub struct HistoryEvent {
     /// For `updated` and `replaced`: the fields that changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<String>,
-    /// For `updated` and `replaced` that changed the text: the text before.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub previous_text: Option<String>,
     /// For `status`: the new status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
@@ -64,7 +62,6 @@ impl HistoryEvent {
             event,
             at,
             fields: Vec::new(),
-            previous_text: None,
             status: None,
             pinned: None,
         }
@@ -102,7 +99,6 @@ pub fn changes(
             HistoryKind::Updated
         };
         events.push(HistoryEvent {
-            previous_text: (before.text != after.text).then(|| before.text.clone()),
             fields,
             ..HistoryEvent::new(kind, at)
         });

@@ -5,13 +5,13 @@
 //! ```text
 //! {
 //!   "format": "mnemo-export",
-//!   "version": 2,                  // 1 when the export holds no file
+//!   "version": 2,                  // 1 without files, 3 with keyed memories
 //!   "exportedAt": "2026-11-24T10:00:00.000Z",
 //!   "filter": {"userId": "alice"}, // only when the export was filtered
 //!   "itemCount": 3,
 //!   "checksum": "<sha256 hex of the bytes of `items`>",
 //!   "items": [<memory>, …],        // by id
-//!   "fileCount": 1,                // version 2 only, as the next two
+//!   "fileCount": 1,                // versions 2 and 3, as the next two
 //!   "filesChecksum": "<sha256 hex of the bytes of `files`>",
 //!   "files": [<stored file>, …]    // by scope, then path
 //! }
@@ -19,7 +19,10 @@
 //!
 //! Version 1 (no files) is what builds before stored files wrote; this build
 //! still writes it for a store without files, so older builds can read
-//! such exports. A version newer than [`EXPORT_VERSION`] is refused with
+//! such exports. Version 3 is written when a memory has a `key`,
+//! `metadata` or `history`, so builds before them refuse the export with
+//! [`Error::VersionMismatch`] instead of a memory's unknown fields; its
+//! `files` part is there when it holds files. A version newer than [`EXPORT_VERSION`] is refused with
 //! [`Error::VersionMismatch`], a checksum that does not match with
 //! [`Error::Corrupt`], anything else malformed with [`Error::InvalidInput`].
 
@@ -38,8 +41,11 @@ use crate::text;
 
 /// Export file format name.
 pub const EXPORT_FORMAT: &str = "mnemo-export";
-/// Newest export format version this build writes and reads.
-pub const EXPORT_VERSION: u32 = 2;
+/// Newest export format version this build writes and reads: memories
+/// with keys, metadata or history.
+pub const EXPORT_VERSION: u32 = 3;
+/// The version of exports with files (and no keyed memories).
+const VERSION_WITH_FILES: u32 = 2;
 /// The version of exports without files.
 const VERSION_WITHOUT_FILES: u32 = 1;
 
@@ -72,10 +78,15 @@ impl Engine {
             .filter(|f| filter.matches_files_of(&f.scope))
             .collect();
         let mut out = format!("{{\"format\":\"{EXPORT_FORMAT}\",");
-        let version = if files.is_empty() {
+        let keyed = items
+            .iter()
+            .any(|i| i.key.is_some() || i.metadata.is_some() || !i.history.is_empty());
+        let version = if keyed {
+            EXPORT_VERSION
+        } else if files.is_empty() {
             VERSION_WITHOUT_FILES
         } else {
-            EXPORT_VERSION
+            VERSION_WITH_FILES
         };
         out.push_str(&format!("\"version\":{version},\"exportedAt\":\"{now}\","));
         if !filter.is_empty() {
@@ -360,6 +371,10 @@ fn parse_export(data: &str) -> Result<Export> {
             return Err(Error::invalid("a version 1 export holds no files"))
         }
         (VERSION_WITHOUT_FILES, None) => Vec::new(),
+        // Version 3 holds a files part only when it has files.
+        (EXPORT_VERSION, None) if header.files_checksum.is_none() && header.file_count.is_none() => {
+            Vec::new()
+        }
         (_, files) => checked_part(files, header.files_checksum, header.file_count, "files")?,
     };
     Ok(Export { items, files })

@@ -629,7 +629,6 @@ impl From<HistoryEvent> for w::HistoryEvent {
             },
             at: event.at.to_rfc3339(),
             fields: event.fields,
-            previous_text: event.previous_text,
             status: event.status.map(Into::into),
             pinned: event.pinned,
         }

@@ -38,7 +38,8 @@ fn upsert_replaces_by_key_and_history_lists_the_changes() {
         .map(|e| e["event"].as_str().unwrap())
         .collect();
     assert_eq!(events, ["created", "replaced"]);
-    assert_eq!(history[1]["previousText"], "prefers tea");
+    assert_eq!(history[1]["fields"], json!(["text"]));
+    assert!(history[1].get("previousText").is_none());
     // `ingest` refuses a key in use; `upsert` a line without a key.
     let err = fails(
         store,
