@@ -176,6 +176,8 @@ export interface ScoreBreakdown {
   /** True when inherited from the question this memory answers. */
   inherited: boolean;
   speakerFactor: number;
+  /** Below 1 when the query asks "when" and the memory holds no time word. */
+  timeFactor: number;
   scopeMultiplier: number;
   /** The final score. */
   fused: number;
@@ -448,6 +450,7 @@ export interface Config {
     lexicalWeight: number;
     answerInheritance: number;
     speakerPenalty: number;
+    timePenalty: number;
     scopeBoost: number;
     threadGapMinutes: number;
   }>;
