@@ -3,19 +3,24 @@
 //! relevance gate does with unrelated questions.
 //!
 //! ```text
-//! cargo run --release --example locomo_eval [-- [--model DIR] [--inject] [path/to/locomo_dev.json]]
+//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--inject] [path/to/locomo_dev.json]]
 //! ```
 //!
 //! With `--model DIR` (the directory `scripts/fetch-model.sh` prints) the
 //! MiniLM model is attached and retrieval is hybrid; without it, lexical.
+//! `--rank '{"answerInheritance":0.8}'` tries ranking parameters
+//! (`RankParams`, camelCase) instead of the defaults. Turn and session
+//! recall are printed for the dev set and for each conversation: with two
+//! conversations, leave-one-conversation-out is a change (or a parameter)
+//! judged on one conversation and confirmed on the other.
 //! The protocol (`crates/testkit/src/locomo.rs`) is the one memtide's tests
 //! hold the retrieval to.
 
 use std::sync::Arc;
 
 use memtide::embed::Embedder;
-use memtide::InjectQuery;
-use memtide_testkit::locomo::{self, evaluate, GatePoint, Loaded};
+use memtide::{Config, InjectQuery, RankParams};
+use memtide_testkit::locomo::{self, GatePoint, Loaded, Recall};
 
 /// The thresholds the gate is tried at.
 const THRESHOLDS: [f32; 13] = [
@@ -32,6 +37,14 @@ fn main() {
         }
         _ => None,
     };
+    let rank = match args.iter().position(|a| a == "--rank") {
+        Some(i) if i + 1 < args.len() => {
+            let json = args.remove(i + 1);
+            args.remove(i);
+            Some(json)
+        }
+        _ => None,
+    };
     let inject = match args.iter().position(|a| a == "--inject") {
         Some(i) => {
             args.remove(i);
@@ -45,13 +58,19 @@ fn main() {
     let run = load_model(model_dir.as_deref()).and_then(|model| {
         let mode = if model.is_some() { "hybrid" } else { "lexical" };
         let json = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-        let recall = evaluate(&json, model.clone())?;
-        println!(
-            "LoCoMo dev ({} questions, {mode}): recall@1 {:.3}  recall@5 {:.3}  recall@10 {:.3}",
-            recall.questions, recall.at1, recall.at5, recall.at10
-        );
+        let mut config = Config::default();
+        if let Some(rank) = &rank {
+            config.rank =
+                serde_json::from_str::<RankParams>(rank).map_err(|e| format!("--rank: {e}"))?;
+        }
+        let mut loaded = locomo::load_with(&json, model, config)?;
+        let parts = locomo::recall_by_conversation(&mut loaded)?;
+        print_recall(&format!("LoCoMo dev, {mode}"), &Recall::pooled(&parts));
+        for (c, part) in parts.iter().enumerate() {
+            print_recall(&format!("  conversation {c}"), part);
+        }
         if inject {
-            report_injection(&mut locomo::load(&json, model)?)?;
+            report_injection(&mut loaded)?;
         }
         Ok(())
     });
@@ -62,6 +81,14 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// Prints one line of recall figures.
+fn print_recall(label: &str, r: &Recall) {
+    println!(
+        "{label} ({} questions): turn recall@1/5/10 {:.3}/{:.3}/{:.3}  session recall@1/5/10 {:.3}/{:.3}/{:.3}",
+        r.questions, r.at1, r.at5, r.at10, r.session_at1, r.session_at5, r.session_at10
+    );
 }
 
 /// Prints the evidence injection keeps at three budgets, without the gate

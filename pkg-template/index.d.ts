@@ -233,6 +233,8 @@ export interface ScoreBreakdown {
   /** True when inherited from the question this memory answers. */
   inherited: boolean;
   speakerFactor: number;
+  /** Below 1 when the query asks "when" and the memory holds no time word. */
+  timeFactor: number;
   scopeMultiplier: number;
   /** The final score. */
   fused: number;
@@ -517,6 +519,7 @@ export interface Config {
     lexicalWeight: number;
     answerInheritance: number;
     speakerPenalty: number;
+    timePenalty: number;
     scopeBoost: number;
     threadGapMinutes: number;
   }>;

@@ -15,6 +15,12 @@
 //!    label (one to three capitalised words before the first `": "`). When the
 //!    query names a speaker of the candidates, memories by another speaker are
 //!    scaled by `1 − S`.
+//!    **Time match** — a question asking `when` is answered by a memory that
+//!    places something in time ("yesterday", "last week", "in May", "2022"):
+//!    when the query holds the word `when`, memories without such a time word
+//!    ([`mentions_time`]) are scaled by `1 − T`. The factor orders; it is
+//!    left out of the relevance (a memory is no less about the question for
+//!    lacking a date).
 //! 4. **Scope preference** — the score is multiplied by up to `1 + scopeBoost`
 //!    for the narrowest scopes (card > project > session > workspace, see
 //!    [`Scope::specificity`](crate::item::Scope::specificity)), so at equal
@@ -74,6 +80,9 @@ pub struct RankParams {
     /// `S`: score reduction of memories by another speaker when the query
     /// names a speaker (default 0.3; 0 turns it off).
     pub speaker_penalty: f32,
+    /// `T`: score reduction of memories without a time word when the query
+    /// asks `when` (default 0.3; 0 turns it off).
+    pub time_penalty: f32,
     /// Strength of the scope preference (default 0.1).
     pub scope_boost: f32,
     /// Longest gap, in minutes, between two memories of one scope for the
@@ -87,6 +96,7 @@ impl Default for RankParams {
             lexical_weight: 0.4,
             answer_inheritance: 1.0,
             speaker_penalty: 0.3,
+            time_penalty: 0.3,
             scope_boost: 0.1,
             thread_gap_minutes: 30,
         }
@@ -114,6 +124,9 @@ pub struct ScoreBreakdown {
     pub inherited: bool,
     /// Step 3: the speaker factor applied (1 when no speaker was named).
     pub speaker_factor: f32,
+    /// Step 3: the time factor applied (1 unless the query asks `when` and
+    /// the memory holds no time word).
+    pub time_factor: f32,
     /// Step 4: the scope preference multiplier.
     pub scope_multiplier: f32,
     /// The final score.
@@ -174,6 +187,7 @@ pub(crate) fn rank<'a>(
         .filter_map(|c| speaker_label(&c.item.text))
         .filter(|label| names_speaker(&words, label))
         .collect();
+    let asks_when = words.contains("when");
 
     let mut hits: Vec<(ScoreBreakdown, &MemoryItem)> = combined
         .values()
@@ -197,7 +211,12 @@ pub(crate) fn rank<'a>(
                 }
                 _ => 1.0,
             };
-            let scope_multiplier =
+            let time_factor = if asks_when && !mentions_time(&item.text) {
+                1.0 - params.time_penalty.clamp(0.0, 1.0)
+            } else {
+                1.0
+            };
+                        let scope_multiplier =
                 scope_multiplier(item.scope.specificity_from(scope), params.scope_boost);
             let breakdown = ScoreBreakdown {
                 lexical: c.lexical,
@@ -206,8 +225,9 @@ pub(crate) fn rank<'a>(
                 combined: f,
                 inherited: inherited_score > f,
                 speaker_factor,
+                time_factor,
                 scope_multiplier,
-                fused: g * speaker_factor * scope_multiplier,
+                fused: g * speaker_factor * time_factor * scope_multiplier,
                 relevance: r * speaker_factor,
             };
             (breakdown, item)
@@ -268,6 +288,26 @@ pub fn combine(lexical: f32, bm25_max: f32, semantic: Option<f32>, params: &Rank
             w * normalized + (1.0 - w) * cos.max(0.0)
         }
     }
+}
+
+/// Words that place what a text says in time: relative days and periods,
+/// month and weekday names, seasons (a four-digit year counts too).
+const TIME_WORDS: &[&str] = &[
+    "yesterday", "today", "tonight", "tomorrow", "ago", "last", "next", "day", "days",
+    "week", "weeks", "weekend", "month", "months", "year", "years", "recently", "morning",
+    "evening", "night", "january", "february", "march", "april", "may", "june", "july",
+    "august", "september", "october", "november", "december", "monday", "tuesday",
+    "wednesday", "thursday", "friday", "saturday", "sunday", "spring", "summer", "fall",
+    "autumn", "winter",
+];
+
+/// True when a text holds a time word ([`TIME_WORDS`]) or a year (four
+/// digits from 1900 to 2099).
+pub fn mentions_time(text: &str) -> bool {
+    query_words(text).iter().any(|w| {
+        TIME_WORDS.contains(&w.as_str())
+            || (w.len() == 4 && (w.starts_with("19") || w.starts_with("20")) && w.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// True when a text asks something (its reply may inherit its relevance).
@@ -406,7 +446,7 @@ mod tests {
         assert!((hits[0].0.relevance - 0.5).abs() < 1e-6);
         assert!((answer_score.relevance - 0.5).abs() < 1e-6);
         assert!((other_score.relevance - 0.7 * 0.25).abs() < 1e-6);
-        assert_eq!(rank(query, candidates(), 2.0, &params, 2).len(), 2);
+        assert_eq!(rank(query, &in_scope(), candidates(), 2.0, &params, 2).len(), 2);
     }
 
     #[test]
@@ -453,6 +493,57 @@ mod tests {
         assert!(hits.iter().all(|(b, _)| (0.0..=1.0).contains(&b.relevance)));
         let inherited = hits.iter().find(|(_, item)| item.id == "a").unwrap();
         assert_eq!(inherited.0.relevance, 1.0);
+    }
+
+    #[test]
+    fn a_when_question_prefers_memories_placed_in_time() {
+        let dated = memory("a", "Caroline: I went to the support group yesterday", None);
+        let undated = memory("b", "Caroline: the support group was so moving", None);
+        let candidates = || {
+            [
+                Candidate {
+                    item: &dated,
+                    lexical: 0.8,
+                    coverage: 0.5,
+                    semantic: None,
+                },
+                Candidate {
+                    item: &undated,
+                    lexical: 1.0,
+                    coverage: 0.5,
+                    semantic: None,
+                },
+            ]
+        };
+        let order = |query: &str, params: &RankParams| -> Vec<(String, f32, f32)> {
+            rank(query, &in_scope(), candidates(), 1.0, params, 10)
+                .into_iter()
+                .map(|(b, item)| (item.id.clone(), b.time_factor, b.relevance))
+                .collect()
+        };
+        let p = RankParams::default();
+        let when = "When did Caroline go to the support group?";
+        let hits = order(when, &p);
+        assert_eq!(hits[0].0, "a", "{hits:?}");
+        assert!((hits[1].1 - 0.7).abs() < 1e-6 && hits[0].1 == 1.0);
+        assert!(
+            hits.iter().all(|h| h.2 == 0.5),
+            "the time factor orders, it does not gate"
+        );
+        let off = RankParams {
+            time_penalty: 0.0,
+            ..p
+        };
+        assert_eq!(order(when, &off)[0].0, "b");
+        let what = order("What did Caroline think of the support group?", &p);
+        assert_eq!(what[0].0, "b");
+        assert!(what.iter().all(|h| h.1 == 1.0));
+
+        assert!(mentions_time("we moved in May 2021"));
+        assert!(mentions_time("Three weeks ago I started"));
+        assert!(mentions_time("back in 1998"));
+        assert!(!mentions_time("I have 3000 photos"));
+        assert!(!mentions_time("the support group was so moving"));
     }
 
     #[test]

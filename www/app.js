@@ -286,6 +286,7 @@ function renderHits(hits, scope) {
     const factors = [
       explain.inherited && "score inherited from the question it answers",
       explain.speakerFactor !== 1 && `×${explain.speakerFactor.toFixed(2)} another speaker`,
+      explain.timeFactor !== 1 && `×${explain.timeFactor.toFixed(2)} no time word for a "when" question`,
       explain.scopeMultiplier !== 1 && `×${explain.scopeMultiplier.toFixed(2)} narrower scope`,
     ].filter(Boolean);
     return h("li", { className: "hit", dataset: { id: item.id } },

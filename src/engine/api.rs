@@ -92,7 +92,8 @@ impl Config {
     /// (JSON cannot carry `NaN` or infinities, but `1e39` becomes an
     /// infinite `f32`, and Rust callers can pass anything), BM25's `k1`, the
     /// answer inheritance and the scope boost are not negative, and BM25's
-    /// `b`, the lexical weight and the speaker penalty lie in `0..=1`.
+    /// `b`, the lexical weight and the speaker and time penalties lie in
+    /// `0..=1`.
     /// Non-finite settings would make every score `NaN`. Fails with
     /// [`Error::InvalidInput`] naming the setting.
     pub fn validate(&self) -> Result<()> {
@@ -115,6 +116,12 @@ impl Config {
             (
                 "rank.speakerPenalty",
                 self.rank.speaker_penalty,
+                Some(0.0),
+                Some(1.0),
+            ),
+            (
+                "rank.timePenalty",
+                self.rank.time_penalty,
                 Some(0.0),
                 Some(1.0),
             ),

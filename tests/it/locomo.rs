@@ -14,8 +14,10 @@ fn session_dates_parse() {
 }
 
 /// Lexical retrieval must stay above the plain BM25 reference (recall@5 =
-/// 0.505, `docs/design.md`, "Ranking"); the last measured figures are in the
-/// README.
+/// 0.505, `docs/design.md`, "Ranking"), in each conversation as on the whole
+/// dev set, find an evidence session among its first five for most
+/// questions, and keep what time match gains at 1; the last measured figures
+/// are in the README.
 #[test]
 fn lexical_recall_stays_above_the_bm25_reference() {
     let json = std::fs::read_to_string(concat!(
@@ -23,10 +25,25 @@ fn lexical_recall_stays_above_the_bm25_reference() {
         "/tests/data/locomo_dev.json"
     ))
     .unwrap();
-    let recall = locomo::evaluate(&json, None).unwrap();
-    assert_eq!(recall.questions, 231);
-    assert!(recall.at5 > 0.505, "recall@5 fell to {:.3}", recall.at5);
-    assert!(recall.at10 >= recall.at5 && recall.at5 >= recall.at1);
+    let mut loaded = locomo::load(&json, None).unwrap();
+    let parts = locomo::recall_by_conversation(&mut loaded).unwrap();
+    assert_eq!(
+        parts.iter().map(|r| r.questions).collect::<Vec<_>>(),
+        [150, 81]
+    );
+    let recall = locomo::Recall::pooled(&parts);
+    for r in parts.iter().chain([&recall]) {
+        assert!(r.at5 > 0.505, "recall@5 fell to {:.3}", r.at5);
+        assert!(r.at10 >= r.at5 && r.at5 >= r.at1);
+        assert!(r.session_at10 >= r.session_at5 && r.session_at5 >= r.session_at1);
+    }
+    assert!(
+        recall.session_at5 >= 0.85,
+        "session recall@5 fell to {:.3}",
+        recall.session_at5
+    );
+    // Time match (`memtide::rank`) lifted recall@1 from 0.442 to 0.472.
+    assert!(recall.at1 >= 0.46, "recall@1 fell to {:.3}", recall.at1);
 }
 
 /// The relevance gate across conversations (`docs/design.md`, "Ranking"):
@@ -78,7 +95,8 @@ use memtide_testkit::model::model_dir;
 
 /// Hybrid retrieval (BM25 + MiniLM + the conversational signals of
 /// `memtide::rank`) must reach the milestone's targets: recall@5 ≥ 0.65 and
-/// recall@10 ≥ 0.75, and beat lexical retrieval; its default relevance gate
+/// recall@10 ≥ 0.75, and beat lexical retrieval; it must find an evidence
+/// session among its first five for ≥ 90% of the questions; its default relevance gate
 /// must reach the targets (≥ 0.8 of unrelated questions inject
 /// nothing, ≥ 0.65 of the own evidence kept at 1,000 tokens).
 #[cfg(feature = "semantic")]
@@ -95,12 +113,25 @@ fn hybrid_recall_reaches_the_targets() {
     let hybrid = locomo::recall(&mut loaded).unwrap();
     let lexical = locomo::evaluate(&json, None).unwrap();
     println!(
-        "hybrid recall@1/5/10 {:.3}/{:.3}/{:.3}, lexical {:.3}/{:.3}/{:.3}",
-        hybrid.at1, hybrid.at5, hybrid.at10, lexical.at1, lexical.at5, lexical.at10
+        "hybrid recall@1/5/10 {:.3}/{:.3}/{:.3} (sessions {:.3}/{:.3}/{:.3}), lexical {:.3}/{:.3}/{:.3}",
+        hybrid.at1,
+        hybrid.at5,
+        hybrid.at10,
+        hybrid.session_at1,
+        hybrid.session_at5,
+        hybrid.session_at10,
+        lexical.at1,
+        lexical.at5,
+        lexical.at10
     );
     assert!(hybrid.at5 >= 0.65, "recall@5 {:.3}", hybrid.at5);
     assert!(hybrid.at10 >= 0.75, "recall@10 {:.3}", hybrid.at10);
     assert!(hybrid.at5 > lexical.at5 && hybrid.at10 > lexical.at10);
+    assert!(
+        hybrid.session_at5 >= 0.9,
+        "session recall@5 {:.3}",
+        hybrid.session_at5
+    );
     check_gate(
         &mut loaded,
         Floors {

@@ -15,6 +15,14 @@
 //! first k hits, averaged over questions. A hit covers its own turn and every
 //! turn merged into it as a duplicate.
 //!
+//! Session recall@k, the figure published LoCoMo and LongMemEval retrievers
+//! report, asks whether any evidence turn's session is among the first k
+//! sessions: the sessions of the hits of a second query (top
+//! [`SESSION_HITS`]) in the order of their best hit. Both are reported per
+//! conversation too ([`recall_by_conversation`]): with two conversations,
+//! a change judged on one and confirmed on the other (leave one
+//! conversation out) is the check that it generalizes.
+//!
 //! Injection is measured the same way ([`evidence_kept`]): the share of a
 //! question's evidence turns among the memories a dry-run `inject` puts in
 //! its block, at a token budget. The relevance gate is measured across
@@ -29,7 +37,7 @@ use memtide::embed::Embedder;
 use memtide::env::SystemEnvironment;
 use memtide::storage::MemoryStorage;
 use memtide::{
-    InjectQuery, Memory, MemoryInput, RetrieveQuery, Scope, Source, SourceKind, Timestamp,
+    Config, InjectQuery, Memory, MemoryInput, RetrieveQuery, Scope, Source, SourceKind, Timestamp,
 };
 use serde::Deserialize;
 
@@ -67,7 +75,7 @@ struct Question {
 }
 
 /// Recall figures of one run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Recall {
     /// Questions asked.
     pub questions: usize,
@@ -77,7 +85,38 @@ pub struct Recall {
     pub at5: f64,
     /// See `at1`.
     pub at10: f64,
+    /// Share of questions with an evidence turn's session among the first
+    /// 1, 5 and 10 sessions retrieved.
+    pub session_at1: f64,
+    /// See `session_at1`.
+    pub session_at5: f64,
+    /// See `session_at1`.
+    pub session_at10: f64,
 }
+
+impl Recall {
+    /// The question-weighted mean of several runs' figures.
+    pub fn pooled(parts: &[Recall]) -> Recall {
+        let questions: usize = parts.iter().map(|r| r.questions).sum();
+        let n = questions.max(1) as f64;
+        let mean = |f: fn(&Recall) -> f64| {
+            parts.iter().map(|r| f(r) * r.questions as f64).sum::<f64>() / n
+        };
+        Recall {
+            questions,
+            at1: mean(|r| r.at1),
+            at5: mean(|r| r.at5),
+            at10: mean(|r| r.at10),
+            session_at1: mean(|r| r.session_at1),
+            session_at5: mean(|r| r.session_at5),
+            session_at10: mean(|r| r.session_at10),
+        }
+    }
+}
+
+/// Hits of the query that ranks sessions: enough for ten distinct sessions
+/// in nearly every question of the dev set.
+pub const SESSION_HITS: usize = 50;
 
 /// Parses LoCoMo session dates such as `1:56 pm on 8 May, 2023`.
 pub fn parse_session_date(date: &str) -> Option<Timestamp> {
@@ -130,27 +169,39 @@ pub struct Loaded {
     conversations: Vec<(Scope, Vec<Asked>)>,
     /// The turns each memory covers: its own and those merged into it.
     covers: HashMap<String, BTreeSet<String>>,
+    /// The session of each turn, as (conversation, session) indexes.
+    sessions: HashMap<String, (usize, usize)>,
 }
 
 /// Ingests a LoCoMo JSON document, with the model attached when one is
 /// given (hybrid retrieval).
 pub fn load(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Loaded, String> {
+    load_with(json, model, Config::default())
+}
+
+/// [`load`] into a store opened with `config` (to try ranking parameters).
+pub fn load_with(
+    json: &str,
+    model: Option<Arc<dyn Embedder>>,
+    config: Config,
+) -> Result<Loaded, String> {
     let data: Dataset = serde_json::from_str(json).map_err(|e| e.to_string())?;
     let env = SystemEnvironment::default();
-    let mut mem =
-        Memory::open(MemoryStorage::new(), env, Default::default()).map_err(|e| e.to_string())?;
+    let mut mem = Memory::open(MemoryStorage::new(), env, config).map_err(|e| e.to_string())?;
     if let Some(model) = model {
         mem.set_embedder(model).map_err(|e| e.to_string())?;
     }
     let mut conversations = Vec::new();
     let mut covers: HashMap<String, BTreeSet<String>> = HashMap::new();
-    for conv in &data.conversations {
+    let mut sessions = HashMap::new();
+    for (c, conv) in data.conversations.iter().enumerate() {
         let scope = Scope::workspace("locomo", conv.conversation_id.as_str());
         let mut inputs = Vec::new();
-        for session in &conv.sessions {
+        for (s, session) in conv.sessions.iter().enumerate() {
             let created = parse_session_date(&session.date)
                 .ok_or_else(|| format!("unreadable session date `{}`", session.date))?;
             for turn in &session.turns {
+                sessions.insert(turn.id.clone(), (c, s));
                 let mut text = format!("{}: {}", turn.speaker, turn.text);
                 if let Some(caption) = &turn.image_caption {
                     text.push_str(&format!(" [shares {caption}]"));
@@ -188,6 +239,7 @@ pub fn load(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Loaded, Stri
         mem,
         conversations,
         covers,
+        sessions,
     })
 }
 
@@ -199,36 +251,86 @@ pub fn evaluate(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Recall, 
 
 /// Runs the protocol over a loaded document.
 pub fn recall(loaded: &mut Loaded) -> Result<Recall, String> {
-    let (mut questions, mut sum1, mut sum5, mut sum10) = (0usize, 0.0, 0.0, 0.0);
-    for (scope, asked) in &loaded.conversations {
-        for (question, evidence) in asked {
-            let query = RetrieveQuery {
-                limit: Some(10),
-                dry_run: true,
-                ..RetrieveQuery::new(question.as_str(), scope.clone())
-            };
-            let hits = loaded.mem.retrieve(&query).map_err(|e| e.to_string())?;
-            let covered: Vec<&BTreeSet<String>> = hits
-                .iter()
-                .filter_map(|h| loaded.covers.get(&h.item.id))
-                .collect();
+    Ok(Recall::pooled(&recall_by_conversation(loaded)?))
+}
+
+/// Runs the protocol over a loaded document, one figure per conversation.
+pub fn recall_by_conversation(loaded: &mut Loaded) -> Result<Vec<Recall>, String> {
+    (0..loaded.conversations.len())
+        .map(|c| loaded.conversation_recall(c))
+        .collect()
+}
+
+impl Loaded {
+    /// The memories of a dry-run retrieval of `question` in conversation
+    /// `conv`'s scope, best first.
+    fn retrieve(
+        &mut self,
+        conv: usize,
+        question: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, String> {
+        let query = RetrieveQuery {
+            limit: Some(limit),
+            dry_run: true,
+            ..RetrieveQuery::new(question, self.conversations[conv].0.clone())
+        };
+        let hits = self.mem.retrieve(&query).map_err(|e| e.to_string())?;
+        Ok(hits.into_iter().map(|h| h.item.id).collect())
+    }
+
+    /// The protocol over conversation `conv`'s questions.
+    fn conversation_recall(&mut self, conv: usize) -> Result<Recall, String> {
+        let mut sum = Recall::default();
+        for q in 0..self.conversations[conv].1.len() {
+            let question = self.conversations[conv].1[q].0.clone();
+            let turns = self.retrieve(conv, &question, 10)?;
+            let session_hits = self.retrieve(conv, &question, SESSION_HITS)?;
+            let evidence = &self.conversations[conv].1[q].1;
+            let covered: Vec<&BTreeSet<String>> =
+                turns.iter().filter_map(|id| self.covers.get(id)).collect();
             let recall_at = |k: usize| {
                 let found: BTreeSet<&String> = covered.iter().take(k).copied().flatten().collect();
                 evidence.iter().filter(|e| found.contains(e)).count() as f64 / evidence.len() as f64
             };
-            questions += 1;
-            sum1 += recall_at(1);
-            sum5 += recall_at(5);
-            sum10 += recall_at(10);
+            // Sessions in the order of their best hit.
+            let mut ranked: Vec<(usize, usize)> = Vec::new();
+            for turn in session_hits
+                .iter()
+                .filter_map(|id| self.covers.get(id))
+                .flatten()
+            {
+                if let Some(&session) = self.sessions.get(turn) {
+                    if !ranked.contains(&session) {
+                        ranked.push(session);
+                    }
+                }
+            }
+            let wanted: BTreeSet<(usize, usize)> = evidence
+                .iter()
+                .filter_map(|e| self.sessions.get(e).copied())
+                .collect();
+            let session_at =
+                |k: usize| f64::from(u8::from(ranked.iter().take(k).any(|s| wanted.contains(s))));
+            sum.questions += 1;
+            sum.at1 += recall_at(1);
+            sum.at5 += recall_at(5);
+            sum.at10 += recall_at(10);
+            sum.session_at1 += session_at(1);
+            sum.session_at5 += session_at(5);
+            sum.session_at10 += session_at(10);
         }
+        let n = sum.questions.max(1) as f64;
+        Ok(Recall {
+            questions: sum.questions,
+            at1: sum.at1 / n,
+            at5: sum.at5 / n,
+            at10: sum.at10 / n,
+            session_at1: sum.session_at1 / n,
+            session_at5: sum.session_at5 / n,
+            session_at10: sum.session_at10 / n,
+        })
     }
-    let n = questions.max(1) as f64;
-    Ok(Recall {
-        questions,
-        at1: sum1 / n,
-        at5: sum5 / n,
-        at10: sum10 / n,
-    })
 }
 
 impl Loaded {

@@ -723,6 +723,7 @@ impl From<ScoreBreakdown> for w::ScoreBreakdown {
             combined: score.combined,
             inherited: score.inherited,
             speaker_factor: score.speaker_factor,
+            time_factor: score.time_factor,
             scope_multiplier: score.scope_multiplier,
             fused: score.fused,
             relevance: score.relevance,

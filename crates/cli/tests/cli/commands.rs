@@ -170,7 +170,8 @@ fn ingest_retrieve_and_inject_round_trip() {
             "lexical",
             "relevance",
             "scopeMultiplier",
-            "speakerFactor"
+            "speakerFactor",
+            "timeFactor"
         ]
     );
     assert_eq!(explained["explain"]["fused"], explained["score"]);
