@@ -403,7 +403,7 @@ mod tests {
         assert!((hits[0].0.relevance - 0.5).abs() < 1e-6);
         assert!((answer_score.relevance - 0.5).abs() < 1e-6);
         assert!((other_score.relevance - 0.7 * 0.25).abs() < 1e-6);
-        assert_eq!(rank(query, candidates(), 2.0, &params, 2).len(), 2);
+        assert_eq!(rank(query, &in_scope(), candidates(), 2.0, &params, 2).len(), 2);
     }
 
     #[test]
