@@ -597,6 +597,12 @@ impl Layout {
             }
         }
         let mut batch = Batch::new();
+        // A deleted record may live in a value this commit only overwrites
+        // (the manifest's log, a segment written anew): the backend must not
+        // keep the old bytes.
+        if changed.has_deletes() {
+            batch.mark_erasing();
+        }
         let mut update = Update {
             removed: rewrite.iter().copied().collect(),
             log_keys,

@@ -211,7 +211,7 @@ impl Storage for FsStorage {
         if batch.is_empty() {
             return Ok(());
         }
-        if batch.has_deletes() {
+        if batch.erases() {
             // Erase by rewriting: the new log holds the live pairs after the
             // batch, so no byte of a deleted value survives in the directory.
             let touched: HashSet<&str> = batch.ops().map(|(k, _)| k).collect();

@@ -88,6 +88,11 @@ pub enum StorageError {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Batch {
     ops: BTreeMap<String, Option<Vec<u8>>>,
+    /// The batch erases data that a put may only overwrite (a record
+    /// deleted from a value that is rewritten, such as the manifest's log):
+    /// a backend that keeps overwritten bytes (an append-only log) must
+    /// drop them in this commit.
+    erase: bool,
 }
 
 impl Batch {
@@ -135,6 +140,18 @@ impl Batch {
     /// True when the batch deletes at least one key.
     pub fn has_deletes(&self) -> bool {
         self.ops.values().any(Option::is_none)
+    }
+
+    /// Marks the batch as erasing: the values it overwrites must not
+    /// survive it, in any byte the backend keeps.
+    pub fn mark_erasing(&mut self) {
+        self.erase = true;
+    }
+
+    /// True when no byte of a value this batch deletes or overwrites may
+    /// survive it: it deletes a key or is marked erasing.
+    pub fn erases(&self) -> bool {
+        self.erase || self.has_deletes()
     }
 }
 
