@@ -3,11 +3,13 @@
 //! relevance gate does with unrelated questions.
 //!
 //! ```text
-//! cargo run --release --example locomo_eval [-- [--model DIR] [--inject] [path/to/locomo_dev.json]]
+//! cargo run --release --example locomo_eval [-- [--model DIR] [--inject] [--speaker-field] [path/to/locomo_dev.json]]
 //! ```
 //!
 //! With `--model DIR` (the directory `scripts/fetch-model.sh` prints) the
 //! MiniLM model is attached and retrieval is hybrid; without it, lexical.
+//! With `--speaker-field` each turn's speaker goes in the memory's
+//! `speaker` field instead of the text (`Name: text`).
 //! The protocol (`crates/testkit/src/locomo.rs`) is the one memtide's tests
 //! hold the retrieval to.
 
@@ -15,7 +17,7 @@ use std::sync::Arc;
 
 use memtide::embed::Embedder;
 use memtide::InjectQuery;
-use memtide_testkit::locomo::{self, evaluate, GatePoint, Loaded};
+use memtide_testkit::locomo::{self, GatePoint, Loaded, Speakers};
 
 /// The thresholds the gate is tried at.
 const THRESHOLDS: [f32; 13] = [
@@ -39,19 +41,27 @@ fn main() {
         }
         None => false,
     };
+    let speakers = match args.iter().position(|a| a == "--speaker-field") {
+        Some(i) => {
+            args.remove(i);
+            Speakers::Field
+        }
+        None => Speakers::Prefix,
+    };
     let path = args
         .pop()
         .unwrap_or_else(|| "tests/data/locomo_dev.json".to_string());
     let run = load_model(model_dir.as_deref()).and_then(|model| {
         let mode = if model.is_some() { "hybrid" } else { "lexical" };
         let json = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-        let recall = evaluate(&json, model.clone())?;
+        let mut loaded = locomo::load_with(&json, model, speakers)?;
+        let recall = locomo::recall(&mut loaded)?;
         println!(
-            "LoCoMo dev ({} questions, {mode}): recall@1 {:.3}  recall@5 {:.3}  recall@10 {:.3}",
+            "LoCoMo dev ({} questions, {mode}, speakers {speakers:?}): recall@1 {:.3}  recall@5 {:.3}  recall@10 {:.3}",
             recall.questions, recall.at1, recall.at5, recall.at10
         );
         if inject {
-            report_injection(&mut locomo::load(&json, model)?)?;
+            report_injection(&mut loaded)?;
         }
         Ok(())
     });

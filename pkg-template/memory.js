@@ -82,6 +82,7 @@ export function entry(defaultWasm) {
 
     setModel(model) { return this.#core.setModel(model); }
     ingest(input) { return this.#core.ingest(input); }
+    ingestMessages(messages, options) { return this.#core.ingestMessages(messages, options); }
     retrieve(query) { return this.#core.retrieve(query); }
     inject(query) { return this.#core.inject(query); }
     get(id) { return this.#core.get(id); }

@@ -5,7 +5,7 @@
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0 | 4 | magic `MNMO` (`4D 4E 4D 4F`) |
-//! | 4 | 2 | format version, u16 little-endian (1 to 4, see below) |
+//! | 4 | 2 | format version, u16 little-endian (1 to 5, see below) |
 //! | 6 | 1 | record type: 1 = memory item, 2 = manifest, 3 = vector, 4 = file, 5 = segment |
 //! | 7 | 1 | flags, reserved, 0 |
 //! | 8 | 4 | payload length `N`, u32 little-endian |
@@ -21,10 +21,11 @@
 //! [`StoredFile`]. Manifests of version 4 and segments hold the segmented
 //! layout of `crate::layout` (binary payloads described there).
 //!
-//! Each record is written in the oldest version that can hold it: version 3
-//! for vector records; version 2 for file records, for chunks of files
-//! (items with `sourceLines`) and for a manifest that counts files; version
-//! 1 for everything else. A store without files or embeddings is therefore
+//! Each record is written in the oldest version that can hold it: version 5
+//! for items that record who said them (`role`, `speaker`); version 3 for
+//! vector records; version 2 for file records, for chunks of files (items
+//! with `sourceLines`) and for a manifest that counts files; version 1 for
+//! everything else. A store without files or embeddings is therefore
 //! byte-for-byte what the first builds wrote, and older builds refuse a
 //! store holding records they cannot read with `VERSION_MISMATCH` rather
 //! than misread it. `f32` vector records of older builds are read and
@@ -42,9 +43,9 @@ use crate::files::StoredFile;
 use crate::index::Int8Vector;
 use crate::item::MemoryItem;
 
-/// The newest record format version this build writes and reads: the
-/// segmented layout's manifest and segments.
-pub const FORMAT_VERSION: u16 = 4;
+/// The newest record format version this build writes and reads: items
+/// with a role or a speaker.
+pub const FORMAT_VERSION: u16 = 5;
 /// The version of records that hold nothing of files or embeddings (see
 /// the module documentation).
 const BASE_FORMAT_VERSION: u16 = 1;
@@ -52,6 +53,10 @@ const BASE_FORMAT_VERSION: u16 = 1;
 const FILES_FORMAT_VERSION: u16 = 2;
 /// The version of vector records: int8 codes.
 const INT8_VECTOR_VERSION: u16 = 3;
+/// The version of items that record who said them (`role`, `speaker`):
+/// builds that read up to version 4 refuse them rather than fail on the
+/// unknown fields.
+const SPEAKER_FORMAT_VERSION: u16 = 5;
 
 const MAGIC: [u8; 4] = *b"MNMO";
 const HEADER_LEN: usize = 12;
@@ -191,13 +196,15 @@ pub fn version_for(uses_files: bool) -> u16 {
     }
 }
 
-/// Encodes a memory item record (version 2 for a chunk of a file).
+/// Encodes a memory item record (version 5 for an item with a role or a
+/// speaker, 2 for a chunk of a file).
 pub fn encode_item(item: &MemoryItem) -> Vec<u8> {
-    encode_json(
-        RecordType::Item,
-        version_for(item.source_lines.is_some()),
-        item,
-    )
+    let version = if item.role.is_some() || item.speaker.is_some() {
+        SPEAKER_FORMAT_VERSION
+    } else {
+        version_for(item.source_lines.is_some())
+    };
+    encode_json(RecordType::Item, version, item)
 }
 
 /// Decodes a memory item record.
@@ -390,13 +397,13 @@ mod tests {
     #[test]
     fn newer_versions_are_refused_with_version_mismatch() {
         let mut rec = encode(RecordType::Item, FORMAT_VERSION, b"{}");
-        rec[4] = 5;
+        rec[4] = 6;
         let end = rec.len() - 4;
         let crc = crc32fast::hash(&rec[..end]).to_le_bytes();
         rec[end..].copy_from_slice(&crc);
-        assert_eq!(decode(&rec), Err(CodecError::UnsupportedVersion(5)));
+        assert_eq!(decode(&rec), Err(CodecError::UnsupportedVersion(6)));
         assert_eq!(
-            Error::from(CodecError::UnsupportedVersion(5)).code(),
+            Error::from(CodecError::UnsupportedVersion(6)).code(),
             "VERSION_MISMATCH"
         );
     }
@@ -483,6 +490,32 @@ mod tests {
         assert_eq!(version(&record), 2);
         assert_eq!(decode_file(&record).unwrap(), file);
         assert!(decode_file(&encode_manifest(&plain)).is_err());
+    }
+
+    #[test]
+    fn items_that_record_a_speaker_are_version_5_and_others_keep_theirs() {
+        let version = |record: &[u8]| u16::from_le_bytes([record[4], record[5]]);
+        let item: MemoryItem = serde_json::from_str(
+            r#"{"id":"m1","text":"I adopted a cat","kind":"episodic",
+                "scope":{"userId":"u","workspaceId":"w"},"status":"approved",
+                "source":{"kind":"message","ref":""},"contentHash":"h",
+                "createdAt":"2024-01-01T00:00:00Z","updatedAt":"2024-01-01T00:00:00Z"}"#,
+        )
+        .unwrap();
+        assert_eq!(version(&encode_item(&item)), 1);
+        for (role, speaker) in [
+            (Some(crate::item::Role::User), None),
+            (None, Some("Caroline".to_string())),
+        ] {
+            let said = MemoryItem {
+                role,
+                speaker,
+                ..item.clone()
+            };
+            let record = encode_item(&said);
+            assert_eq!(version(&record), 5);
+            assert_eq!(decode_item(&record).unwrap(), said);
+        }
     }
 
     #[test]

@@ -386,6 +386,8 @@ mod tests {
             pinned: false,
             source: Source::default(),
             content_hash: "hash".to_string(),
+            role: None,
+            speaker: None,
             tags: vec!["tag-is-not-rendered".to_string()],
             privacy: Privacy::default(),
             created_at,

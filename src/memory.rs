@@ -31,6 +31,7 @@ use crate::item::{MemoryItem, Scope, ScopeFilter};
 use crate::keys::MANIFEST_KEY;
 use crate::layout::{self, Layout, Read};
 use crate::memory_tool::{self, MemoryToolResult};
+use crate::messages::{self, MessageIngestResult, MessageOptions};
 use crate::storage::{AsyncStorage, Batch, Expect, Storage, StorageError};
 use crate::text::tokens::{EstimatedTokens, TokenCounter};
 
@@ -285,6 +286,29 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
     pub async fn ingest(&mut self, inputs: Vec<MemoryInput>) -> Result<Vec<IngestResult>> {
         self.write(|engine, env, txn| engine.ingest(inputs.clone(), env, txn))
             .await
+    }
+
+    /// Ingests chat messages (OpenAI, Anthropic or Vercel AI SDK shapes),
+    /// one memory per kept part, in the messages' order and in one commit;
+    /// see [`crate::messages`].
+    pub async fn ingest_messages(
+        &mut self,
+        messages: &[serde_json::Value],
+        options: &MessageOptions,
+    ) -> Result<Vec<MessageIngestResult>> {
+        let planned = messages::messages_to_inputs(messages, options)?;
+        let places: Vec<(usize, usize)> = planned.iter().map(|p| (p.message, p.part)).collect();
+        let inputs = planned.into_iter().map(|p| p.input).collect();
+        let results = self.ingest(inputs).await?;
+        Ok(places
+            .into_iter()
+            .zip(results)
+            .map(|((message, part), result)| MessageIngestResult {
+                message,
+                part,
+                result,
+            })
+            .collect())
     }
 
     /// Retrieves relevant memories; see [`Engine::retrieve`].
@@ -548,6 +572,15 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     /// Ingests memories; see [`Engine::ingest`].
     pub fn ingest(&mut self, inputs: Vec<MemoryInput>) -> Result<Vec<IngestResult>> {
         block_on(self.inner.ingest(inputs))?
+    }
+
+    /// Ingests chat messages; see [`AsyncMemory::ingest_messages`].
+    pub fn ingest_messages(
+        &mut self,
+        messages: &[serde_json::Value],
+        options: &MessageOptions,
+    ) -> Result<Vec<MessageIngestResult>> {
+        block_on(self.inner.ingest_messages(messages, options))?
     }
 
     /// Retrieves relevant memories; see [`Engine::retrieve`].

@@ -278,6 +278,9 @@ fn list_matches(item: &MemoryItem, q: &ListQuery) -> bool {
     q.scope.matches(&item.scope)
         && (q.include_deleted || !item.is_deleted())
         && q.kinds.as_ref().is_none_or(|k| k.contains(&item.kind))
+        && q.roles
+            .as_ref()
+            .is_none_or(|r| item.role.is_some_and(|role| r.contains(&role)))
         && q.statuses.as_ref().is_none_or(|s| s.contains(&item.status))
         && q.tags
             .as_ref()

@@ -80,7 +80,7 @@ impl Engine {
                     None => (self.allocate_doc(id), false),
                 };
                 if !item.is_deleted() && !already_indexed {
-                    let terms = text::terms(&item.text);
+                    let terms = text::said_terms(&item.text, item.speaker.as_deref());
                     self.lexical
                         .entry(item.scope.tenant())
                         .or_insert_with(|| Bm25Index::new(self.config.bm25))

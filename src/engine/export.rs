@@ -5,13 +5,14 @@
 //! ```text
 //! {
 //!   "format": "mnemo-export",
-//!   "version": 2,                  // 1 when the export holds no file
+//!   "version": 2,                  // 1 when the export holds no file, 3
+//!                                  // when a memory records who said it
 //!   "exportedAt": "2026-11-24T10:00:00.000Z",
 //!   "filter": {"userId": "alice"}, // only when the export was filtered
 //!   "itemCount": 3,
 //!   "checksum": "<sha256 hex of the bytes of `items`>",
 //!   "items": [<memory>, …],        // by id
-//!   "fileCount": 1,                // version 2 only, as the next two
+//!   "fileCount": 1,                // versions 2 and 3 only, as the next two
 //!   "filesChecksum": "<sha256 hex of the bytes of `files`>",
 //!   "files": [<stored file>, …]    // by scope, then path
 //! }
@@ -19,7 +20,9 @@
 //!
 //! Version 1 (no files) is what builds before stored files wrote; this build
 //! still writes it for a store without files, so older builds can read
-//! such exports. A version newer than [`EXPORT_VERSION`] is refused with
+//! such exports. Version 3 is written when a memory has a `role` or a
+//! `speaker`, which builds that read up to version 2 would not know. A
+//! version newer than [`EXPORT_VERSION`] is refused with
 //! [`Error::VersionMismatch`], a checksum that does not match with
 //! [`Error::Corrupt`], anything else malformed with [`Error::InvalidInput`].
 
@@ -38,8 +41,12 @@ use crate::text;
 
 /// Export file format name.
 pub const EXPORT_FORMAT: &str = "mnemo-export";
-/// Newest export format version this build writes and reads.
-pub const EXPORT_VERSION: u32 = 2;
+/// Newest export format version this build writes and reads: memories
+/// that record who said them.
+pub const EXPORT_VERSION: u32 = 3;
+/// The version of exports with files and no memory that records who said
+/// it.
+const VERSION_WITH_FILES: u32 = 2;
 /// The version of exports without files.
 const VERSION_WITHOUT_FILES: u32 = 1;
 
@@ -72,10 +79,12 @@ impl Engine {
             .filter(|f| filter.matches(&f.scope))
             .collect();
         let mut out = format!("{{\"format\":\"{EXPORT_FORMAT}\",");
-        let version = if files.is_empty() {
+        let version = if items.iter().any(|i| i.role.is_some() || i.speaker.is_some()) {
+            EXPORT_VERSION
+        } else if files.is_empty() {
             VERSION_WITHOUT_FILES
         } else {
-            EXPORT_VERSION
+            VERSION_WITH_FILES
         };
         out.push_str(&format!("\"version\":{version},\"exportedAt\":\"{now}\","));
         if !filter.is_empty() {
@@ -88,7 +97,7 @@ impl Engine {
             "checksum",
             &items_json,
         ));
-        if !files.is_empty() {
+        if version != VERSION_WITHOUT_FILES {
             let files_json = to_json(&files, "[]");
             out.push(',');
             out.push_str(&checksummed_part(

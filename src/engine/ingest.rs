@@ -130,7 +130,7 @@ impl Engine {
             return self.merge_duplicate(&existing, duplicate, IngestReason::Duplicate, now, txn);
         }
 
-        let terms = text::terms(&text);
+        let terms = text::said_terms(&text, input.speaker.as_deref());
         let similar = self.find_near_duplicate(&input.scope, &text, &terms, vector.as_deref());
         if let Some(similar) = &similar {
             if self.config.near_duplicate.action == NearDuplicateAction::Merge {
@@ -159,6 +159,8 @@ impl Engine {
             pinned: duplicate.pinned,
             source,
             content_hash,
+            role: input.role,
+            speaker: input.speaker,
             tags,
             privacy: duplicate.privacy,
             created_at,
@@ -215,6 +217,9 @@ impl Engine {
         }
         if let Some(source) = &input.source {
             self.validate_source(source)?;
+        }
+        if let Some(speaker) = &input.speaker {
+            validate_id("speaker", speaker)?;
         }
         self.clean_tags(input.tags.clone().unwrap_or_default())
     }

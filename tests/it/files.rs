@@ -542,7 +542,11 @@ fn damaged_or_conflicting_files_in_an_export_are_refused_and_change_nothing() {
     assert_eq!(code(&mut mem, &unchecked), "CORRUPT");
     let old_version = export.replacen("\"version\":2", "\"version\":1", 1);
     assert_eq!(code(&mut mem, &old_version), "INVALID_INPUT");
-    let newer = export.replacen("\"version\":2", "\"version\":3", 1);
+    let newer = export.replacen(
+        "\"version\":2",
+        &format!("\"version\":{}", memtide::EXPORT_VERSION + 1),
+        1,
+    );
     assert_eq!(code(&mut mem, &newer), "VERSION_MISMATCH");
     let version_zero = export.replacen("\"version\":2", "\"version\":0", 1);
     assert_eq!(code(&mut mem, &version_zero), "CORRUPT");

@@ -14,6 +14,7 @@ mod isolation_props;
 mod layout;
 mod locomo;
 mod memory_tool;
+mod messages;
 mod policies;
 mod prompt_injection;
 mod ranking;

@@ -132,9 +132,28 @@ pub struct Loaded {
     covers: HashMap<String, BTreeSet<String>>,
 }
 
+/// Where a turn's speaker is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speakers {
+    /// In the text, as `Name: text` (how memories recorded it before the
+    /// `speaker` field).
+    Prefix,
+    /// In the memory's `speaker` field, the text as said.
+    Field,
+}
+
 /// Ingests a LoCoMo JSON document, with the model attached when one is
-/// given (hybrid retrieval).
+/// given (hybrid retrieval), speakers written as `Name: text`.
 pub fn load(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Loaded, String> {
+    load_with(json, model, Speakers::Prefix)
+}
+
+/// [`load`], with the speakers recorded as `speakers` says.
+pub fn load_with(
+    json: &str,
+    model: Option<Arc<dyn Embedder>>,
+    speakers: Speakers,
+) -> Result<Loaded, String> {
     let data: Dataset = serde_json::from_str(json).map_err(|e| e.to_string())?;
     let env = SystemEnvironment::default();
     let mut mem =
@@ -151,7 +170,10 @@ pub fn load(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Loaded, Stri
             let created = parse_session_date(&session.date)
                 .ok_or_else(|| format!("unreadable session date `{}`", session.date))?;
             for turn in &session.turns {
-                let mut text = format!("{}: {}", turn.speaker, turn.text);
+                let (mut text, speaker) = match speakers {
+                    Speakers::Prefix => (format!("{}: {}", turn.speaker, turn.text), None),
+                    Speakers::Field => (turn.text.clone(), Some(turn.speaker.clone())),
+                };
                 if let Some(caption) = &turn.image_caption {
                     text.push_str(&format!(" [shares {caption}]"));
                 }
@@ -162,6 +184,7 @@ pub fn load(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Loaded, Stri
                         uri: None,
                     }),
                     created_at: Some(created),
+                    speaker,
                     ..MemoryInput::new(text, scope.clone())
                 });
             }
