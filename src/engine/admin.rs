@@ -116,7 +116,8 @@ impl Engine {
                 }
             }
             if text != item.text {
-                new_vector = Some(self.embed(&[text.as_str()])?.and_then(|mut v| v.pop()));
+                let said = text::said_text(&text, item.speaker.as_deref());
+                new_vector = Some(self.embed(&[said.as_ref()])?.and_then(|mut v| v.pop()));
             }
             item.text = text;
             item.content_hash = hash;

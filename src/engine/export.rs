@@ -169,8 +169,10 @@ impl Engine {
                     )));
                 }
                 result.replaced += 1;
-                if self.get(&item.id)?.text != item.text {
-                    new_texts.push((item.id.clone(), item.text.clone()));
+                let old = self.get(&item.id)?;
+                if old.text != item.text || old.speaker != item.speaker {
+                    let said = text::said_text(&item.text, item.speaker.as_deref());
+                    new_texts.push((item.id.clone(), said.into_owned()));
                 }
                 self.write(txn, &item.id.clone(), Some(item));
             } else if let Some(other) = existing_same_text {
@@ -186,7 +188,8 @@ impl Engine {
                 result.merged += 1;
             } else {
                 result.added += 1;
-                new_texts.push((item.id.clone(), item.text.clone()));
+                let said = text::said_text(&item.text, item.speaker.as_deref());
+                new_texts.push((item.id.clone(), said.into_owned()));
                 self.write(txn, &item.id.clone(), Some(item));
             }
         }

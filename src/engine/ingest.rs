@@ -72,12 +72,16 @@ impl Engine {
             let captured = text_to_store(&input.text).map_err(at)?;
             prepared.push((input, tags, captured));
         }
-        let texts: Vec<&str> = prepared
+        let said: Vec<_> = prepared
             .iter()
-            .filter_map(|(_, _, captured)| match captured {
-                Captured::Text(t) => Some(t.as_str()),
+            .filter_map(|(input, _, captured)| match captured {
+                Captured::Text(t) => Some(text::said_text(t, input.speaker.as_deref())),
                 _ => None,
             })
+            .collect();
+        let texts: Vec<&str> = said
+            .iter()
+            .map(AsRef::as_ref)
             .collect();
         let mut vectors = self.embed(&texts)?.map(Vec::into_iter);
         let mut results = Vec::with_capacity(prepared.len());

@@ -13,6 +13,7 @@ use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::index::{Int8Vector, VectorIndex, VectorParams};
 use crate::item::MemoryItem;
+use crate::text;
 
 /// Texts embedded per model call.
 const EMBED_CHUNK: usize = 64;
@@ -177,7 +178,10 @@ impl Engine {
             .entries
             .values()
             .filter(|e| !self.embeddings.contains_key(&e.item.id))
-            .map(|e| (e.item.id.clone(), e.item.text.clone()))
+            .map(|e| {
+                let said = text::said_text(&e.item.text, e.item.speaker.as_deref());
+                (e.item.id.clone(), said.into_owned())
+            })
             .collect();
         missing.sort();
         for chunk in missing.chunks(EMBED_CHUNK) {

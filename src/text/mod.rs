@@ -18,7 +18,7 @@ mod terms;
 pub mod tokens;
 
 pub use redact::{redact, remove_private_keeping_lines, Capture};
-pub use terms::{said_terms, term_overlap, terms};
+pub use terms::{said_terms, said_text, term_overlap, terms};
 
 use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;
