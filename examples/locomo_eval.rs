@@ -3,7 +3,7 @@
 //! relevance gate does with unrelated questions.
 //!
 //! ```text
-//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--inject] [path/to/locomo_dev.json]]
+//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--inject] [--speaker-field] [path/to/locomo_dev.json]]
 //! ```
 //!
 //! With `--model DIR` (the directory `scripts/fetch-model.sh` prints) the
@@ -13,6 +13,8 @@
 //! recall are printed for the dev set and for each conversation: with two
 //! conversations, leave-one-conversation-out is a change (or a parameter)
 //! judged on one conversation and confirmed on the other.
+//! With `--speaker-field` each turn's speaker goes in the memory's
+//! `speaker` field instead of the text (`Name: text`).
 //! The protocol (`crates/testkit/src/locomo.rs`) is the one memtide's tests
 //! hold the retrieval to.
 
@@ -20,7 +22,7 @@ use std::sync::Arc;
 
 use memtide::embed::Embedder;
 use memtide::{Config, InjectQuery, RankParams};
-use memtide_testkit::locomo::{self, GatePoint, Loaded, Recall};
+use memtide_testkit::locomo::{self, GatePoint, Loaded, Recall, Speakers};
 
 /// The thresholds the gate is tried at.
 const THRESHOLDS: [f32; 13] = [
@@ -52,6 +54,13 @@ fn main() {
         }
         None => false,
     };
+    let speakers = match args.iter().position(|a| a == "--speaker-field") {
+        Some(i) => {
+            args.remove(i);
+            Speakers::Field
+        }
+        None => Speakers::Prefix,
+    };
     let path = args
         .pop()
         .unwrap_or_else(|| "tests/data/locomo_dev.json".to_string());
@@ -63,9 +72,12 @@ fn main() {
             config.rank =
                 serde_json::from_str::<RankParams>(rank).map_err(|e| format!("--rank: {e}"))?;
         }
-        let mut loaded = locomo::load_with(&json, model, config)?;
+        let mut loaded = locomo::load_with(&json, model, config, speakers)?;
         let parts = locomo::recall_by_conversation(&mut loaded)?;
-        print_recall(&format!("LoCoMo dev, {mode}"), &Recall::pooled(&parts));
+        print_recall(
+            &format!("LoCoMo dev, {mode}, speakers {speakers:?}"),
+            &Recall::pooled(&parts),
+        );
         for (c, part) in parts.iter().enumerate() {
             print_recall(&format!("  conversation {c}"), part);
         }

@@ -5,6 +5,8 @@
 export type Kind = "episodic" | "semantic" | "preference" | "document" | "summary" | "fact";
 /** Review state: only `approved` memories are retrieved unless a query opts in to `pending`. */
 export type Status = "approved" | "pending" | "rejected";
+/** Who said a memory, in a conversation. */
+export type Role = "user" | "assistant" | "system";
 /** Where a memory came from. */
 export type SourceKind = "message" | "file" | "tool" | "import" | "manual";
 
@@ -82,6 +84,10 @@ export interface MemoryInput {
   key?: string;
   /** Free-form JSON object (see {@link Metadata}). */
   metadata?: Metadata;
+  /** Who said it, for a message of a conversation. */
+  role?: Role;
+  /** The speaker's name (ranking prefers a named speaker's memories when a query names them). */
+  speaker?: string;
 }
 
 /** What happened to a memory (`history`). */
@@ -127,6 +133,10 @@ export interface MemoryItem {
   source: Required<Pick<Source, "kind" | "ref">> & Pick<Source, "uri">;
   /** SHA-256 of `text`, lowercase hex. */
   contentHash: string;
+  /** Who said it, when it was ingested with a role. */
+  role?: Role;
+  /** The speaker's name, when it was ingested with one. */
+  speaker?: string;
   tags: string[];
   privacy: { pii: boolean; private: boolean; retentionDays?: number };
   createdAt: string;
@@ -177,6 +187,50 @@ export interface IngestResult {
   similarTo?: string;
 }
 
+/**
+ * A chat message: OpenAI Chat Completions (`content` a string or parts,
+ * `name`, `tool_calls`), Anthropic Messages (content blocks), Vercel AI SDK
+ * `ModelMessage` (`content`) or `UIMessage` (`parts`). `createdAt` (RFC 3339
+ * or a `Date`) sets when it was said.
+ */
+export interface ChatMessage {
+  role: "user" | "assistant" | "system" | "developer" | "tool" | "function";
+  content?: string | readonly unknown[] | null;
+  parts?: readonly unknown[];
+  name?: string;
+  id?: string;
+  createdAt?: string | Date;
+  [field: string]: unknown;
+}
+
+/** A sort of message part that can become a memory. */
+export type PartType = "text" | "reasoning" | "toolCall" | "toolResult" | "image" | "file";
+
+/** How `ingestMessages` turns messages into memories. */
+export interface MessageOptions {
+  scope: Scope;
+  /** The parts that become memories; default `["text"]` (tool calls and results, images and files left out). */
+  include?: PartType[];
+  /** The roles whose messages are kept; default `["user", "assistant"]`. Tool messages follow `include`. */
+  roles?: Role[];
+  /** The speaker of each role's messages when a message has no `name`. */
+  speakers?: Partial<Record<Role, string>>;
+  kind?: Kind;
+  status?: Status;
+  tags?: string[];
+  privacy?: Privacy;
+  /** When the messages were said, for those without a `createdAt`; default now. */
+  createdAt?: string;
+}
+
+/** What ingest did with one part of one message. */
+export interface MessageIngestResult extends IngestResult {
+  /** The message's index. */
+  message: number;
+  /** The part's index in the message. */
+  part: number;
+}
+
 /** A retrieval query. */
 export interface RetrieveQuery {
   /** What to look for, usually the user's next message. */
@@ -186,6 +240,8 @@ export interface RetrieveQuery {
   /** Most hits (default 10). */
   limit?: number;
   kinds?: Kind[];
+  /** Only memories said by one of these roles (a memory without a role matches none). */
+  roles?: Role[];
   /** Only memories with at least one of these tags. */
   tags?: string[];
   /** Created at or after (RFC 3339). */
@@ -253,7 +309,7 @@ export interface Admission {
   /** When its retention ends, if it has one. */
   expiresAt?: string;
   /** The query's filters it satisfied. */
-  filters: ("kinds" | "tags" | "since" | "until" | "metadata")[];
+  filters: ("kinds" | "roles" | "tags" | "since" | "until" | "metadata")[];
 }
 
 /** One retrieved memory. */
@@ -322,6 +378,8 @@ export interface ListQuery {
   scope?: ScopeFilter;
   kinds?: Kind[];
   statuses?: Status[];
+  /** Only memories said by one of these roles. */
+  roles?: Role[];
   tags?: string[];
   pinned?: boolean;
   includeDeleted?: boolean;
@@ -669,6 +727,12 @@ export class Memory {
    * with its history (`NOT_FOUND` after).
    */
   history(id: string): Promise<HistoryEvent[]>;
+  /**
+   * Ingests a conversation in OpenAI, Anthropic or Vercel AI SDK message
+   * shapes: one memory per kept part, in order, in one commit; one result
+   * per memory made.
+   */
+  ingestMessages(messages: ChatMessage[], options: MessageOptions): Promise<MessageIngestResult[]>;
   /** Hits best first; marks them used unless `dryRun`. */
   retrieve(query: RetrieveQuery): Promise<RetrieveHit[]>;
   /** A cited block within the token budget, pinned memories first. */

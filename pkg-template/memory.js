@@ -79,6 +79,7 @@ export function entry(defaultWasm) {
     upsert(input) { return this.#core.upsert(input); }
     getByKey(options) { return this.#core.getByKey(options); }
     history(id) { return this.#core.history(id); }
+    ingestMessages(messages, options) { return this.#core.ingestMessages(messages, options); }
     retrieve(query) { return this.#core.retrieve(query); }
     inject(query) { return this.#core.inject(query); }
     get(id) { return this.#core.get(id); }

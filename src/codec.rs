@@ -22,7 +22,8 @@
 //! layout of `crate::layout` (binary payloads described there).
 //!
 //! Each record is written in the oldest version that can hold it: version 5
-//! for items with a `key`, `metadata` or `history`; version 3
+//! for items with a `key`, `metadata` or `history`, or that record who
+//! said them (`role`, `speaker`); version 3
 //! for vector records; version 2 for file records, for chunks of files
 //! (items with `sourceLines`) and for a manifest that counts files; version
 //! 1 for everything else. A store without files or embeddings is therefore
@@ -45,9 +46,10 @@ use crate::item::MemoryItem;
 
 /// The newest record format version this build writes and reads: the
 /// segmented layout's manifest and segments with lexical parts, and item
-/// records with a key, metadata or history.
+/// records with a key, metadata, history, role or speaker.
 pub const FORMAT_VERSION: u16 = 5;
-/// The version of item records with a key, metadata or history.
+/// The version of item records with a key, metadata, history, role or
+/// speaker.
 const KEYED_FORMAT_VERSION: u16 = 5;
 /// The version of records that hold nothing of files or embeddings (see
 /// the module documentation).
@@ -195,10 +197,15 @@ pub fn version_for(uses_files: bool) -> u16 {
     }
 }
 
-/// Encodes a memory item record: version 5 when it has a key, metadata or
-/// history, else 2 for a chunk of a file, else 1.
+/// Encodes a memory item record: version 5 when it has a key, metadata,
+/// history, a role or a speaker, else 2 for a chunk of a file, else 1.
 pub fn encode_item(item: &MemoryItem) -> Vec<u8> {
-    let version = if item.key.is_some() || item.metadata.is_some() || !item.history.is_empty() {
+    let version = if item.key.is_some()
+        || item.metadata.is_some()
+        || !item.history.is_empty()
+        || item.role.is_some()
+        || item.speaker.is_some()
+    {
         KEYED_FORMAT_VERSION
     } else {
         version_for(item.source_lines.is_some())
@@ -490,6 +497,32 @@ mod tests {
         assert_eq!(version(&record), 2);
         assert_eq!(decode_file(&record).unwrap(), file);
         assert!(decode_file(&encode_manifest(&plain)).is_err());
+    }
+
+    #[test]
+    fn items_that_record_a_speaker_are_version_5_and_others_keep_theirs() {
+        let version = |record: &[u8]| u16::from_le_bytes([record[4], record[5]]);
+        let item: MemoryItem = serde_json::from_str(
+            r#"{"id":"m1","text":"I adopted a cat","kind":"episodic",
+                "scope":{"userId":"u","workspaceId":"w"},"status":"approved",
+                "source":{"kind":"message","ref":""},"contentHash":"h",
+                "createdAt":"2024-01-01T00:00:00Z","updatedAt":"2024-01-01T00:00:00Z"}"#,
+        )
+        .unwrap();
+        assert_eq!(version(&encode_item(&item)), 1);
+        for (role, speaker) in [
+            (Some(crate::item::Role::User), None),
+            (None, Some("Caroline".to_string())),
+        ] {
+            let said = MemoryItem {
+                role,
+                speaker,
+                ..item.clone()
+            };
+            let record = encode_item(&said);
+            assert_eq!(version(&record), 5);
+            assert_eq!(decode_item(&record).unwrap(), said);
+        }
     }
 
     #[test]

@@ -131,7 +131,7 @@ pub(crate) fn find_near_duplicate(
     let min_overlap = cfg.min_overlap();
     let passing = |doc: u32| -> Option<((f32, f32), &str)> {
         // The overlap comes from the index's term lists when it holds
-        // the doc (the sets `text::terms` gives its text); most docs
+        // the doc (the sets `text::said_terms` gives its text and speaker); most docs
         // stop here, before their item is looked up.
         let indexed = lexical
             .zip(term_set.as_ref())
@@ -142,8 +142,10 @@ pub(crate) fn find_near_duplicate(
         let other = memories
             .eligible(doc)
             .filter(|o| negated(&o.text) == polarity)?;
-        let overlap =
-            indexed.unwrap_or_else(|| text::term_overlap(terms, &text::terms(&other.text)));
+        let overlap = indexed.unwrap_or_else(|| {
+            let other_terms = text::said_terms(&other.text, other.speaker.as_deref());
+            text::term_overlap(terms, &other_terms)
+        });
         let cosine = vector.and_then(|v| memories.cosine(&other.id, v));
         cfg.is_near_duplicate(overlap, cosine)
             .then_some(((overlap, cosine.unwrap_or(0.0)), other.id.as_str()))
@@ -297,6 +299,8 @@ mod tests {
             pinned: false,
             source: Source::default(),
             content_hash: String::new(),
+            role: None,
+            speaker: None,
             tags: vec!["x".into()],
             privacy: Privacy {
                 pii: false,
@@ -485,7 +489,10 @@ mod tests {
                     && negated(&item.text) == negated(text)
             })
             .filter_map(|item| {
-                let overlap = text::term_overlap(&terms, &text::terms(&item.text));
+                let overlap = text::term_overlap(
+                    &terms,
+                    &text::said_terms(&item.text, item.speaker.as_deref()),
+                );
                 let cosine = vector
                     .zip(engine.embedding(&item.id))
                     .map(|(a, b)| b.dot(a));

@@ -174,8 +174,10 @@ struct Entry<'a> {
 /// entries' and the footer's; the final block is counted again and, should a
 /// counter not be additive, the last included entries are dropped until it
 /// fits. When no entry fits, the block is empty, `tokens` is 0 and every
-/// distinct candidate is in `dropped`.
-pub fn render(
+/// distinct candidate is in `dropped`. (Tests render without a pinned
+/// share; the engine always calls [`render_within`].)
+#[cfg(test)]
+fn render(
     candidates: &[&MemoryItem],
     budget_tokens: usize,
     format: InjectFormat,
@@ -185,7 +187,7 @@ pub fn render(
     render_within(candidates, budget_tokens, budget_tokens, format, preamble, counter)
 }
 
-/// [`render`] with the entries of pinned memories taking at most
+/// Renders candidates into a block as described above, with the entries of pinned memories taking at most
 /// `pinned_tokens` of the budget together: a pinned entry that would pass
 /// it is left out (in `dropped`), so the rest of the budget stays for the
 /// retrieved memories.
@@ -407,6 +409,8 @@ mod tests {
             pinned: false,
             source: Source::default(),
             content_hash: "hash".to_string(),
+            role: None,
+            speaker: None,
             tags: vec!["tag-is-not-rendered".to_string()],
             privacy: Privacy::default(),
             created_at,

@@ -181,6 +181,31 @@ pub enum SourceKind {
     Manual,
 }
 
+/// Who said a memory, in a conversation: the chat message roles of
+/// OpenAI, Anthropic and the Vercel AI SDK. Tool output is not a role here:
+/// a memory taken from a tool's result has `source.kind` `tool` instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Role {
+    /// The person using the chat client.
+    User,
+    /// The model's replies.
+    Assistant,
+    /// The system prompt or developer instructions.
+    System,
+}
+
+impl Role {
+    /// The wire name (`"user"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::System => "system",
+        }
+    }
+}
+
 /// Provenance of a memory: the kind of source and a reference into it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -485,6 +510,13 @@ pub struct MemoryItem {
     pub source: Source,
     /// sha256 of `text`, lowercase hex.
     pub content_hash: String,
+    /// Who said it, for a memory of a conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// The speaker's name (`Caroline`), when the conversation names it;
+    /// ranking's speaker match reads it ([`crate::rank`], step 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
     /// Free-form labels.
     #[serde(default)]
     pub tags: Vec<String>,

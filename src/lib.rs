@@ -69,6 +69,7 @@ internal! {
     memory;
     metadata;
     memory_tool;
+    messages;
     policy;
     rank;
     retention;
@@ -88,11 +89,12 @@ pub use hot_file::HotFileSync;
 pub use index::Bm25Params;
 pub use inject::{Citation, Dropped, InjectFormat, Injection};
 pub use item::{
-    Kind, LineRange, MemoryItem, MergeRecord, Privacy, Scope, ScopeFilter, Source, SourceKind,
-    Status, Timestamp,
+    Kind, LineRange, MemoryItem, MergeRecord, Privacy, Role, Scope, ScopeFilter, Source,
+    SourceKind, Status, Timestamp,
 };
 pub use memory::{block_on, AsyncMemory, Memory};
 pub use memory_tool::MemoryToolResult;
+pub use messages::{MessageIngestResult, MessageOptions, PartType};
 pub use metadata::Metadata;
 pub use policy::Admission;
 pub use rank::{RankParams, ScoreBreakdown};

@@ -33,6 +33,7 @@ use crate::keys::MANIFEST_KEY;
 use crate::layout::{self, Layout, Read};
 use crate::memory_tool::{self, MemoryToolResult};
 use crate::progress::Progress;
+use crate::messages::{self, MessageIngestResult, MessageOptions};
 use crate::storage::{AsyncStorage, Batch, Expect, Storage, StorageError};
 use crate::text::tokens::{EstimatedTokens, TokenCounter};
 
@@ -405,6 +406,29 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
         Ok(result)
     }
 
+    /// Ingests chat messages (OpenAI, Anthropic or Vercel AI SDK shapes),
+    /// one memory per kept part, in the messages' order and in one commit;
+    /// see [`crate::messages`].
+    pub async fn ingest_messages(
+        &mut self,
+        messages: &[serde_json::Value],
+        options: &MessageOptions,
+    ) -> Result<Vec<MessageIngestResult>> {
+        let planned = messages::messages_to_inputs(messages, options)?;
+        let places: Vec<(usize, usize)> = planned.iter().map(|p| (p.message, p.part)).collect();
+        let inputs = planned.into_iter().map(|p| p.input).collect();
+        let results = self.ingest(inputs).await?;
+        Ok(places
+            .into_iter()
+            .zip(results)
+            .map(|((message, part), result)| MessageIngestResult {
+                message,
+                part,
+                result,
+            })
+            .collect())
+    }
+
     /// Retrieves relevant memories; see [`Engine::retrieve`].
     pub async fn retrieve(&mut self, query: &RetrieveQuery) -> Result<Vec<RetrieveHit>> {
         self.run(Unwritten::Trust, |engine, env, txn| {
@@ -714,6 +738,15 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     /// Stores keyed memories; see [`Engine::upsert`].
     pub fn upsert(&mut self, inputs: Vec<MemoryInput>) -> Result<Vec<IngestResult>> {
         block_on(self.inner.upsert(inputs))?
+    }
+
+    /// Ingests chat messages; see [`AsyncMemory::ingest_messages`].
+    pub fn ingest_messages(
+        &mut self,
+        messages: &[serde_json::Value],
+        options: &MessageOptions,
+    ) -> Result<Vec<MessageIngestResult>> {
+        block_on(self.inner.ingest_messages(messages, options))?
     }
 
     /// Retrieves relevant memories; see [`Engine::retrieve`].

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::item::{Kind, MemoryItem, Scope, Status, Timestamp};
+use crate::item::{Kind, MemoryItem, Role, Scope, Status, Timestamp};
 use crate::metadata::{self, Metadata};
 use crate::retention::RetentionConfig;
 
@@ -30,6 +30,8 @@ pub enum Exclusion {
     Expired,
     /// Kind not among the requested kinds.
     Kind,
+    /// Said by none of the requested roles (or by no role).
+    Role,
     /// Has none of the requested tags.
     Tag,
     /// Created outside the requested time range.
@@ -56,6 +58,8 @@ pub struct Visibility<'a> {
     pub include_pii: bool,
     /// Only these kinds, when given.
     pub kinds: Option<&'a [Kind]>,
+    /// Only items said by one of these roles, when given.
+    pub roles: Option<&'a [Role]>,
     /// Only items carrying at least one of these tags, when given.
     pub tags: Option<&'a [String]>,
     /// Only items created at or after this time.
@@ -83,8 +87,8 @@ pub struct Admission {
     /// When the item's retention ends, if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Timestamp>,
-    /// The query's filters the item satisfied, of `kinds`, `tags`, `since`,
-    /// `until` and `metadata`, in that order.
+    /// The query's filters the item satisfied, of `kinds`, `roles`, `tags`,
+    /// `since`, `until` and `metadata`, in that order.
     pub filters: Vec<&'static str>,
 }
 
@@ -113,6 +117,7 @@ pub fn admission(item: &MemoryItem, vis: &Visibility<'_>) -> Admission {
         .collect();
     let filters = [
         ("kinds", vis.kinds.is_some()),
+        ("roles", vis.roles.is_some()),
         ("tags", vis.tags.is_some()),
         ("since", vis.since.is_some()),
         ("until", vis.until.is_some()),
@@ -155,6 +160,12 @@ pub fn check(item: &MemoryItem, vis: &Visibility<'_>) -> Result<(), Exclusion> {
     }
     if vis.kinds.is_some_and(|kinds| !kinds.contains(&item.kind)) {
         return Err(Exclusion::Kind);
+    }
+    if vis
+        .roles
+        .is_some_and(|roles| !item.role.is_some_and(|r| roles.contains(&r)))
+    {
+        return Err(Exclusion::Role);
     }
     if vis
         .tags

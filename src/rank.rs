@@ -11,10 +11,11 @@
 //!    turn ("How long have you been married?" / "5 years already!"): when the
 //!    memory `i` [follows](crate::MemoryItem::follows) a memory `p` whose text
 //!    asks a question, `g(i) = max(f(i), A · f(p))`.
-//! 3. **Speaker match** — memories written as `Name: text` carry a speaker
-//!    label (one to three capitalised words before the first `": "`). When the
-//!    query names a speaker of the candidates, memories by another speaker are
-//!    scaled by `1 − S`.
+//! 3. **Speaker match** — a memory's speaker is its `speaker` field, or for
+//!    a memory without one written as `Name: text`, that label (one to three
+//!    capitalised words before the first `": "`), see [`speaker_of`]. When
+//!    the query names a speaker of the candidates, memories by another
+//!    speaker are scaled by `1 − S`.
 //!    **Time match** — a question asking `when` is answered by a memory that
 //!    places something in time ("yesterday", "last week", "in May", "2022"):
 //!    when the query holds the word `when`, memories without such a time word
@@ -184,7 +185,7 @@ pub(crate) fn rank<'a>(
     let words = query_words(query);
     let named: BTreeSet<&str> = combined
         .values()
-        .filter_map(|c| speaker_label(&c.item.text))
+        .filter_map(|c| speaker_of(c.item))
         .filter(|label| names_speaker(&words, label))
         .collect();
     let asks_when = words.contains("when");
@@ -205,7 +206,7 @@ pub(crate) fn rank<'a>(
             let f = c.combined;
             let g = f.max(inherited_score);
             let r = c.evidence.max(inherit(|p| p.evidence)).min(1.0);
-            let speaker_factor = match speaker_label(&item.text) {
+            let speaker_factor = match speaker_of(item) {
                 Some(label) if !named.is_empty() && !named.contains(label) => {
                     1.0 - params.speaker_penalty.clamp(0.0, 1.0)
                 }
@@ -315,6 +316,15 @@ pub fn asks_question(text: &str) -> bool {
     text.contains('?') || text.contains('\u{FF1F}')
 }
 
+/// Who said a memory, by name: its `speaker` field, else the label of a
+/// text written as `Name: text` ([`speaker_label`]), as memories recorded
+/// their speaker before the field existed.
+pub fn speaker_of(item: &MemoryItem) -> Option<&str> {
+    item.speaker
+        .as_deref()
+        .or_else(|| speaker_label(&item.text))
+}
+
 /// The speaker label of a `Name: text` memory: one to three words, each
 /// starting with an uppercase letter, before the first `": "`.
 pub fn speaker_label(text: &str) -> Option<&str> {
@@ -395,6 +405,8 @@ mod tests {
             pinned: false,
             source: Source::default(),
             content_hash: String::new(),
+            role: None,
+            speaker: None,
             tags: vec![],
             privacy: Privacy::default(),
             created_at: Timestamp(0),
@@ -447,6 +459,46 @@ mod tests {
         assert!((answer_score.relevance - 0.5).abs() < 1e-6);
         assert!((other_score.relevance - 0.7 * 0.25).abs() < 1e-6);
         assert_eq!(rank(query, &in_scope(), candidates(), 2.0, &params, 2).len(), 2);
+    }
+
+    #[test]
+    fn the_speaker_field_is_matched_and_a_name_prefix_still_works() {
+        let by_field = |id, text, speaker: &str| MemoryItem {
+            speaker: Some(speaker.to_string()),
+            ..memory(id, text, None)
+        };
+        let caroline = by_field("a", "I went to a support group", "Caroline");
+        let melanie = by_field("b", "I went to a pottery class", "Melanie");
+        let prefixed = memory("c", "Melanie: I went to a concert", None);
+        // The field wins over a label-like start of the text.
+        let quoted = by_field("d", "Caroline: she said I went", "Melanie");
+        assert_eq!(speaker_of(&caroline), Some("Caroline"));
+        assert_eq!(speaker_of(&prefixed), Some("Melanie"));
+        assert_eq!(speaker_of(&quoted), Some("Melanie"));
+        let candidates = [&caroline, &melanie, &prefixed, &quoted].map(|item| Candidate {
+            item,
+            lexical: 1.0,
+            coverage: 0.5,
+            semantic: None,
+        });
+        let hits = rank(
+            "Where did Caroline go?",
+            &in_scope(),
+            candidates,
+            1.0,
+            &RankParams::default(),
+            10,
+        );
+        let factor = |id: &str| {
+            hits.iter()
+                .find(|(_, item)| item.id == id)
+                .map(|(b, _)| b.speaker_factor)
+        };
+        assert_eq!(factor("a"), Some(1.0));
+        for other in ["b", "c", "d"] {
+            assert!((factor(other).unwrap() - 0.7).abs() < 1e-6, "{other}");
+        }
+        assert_eq!(hits[0].1.id, "a");
     }
 
     #[test]

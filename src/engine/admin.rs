@@ -117,7 +117,8 @@ impl Engine {
                 }
             }
             if text != item.text {
-                new_vector = Some(self.embed(&[text.as_str()])?.and_then(|mut v| v.pop()));
+                let said = text::said_text(&text, item.speaker.as_deref());
+                new_vector = Some(self.embed(&[said.as_ref()])?.and_then(|mut v| v.pop()));
             }
             item.text = text;
             item.content_hash = hash;
@@ -289,6 +290,9 @@ fn list_matches(item: &MemoryItem, q: &ListQuery) -> bool {
     q.scope.matches_item(item)
         && (q.include_deleted || !item.is_deleted())
         && q.kinds.as_ref().is_none_or(|k| k.contains(&item.kind))
+        && q.roles
+            .as_ref()
+            .is_none_or(|r| item.role.is_some_and(|role| r.contains(&role)))
         && q.statuses.as_ref().is_none_or(|s| s.contains(&item.status))
         && q.tags
             .as_ref()

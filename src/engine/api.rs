@@ -11,7 +11,9 @@ use crate::dedupe::NearDuplicateConfig;
 use crate::error::{Error, Result};
 use crate::index::Bm25Params;
 use crate::inject::InjectFormat;
-use crate::item::{Kind, MemoryItem, Privacy, Scope, ScopeFilter, Source, Status, Timestamp};
+use crate::item::{
+    Kind, MemoryItem, Privacy, Role, Scope, ScopeFilter, Source, Status, Timestamp,
+};
 use crate::metadata::Metadata;
 use crate::policy::Admission;
 use crate::rank::{RankParams, ScoreBreakdown};
@@ -193,6 +195,13 @@ pub struct MemoryInput {
     pub key: Option<String>,
     /// Free-form JSON object (at most `maxMetadataBytes`).
     pub metadata: Option<Metadata>,
+    /// Who said it, for a message of a conversation.
+    #[serde(default)]
+    pub role: Option<Role>,
+    /// The speaker's name (an id-like string: not empty, at most 256
+    /// bytes, no control characters).
+    #[serde(default)]
+    pub speaker: Option<String>,
 }
 
 impl MemoryInput {
@@ -210,6 +219,8 @@ impl MemoryInput {
             created_at: None,
             key: None,
             metadata: None,
+            role: None,
+            speaker: None,
         }
     }
 }
@@ -304,6 +315,10 @@ pub struct RetrieveQuery {
     pub limit: Option<usize>,
     /// Only these kinds.
     pub kinds: Option<Vec<Kind>>,
+    /// Only memories said by one of these roles (a memory without a role
+    /// matches none).
+    #[serde(default)]
+    pub roles: Option<Vec<Role>>,
     /// Only memories with at least one of these tags.
     pub tags: Option<Vec<String>>,
     /// Only memories created at or after this time.
@@ -347,6 +362,7 @@ impl RetrieveQuery {
             scope,
             limit: None,
             kinds: None,
+            roles: None,
             tags: None,
             since: None,
             until: None,
@@ -523,6 +539,8 @@ pub struct ListQuery {
     pub kinds: Option<Vec<Kind>>,
     /// Only these statuses.
     pub statuses: Option<Vec<Status>>,
+    /// Only memories said by one of these roles.
+    pub roles: Option<Vec<Role>>,
     /// Only memories with at least one of these tags.
     pub tags: Option<Vec<String>>,
     /// Only pinned (true) or unpinned (false) memories.

@@ -105,7 +105,10 @@ impl Engine {
                         .or_insert_with(|| Bm25Index::new(self.config.bm25));
                     match counts {
                         Some(counts) => index.insert_counts(d, counts.iter()),
-                        None => index.insert(d, &text::terms(&item.text)),
+                        None => index.insert(
+                            d,
+                            &text::said_terms(&item.text, item.speaker.as_deref()),
+                        ),
                     }
                 }
                 // Chunks belong to their file: they take no part in

@@ -6,6 +6,7 @@
 //! {
 //!   "format": "mnemo-export",
 //!   "version": 2,                  // 1 without files, 3 with keyed memories
+//!                                  // or memories that record who said them
 //!   "exportedAt": "2026-11-24T10:00:00.000Z",
 //!   "filter": {"userId": "alice"}, // only when the export was filtered
 //!   "itemCount": 3,
@@ -20,7 +21,7 @@
 //! Version 1 (no files) is what builds before stored files wrote; this build
 //! still writes it for a store without files, so older builds can read
 //! such exports. Version 3 is written when a memory has a `key`,
-//! `metadata` or `history`, so builds before them refuse the export with
+//! `metadata`, `history`, a `role` or a `speaker`, so builds before them refuse the export with
 //! [`Error::VersionMismatch`] instead of a memory's unknown fields; its
 //! `files` part is there when it holds files. A version newer than [`EXPORT_VERSION`] is refused with
 //! [`Error::VersionMismatch`], a checksum that does not match with
@@ -42,7 +43,7 @@ use crate::text;
 /// Export file format name.
 pub const EXPORT_FORMAT: &str = "mnemo-export";
 /// Newest export format version this build writes and reads: memories
-/// with keys, metadata or history.
+/// with keys, metadata, history, roles or speakers.
 pub const EXPORT_VERSION: u32 = 3;
 /// The version of exports with files (and no keyed memories).
 const VERSION_WITH_FILES: u32 = 2;
@@ -80,7 +81,11 @@ impl Engine {
         let mut out = format!("{{\"format\":\"{EXPORT_FORMAT}\",");
         let keyed = items
             .iter()
-            .any(|i| i.key.is_some() || i.metadata.is_some() || !i.history.is_empty());
+            .any(|i| {
+            i.key.is_some() || i.metadata.is_some() || !i.history.is_empty()
+                || i.role.is_some()
+                || i.speaker.is_some()
+        });
         let version = if keyed {
             EXPORT_VERSION
         } else if files.is_empty() {
@@ -99,7 +104,7 @@ impl Engine {
             "checksum",
             &items_json,
         ));
-        if !files.is_empty() {
+        if version != VERSION_WITHOUT_FILES {
             let files_json = to_json(&files, "[]");
             out.push(',');
             out.push_str(&checksummed_part(
@@ -183,8 +188,10 @@ impl Engine {
                     )));
                 }
                 result.replaced += 1;
-                if self.get(&item.id)?.text != item.text {
-                    new_texts.push((item.id.clone(), item.text.clone()));
+                let old = self.get(&item.id)?;
+                if old.text != item.text || old.speaker != item.speaker {
+                    let said = text::said_text(&item.text, item.speaker.as_deref());
+                    new_texts.push((item.id.clone(), said.into_owned()));
                 }
                 self.write(txn, &item.id.clone(), Some(item));
             } else if let Some(other) = existing_same_text {
@@ -200,7 +207,8 @@ impl Engine {
                 result.merged += 1;
             } else {
                 result.added += 1;
-                new_texts.push((item.id.clone(), item.text.clone()));
+                let said = text::said_text(&item.text, item.speaker.as_deref());
+                new_texts.push((item.id.clone(), said.into_owned()));
                 self.write(txn, &item.id.clone(), Some(item));
             }
         }

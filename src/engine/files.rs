@@ -180,6 +180,8 @@ impl Engine {
             let item = MemoryItem {
                 id: id.clone(),
                 content_hash: text::content_hash(&text),
+                role: None,
+                speaker: None,
                 text,
                 kind: Kind::Document,
                 scope: scope.clone(),

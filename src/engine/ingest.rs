@@ -108,12 +108,16 @@ impl Engine {
                 .then_some(captured);
             prepared.push((input, tags, captured));
         }
-        let texts: Vec<&str> = prepared
+        let said: Vec<_> = prepared
             .iter()
-            .filter_map(|(_, _, captured)| match captured {
-                Some(Captured::Text(t)) => Some(t.as_str()),
+            .filter_map(|(input, _, captured)| match captured {
+                Some(Captured::Text(t)) => Some(text::said_text(t, input.speaker.as_deref())),
                 _ => None,
             })
+            .collect();
+        let texts: Vec<&str> = said
+            .iter()
+            .map(AsRef::as_ref)
             .collect();
         let mut vectors = self.embed(&texts)?.map(Vec::into_iter);
         let mut results = Vec::with_capacity(prepared.len());
@@ -177,7 +181,7 @@ impl Engine {
         let similar = if keyed {
             None
         } else {
-            let terms = text::terms(&text);
+            let terms = text::said_terms(&text, input.speaker.as_deref());
             self.find_near_duplicate(&input.scope, &text, &terms, vector.as_deref())
         };
         if let Some(similar) = &similar {
@@ -211,6 +215,8 @@ impl Engine {
             pinned: duplicate.pinned,
             source,
             content_hash,
+            role: input.role,
+            speaker: input.speaker,
             tags,
             privacy: duplicate.privacy,
             created_at,
@@ -243,7 +249,9 @@ impl Engine {
         inputs
             .iter()
             .map(|input| match text_to_store(&input.text, self.config.secrets) {
-                Ok(Captured::Text(text)) if self.embedder().is_some() => Some(text),
+                Ok(Captured::Text(text)) if self.embedder().is_some() => {
+                    Some(text::said_text(&text, input.speaker.as_deref()).into_owned())
+                }
                 _ => None,
             })
             .collect()
@@ -288,6 +296,9 @@ impl Engine {
         }
         if let Some(metadata) = &input.metadata {
             self.check_metadata(metadata)?;
+        }
+        if let Some(speaker) = &input.speaker {
+            validate_id("speaker", speaker)?;
         }
         self.clean_tags(input.tags.clone().unwrap_or_default())
     }

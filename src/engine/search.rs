@@ -35,6 +35,7 @@ impl RetrieveQuery {
             include_pending: self.include_pending,
             include_pii: self.include_pii,
             kinds: self.kinds.as_deref(),
+            roles: self.roles.as_deref(),
             tags: self.tags.as_deref(),
             since: self.since,
             until: self.until,

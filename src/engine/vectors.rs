@@ -14,6 +14,7 @@ use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::index::{Int8Vector, VectorIndex, VectorParams};
 use crate::item::MemoryItem;
+use crate::text;
 
 /// Texts embedded per model call.
 const EMBED_CHUNK: usize = 64;
@@ -218,17 +219,20 @@ impl Engine {
         }
         self.model_id = Some(model);
         self.embedder = Some(embedder);
-        let mut missing: Vec<(&String, &String)> = self
+        let mut missing: Vec<(&String, std::borrow::Cow<str>)> = self
             .entries
             .values()
             .filter(|e| !self.embeddings.contains_key(&e.item.id))
-            .map(|e| (&e.item.id, &e.item.text))
+            .map(|e| {
+                let said = text::said_text(&e.item.text, e.item.speaker.as_deref());
+                (&e.item.id, said)
+            })
             .collect();
         missing.sort();
         missing.truncate(limit);
         let missing: Vec<(String, String)> = missing
             .into_iter()
-            .map(|(id, text)| (id.clone(), text.clone()))
+            .map(|(id, text)| (id.clone(), text.into_owned()))
             .collect();
         for chunk in missing.chunks(EMBED_CHUNK) {
             let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();

@@ -24,7 +24,7 @@ pub use redact::{redact, remove_private_keeping_lines, Capture};
 pub use secrets::{has_pii, scrub, scrub_keeping_lines, SecretsConfig, SECRET_MARKER};
 #[cfg(any(test, feature = "testing"))]
 pub use terms::analysed_texts;
-pub use terms::{term_overlap, terms};
+pub use terms::{said_terms, said_text, term_overlap, terms};
 
 use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;

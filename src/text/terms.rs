@@ -12,6 +12,30 @@ use unicode_normalization::{is_nfc, UnicodeNormalization};
 /// hashes) and are dropped.
 const MAX_TERM_BYTES: usize = 64;
 
+/// The text a memory is embedded as: its text, after `Name: ` when it
+/// records a speaker in its `speaker` field, so its embedding holds who
+/// said it as the embedding of a text written `Name: text` does.
+pub fn said_text<'a>(text: &'a str, speaker: Option<&str>) -> std::borrow::Cow<'a, str> {
+    match speaker {
+        Some(speaker) => std::borrow::Cow::Owned(format!("{speaker}: {text}")),
+        None => std::borrow::Cow::Borrowed(text),
+    }
+}
+
+/// The terms a memory is indexed and compared by: those of its text, then
+/// those of its speaker's name, when it records one in its `speaker`
+/// field. A name written into the text (`Name: text`) is among the text's
+/// terms already; one in the field must be too, or a question naming the
+/// speaker would match the memory less than the same memory written with
+/// its name in the text.
+pub fn said_terms(text: &str, speaker: Option<&str>) -> Vec<String> {
+    let mut out = terms(text);
+    if let Some(speaker) = speaker {
+        out.extend(terms(speaker));
+    }
+    out
+}
+
 /// Lexical terms for BM25: analysed, in order, with repeats.
 ///
 /// * Words are maximal runs of alphanumeric characters (with any combining

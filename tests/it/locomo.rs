@@ -46,6 +46,33 @@ fn lexical_recall_stays_above_the_bm25_reference() {
     assert!(recall.at1 >= 0.46, "recall@1 fell to {:.3}", recall.at1);
 }
 
+/// Speakers recorded in the `speaker` field rank at least as well as the
+/// same speakers written into the text as `Name: text` (the figures of both
+/// are in the README).
+#[test]
+fn speakers_in_the_field_recall_at_least_as_much_as_name_prefixes() {
+    let json = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/locomo_dev.json"
+    ))
+    .unwrap();
+    let recall = |speakers| {
+        let mut loaded =
+            locomo::load_with(&json, None, memtide::Config::default(), speakers).unwrap();
+        locomo::recall(&mut loaded).unwrap()
+    };
+    let prefix = recall(locomo::Speakers::Prefix);
+    let field = recall(locomo::Speakers::Field);
+    assert!(
+        field.at5 >= prefix.at5 && field.at10 >= prefix.at10,
+        "field {:.3}/{:.3}, prefix {:.3}/{:.3}",
+        field.at5,
+        field.at10,
+        prefix.at5,
+        prefix.at10
+    );
+}
+
 /// The relevance gate across conversations (`docs/design.md`, "Ranking"):
 /// under inject's default, most questions of the other conversation inject
 /// nothing, and a conversation's own questions keep most of their evidence.

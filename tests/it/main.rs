@@ -15,6 +15,7 @@ mod keys;
 mod layout;
 mod locomo;
 mod memory_tool;
+mod messages;
 mod policies;
 mod progress;
 mod prompt_injection;

@@ -437,3 +437,32 @@ test("keys, metadata filters and history round-trip through the component", asyn
   assert.ok(!bytes.includes("4411") && !bytes.includes("9922"));
   assert.equal(store.list(listQuery()).items.length, 1);
 });
+
+test("a conversation is ingested from chat messages, with who said each part", async () => {
+  const store = await open(new MapStorage());
+  const messages = JSON.stringify([
+    { role: "system", content: "Be brief." },
+    { role: "user", name: "Caroline", content: "I repaint my bike every spring." },
+    { role: "assistant", content: [
+      { type: "text", text: "A fresh coat keeps the rust away." },
+      { type: "tool_use", id: "t1", name: "note", input: { bike: true } },
+    ] },
+  ]);
+  const results = store.ingestMessages(messages, {
+    scope: home,
+    include: ["text", "tool-call"],
+    speakers: [{ role: "assistant", name: "Bot" }],
+  });
+  assert.deepEqual(results.map((r) => [r.message, r.part, r.result.outcome]), [[1, 0, "added"], [2, 0, "added"], [2, 1, "added"]]);
+  const items = results.map((r) => store.get(r.result.id));
+  assert.deepEqual(items.map((i) => [i.role, i.speaker]), [["user", "Caroline"], ["assistant", "Bot"], ["assistant", "Bot"]]);
+  assert.equal(items[2].text, 'tool call note: {"bike":true}');
+  assert.equal(items[1].follows, items[0].id);
+  const hits = store.retrieve(retrieveQuery("bike", home, { roles: ["user"] }));
+  assert.deepEqual(hits.map((h) => h.item.id), [items[0].id]);
+  assert.equal(store.list(listQuery({ roles: ["assistant"] })).items.length, 2);
+  const bad = errorOf(() => store.ingestMessages("[{\"role\": \"narrator\"}]", { scope: home }));
+  assert.equal(bad.code, "invalid-input");
+  assert.match(bad.message, /messages\[0\]: role/);
+  assert.equal(errorOf(() => store.ingestMessages("not json", { scope: home })).code, "invalid-input");
+});

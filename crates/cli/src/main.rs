@@ -19,8 +19,8 @@ use memtide::env::{Environment, FixedEnvironment, SystemEnvironment};
 use memtide::storage::FsStorage;
 use memtide::{
     Admission, Config, Error, HotFileSync, InjectQuery, Kind, ListQuery, Memory, MemoryInput,
-    MemoryPatch, RetrieveHit, RetrieveQuery, Scope, ScopeFilter, ScoreBreakdown, Source, Status,
-    Timestamp,
+    MemoryPatch, MessageOptions, PartType, RetrieveHit, RetrieveQuery, Role, Scope, ScopeFilter,
+    ScoreBreakdown, Source, Status, Timestamp,
 };
 
 /// Largest standard input accepted, in bytes.
@@ -89,6 +89,11 @@ enum StoreCommand {
         /// The memory's id.
         id: String,
     },
+    /// Ingests a conversation: stdin is a JSON array of chat messages
+    /// (OpenAI, Anthropic or Vercel AI SDK shapes), stdout one result per
+    /// memory made, `{"message","part",…}` in order. One commit.
+    #[command(mut_arg("user", |arg| arg.required(true)), mut_arg("workspace", |arg| arg.required(true)))]
+    IngestMessages(MessageArgs),
     /// Runs retrieval queries: stdin is JSON Lines of queries, stdout one
     /// `{"results":[…]}` line per query, best hit first.
     Retrieve {
@@ -307,6 +312,57 @@ fn parse_meta(text: &str) -> Result<(String, serde_json::Value), String> {
     Ok((key.to_string(), value))
 }
 
+/// Options of `ingest-messages`.
+#[derive(Debug, clap::Args)]
+struct MessageArgs {
+    #[command(flatten)]
+    scope: ScopeArgs,
+    /// A part type that becomes a memory (repeatable: text, reasoning,
+    /// toolCall, toolResult, image, file) [default: text].
+    #[arg(long = "include", value_name = "PART", value_parser = parse_wire::<PartType>)]
+    include: Vec<PartType>,
+    /// A role whose messages are kept (repeatable: user, assistant, system)
+    /// [default: user and assistant].
+    #[arg(long = "role", value_name = "ROLE", value_parser = parse_wire::<Role>)]
+    roles: Vec<Role>,
+    /// The speaker of a role's messages, as ROLE=NAME (repeatable), for
+    /// messages without a `name`.
+    #[arg(long = "speaker", value_name = "ROLE=NAME", value_parser = parse_speaker)]
+    speakers: Vec<(Role, String)>,
+    /// The kind of every memory [default: episodic].
+    #[arg(long, value_name = "KIND", value_parser = parse_wire::<Kind>)]
+    kind: Option<Kind>,
+    /// A tag of every memory (repeatable).
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// When the messages were said, for those without a `createdAt`
+    /// (RFC 3339) [default: now].
+    #[arg(long, value_name = "RFC3339", value_parser = parse_timestamp)]
+    created_at: Option<Timestamp>,
+}
+
+impl From<MessageArgs> for MessageOptions {
+    fn from(args: MessageArgs) -> Self {
+        MessageOptions {
+            include: non_empty(args.include),
+            roles: non_empty(args.roles),
+            speakers: (!args.speakers.is_empty()).then(|| args.speakers.into_iter().collect()),
+            kind: args.kind,
+            tags: non_empty(args.tags),
+            created_at: args.created_at,
+            ..MessageOptions::new(args.scope.scope())
+        }
+    }
+}
+
+/// Parses `ROLE=NAME`.
+fn parse_speaker(text: &str) -> Result<(Role, String), String> {
+    let (role, name) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not ROLE=NAME"))?;
+    Ok((parse_wire::<Role>(role)?, name.to_string()))
+}
+
 /// Options of `list`.
 #[derive(Debug, clap::Args)]
 struct ListArgs {
@@ -318,6 +374,9 @@ struct ListArgs {
     /// Only this review status (repeatable).
     #[arg(long = "status", value_name = "STATUS", value_parser = parse_wire::<Status>)]
     statuses: Vec<Status>,
+    /// Only memories said by this role (repeatable).
+    #[arg(long = "role", value_name = "ROLE", value_parser = parse_wire::<Role>)]
+    roles: Vec<Role>,
     /// Only memories with this tag (repeatable: any of them).
     #[arg(long = "tag", value_name = "TAG")]
     tags: Vec<String>,
@@ -344,6 +403,7 @@ impl From<ListArgs> for ListQuery {
             scope: args.scope.into(),
             kinds: non_empty(args.kinds),
             statuses: non_empty(args.statuses),
+            roles: non_empty(args.roles),
             tags: non_empty(args.tags),
             pinned: args.pinned,
             include_deleted: args.include_deleted,
@@ -634,6 +694,18 @@ fn run<E: Environment>(
         StoreCommand::History { id } => {
             for event in open(env)?.history(&id)? {
                 print_json(out, &event)?;
+            }
+        }
+        StoreCommand::IngestMessages(args) => {
+            let bytes = read_limited(input, MAX_STDIN_BYTES)?;
+            let messages: Vec<serde_json::Value> = serde_json::from_slice(&bytes).map_err(|e| {
+                Error::invalid(format!(
+                    "standard input is not a JSON array of messages: {e}"
+                ))
+            })?;
+            let options = MessageOptions::from(args);
+            for result in open_with_model(env)?.ingest_messages(&messages, &options)? {
+                print_json(out, &result)?;
             }
         }
         StoreCommand::Retrieve { min_relevance } => {

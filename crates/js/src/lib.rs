@@ -29,8 +29,8 @@ use memtide::storage::{
     AsyncStorage, Batch, Expect, KvStorage, MemoryStorage, Snapshot, StorageError,
 };
 use memtide::{
-    AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch, RetrieveQuery, Scope,
-    ScopeFilter,
+    AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch, MessageOptions,
+    RetrieveQuery, Scope, ScopeFilter,
 };
 
 mod adapter;
@@ -551,6 +551,21 @@ impl JsMemory {
         self.run(async move |store| {
             let id: String = from_js(&id, "id")?;
             to_js(&store.history(&id)?)
+        })
+    }
+
+    /// Ingests an array of chat messages (OpenAI, Anthropic or Vercel AI
+    /// SDK shapes) with `{scope, …}` options; resolves to one result per
+    /// memory made, `{message, part, …}`, in order.
+    #[wasm_bindgen(js_name = ingestMessages)]
+    pub fn ingest_messages(&self, messages: JsValue, options: JsValue) -> Promise {
+        self.run(async move |store| {
+            if !Array::is_array(&messages) {
+                return Err(BindingError::Value("messages must be an array".into()));
+            }
+            let messages: Vec<serde_json::Value> = from_js(&messages, "messages")?;
+            let options: MessageOptions = from_js(&options, "options")?;
+            to_js(&store.ingest_messages(&messages, &options).await?)
         })
     }
 

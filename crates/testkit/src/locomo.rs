@@ -173,17 +173,29 @@ pub struct Loaded {
     sessions: HashMap<String, (usize, usize)>,
 }
 
-/// Ingests a LoCoMo JSON document, with the model attached when one is
-/// given (hybrid retrieval).
-pub fn load(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Loaded, String> {
-    load_with(json, model, Config::default())
+/// Where a turn's speaker is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speakers {
+    /// In the text, as `Name: text` (how memories recorded it before the
+    /// `speaker` field).
+    Prefix,
+    /// In the memory's `speaker` field, the text as said.
+    Field,
 }
 
-/// [`load`] into a store opened with `config` (to try ranking parameters).
+/// Ingests a LoCoMo JSON document, with the model attached when one is
+/// given (hybrid retrieval), speakers written as `Name: text`.
+pub fn load(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Loaded, String> {
+    load_with(json, model, Config::default(), Speakers::Prefix)
+}
+
+/// [`load`] into a store opened with `config` (to try ranking parameters),
+/// with the speakers recorded as `speakers` says.
 pub fn load_with(
     json: &str,
     model: Option<Arc<dyn Embedder>>,
     config: Config,
+    speakers: Speakers,
 ) -> Result<Loaded, String> {
     let data: Dataset = serde_json::from_str(json).map_err(|e| e.to_string())?;
     let env = SystemEnvironment::default();
@@ -202,7 +214,10 @@ pub fn load_with(
                 .ok_or_else(|| format!("unreadable session date `{}`", session.date))?;
             for turn in &session.turns {
                 sessions.insert(turn.id.clone(), (c, s));
-                let mut text = format!("{}: {}", turn.speaker, turn.text);
+                let (mut text, speaker) = match speakers {
+                    Speakers::Prefix => (format!("{}: {}", turn.speaker, turn.text), None),
+                    Speakers::Field => (turn.text.clone(), Some(turn.speaker.clone())),
+                };
                 if let Some(caption) = &turn.image_caption {
                     text.push_str(&format!(" [shares {caption}]"));
                 }
@@ -213,6 +228,7 @@ pub fn load_with(
                         uri: None,
                     }),
                     created_at: Some(created),
+                    speaker,
                     ..MemoryInput::new(text, scope.clone())
                 });
             }

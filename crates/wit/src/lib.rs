@@ -26,9 +26,9 @@ use memtide::{
     block_on, Admission, AsyncMemory, Config, DeleteAllResult, Dropped, FileSync, FileSyncOutcome,
     HistoryEvent, HistoryKind, HotFileSync, ImportResult, IngestOutcome, IngestReason,
     IngestResult, InjectFormat, InjectQuery, Injection, Kind, LineRange, ListPage, ListQuery,
-    MemoryInput, MemoryItem, MemoryPatch, MemoryToolResult, MergeRecord, Metadata, Privacy,
-    RetrieveHit, RetrieveQuery, Scope, ScopeFilter, ScoreBreakdown, Source, SourceKind, Stats,
-    Status, StoredFile, Timestamp,
+    MemoryInput, MemoryItem, MemoryPatch, MemoryToolResult, MergeRecord, MessageOptions, Metadata,
+    PartType, Privacy, RetrieveHit, RetrieveQuery, Role, Scope, ScopeFilter, ScoreBreakdown,
+    Source, SourceKind, Stats, Status, StoredFile, Timestamp,
 };
 
 /// The code `wit-bindgen` generates from `wit/`, and the component's
@@ -167,6 +167,27 @@ impl GuestStore for WitStore {
     fn history(&self, id: String) -> WitResult<Vec<w::HistoryEvent>> {
         self.with(|store| store.history(&id))
             .map(|events| events.into_iter().map(Into::into).collect())
+    }
+
+    fn ingest_messages(
+        &self,
+        messages: String,
+        options: w::MessageOptions,
+    ) -> WitResult<Vec<w::MessageIngestResult>> {
+        let messages: Vec<serde_json::Value> = serde_json::from_str(&messages)
+            .map_err(|e| error(memtide::Error::invalid(format!("messages: {e}"))))?;
+        let options = message_options(options).map_err(error)?;
+        self.with(|store| block_on(store.ingest_messages(&messages, &options))?)
+            .map(|results| {
+                results
+                    .into_iter()
+                    .map(|r| w::MessageIngestResult {
+                        message: count(r.message),
+                        part: count(r.part),
+                        result: r.result.into(),
+                    })
+                    .collect()
+            })
     }
 
     fn retrieve(&self, query: w::RetrieveQuery) -> WitResult<Vec<w::RetrieveHit>> {
@@ -360,7 +381,67 @@ fn memory_input(input: w::MemoryInput) -> memtide::Result<MemoryInput> {
         created_at: timestamp(input.created_at, "createdAt")?,
         key: input.key,
         metadata: metadata(input.metadata, "metadata")?,
+        role: input.role.map(Into::into),
+        speaker: input.speaker,
     })
+}
+
+fn message_options(options: w::MessageOptions) -> memtide::Result<MessageOptions> {
+    Ok(MessageOptions {
+        include: options
+            .include
+            .map(|parts| parts.into_iter().map(Into::into).collect()),
+        roles: roles(options.roles),
+        speakers: options.speakers.map(|speakers| {
+            speakers
+                .into_iter()
+                .map(|s| (s.role.into(), s.name))
+                .collect()
+        }),
+        kind: options.kind.map(Into::into),
+        status: options.status.map(Into::into),
+        tags: options.tags,
+        privacy: options.privacy.map(Into::into),
+        created_at: timestamp(options.created_at, "createdAt")?,
+        ..MessageOptions::new(options.scope.into())
+    })
+}
+
+fn roles(roles: Option<Vec<w::Role>>) -> Option<Vec<Role>> {
+    roles.map(|roles| roles.into_iter().map(Into::into).collect())
+}
+
+impl From<w::Role> for Role {
+    fn from(role: w::Role) -> Self {
+        match role {
+            w::Role::User => Role::User,
+            w::Role::Assistant => Role::Assistant,
+            w::Role::System => Role::System,
+        }
+    }
+}
+
+impl From<Role> for w::Role {
+    fn from(role: Role) -> Self {
+        match role {
+            Role::User => w::Role::User,
+            Role::Assistant => w::Role::Assistant,
+            Role::System => w::Role::System,
+        }
+    }
+}
+
+impl From<w::PartType> for PartType {
+    fn from(part: w::PartType) -> Self {
+        match part {
+            w::PartType::Text => PartType::Text,
+            w::PartType::Reasoning => PartType::Reasoning,
+            w::PartType::ToolCall => PartType::ToolCall,
+            w::PartType::ToolResult => PartType::ToolResult,
+            w::PartType::Image => PartType::Image,
+            w::PartType::File => PartType::File,
+        }
+    }
 }
 
 fn retrieve_query(query: w::RetrieveQuery) -> memtide::Result<RetrieveQuery> {
@@ -369,6 +450,7 @@ fn retrieve_query(query: w::RetrieveQuery) -> memtide::Result<RetrieveQuery> {
         scope: query.scope.into(),
         limit: query.limit.map(size),
         kinds: kinds(query.kinds),
+        roles: roles(query.roles),
         tags: query.tags,
         since: timestamp(query.since, "since")?,
         until: timestamp(query.until, "until")?,
@@ -394,6 +476,7 @@ fn list_query(query: w::ListQuery) -> memtide::Result<ListQuery> {
         statuses: query
             .statuses
             .map(|statuses| statuses.into_iter().map(Into::into).collect()),
+        roles: roles(query.roles),
         tags: query.tags,
         pinned: query.pinned,
         include_deleted: query.include_deleted,
@@ -598,6 +681,8 @@ impl From<MemoryItem> for w::MemoryItem {
             pinned: item.pinned,
             source: item.source.into(),
             content_hash: item.content_hash,
+            role: item.role.map(Into::into),
+            speaker: item.speaker,
             tags: item.tags,
             privacy: item.privacy.into(),
             created_at: item.created_at.to_rfc3339(),

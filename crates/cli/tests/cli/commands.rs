@@ -991,3 +991,63 @@ fn config_files_set_secrets_and_retention_and_purge_expired_erases() {
     let stderr = fails(&store, &["--config", off.to_str().unwrap(), "stats"], "");
     assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
 }
+
+#[test]
+fn ingest_messages_reads_a_conversation_and_list_filters_by_role() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let conversation = json!([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "name": "Caroline", "content": "I repaint my bike every spring."},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "A fresh coat keeps the rust away."},
+            {"type": "tool-call", "toolCallId": "c1", "toolName": "note", "input": {"bike": true}}]},
+    ])
+    .to_string();
+    let scope = ["--user", "alice", "--workspace", "w"];
+    let args: Vec<&str> = ["ingest-messages"].iter().chain(&scope).copied().collect();
+    let results = ok(store, &args, &conversation);
+    assert_eq!(
+        results,
+        [
+            json!({"message": 1, "part": 0, "id": "m000001", "outcome": "added"}),
+            json!({"message": 2, "part": 0, "id": "m000002", "outcome": "added"}),
+        ]
+    );
+    let mut with_tools = args.clone();
+    with_tools.extend([
+        "--include",
+        "toolCall",
+        "--speaker",
+        "assistant=Bot",
+        "--role",
+        "assistant",
+    ]);
+    let results = ok(store, &with_tools, &conversation);
+    assert_eq!(results.len(), 2, "the text merged, the call added");
+    assert_eq!(results[0]["outcome"], "merged");
+    assert_eq!(results[1]["part"], 1);
+    let call = &ok(store, &["get", results[1]["id"].as_str().unwrap()], "")[0];
+    assert_eq!(call["text"], "tool call note: {\"bike\":true}");
+    assert_eq!(call["speaker"], "Bot");
+    assert_eq!(call["source"]["kind"], "tool");
+
+    let users = ok(store, &["list", "--role", "user"], "");
+    assert_eq!(users.len(), 1);
+    assert_eq!(users[0]["speaker"], "Caroline");
+    assert_eq!(users[0]["role"], "user");
+
+    let err = fails(
+        store,
+        &args,
+        "[{\"role\": \"narrator\", \"content\": \"x\"}]",
+    );
+    assert!(
+        err.starts_with("error[INVALID_INPUT]: messages[0]: role"),
+        "{err}"
+    );
+    let err = fails(store, &args, "{\"role\": \"user\"}");
+    assert!(err.starts_with("error[INVALID_INPUT]"), "{err}");
+    let usage = memtide(store, &["ingest-messages", "--user", "alice"], "[]");
+    assert_eq!(usage.status.code(), Some(2), "--workspace is required");
+}

@@ -1,0 +1,46 @@
+// Types of `memtide/ai-sdk`: memory for the Vercel AI SDK (6.x) as a
+// language model middleware.
+import type { LanguageModelMiddleware } from "ai";
+import type { InjectQuery, Injection, Memory, MessageOptions, Scope } from "./index.js";
+
+/** The call parameters the AI SDK hands a middleware (`LanguageModelV3CallOptions`). */
+export type CallParams = Parameters<NonNullable<LanguageModelMiddleware["transformParams"]>>[0]["params"];
+
+export interface MemoryMiddlewareOptions {
+  /** An open store. */
+  memory: Memory;
+  /** Where memories are read and written: a scope, or a function of the call's params returning one. */
+  scope: Scope | ((params: CallParams) => Scope | Promise<Scope>);
+  /** Most tokens the injected block may take (default 1000). */
+  budgetTokens?: number;
+  /** The block's format (default Markdown). */
+  format?: InjectQuery["format"];
+  /** The block's instruction line ("" for none). */
+  preamble?: string;
+  /** Leave out memories less relevant than this (default 0.3). */
+  minRelevance?: number;
+  /** Most retrieved (non-pinned) candidates (default 20). */
+  limit?: number;
+  /**
+   * What to ingest after a completed call: `false` for nothing, or the
+   * `ingestMessages` options besides `scope` (default: the text the user
+   * and the assistant said).
+   */
+  ingest?: false | Omit<MessageOptions, "scope">;
+  /** Told of every block injected, with its citations (`[m1]` → memory id). */
+  onInject?: (injection: Injection) => void | Promise<void>;
+  /**
+   * When given, a failure of memtide (retrieval, ingest) is reported here
+   * and the call goes on without memory; without it the call fails.
+   */
+  onError?: (error: unknown) => void | Promise<void>;
+}
+
+/**
+ * The middleware: `transformParams` puts the memories relevant to the last
+ * user message into the system prompt within the budget; `wrapGenerate` and
+ * `wrapStream` ingest the user's message and the assistant's reply once the
+ * reply is complete (a stream when it finished without an error). A failed
+ * call ingests nothing.
+ */
+export function memoryMiddleware(options: MemoryMiddlewareOptions): LanguageModelMiddleware;

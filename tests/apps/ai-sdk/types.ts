@@ -1,0 +1,25 @@
+// Type-checked by tests/apps/ai-sdk.test.mjs (tsc --noEmit): memtide/ai-sdk's
+// types against the AI SDK's own.
+import { wrapLanguageModel, type LanguageModelMiddleware } from "ai";
+import { MockLanguageModelV3 } from "ai/test";
+import { Memory, type Injection } from "memtide";
+import { memoryMiddleware } from "memtide/ai-sdk";
+
+const memory = await Memory.open({ storage: "memory" });
+const middleware: LanguageModelMiddleware = memoryMiddleware({
+  memory,
+  scope: (params) => ({ userId: String(params.headers?.["x-user"] ?? "anon"), workspaceId: "chat" }),
+  budgetTokens: 400,
+  format: "xml",
+  ingest: { include: ["text", "toolCall"], roles: ["user"], speakers: { user: "Ana" } },
+  onInject: (injection: Injection) => void injection.citations.map((c) => c.id),
+  onError: (error) => console.error(error),
+});
+wrapLanguageModel({ model: new MockLanguageModelV3(), middleware });
+wrapLanguageModel({ model: new MockLanguageModelV3(), middleware: memoryMiddleware({ memory, scope: { userId: "u", workspaceId: "w" }, ingest: false }) });
+// @ts-expect-error the scope is required
+memoryMiddleware({ memory });
+// @ts-expect-error the scope is given once, not again in `ingest`
+memoryMiddleware({ memory, scope: { userId: "u", workspaceId: "w" }, ingest: { scope: { userId: "u", workspaceId: "w" } } });
+// @ts-expect-error not a part type
+memoryMiddleware({ memory, scope: { userId: "u", workspaceId: "w" }, ingest: { include: ["audio"] } });

@@ -1,0 +1,78 @@
+// Node tests of `ingestMessages` and the `role`/`speaker` fields through the
+// npm package (dist/memtide, from scripts/build-pkg.sh), lexical-only: the
+// shapes of OpenAI, Anthropic and the AI SDK as JavaScript holds them
+// (a `Date`, a `URL`), order, filters, errors and a reopen.
+// Run: node --test tests/js/messages.test.mjs
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+import { Memory, MemtideError } from "../../dist/memtide/node.js";
+import { mapAdapter } from "./map-adapter.mjs";
+
+const scope = { userId: "alice", workspaceId: "chat" };
+
+test("a conversation of mixed shapes becomes memories in order, with who said them", async () => {
+  const storage = mapAdapter();
+  const mem = await Memory.open({ storage });
+  const at = new Date("2024-05-01T10:00:00Z");
+  const results = await mem.ingestMessages([
+    { role: "system", content: "Be brief." },
+    { role: "user", name: "Caroline", content: "I started pottery classes on Tuesdays.", createdAt: at },
+    { role: "assistant", content: [{ type: "text", text: "Pottery is a calm hobby." }, { type: "tool_use", id: "t1", name: "note", input: {} }] },
+    { id: "ui1", role: "user", parts: [{ type: "step-start" }, { type: "text", text: "My teacher is <private>Mrs Olsen</private> Ingrid." }] },
+    { role: "user", content: [{ type: "image", image: new URL("https://example.com/vase.png") }] },
+  ], { scope, speakers: { assistant: "Bot" }, createdAt: "2024-05-01T10:00:00Z" });
+  assert.deepEqual(results.map((r) => [r.message, r.part, r.outcome]), [[1, 0, "added"], [2, 0, "added"], [3, 1, "added"]]);
+  const items = await Promise.all(results.map((r) => mem.get(r.id)));
+  assert.deepEqual(items.map((i) => [i.role, i.speaker]), [["user", "Caroline"], ["assistant", "Bot"], ["user", undefined]]);
+  assert.equal(items[2].text, "My teacher is Ingrid.");
+  assert.equal(items[2].source.ref, "ui1");
+  assert.equal(items[1].follows, items[0].id);
+  assert.equal(items[2].follows, items[1].id);
+  assert.ok(items.every((i) => i.createdAt === "2024-05-01T10:00:00.000Z"));
+
+  const hits = await mem.retrieve({ text: "pottery", scope, roles: ["assistant"], explain: true });
+  assert.deepEqual(hits.map((h) => h.item.text), ["Pottery is a calm hobby."]);
+  assert.deepEqual(hits[0].policy.filters, ["roles"]);
+  assert.equal((await mem.list({ roles: ["user"] })).items.length, 2);
+  await mem.close();
+
+  const again = await Memory.open({ storage });
+  assert.deepEqual(await again.get(items[0].id), items[0]);
+  await again.close();
+});
+
+test("tool parts, images and system messages come in when asked for", async () => {
+  const mem = await Memory.open({ storage: "memory" });
+  const results = await mem.ingestMessages([
+    { role: "system", content: "Be brief." },
+    { role: "assistant", content: [{ type: "tool-call", toolCallId: "c1", toolName: "weather", input: { city: "Oslo" } }] },
+    { role: "tool", content: [{ type: "tool-result", toolCallId: "c1", toolName: "weather", output: { type: "text", value: "rain" } }] },
+    { role: "user", content: [{ type: "image", image: new URL("https://example.com/vase.png") }] },
+  ], { scope, include: ["text", "toolCall", "toolResult", "image"], roles: ["user", "assistant", "system"] });
+  const texts = await Promise.all(results.map(async (r) => (await mem.get(r.id)).text));
+  assert.deepEqual(texts, ["Be brief.", 'tool call weather: {"city":"Oslo"}', "tool result weather: rain", "[image https://example.com/vase.png]"]);
+  await mem.close();
+});
+
+test("bad messages and options are INVALID_INPUT and store nothing", async () => {
+  const mem = await Memory.open({ storage: "memory" });
+  const bad = [
+    [[{ role: "narrator", content: "x" }], { scope }, /messages\[0\]: role/],
+    [[{ role: "user", content: 7 }], { scope }, /content must be/],
+    [{ role: "user", content: "x" }, { scope }, /messages must be an array/],
+    [[{ role: "user", content: "x" }], { scope, include: ["audio"] }, /options/],
+    [[{ role: "user", content: "x" }], { scope, speakers: { user: "" } }, /speaker/],
+    [[{ role: "user", content: "x" }], { scope: { userId: "", workspaceId: "w" } }, /userId/],
+  ];
+  for (const [messages, options, pattern] of bad) {
+    await assert.rejects(mem.ingestMessages(messages, options), (error) => {
+      assert.ok(error instanceof MemtideError);
+      assert.equal(error.code, "INVALID_INPUT", error.message);
+      assert.match(error.message, pattern);
+      return true;
+    });
+  }
+  assert.equal((await mem.stats()).items, 0);
+  await mem.close();
+});
