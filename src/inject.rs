@@ -187,8 +187,10 @@ fn render(
     render_within(candidates, budget_tokens, budget_tokens, format, preamble, counter)
 }
 
-/// Renders candidates into a block as described above, with the entries of pinned memories taking at most
-/// `pinned_tokens` of the budget together: a pinned entry that would pass
+/// Renders candidates (already ordered: pinned first, then by rank) into
+/// one block of at most `budget_tokens` tokens, as `render` does, with the
+/// entries of pinned memories taking at most `pinned_tokens` of the budget
+/// together: a pinned entry that would pass
 /// it is left out (in `dropped`), so the rest of the budget stays for the
 /// retrieved memories.
 pub fn render_within(
