@@ -79,10 +79,10 @@ impl Engine {
             .filter(|f| filter.matches_files_of(&f.scope))
             .collect();
         let mut out = format!("{{\"format\":\"{EXPORT_FORMAT}\",");
-        let keyed = items
-            .iter()
-            .any(|i| {
-            i.key.is_some() || i.metadata.is_some() || !i.history.is_empty()
+        let keyed = items.iter().any(|i| {
+            i.key.is_some()
+                || i.metadata.is_some()
+                || !i.history.is_empty()
                 || i.role.is_some()
                 || i.speaker.is_some()
         });
@@ -104,7 +104,8 @@ impl Engine {
             "checksum",
             &items_json,
         ));
-        if version != VERSION_WITHOUT_FILES {
+        // Version 3 holds a files part only when it has files.
+        if !files.is_empty() {
             let files_json = to_json(&files, "[]");
             out.push(',');
             out.push_str(&checksummed_part(

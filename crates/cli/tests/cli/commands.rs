@@ -1017,6 +1017,8 @@ fn ingest_messages_reads_a_conversation_and_list_filters_by_role() {
     let mut with_tools = args.clone();
     with_tools.extend([
         "--include",
+        "text",
+        "--include",
         "toolCall",
         "--speaker",
         "assistant=Bot",
