@@ -111,7 +111,11 @@ blocks.forEach((code, i) => {
   test(`pkg-template/README.md workerd example ${i + 1} (${name}) runs in workerd`, async (t) => {
     const harness = harnesses[name];
     const dir = await mkdtemp(join(tmpdir(), "memtide-readme-workerd-"));
-    t.after(() => rm(dir, { recursive: true, force: true }));
+    let mf;
+    t.after(async () => {
+      await mf?.dispose();
+      await rm(dir, { recursive: true, force: true });
+    });
     await symlink(fileURLToPath(new URL("node_modules", import.meta.url)), join(dir, "node_modules"), "dir");
     await writeFile(join(dir, "readme.js"), code);
     await writeFile(join(dir, "index.js"), harness.entry);
@@ -121,7 +125,7 @@ blocks.forEach((code, i) => {
     const outdir = join(dir, "out");
     await run(wrangler, ["deploy", "--dry-run", "--outdir", outdir], { cwd: dir, env });
 
-    const mf = new Miniflare({
+    mf = new Miniflare({
       modules: true,
       scriptPath: join(outdir, "index.js"),
       modulesRoot: outdir,
@@ -134,7 +138,6 @@ blocks.forEach((code, i) => {
       host: "127.0.0.1",
       cf: false,
     });
-    t.after(() => mf.dispose());
     const post = async (path, body) => {
       const response = await mf.dispatchFetch(`http://127.0.0.1${path}?user=${scope.userId}`, { method: "POST", body: JSON.stringify(body) });
       return { status: response.status, body: await response.text() };
