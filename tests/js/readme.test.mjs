@@ -7,8 +7,9 @@
 // is (scripts/fetch-model.sh's directory unless set). Blocks for another
 // runtime are fenced with its name and not run here: ```js browser blocks
 // run in Chromium (readme-browser.test.mjs), the package README's ```js deno
-// blocks in Deno (readme-deno.test.mjs); ```js workerd ones are the code of
-// the examples, tested in workerd (examples/cloudflare-*).
+// blocks in Deno (readme-deno.test.mjs), its ```js workerd blocks verbatim
+// in workerd, bundled by Wrangler from the packed tarball
+// (tests/apps/readme-workerd.test.mjs, after scripts/pack-apps.sh).
 import { test } from "node:test";
 import { readFile, writeFile, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
