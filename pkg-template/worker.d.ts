@@ -33,6 +33,10 @@ export declare class WorkerMemory implements Omit<Memory, "setModel"> {
   static open(worker: Worker | SharedWorker, options?: WorkerOpenOptions): Promise<WorkerMemory>;
   setModel(model: WorkerModel, options?: WorkerModelOptions): Promise<number>;
   ingest: Memory["ingest"];
+  ingestMessages: Memory["ingestMessages"];
+  upsert: Memory["upsert"];
+  getByKey: Memory["getByKey"];
+  history: Memory["history"];
   retrieve: Memory["retrieve"];
   inject: Memory["inject"];
   get: Memory["get"];
@@ -40,6 +44,7 @@ export declare class WorkerMemory implements Omit<Memory, "setModel"> {
   update: Memory["update"];
   delete: Memory["delete"];
   deleteAll: Memory["deleteAll"];
+  purgeExpired: Memory["purgeExpired"];
   export: Memory["export"];
   import: Memory["import"];
   stats: Memory["stats"];

@@ -22,9 +22,10 @@ import { MemtideError } from "./error.js";
 import { fetchModel } from "./model.js";
 
 /** The calls a page may make, and those that change the store. */
-const READS = ["retrieve", "inject", "get", "list", "export", "stats", "file", "renderHotFile", "refresh"];
-const WRITES = ["setModel", "ingest", "update", "delete", "deleteAll", "import", "syncFile", "removeFile",
-  "memoryTool", "readHotFile"];
+const READS = ["retrieve", "inject", "get", "getByKey", "history", "list", "export", "stats", "file",
+  "renderHotFile", "refresh"];
+const WRITES = ["setModel", "ingest", "ingestMessages", "upsert", "update", "delete", "deleteAll",
+  "purgeExpired", "import", "syncFile", "removeFile", "memoryTool", "readHotFile"];
 /** The calls whose last argument is `{ onProgress, signal }`, by its index. */
 const OBSERVED = { ingest: 1, import: 1, setModel: 1 };
 
@@ -176,6 +177,10 @@ export class WorkerMemory {
 
   setModel(model, options) { return this.#call("setModel", [model, options]); }
   ingest(input, options) { return this.#call("ingest", [input, options]); }
+  ingestMessages(messages, options) { return this.#call("ingestMessages", [messages, options]); }
+  upsert(input) { return this.#call("upsert", [input]); }
+  getByKey(options) { return this.#call("getByKey", [options]); }
+  history(id) { return this.#call("history", [id]); }
   retrieve(query) { return this.#call("retrieve", [query]); }
   inject(query) { return this.#call("inject", [query]); }
   get(id) { return this.#call("get", [id]); }
@@ -183,6 +188,7 @@ export class WorkerMemory {
   update(id, patch) { return this.#call("update", [id, patch]); }
   delete(id, options) { return this.#call("delete", [id, options]); }
   deleteAll(options) { return this.#call("deleteAll", [options]); }
+  purgeExpired() { return this.#call("purgeExpired", []); }
   export(filter) { return this.#call("export", [filter]); }
   import(data, options) { return this.#call("import", [data, options]); }
   stats(filter) { return this.#call("stats", [filter]); }

@@ -391,7 +391,7 @@ impl Harness {
         let query_terms: BTreeSet<String> = text::terms(&query.text).into_iter().collect();
         for id in &used {
             let item = &before[id];
-            assert_out_of_scope_never_seen(item, &query);
+            assert_out_of_scope_never_seen(item, query);
             assert!(
                 visible(item, query, now),
                 "injected a hidden memory: {item:?}"
@@ -418,7 +418,7 @@ impl Harness {
             let item = before
                 .get(id)
                 .unwrap_or_else(|| panic!("dropped {id} is not stored"));
-            assert_out_of_scope_never_seen(item, &query);
+            assert_out_of_scope_never_seen(item, query);
             assert!(
                 visible(item, query, now),
                 "reported a hidden memory as dropped: {item:?}"

@@ -112,7 +112,12 @@ test("a store in a dedicated worker: results, error codes, progress, abort, the 
   assert.deepEqual(out.notFound, { isClass: true, code: "NOT_FOUND" });
   assert.equal(out.invalid, "INVALID_INPUT");
   assert.deepEqual(out.aborted, { code: "ABORTED", isClass: true });
-  assert.deepEqual(out.done, [0, 64]);
+  // The abort crosses from the page to the worker as a message, so the
+  // worker may start a batch or two more before it sees it; it stops at a
+  // batch boundary, before the last, and commits nothing.
+  assert.deepEqual(out.done.slice(0, 2), [0, 64]);
+  assert.ok(out.done.every((d, i) => i === 0 || d - out.done[i - 1] === 64), `${out.done}`);
+  assert.ok(out.done.at(-1) < 300, `${out.done}`);
   assert.equal(out.stats.items, 2, "the aborted ingest stored nothing");
   assert.equal(out.stats.retrievalMode, "hybrid");
   assert.ok(out.wasmBytes > 20 * 1024 * 1024, "the model lives in the worker");

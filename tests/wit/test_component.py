@@ -189,6 +189,8 @@ def memory_input(text, in_scope, **extra):
         created_at=None,
         key=None,
         metadata=None,
+        role=None,
+        speaker=None,
     )
     fields.update(extra)
     return record(**fields)
@@ -200,6 +202,7 @@ def retrieve_query(text, in_scope, **extra):
         scope=in_scope,
         limit=None,
         kinds=None,
+        roles=None,
         tags=None,
         since=None,
         until=None,
@@ -219,6 +222,7 @@ def list_query(**extra):
         scope=None,
         kinds=None,
         statuses=None,
+        roles=None,
         tags=None,
         pinned=None,
         include_deleted=False,

@@ -1045,7 +1045,7 @@ fn ingest_messages_reads_a_conversation_and_list_filters_by_role() {
         "[{\"role\": \"narrator\", \"content\": \"x\"}]",
     );
     assert!(
-        err.starts_with("error[INVALID_INPUT]: messages[0]: role"),
+        err.starts_with("error[INVALID_INPUT]: ") && err.contains("messages[0]: role"),
         "{err}"
     );
     let err = fails(store, &args, "{\"role\": \"user\"}");
