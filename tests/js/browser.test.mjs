@@ -7,16 +7,12 @@
 // IndexedDB, and errors.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
-import { extname } from "node:path";
-import { launchChromium } from "./chromium.mjs";
+import { servePackage } from "./chromium.mjs";
 
-const root = new URL("../../", import.meta.url);
 const modelDir = process.env.MEMTIDE_MODEL_DIR ??
   execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" }).trim().split("\n").pop();
-const types = { ".js": "text/javascript", ".wasm": "application/wasm", ".html": "text/html", ".json": "application/json" };
 const page = `<!doctype html><meta charset="utf-8"><title>memtide package test</title>
 <script type="module">
   import { Memory, MemtideError } from "/dist/memtide/browser.js";
@@ -25,46 +21,22 @@ const page = `<!doctype html><meta charset="utf-8"><title>memtide package test</
   document.title = "ready";
 </script>`;
 
-let server;
+let site;
 let base;
 let browser;
-const requests = [];
+let requests;
+const openTab = (context) => site.openTab(context);
 
 before(async () => {
-  server = createServer(async (req, res) => {
-    const path = new URL(req.url, "http://x").pathname;
-    requests.push(path);
-    try {
-      let body;
-      if (path === "/") body = page;
-      else if (path.startsWith("/model/")) body = await readFile(`${modelDir}/${path.slice(7)}`);
-      else if (path.startsWith("/dist/memtide/")) {
-        body = await readFile(new URL(path.slice(1), root));
-      }
-      else throw new Error("not found");
-      res.writeHead(200, { "content-type": types[extname(path)] ?? "text/html", "content-length": Buffer.byteLength(body) });
-      res.end(body);
-    } catch {
-      res.writeHead(404).end();
-    }
+  site = await servePackage(async (path) => {
+    if (path === "/") return page;
+    if (path.startsWith("/model/")) return readFile(`${modelDir}/${path.slice(7)}`);
+    return undefined;
   });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await launchChromium();
+  ({ base, browser, requests } = site);
 });
 
-after(async () => {
-  await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
-});
-
-async function openTab(context) {
-  const tab = await context.newPage();
-  tab.on("pageerror", (e) => console.error("page error:", e));
-  await tab.goto(base);
-  await tab.waitForFunction(() => document.title === "ready");
-  return tab;
-}
+after(() => site?.close());
 
 test("IndexedDB by default, kept across a reload; the model cached after the first load", async () => {
   const context = await browser.newContext();

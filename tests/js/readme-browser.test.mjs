@@ -8,11 +8,9 @@
 // The model files are served at /models/minilm/, as the README hosts them.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
-import { extname } from "node:path";
-import { launchChromium } from "./chromium.mjs";
+import { servePackage } from "./chromium.mjs";
 
 const root = new URL("../../", import.meta.url);
 const modelDir = process.env.MEMTIDE_MODEL_DIR ??
@@ -28,38 +26,23 @@ const page = `<!doctype html><meta charset="utf-8"><title>loading</title>
   console.assert = (condition, ...message) => { if (!condition) throw new Error("console.assert failed: " + message.join(" ")); };
   document.title = "ready";
 </script>`;
-const types = { ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
 
-let server;
+let site;
 let base;
 let browser;
 
 before(async () => {
-  server = createServer(async (req, res) => {
-    const path = new URL(req.url, "http://x").pathname;
-    try {
-      let body;
-      if (path === "/") body = page;
-      else if (/^\/example\/\d+\.js$/.test(path)) body = blocks[Number(path.match(/\d+/)[0])];
-      else if (path.startsWith("/example/") && workers.has(path.slice(9))) body = workers.get(path.slice(9));
-      else if (path.startsWith("/models/minilm/")) body = await readFile(`${modelDir}/${path.slice(15)}`);
-      else if (path.startsWith("/dist/memtide/")) body = await readFile(new URL(path.slice(1), root));
-      else throw new Error("not found");
-      res.writeHead(200, { "content-type": types[extname(path)] ?? "text/html", "content-length": Buffer.byteLength(body) });
-      res.end(body);
-    } catch {
-      res.writeHead(404).end();
-    }
+  site = await servePackage(async (path) => {
+    if (path === "/") return page;
+    if (/^\/example\/\d+\.js$/.test(path)) return blocks[Number(path.match(/\d+/)[0])];
+    if (path.startsWith("/example/") && workers.has(path.slice(9))) return workers.get(path.slice(9));
+    if (path.startsWith("/models/minilm/")) return readFile(`${modelDir}/${path.slice(15)}`);
+    return undefined;
   });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await launchChromium();
+  ({ base, browser } = site);
 });
 
-after(async () => {
-  await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
-});
+after(() => site?.close());
 
 test("the package README has browser examples", () => {
   assert.ok(blocks.length > 0);

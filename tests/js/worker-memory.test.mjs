@@ -10,16 +10,12 @@
 // database and told by `onChange`.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
-import { extname } from "node:path";
-import { launchChromium } from "./chromium.mjs";
+import { servePackage } from "./chromium.mjs";
 
-const root = new URL("../../", import.meta.url);
 const modelDir = process.env.MEMTIDE_MODEL_DIR ??
   execFileSync("bash", ["scripts/fetch-model.sh"], { encoding: "utf8" }).trim().split("\n").pop();
-const types = { ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
 const page = `<!doctype html><meta charset="utf-8"><title>memtide worker test</title>
 <script type="module">
   import { WorkerMemory } from "/dist/memtide/worker.js";
@@ -29,45 +25,22 @@ const page = `<!doctype html><meta charset="utf-8"><title>memtide worker test</t
 </script>`;
 const workerScript = `import { serve } from "/dist/memtide/worker.js";\nserve();\n`;
 
-let server;
+let site;
 let base;
 let browser;
-const requests = [];
+const openTab = (context) => site.openTab(context);
 
 before(async () => {
-  server = createServer(async (req, res) => {
-    const path = new URL(req.url, "http://x").pathname;
-    requests.push(path);
-    try {
-      let body;
-      if (path === "/") body = page;
-      else if (path === "/store-worker.js") body = workerScript;
-      else if (path.startsWith("/model/")) body = await readFile(`${modelDir}/${path.slice(7)}`);
-      else if (path.startsWith("/dist/memtide/")) body = await readFile(new URL(path.slice(1), root));
-      else throw new Error("not found");
-      res.writeHead(200, { "content-type": types[extname(path)] ?? "text/html", "content-length": Buffer.byteLength(body) });
-      res.end(body);
-    } catch {
-      res.writeHead(404).end();
-    }
+  site = await servePackage(async (path) => {
+    if (path === "/") return page;
+    if (path === "/store-worker.js") return workerScript;
+    if (path.startsWith("/model/")) return readFile(`${modelDir}/${path.slice(7)}`);
+    return undefined;
   });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await launchChromium();
+  ({ base, browser } = site);
 });
 
-after(async () => {
-  await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
-});
-
-async function openTab(context) {
-  const tab = await context.newPage();
-  tab.on("pageerror", (e) => console.error("page error:", e));
-  await tab.goto(base);
-  await tab.waitForFunction(() => document.title === "ready");
-  return tab;
-}
+after(() => site?.close());
 
 test("a store in a dedicated worker: results, error codes, progress, abort, the model from a URL", async () => {
   const context = await browser.newContext();
