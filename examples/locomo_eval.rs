@@ -31,35 +31,13 @@ const THRESHOLDS: [f32; 13] = [
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let model_dir = match args.iter().position(|a| a == "--model") {
-        Some(i) if i + 1 < args.len() => {
-            let dir = args.remove(i + 1);
-            args.remove(i);
-            Some(dir)
-        }
-        _ => None,
-    };
-    let rank = match args.iter().position(|a| a == "--rank") {
-        Some(i) if i + 1 < args.len() => {
-            let json = args.remove(i + 1);
-            args.remove(i);
-            Some(json)
-        }
-        _ => None,
-    };
-    let inject = match args.iter().position(|a| a == "--inject") {
-        Some(i) => {
-            args.remove(i);
-            true
-        }
-        None => false,
-    };
-    let speakers = match args.iter().position(|a| a == "--speaker-field") {
-        Some(i) => {
-            args.remove(i);
-            Speakers::Field
-        }
-        None => Speakers::Prefix,
+    let model_dir = take_value(&mut args, "--model");
+    let rank = take_value(&mut args, "--rank");
+    let inject = take_flag(&mut args, "--inject");
+    let speakers = if take_flag(&mut args, "--speaker-field") {
+        Speakers::Field
+    } else {
+        Speakers::Prefix
     };
     let path = args
         .pop()
@@ -185,6 +163,28 @@ fn report_injection(loaded: &mut Loaded) -> Result<(), String> {
 }
 
 /// Loads MiniLM from a model directory, if one was given.
+/// Removes `--name VALUE` from `args` and returns the value.
+fn take_value(args: &mut Vec<String>, name: &str) -> Option<String> {
+    let i = args.iter().position(|a| a == name)?;
+    if i + 1 >= args.len() {
+        return None;
+    }
+    let value = args.remove(i + 1);
+    args.remove(i);
+    Some(value)
+}
+
+/// Removes `--name` from `args`; whether it was there.
+fn take_flag(args: &mut Vec<String>, name: &str) -> bool {
+    match args.iter().position(|a| a == name) {
+        Some(i) => {
+            args.remove(i);
+            true
+        }
+        None => false,
+    }
+}
+
 fn load_model(dir: Option<&str>) -> Result<Option<Arc<dyn Embedder>>, String> {
     let Some(dir) = dir else { return Ok(None) };
     #[cfg(feature = "semantic")]
