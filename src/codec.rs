@@ -197,15 +197,11 @@ pub fn version_for(uses_files: bool) -> u16 {
     }
 }
 
-/// Encodes a memory item record: version 5 when it has a key, metadata,
-/// history, a role or a speaker, else 2 for a chunk of a file, else 1.
+/// Encodes a memory item record: version 5 when it has a field of that
+/// version ([`MemoryItem::uses_v5_fields`]), else 2 for a chunk of a file,
+/// else 1.
 pub fn encode_item(item: &MemoryItem) -> Vec<u8> {
-    let version = if item.key.is_some()
-        || item.metadata.is_some()
-        || !item.history.is_empty()
-        || item.role.is_some()
-        || item.speaker.is_some()
-    {
+    let version = if item.uses_v5_fields() {
         KEYED_FORMAT_VERSION
     } else {
         version_for(item.source_lines.is_some())

@@ -318,6 +318,9 @@ mod tests {
             key: None,
             metadata: None,
             history: Vec::new(),
+            superseded_at: None,
+            superseded_by: None,
+            supersedes: Vec::new(),
         }
     }
 
@@ -485,6 +488,7 @@ mod tests {
             .filter(|item| {
                 &item.scope == scope
                     && !item.is_deleted()
+                    && !item.is_superseded()
                     && !item.is_file_chunk()
                     && negated(&item.text) == negated(text)
             })

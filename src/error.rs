@@ -53,6 +53,11 @@ pub enum Error {
     /// committed before is kept, see [`crate::progress`].
     #[error("aborted: {0}")]
     Aborted(String),
+    /// An extractor's operations (`docs/memory-model.md`, "Extraction")
+    /// are malformed, too large, or name a memory the extractor was not
+    /// shown; none of them was applied.
+    #[error("invalid operations: {0}")]
+    InvalidOperations(String),
 }
 
 impl Error {
@@ -66,6 +71,7 @@ impl Error {
     pub fn at(self, place: &str) -> Self {
         match self {
             Error::InvalidInput(m) => Error::InvalidInput(format!("{place}: {m}")),
+            Error::InvalidOperations(m) => Error::InvalidOperations(format!("{place}: {m}")),
             Error::TooLarge { what, size, limit } => Error::TooLarge {
                 what: format!("{place}: {what}"),
                 size,
@@ -77,7 +83,7 @@ impl Error {
 
     /// Stable machine-readable code: `INVALID_INPUT`, `TOO_LARGE`,
     /// `NOT_FOUND`, `STORAGE`, `QUOTA_EXCEEDED`, `CORRUPT`,
-    /// `VERSION_MISMATCH`, `MODEL`, `ABORTED`.
+    /// `VERSION_MISMATCH`, `MODEL`, `ABORTED`, `INVALID_OPERATIONS`.
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidInput(_) => "INVALID_INPUT",
@@ -89,6 +95,7 @@ impl Error {
             Error::VersionMismatch { .. } => "VERSION_MISMATCH",
             Error::Model(_) => "MODEL",
             Error::Aborted(_) => "ABORTED",
+            Error::InvalidOperations(_) => "INVALID_OPERATIONS",
         }
     }
 }

@@ -34,6 +34,10 @@ pub enum HistoryKind {
     Deleted,
     /// Restored after a soft delete.
     Restored,
+    /// A newer memory (`other`) took its place.
+    Superseded,
+    /// It took the place of an older memory (`other`).
+    Supersedes,
 }
 
 /// One event of a memory's history.
@@ -53,6 +57,11 @@ pub struct HistoryEvent {
     /// For `pinned`: the new state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned: Option<bool>,
+    /// For `superseded` and `supersedes`: the id of the other memory
+    /// (removed when that memory is hard-deleted, which leaves no trace of
+    /// it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other: Option<String>,
 }
 
 impl HistoryEvent {
@@ -64,6 +73,7 @@ impl HistoryEvent {
             fields: Vec::new(),
             status: None,
             pinned: None,
+            other: None,
         }
     }
 }

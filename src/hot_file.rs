@@ -105,10 +105,12 @@ fn pinned_of<'a>(engine: &'a Engine, scope: &Scope) -> Vec<&'a MemoryItem> {
 }
 
 /// True for a memory a block of `scope` may list: of exactly that scope,
-/// live, not rejected, not a chunk of a file.
+/// live (neither deleted nor superseded), not rejected, not a chunk of a
+/// file.
 fn is_listed(item: &MemoryItem, scope: &Scope) -> bool {
     &item.scope == scope
         && !item.is_deleted()
+        && !item.is_superseded()
         && item.status != Status::Rejected
         && !item.is_file_chunk()
 }

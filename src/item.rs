@@ -565,6 +565,19 @@ pub struct MemoryItem {
     /// [`crate::history`]; `created` and merges are not stored here).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<HistoryEvent>,
+    /// When a newer memory took this one's place (`docs/memory-model.md`,
+    /// "Supersession"): a superseded memory is never retrieved or injected
+    /// but stays readable until it is hard-deleted. It stays set when the
+    /// successor is erased: an erasure does not bring an old fact back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_at: Option<Timestamp>,
+    /// The memory that took this one's place (absent once that one is
+    /// hard-deleted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// The memories this one took the place of, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub supersedes: Vec<String>,
 }
 
 impl MemoryItem {
@@ -583,6 +596,24 @@ impl MemoryItem {
     /// True when soft-deleted.
     pub fn is_deleted(&self) -> bool {
         self.deleted_at.is_some()
+    }
+
+    /// True when a newer memory took its place.
+    pub fn is_superseded(&self) -> bool {
+        self.superseded_at.is_some()
+    }
+
+    /// True when the record holds a field of version 5 records
+    /// (`docs/format.md`, section 2.1): a key, metadata, history, who said
+    /// it, or a supersession link.
+    pub fn uses_v5_fields(&self) -> bool {
+        self.key.is_some()
+            || self.metadata.is_some()
+            || !self.history.is_empty()
+            || self.role.is_some()
+            || self.speaker.is_some()
+            || self.superseded_at.is_some()
+            || !self.supersedes.is_empty()
     }
 
     /// The place this chunk of a file holds, when it is one: the file's path

@@ -70,6 +70,7 @@ internal! {
     metadata;
     memory_tool;
     messages;
+    operations;
     policy;
     rank;
     retention;
@@ -96,6 +97,9 @@ pub use memory::{block_on, AsyncMemory, Memory};
 pub use memory_tool::MemoryToolResult;
 pub use messages::{MessageIngestResult, MessageOptions, PartType};
 pub use metadata::Metadata;
+pub use operations::{
+    parse_operations, Operation, OperationsRequest, OperationsResult, Supersession,
+};
 pub use policy::Admission;
 pub use rank::{RankParams, ScoreBreakdown};
 pub use retention::{RetentionConfig, ScopeRetention};

@@ -34,6 +34,7 @@ use crate::layout::{self, Layout, Read};
 use crate::memory_tool::{self, MemoryToolResult};
 use crate::progress::Progress;
 use crate::messages::{self, MessageIngestResult, MessageOptions};
+use crate::operations::{OperationsRequest, OperationsResult};
 use crate::storage::{AsyncStorage, Batch, Expect, Storage, StorageError};
 use crate::text::tokens::{EstimatedTokens, TokenCounter};
 
@@ -540,6 +541,16 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
         self.engine.history(id)
     }
 
+    /// Applies an extractor's operations in one commit; see
+    /// [`Engine::apply_operations`].
+    pub async fn apply_operations(
+        &mut self,
+        request: OperationsRequest,
+    ) -> Result<OperationsResult> {
+        self.write(|engine, env, txn| engine.apply_operations(request.clone(), env, txn))
+            .await
+    }
+
     /// The memory holding `key` in exactly `scope`, if any.
     pub fn get_by_key(&self, scope: &Scope, key: &str) -> Option<MemoryItem> {
         let id = self.engine.holder_of_key(scope, key)?;
@@ -738,6 +749,11 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     /// Stores keyed memories; see [`Engine::upsert`].
     pub fn upsert(&mut self, inputs: Vec<MemoryInput>) -> Result<Vec<IngestResult>> {
         block_on(self.inner.upsert(inputs))?
+    }
+
+    /// Applies an extractor's operations; see [`Engine::apply_operations`].
+    pub fn apply_operations(&mut self, request: OperationsRequest) -> Result<OperationsResult> {
+        block_on(self.inner.apply_operations(request))?
     }
 
     /// Ingests chat messages; see [`AsyncMemory::ingest_messages`].

@@ -38,6 +38,8 @@ pub enum Exclusion {
     TimeRange,
     /// Its metadata lacks a requested key or value.
     Metadata,
+    /// A newer memory took its place (`supersededBy`).
+    Superseded,
 }
 
 /// The query-side inputs of the policy.
@@ -143,6 +145,9 @@ pub fn check(item: &MemoryItem, vis: &Visibility<'_>) -> Result<(), Exclusion> {
     }
     if item.is_deleted() {
         return Err(Exclusion::Deleted);
+    }
+    if item.is_superseded() {
+        return Err(Exclusion::Superseded);
     }
     match item.status {
         Status::Rejected => return Err(Exclusion::Rejected),

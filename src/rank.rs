@@ -420,6 +420,9 @@ mod tests {
             key: None,
             metadata: None,
             history: Vec::new(),
+            superseded_at: None,
+            superseded_by: None,
+            supersedes: Vec::new(),
         }
     }
 

@@ -173,6 +173,7 @@ impl Engine {
     pub fn delete(&mut self, id: &str, hard: bool, now: Timestamp, txn: &mut Txn) -> Result<()> {
         let item = self.get(id)?.clone();
         if hard {
+            self.unlink_supersessions(id, txn);
             // Erasing leaves no trace: the memories that followed this one
             // forget the link.
             for follower in self.followers.get(id).cloned().unwrap_or_default() {
@@ -263,7 +264,9 @@ impl Engine {
             stats.deleted += usize::from(item.is_deleted());
             stats.pending += usize::from(item.status == Status::Pending);
             stats.rejected += usize::from(item.status == Status::Rejected);
-            stats.active += usize::from(!item.is_deleted() && item.status != Status::Rejected);
+            stats.active += usize::from(
+                !item.is_deleted() && !item.is_superseded() && item.status != Status::Rejected,
+            );
             stats.pinned += usize::from(item.pinned);
             *stats
                 .by_kind
@@ -289,6 +292,7 @@ impl Engine {
 fn list_matches(item: &MemoryItem, q: &ListQuery) -> bool {
     q.scope.matches_item(item)
         && (q.include_deleted || !item.is_deleted())
+        && (q.include_superseded || !item.is_superseded())
         && q.kinds.as_ref().is_none_or(|k| k.contains(&item.kind))
         && q.roles
             .as_ref()

@@ -47,6 +47,10 @@ pub struct Limits {
     pub max_metadata_bytes: usize,
     /// Most history events kept per memory (oldest dropped first).
     pub max_history_events: usize,
+    /// Most operations in one extractor output (`applyOperations`).
+    pub max_operations: usize,
+    /// Longest extractor output `applyOperations` parses, in bytes.
+    pub max_operations_bytes: usize,
 }
 
 impl Default for Limits {
@@ -62,6 +66,8 @@ impl Default for Limits {
             max_file_bytes: 1024 * 1024,
             max_metadata_bytes: 16 * 1024,
             max_history_events: 32,
+            max_operations: 100,
+            max_operations_bytes: 256 * 1024,
         }
     }
 }
@@ -202,6 +208,12 @@ pub struct MemoryInput {
     /// bytes, no control characters).
     #[serde(default)]
     pub speaker: Option<String>,
+    /// For `upsert`: when a memory of the scope holds the input's key, keep
+    /// it as a superseded memory (out of retrieval, readable, linked to the
+    /// new one) instead of replacing it in place (`docs/memory-model.md`,
+    /// "Supersession"). Default false.
+    #[serde(default)]
+    pub supersede: Option<bool>,
 }
 
 impl MemoryInput {
@@ -221,6 +233,7 @@ impl MemoryInput {
             metadata: None,
             role: None,
             speaker: None,
+            supersede: None,
         }
     }
 }
@@ -236,6 +249,10 @@ pub enum IngestOutcome {
     /// Replaced the memory holding the same key in the same scope (`id`
     /// names it; `upsert` only).
     Replaced,
+    /// Stored as a new memory that supersedes the one holding the same key
+    /// in the same scope (`upsert` with `supersede`; `supersedes` names
+    /// the old one).
+    Superseded,
     /// Not stored (`reason` says why).
     Skipped,
 }
@@ -555,6 +572,8 @@ pub struct ListQuery {
     pub limit: Option<usize>,
     /// Continue after this cursor (from a previous page's `nextCursor`).
     pub cursor: Option<String>,
+    /// Include superseded memories (those a newer one took the place of).
+    pub include_superseded: bool,
 }
 
 /// One page of a listing, newest first.
@@ -591,7 +610,7 @@ pub struct PurgeResult {
 pub struct Stats {
     /// All memories, including soft-deleted ones.
     pub items: usize,
-    /// Memories neither deleted nor rejected.
+    /// Memories neither deleted, superseded nor rejected.
     pub active: usize,
     /// Soft-deleted memories.
     pub deleted: usize,

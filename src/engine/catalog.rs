@@ -115,6 +115,10 @@ impl Engine {
                 // duplicate detection or conversation threads.
                 if item.is_file_chunk() {
                     self.index_file_chunk(&item, true);
+                } else if item.is_superseded() {
+                    // A superseded memory gave its key to its successor and
+                    // takes no part in duplicates or threads: the same text
+                    // said again is a new fact, not a merge into an old one.
                 } else if let Some(k) = &item.key {
                     // Keyed memories are the caller's records: found by
                     // key, never by text, and in no conversation thread.

@@ -79,13 +79,7 @@ impl Engine {
             .filter(|f| filter.matches_files_of(&f.scope))
             .collect();
         let mut out = format!("{{\"format\":\"{EXPORT_FORMAT}\",");
-        let keyed = items.iter().any(|i| {
-            i.key.is_some()
-                || i.metadata.is_some()
-                || !i.history.is_empty()
-                || i.role.is_some()
-                || i.speaker.is_some()
-        });
+        let keyed = items.iter().any(|i| i.uses_v5_fields());
         let version = if keyed {
             EXPORT_VERSION
         } else if files.is_empty() {
@@ -173,12 +167,16 @@ impl Engine {
                 }
             }
             let hash_key = (self.scope_key(&item.scope), item.content_hash.clone());
-            // Chunks belong to their file and never merge.
+            // Chunks belong to their file and never merge; a superseded
+            // memory is an old version, imported as it is.
             let existing_same_text = self
                 .by_hash
                 .get(&hash_key)
                 .filter(|other| {
-                    **other != item.id && !item.is_file_chunk() && item.key.is_none()
+                    **other != item.id
+                        && !item.is_file_chunk()
+                        && item.key.is_none()
+                        && !item.is_superseded()
                 })
                 .cloned();
             if self.entries.contains_key(&item.id) {

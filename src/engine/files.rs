@@ -208,6 +208,9 @@ impl Engine {
                 key: None,
                 metadata: None,
                 history: Vec::new(),
+                superseded_at: None,
+                superseded_by: None,
+                supersedes: Vec::new(),
             };
             self.write(txn, &id, Some(item));
             if let Some(vector) = vectors.as_mut().and_then(Iterator::next) {

@@ -155,8 +155,27 @@ impl Engine {
             Some(Captured::Text(t)) => t,
         };
         if let Some(existing) = self.keyed(&input) {
+            if input.supersede == Some(true) {
+                return self.supersede_keyed(&existing, input, tags, text, vector, now, env, txn);
+            }
             return self.replace_keyed(&existing, input, tags, text, vector, now, txn);
         }
+        self.add_captured(input, tags, text, vector, now, env, txn)
+    }
+
+    /// Stores a captured text whose key (if any) no memory holds: merged
+    /// into a duplicate of its scope, or added as a new memory.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn add_captured(
+        &mut self,
+        input: MemoryInput,
+        tags: Vec<String>,
+        text: String,
+        vector: Option<Vec<f32>>,
+        now: Timestamp,
+        env: &mut dyn Environment,
+        txn: &mut Txn,
+    ) -> IngestResult {
         let source = input.source.unwrap_or_default();
         let content_hash = text::content_hash(&text);
         let created_at = input.created_at.unwrap_or(now);
@@ -230,6 +249,9 @@ impl Engine {
             key: input.key,
             metadata: metadata::normalize(input.metadata),
             history: Vec::new(),
+            superseded_at: None,
+            superseded_by: None,
+            supersedes: Vec::new(),
         };
         self.write(txn, &id, Some(item));
         if vector.is_some() {
@@ -380,7 +402,11 @@ impl Engine {
             .range(from..to)
             .rev()
             .map(|(_, _, id)| id)
-            .find(|id| self.entries.get(*id).is_some_and(|e| !e.item.is_deleted()))
+            .find(|id| {
+                self.entries
+                    .get(*id)
+                    .is_some_and(|e| !e.item.is_deleted() && !e.item.is_superseded())
+            })
             .cloned()
     }
 
@@ -457,6 +483,7 @@ impl Neighbourhood for ScopeMemories<'_> {
             .filter(|item| {
                 &item.scope == self.scope
                     && !item.is_deleted()
+                    && !item.is_superseded()
                     && !item.is_file_chunk()
                     && item.key.is_none()
             })

@@ -19,6 +19,8 @@
 //! - `txn`: the undo log, rollback, and the records a write changed;
 //! - `ingest`: ingest, input validation, deduplication, threading;
 //! - `upsert`: caller keys, replacing a keyed memory, history;
+//! - `supersede`: a newer memory taking an older one's place;
+//! - `operations`: checking and applying an extractor's operations;
 //! - `search`: retrieval, injection, policy explanations;
 //! - `admin`: get, list, update, delete, stats;
 //! - `purge`: erasing expired memories;
@@ -37,7 +39,9 @@ mod export;
 mod files;
 mod ingest;
 mod purge;
+mod operations;
 mod search;
+mod supersede;
 mod txn;
 mod upsert;
 mod vectors;

@@ -3,7 +3,8 @@
 //!
 //! Random operation sequences (ingest with exact duplicates, update, approve
 //! and reject, pin, soft and hard delete, restore, deleteAll, export and
-//! import, retrieval that marks usage, reopen) run against memtide over a
+//! import, retrieval that marks usage, reopen, an extractor's `update`
+//! superseding a memory) run against memtide over a
 //! storage backend that injects faults, and against [`Model`]: a plain map of
 //! id to memory that applies each operation's documented semantics directly.
 //! Three fault families, one backend wrapper each:
@@ -43,8 +44,8 @@ use memtide::storage::{
 };
 use memtide::{
     AsyncMemory, Config, Error, IngestOutcome, IngestReason, Kind, ListQuery, MemoryInput,
-    MemoryItem, MemoryPatch, RetrieveQuery, Scope, ScopeFilter, Source, SourceKind, Status,
-    Timestamp,
+    MemoryItem, MemoryPatch, Operation, OperationsRequest, RetrieveQuery, Scope, ScopeFilter,
+    Source, SourceKind, Status, Timestamp,
 };
 use memtide_testkit::block_on;
 use memtide_testkit::faults::{MapKv, Trigger};
@@ -167,6 +168,7 @@ enum Op {
     Export,
     Import(Index),
     Reopen,
+    Supersede(Index),
 }
 
 fn status() -> impl Strategy<Value = Status> {
@@ -227,6 +229,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Export),
         1 => any::<Index>().prop_map(Op::Import),
         1 => Just(Op::Reopen),
+        2 => any::<Index>().prop_map(Op::Supersede),
     ]
 }
 
@@ -257,6 +260,7 @@ fn observed<S: AsyncStorage>(
         let page = mem
             .list(&ListQuery {
                 include_deleted: true,
+                include_superseded: true,
                 limit: Some(100),
                 cursor,
                 ..ListQuery::default()
@@ -457,6 +461,33 @@ impl<F: Faulty + Default> Run<F> {
                     );
                 }
                 (result.map(drop), expected.is_some())
+            }
+            Op::Supersede(index) => {
+                let Some(id) = self.target(index) else {
+                    return (Ok(()), true);
+                };
+                self.renames += 1;
+                let text = format!("superseding{} {}", self.renames, WORDS[self.renames % 12]);
+                let request = OperationsRequest {
+                    scope: model.items[&id].scope.clone(),
+                    allowed: vec![id.clone()],
+                    operations: vec![Operation::Update {
+                        id: id.clone(),
+                        text: text.clone(),
+                        kind: None,
+                        tags: None,
+                        key: None,
+                        metadata: None,
+                    }],
+                };
+                let result = block_on(self.mem.apply_operations(request));
+                let new_id = match &result {
+                    Ok(done) => done.superseded[0].by.clone(),
+                    // Learnt on recovery, like an ingest's.
+                    Err(_) => "?0".to_string(),
+                };
+                let valid = model.supersede(&id, &text, new_id);
+                (result.map(drop), valid)
             }
             Op::Reopen => match open(&self.backend) {
                 Ok(mem) => {

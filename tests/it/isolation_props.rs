@@ -290,8 +290,8 @@ impl Harness {
                     near(&self.model, &id);
                     merged_into.insert(id);
                 }
-                IngestOutcome::Skipped | IngestOutcome::Replaced => {
-                    panic!("`{text}` skipped or replaced without a key: {result:?}")
+                IngestOutcome::Skipped | IngestOutcome::Replaced | IngestOutcome::Superseded => {
+                    panic!("`{text}` skipped, replaced or superseding without a key: {result:?}")
                 }
             }
         }

@@ -466,3 +466,44 @@ test("a conversation is ingested from chat messages, with who said each part", a
   assert.match(bad.message, /messages\[0\]: role/);
   assert.equal(errorOf(() => store.ingestMessages("not json", { scope: home })).code, "invalid-input");
 });
+
+test("apply-operations applies a model's reply in one commit and supersedes; a bad reply changes nothing", async () => {
+  const storage = new MapStorage();
+  const store = await open(storage);
+  const [coffee, key] = store.ingest(inputs.slice(0, 2)).map((r) => r.id);
+  const reply = "Here you go:\n```json\n" + JSON.stringify([
+    { op: "update", id: coffee, text: "I switched to flat whites." },
+    { op: "add", text: "Lives in Porto", kind: "fact" },
+    { op: "none" },
+  ]) + "\n```";
+  const done = store.applyOperations(home, [coffee, key], reply);
+  assert.equal(done.added.length, 2);
+  assert.deepEqual(done.superseded, [{ id: coffee, by: done.added[0] }]);
+  assert.deepEqual(done.deleted, []);
+  const old = store.get(coffee);
+  assert.equal(old.supersededBy, done.added[0]);
+  assert.ok(old.supersededAt);
+  assert.deepEqual(store.get(done.added[0]).supersedes, [coffee]);
+  assert.deepEqual(store.history(coffee).map((e) => [e.event, e.other]).at(-1), ["superseded", done.added[0]]);
+  const hits = store.retrieve(retrieveQuery("coffee cortado flat whites", home, { dryRun: true }));
+  assert.deepEqual(hits.map((h) => h.item.id), [done.added[0]]);
+  assert.ok(!store.list(listQuery()).items.some((i) => i.id === coffee));
+  assert.ok(store.list(listQuery({ includeSuperseded: true })).items.some((i) => i.id === coffee));
+
+  const before = store.list(listQuery({ includeDeleted: true, includeSuperseded: true }));
+  for (const bad of [
+    "nothing to remember",
+    JSON.stringify([{ op: "add", text: "ok" }, { op: "delete", id: "01NOTSHOWN" }]),
+    JSON.stringify([{ op: "add", text: "ok" }, { op: "rename", id: key }]),
+    JSON.stringify([{ op: "update", id: coffee, text: "espresso" }]),
+  ]) {
+    assert.equal(errorOf(() => store.applyOperations(home, [coffee, key], bad)).code, "invalid-operations", bad);
+  }
+  assert.deepEqual(store.list(listQuery({ includeDeleted: true, includeSuperseded: true })), before);
+
+  const keyed = (text) => ({ text, scope: home, key: "city", supersede: true });
+  const first = store.upsert([keyed("I live in Porto")]);
+  const second = store.upsert([keyed("I moved to Berlin")]);
+  assert.equal(second[0].outcome, "superseded");
+  assert.equal(store.get(first[0].id).supersededBy, second[0].id);
+});

@@ -191,6 +191,7 @@ def memory_input(text, in_scope, **extra):
         metadata=None,
         role=None,
         speaker=None,
+        supersede=None,
     )
     fields.update(extra)
     return record(**fields)
@@ -230,6 +231,7 @@ def list_query(**extra):
         until=None,
         limit=None,
         cursor=None,
+        include_superseded=None,
     )
     fields.update(extra)
     return record(**fields)
@@ -432,6 +434,29 @@ class ComponentTest(unittest.TestCase):
         self.assertEqual(store.ingest(inputs()[1:2])[0].outcome, "added")
         self.assertEqual(store.stats(None).items, 2)
         self.assert_error("invalid-input", Instance(DictStorage()).open, '{"nope": 1}')
+
+    def test_apply_operations_supersedes_in_one_commit_or_changes_nothing(self):
+        storage = DictStorage()
+        store = Instance(storage).open()
+        coffee = store.ingest(inputs()[:1])[0].id
+        reply = "Done:\n```json\n" + json.dumps(
+            [
+                {"op": "update", "id": coffee, "text": "I switched to flat whites."},
+                {"op": "add", "text": "Lives in Porto"},
+            ]
+        ) + "\n```"
+        done = store.apply_operations(HOME, [coffee], reply)
+        self.assertEqual(len(done.added), 2)
+        self.assertEqual(plain(done.superseded), [{"id": coffee, "by": done.added[0]}])
+        self.assertEqual(getattr(store.get(coffee), "superseded-by"), done.added[0])
+        self.assertEqual(store.get(done.added[0]).supersedes, [coffee])
+        last = store.history(coffee)[-1]
+        self.assertEqual((last.event, last.other), ("superseded", done.added[0]))
+        before = dict(storage.data)
+        self.assert_error("invalid-operations", store.apply_operations, HOME, [coffee], "no JSON here")
+        unknown = json.dumps([{"op": "add", "text": "ok"}, {"op": "delete", "id": "01NOTSHOWN"}])
+        self.assert_error("invalid-operations", store.apply_operations, HOME, [coffee], unknown)
+        self.assertEqual(storage.data, before)
 
     def test_storage_quota_error_is_quota_exceeded_and_changes_nothing(self):
         storage = DictStorage()

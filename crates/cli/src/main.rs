@@ -18,9 +18,9 @@ use memtide::env::{Environment, FixedEnvironment, SystemEnvironment};
 
 use memtide::storage::FsStorage;
 use memtide::{
-    Admission, Config, Error, HotFileSync, InjectQuery, Kind, ListQuery, Memory, MemoryInput,
-    MemoryPatch, MessageOptions, PartType, RetrieveHit, RetrieveQuery, Role, Scope, ScopeFilter,
-    ScoreBreakdown, Source, Status, Timestamp,
+    parse_operations, Admission, Config, Error, HotFileSync, InjectQuery, Kind, ListQuery, Memory,
+    MemoryInput, MemoryPatch, MessageOptions, OperationsRequest, PartType, RetrieveHit,
+    RetrieveQuery, Role, Scope, ScopeFilter, ScoreBreakdown, Source, Status, Timestamp,
 };
 
 /// Largest standard input accepted, in bytes.
@@ -94,6 +94,13 @@ enum StoreCommand {
     /// memory made, `{"message","part",…}` in order. One commit.
     #[command(mut_arg("user", |arg| arg.required(true)), mut_arg("workspace", |arg| arg.required(true)))]
     IngestMessages(MessageArgs),
+    /// Applies an extractor's operations (docs/memory-model.md,
+    /// "Extraction"): stdin is the model's reply holding them (a JSON array
+    /// of `{"op":"add"|"update"|"delete"|"none",…}`, alone, fenced or in
+    /// prose), stdout one `{"added","merged","superseded","deleted"}`. One
+    /// commit; `INVALID_OPERATIONS` changes nothing.
+    #[command(mut_arg("user", |arg| arg.required(true)), mut_arg("workspace", |arg| arg.required(true)))]
+    ApplyOps(ApplyOpsArgs),
     /// Runs retrieval queries: stdin is JSON Lines of queries, stdout one
     /// `{"results":[…]}` line per query, best hit first.
     Retrieve {
@@ -312,6 +319,18 @@ fn parse_meta(text: &str) -> Result<(String, serde_json::Value), String> {
     Ok((key.to_string(), value))
 }
 
+/// Options of `apply-ops`.
+#[derive(Debug, clap::Args)]
+struct ApplyOpsArgs {
+    /// Where `add` stores; the ids named must be visible from it.
+    #[command(flatten)]
+    scope: ScopeArgs,
+    /// The id of a memory the model was shown, which `update` and `delete`
+    /// may name (repeatable).
+    #[arg(long = "allow", value_name = "ID")]
+    allowed: Vec<String>,
+}
+
 /// Options of `ingest-messages`.
 #[derive(Debug, clap::Args)]
 struct MessageArgs {
@@ -386,6 +405,9 @@ struct ListArgs {
     /// Include soft-deleted memories.
     #[arg(long)]
     include_deleted: bool,
+    /// Include superseded memories (those a newer one took the place of).
+    #[arg(long)]
+    include_superseded: bool,
     /// Page size (default 50).
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
@@ -411,6 +433,7 @@ impl From<ListArgs> for ListQuery {
             until: None,
             limit: args.limit,
             cursor: args.cursor,
+            include_superseded: args.include_superseded,
         }
     }
 }
@@ -707,6 +730,19 @@ fn run<E: Environment>(
             for result in open_with_model(env)?.ingest_messages(&messages, &options)? {
                 print_json(out, &result)?;
             }
+        }
+        StoreCommand::ApplyOps(args) => {
+            let bytes = read_limited(input, MAX_STDIN_BYTES)?;
+            let reply = String::from_utf8(bytes)
+                .map_err(|_| Error::InvalidOperations("standard input is not UTF-8".to_string()))?;
+            let mut memory = open_with_model(env)?;
+            let limit = memory.config().limits.max_operations_bytes;
+            let request = OperationsRequest {
+                scope: args.scope.scope(),
+                allowed: args.allowed,
+                operations: parse_operations(&reply, limit)?,
+            };
+            print_json(out, &memory.apply_operations(request)?)?;
         }
         StoreCommand::Retrieve { min_relevance } => {
             let mut lines: Vec<Line<RetrieveQuery>> =

@@ -23,12 +23,13 @@ use memtide::env::SystemEnvironment;
 
 use memtide::storage::{AsyncKeyValue, Expect, KvOp, KvStorage, StorageError};
 use memtide::{
-    block_on, Admission, AsyncMemory, Config, DeleteAllResult, Dropped, FileSync, FileSyncOutcome,
-    HistoryEvent, HistoryKind, HotFileSync, ImportResult, IngestOutcome, IngestReason,
-    IngestResult, InjectFormat, InjectQuery, Injection, Kind, LineRange, ListPage, ListQuery,
-    MemoryInput, MemoryItem, MemoryPatch, MemoryToolResult, MergeRecord, MessageOptions, Metadata,
-    PartType, Privacy, RetrieveHit, RetrieveQuery, Role, Scope, ScopeFilter, ScoreBreakdown,
-    Source, SourceKind, Stats, Status, StoredFile, Timestamp,
+    block_on, parse_operations, Admission, AsyncMemory, Config, DeleteAllResult, Dropped, FileSync,
+    FileSyncOutcome, HistoryEvent, HistoryKind, HotFileSync, ImportResult, IngestOutcome,
+    IngestReason, IngestResult, InjectFormat, InjectQuery, Injection, Kind, LineRange, ListPage,
+    ListQuery, MemoryInput, MemoryItem, MemoryPatch, MemoryToolResult, MergeRecord, MessageOptions,
+    Metadata, OperationsRequest, OperationsResult, PartType, Privacy, RetrieveHit, RetrieveQuery,
+    Role, Scope, ScopeFilter, ScoreBreakdown, Source, SourceKind, Stats, Status, StoredFile,
+    Timestamp,
 };
 
 /// The code `wit-bindgen` generates from `wit/`, and the component's
@@ -162,6 +163,24 @@ impl GuestStore for WitStore {
         let inputs = memory_inputs(inputs)?;
         self.with(|store| block_on(store.upsert(inputs))?)
             .map(|results| results.into_iter().map(Into::into).collect())
+    }
+
+    fn apply_operations(
+        &self,
+        scope: w::Scope,
+        allowed: Vec<String>,
+        reply: String,
+    ) -> WitResult<w::OperationsResult> {
+        self.with(|store| {
+            let limit = store.config().limits.max_operations_bytes;
+            let request = OperationsRequest {
+                scope: scope.into(),
+                allowed,
+                operations: parse_operations(&reply, limit)?,
+            };
+            block_on(store.apply_operations(request))?
+        })
+        .map(Into::into)
     }
 
     fn history(&self, id: String) -> WitResult<Vec<w::HistoryEvent>> {
@@ -321,6 +340,7 @@ fn error(error: memtide::Error) -> w::Error {
         E::VersionMismatch { .. } => w::ErrorCode::VersionMismatch,
         E::Model(_) => w::ErrorCode::Model,
         E::Aborted(_) => w::ErrorCode::Aborted,
+        E::InvalidOperations(_) => w::ErrorCode::InvalidOperations,
     };
     w::Error {
         code,
@@ -383,6 +403,7 @@ fn memory_input(input: w::MemoryInput) -> memtide::Result<MemoryInput> {
         metadata: metadata(input.metadata, "metadata")?,
         role: input.role.map(Into::into),
         speaker: input.speaker,
+        supersede: input.supersede,
     })
 }
 
@@ -484,6 +505,7 @@ fn list_query(query: w::ListQuery) -> memtide::Result<ListQuery> {
         until: timestamp(query.until, "until")?,
         limit: query.limit.map(size),
         cursor: query.cursor,
+        include_superseded: query.include_superseded.unwrap_or(false),
     })
 }
 
@@ -695,6 +717,24 @@ impl From<MemoryItem> for w::MemoryItem {
             source_lines: item.source_lines.map(Into::into),
             key: item.key,
             metadata: metadata_text(item.metadata),
+            superseded_at: item.superseded_at.map(Timestamp::to_rfc3339),
+            superseded_by: item.superseded_by,
+            supersedes: item.supersedes,
+        }
+    }
+}
+
+impl From<OperationsResult> for w::OperationsResult {
+    fn from(result: OperationsResult) -> Self {
+        w::OperationsResult {
+            added: result.added,
+            merged: result.merged,
+            superseded: result
+                .superseded
+                .into_iter()
+                .map(|s| w::Supersession { id: s.id, by: s.by })
+                .collect(),
+            deleted: result.deleted,
         }
     }
 }
@@ -711,11 +751,14 @@ impl From<HistoryEvent> for w::HistoryEvent {
                 HistoryKind::Pinned => w::HistoryKind::Pinned,
                 HistoryKind::Deleted => w::HistoryKind::Deleted,
                 HistoryKind::Restored => w::HistoryKind::Restored,
+                HistoryKind::Superseded => w::HistoryKind::Superseded,
+                HistoryKind::Supersedes => w::HistoryKind::Supersedes,
             },
             at: event.at.to_rfc3339(),
             fields: event.fields,
             status: event.status.map(Into::into),
             pinned: event.pinned,
+            other: event.other,
         }
     }
 }
@@ -785,6 +828,7 @@ impl From<IngestResult> for w::IngestResult {
                 IngestOutcome::Merged => w::IngestOutcome::Merged,
                 IngestOutcome::Replaced => w::IngestOutcome::Replaced,
                 IngestOutcome::Skipped => w::IngestOutcome::Skipped,
+                IngestOutcome::Superseded => w::IngestOutcome::Superseded,
             },
             reason: result.reason.map(|reason| match reason {
                 IngestReason::Duplicate => w::IngestReason::Duplicate,

@@ -14,6 +14,8 @@ pub(super) struct ModelItem {
     pub(super) tags: Vec<String>,
     pub(super) deleted: bool,
     pub(super) merges: usize,
+    /// A newer memory took its place (`applyOperations` with an `update`).
+    pub(super) superseded: bool,
 }
 
 impl ModelItem {
@@ -27,11 +29,12 @@ impl ModelItem {
             tags: item.tags.clone(),
             deleted: item.deleted_at.is_some(),
             merges: item.merged_from.len(),
+            superseded: item.superseded_at.is_some(),
         }
     }
 
     pub(super) fn retrievable(&self) -> bool {
-        !self.deleted && self.status == Status::Approved
+        !self.deleted && !self.superseded && self.status == Status::Approved
     }
 
     /// Folds a duplicate into this memory, as `dedupe::merge_into` documents.
@@ -67,7 +70,7 @@ impl Model {
     pub(super) fn same_text(&self, scope: &Scope, text: &str) -> Option<String> {
         self.items
             .iter()
-            .find(|(_, item)| &item.scope == scope && item.text == text)
+            .find(|(_, item)| &item.scope == scope && item.text == text && !item.superseded)
             .map(|(id, _)| id.clone())
     }
 
@@ -126,6 +129,7 @@ impl Model {
                         tags: input.tags(),
                         deleted: false,
                         merges: 0,
+                        superseded: false,
                     },
                 );
                 Expected::Added
@@ -159,6 +163,28 @@ impl Model {
         }
     }
 
+    /// An `update` operation on `id`: a memory of `text` (as `id`'s in
+    /// every other field) takes its place. False when the operation must
+    /// be refused (`id` deleted or superseded already).
+    pub(super) fn supersede(&mut self, id: &str, text: &str, new_id: String) -> bool {
+        let Some(old) = self.items.get_mut(id) else {
+            return false;
+        };
+        if old.deleted || old.superseded {
+            return false;
+        }
+        old.superseded = true;
+        let successor = ModelItem {
+            text: text.to_string(),
+            deleted: false,
+            merges: 0,
+            superseded: false,
+            ..old.clone()
+        };
+        self.add(new_id, successor);
+        true
+    }
+
     pub(super) fn delete_all(&mut self, filter: &ScopeFilter, hard: bool) -> usize {
         let ids: Vec<String> = self
             .items
@@ -186,9 +212,11 @@ impl Model {
         let mut next = self.clone();
         let (mut added, mut replaced, mut merged) = (0, 0, 0);
         for (id, item) in snapshot {
+            // A superseded memory is imported as it is: it takes part in
+            // no duplicates.
             let same = next
                 .same_text(&item.scope, &item.text)
-                .filter(|other| other != id);
+                .filter(|other| other != id && !item.superseded);
             if next.items.contains_key(id) {
                 if same.is_some() {
                     return None;
