@@ -1,7 +1,7 @@
 // Types of `memtide/ai-sdk`: memory for the Vercel AI SDK (6.x) as a
 // language model middleware.
-import type { LanguageModelMiddleware } from "ai";
-import type { InjectQuery, Injection, Memory, MessageOptions, Scope } from "./index.js";
+import type { LanguageModel, LanguageModelMiddleware } from "ai";
+import type { Extractor, InjectQuery, Injection, Memory, MessageOptions, RememberResult, Scope } from "./index.js";
 
 /** The call parameters the AI SDK hands a middleware (`LanguageModelV3CallOptions`). */
 export type CallParams = Parameters<NonNullable<LanguageModelMiddleware["transformParams"]>>[0]["params"];
@@ -34,7 +34,40 @@ export interface MemoryMiddlewareOptions {
    * and the call goes on without memory; without it the call fails.
    */
   onError?: (error: unknown) => void | Promise<void>;
+  /**
+   * When given, a completed turn goes to `memory.remember` with this
+   * extractor (for example `modelExtractor(model)`) instead of being
+   * ingested as said: the model adds, updates (supersedes) or deletes
+   * memories. Default none.
+   */
+  extractor?: Extractor;
+  /** Told what each `remember` of the extractor did. */
+  onRemember?: (result: RememberResult) => void | Promise<void>;
 }
+
+export interface ModelExtractorOptions {
+  /** The app's own rules, appended to memtide's prompt. */
+  instructions?: string;
+  /** Default 0. */
+  temperature?: number;
+  /** Default 1024. */
+  maxOutputTokens?: number;
+  /** Passed to the model call as is. */
+  providerOptions?: Record<string, Record<string, unknown>>;
+  /** Told each raw reply of the model. */
+  onReply?: (text: string) => void | Promise<void>;
+}
+
+/** The system prompt `modelExtractor` uses (printed in docs/integrations/ai-sdk.md). */
+export const EXTRACTION_PROMPT: string;
+
+/**
+ * An extractor for `remember` over an AI SDK language model object: asks
+ * it, with {@link EXTRACTION_PROMPT}, for the operations to apply and
+ * returns its reply, which memtide parses (a malformed reply is
+ * `INVALID_OPERATIONS` and changes nothing).
+ */
+export function modelExtractor(model: Exclude<LanguageModel, string>, options?: ModelExtractorOptions): Extractor;
 
 /**
  * The middleware: `transformParams` puts the memories relevant to the last

@@ -8,9 +8,16 @@
 // reply are ingested as a conversation (`ingestMessages`), so the next turn
 // can recall them. A call that fails ingests nothing.
 //
+// With an `extractor` (`modelExtractor(model)` below, or any function of
+// `remember`), a completed turn goes through `remember` instead: the app's
+// model decides what to add, update or delete, and raw turns are not stored.
+//
 // The middleware is a plain object of the AI SDK's middleware specification
 // (`specificationVersion: "v3"`, AI SDK 6); it imports nothing from `ai`.
 import { MemtideError } from "./memory.js";
+import { EXTRACTION_PROMPT, extractionRequest } from "./extraction-prompt.js";
+
+export { EXTRACTION_PROMPT };
 
 const invalid = (message) => new MemtideError(`invalid input: ${message}`, "INVALID_INPUT");
 
@@ -43,7 +50,10 @@ function withSystem(prompt, block) {
  * `speakers`, `tags`, `kind`…), `onInject(injection)` (told of every block
  * injected, with its citations), `onError(error)` (when given, a failure of
  * memtide is reported there and the call goes on without memory; without
- * it the call fails).
+ * it the call fails), `extractor` (a `remember` extractor such as
+ * `modelExtractor(model)`: a completed turn is passed to `remember` instead
+ * of being ingested; default none), `onRemember(result)` (told what each
+ * `remember` did).
  */
 export function memoryMiddleware(options) {
   if (options === null || typeof options !== "object") throw invalid("options must be an object");
@@ -58,6 +68,8 @@ export function memoryMiddleware(options) {
     ingest = {},
     onInject,
     onError,
+    extractor,
+    onRemember,
   } = options;
   if (!memory || typeof memory.inject !== "function" || typeof memory.ingestMessages !== "function") {
     throw invalid("memory must be an open memtide Memory");
@@ -68,7 +80,10 @@ export function memoryMiddleware(options) {
   if (ingest !== false && (ingest === null || typeof ingest !== "object" || "scope" in ingest)) {
     throw invalid("ingest must be false or the ingestMessages options without `scope`");
   }
-  for (const [name, value] of [["onInject", onInject], ["onError", onError]]) {
+  if (extractor !== undefined && typeof memory.remember !== "function") {
+    throw invalid("memory must be an open memtide Memory (with remember) to use an extractor");
+  }
+  for (const [name, value] of [["onInject", onInject], ["onError", onError], ["extractor", extractor], ["onRemember", onRemember]]) {
     if (value !== undefined && typeof value !== "function") throw invalid(`${name} must be a function`);
   }
 
@@ -85,16 +100,25 @@ export function memoryMiddleware(options) {
     }
   }
 
-  /** Ingests the new user message (when the prompt ends with one) and the reply. */
+  /**
+   * Stores the turn: the new user message (when the prompt ends with one)
+   * and the reply, ingested, or passed to `remember` with the extractor.
+   */
   async function remember(params, content) {
-    if (ingest === false) return;
+    if (ingest === false && extractor === undefined) return;
     const messages = [];
     const last = params.prompt.at(-1);
     if (last?.role === "user") messages.push(last);
     if (content.length > 0) messages.push({ role: "assistant", content });
     if (messages.length === 0) return;
     await guarded(async () => {
-      await memory.ingestMessages(messages, { ...ingest, scope: await scopeFor(params) });
+      const scope = await scopeFor(params);
+      if (extractor === undefined) {
+        await memory.ingestMessages(messages, { ...ingest, scope });
+        return;
+      }
+      const result = await memory.remember(messages, { scope, extractor });
+      if (onRemember) await onRemember(result);
     });
   }
 
@@ -174,5 +198,42 @@ export function memoryMiddleware(options) {
       });
       return { stream: stream.pipeThrough(collect), ...rest };
     },
+  };
+}
+
+/**
+ * An extractor for `remember` (and the middleware's `extractor`) over any
+ * AI SDK language model object (`LanguageModelV3`, or V2): it asks the model,
+ * with memtide's extraction prompt (`EXTRACTION_PROMPT`, documented in
+ * docs/integrations/ai-sdk.md), for the operations to apply, and returns the
+ * model's reply for the core to parse (a code fence or prose around the JSON
+ * is fine; anything else is `INVALID_OPERATIONS`). Options: `instructions`
+ * (the app's own rules, appended to the prompt), `temperature` (default 0),
+ * `maxOutputTokens` (default 1024), `providerOptions`, `onReply(text)` (told
+ * each raw reply, for logging).
+ */
+export function modelExtractor(model, options = {}) {
+  if (!model || typeof model !== "object" || typeof model.doGenerate !== "function") {
+    throw invalid("model must be an AI SDK language model object (with doGenerate)");
+  }
+  if (options === null || typeof options !== "object") throw invalid("options must be an object");
+  const { instructions, temperature = 0, maxOutputTokens = 1024, providerOptions, onReply } = options;
+  if (instructions !== undefined && typeof instructions !== "string") throw invalid("instructions must be a string");
+  if (onReply !== undefined && typeof onReply !== "function") throw invalid("onReply must be a function");
+  return async ({ messages, memories }) => {
+    const call = {
+      prompt: extractionRequest(messages, memories, instructions),
+      temperature,
+      maxOutputTokens,
+      responseFormat: { type: "json" },
+    };
+    if (providerOptions !== undefined) call.providerOptions = providerOptions;
+    const result = await model.doGenerate(call);
+    const text = (result?.content ?? [])
+      .filter((part) => part?.type === "text" && typeof part.text === "string")
+      .map((part) => part.text)
+      .join("");
+    if (onReply) await onReply(text);
+    return text;
   };
 }

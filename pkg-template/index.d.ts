@@ -88,11 +88,18 @@ export interface MemoryInput {
   role?: Role;
   /** The speaker's name (ranking prefers a named speaker's memories when a query names them). */
   speaker?: string;
+  /**
+   * For `upsert`: when a memory of the scope holds the key, keep it as a
+   * superseded memory (out of retrieval, readable, linked to the new one)
+   * instead of replacing it in place (outcome `"superseded"`). Default false.
+   */
+  supersede?: boolean;
 }
 
 /** What happened to a memory (`history`). */
 export type HistoryKind =
-  | "created" | "merged" | "updated" | "replaced" | "status" | "pinned" | "deleted" | "restored";
+  | "created" | "merged" | "updated" | "replaced" | "status" | "pinned" | "deleted" | "restored"
+  | "superseded" | "supersedes";
 
 /** One event of a memory's history, oldest first. */
 export interface HistoryEvent {
@@ -105,6 +112,8 @@ export interface HistoryEvent {
   status?: Status;
   /** For `pinned`: the new state. */
   pinned?: boolean;
+  /** For `superseded` and `supersedes`: the other memory's id (absent once that one is erased). */
+  other?: string;
 }
 
 /** A duplicate merged into a memory. */
@@ -159,6 +168,16 @@ export interface MemoryItem {
   metadata?: Metadata;
   /** The changes after it was stored (see `Memory.history`, which adds `created` and merges). */
   history?: HistoryEvent[];
+  /**
+   * When a newer memory took its place: it is never retrieved or injected,
+   * listed only with `includeSuperseded`, and stays readable until
+   * hard-deleted.
+   */
+  supersededAt?: string;
+  /** The memory that took its place (absent once that one is erased). */
+  supersededBy?: string;
+  /** The memories it took the place of, oldest first. */
+  supersedes?: string[];
 }
 
 /** What ingest did with one input. */
@@ -180,8 +199,12 @@ export interface ImportResult {
 export interface IngestResult {
   /** The memory added or merged into; absent when nothing was stored. */
   id?: string;
-  /** `replaced`: an `upsert` replaced the memory holding the same key. */
-  outcome: "added" | "merged" | "replaced" | "skipped";
+  /**
+   * `replaced`: an `upsert` replaced the memory holding the same key;
+   * `superseded`: an `upsert` with `supersede` stored a new memory (`id`)
+   * that supersedes it.
+   */
+  outcome: "added" | "merged" | "replaced" | "skipped" | "superseded";
   reason?: "duplicate" | "nearDuplicate" | "noMemory" | "private" | "suppressed" | "notCaptured";
   /** For a reported near-duplicate: the similar memory. */
   similarTo?: string;
@@ -389,6 +412,8 @@ export interface ListQuery {
   limit?: number;
   /** `nextCursor` of the previous page. */
   cursor?: string;
+  /** Include superseded memories. Default false. */
+  includeSuperseded?: boolean;
 }
 
 export interface ListPage {
@@ -563,6 +588,10 @@ export interface Config {
     maxMetadataBytes: number;
     /** Most history events kept per memory, oldest dropped first (default 32). */
     maxHistoryEvents: number;
+    /** Most operations in one extractor answer (default 100). */
+    maxOperations: number;
+    /** Longest extractor reply `applyOperations` reads, in bytes (default 262144). */
+    maxOperationsBytes: number;
   }>;
   bm25?: Partial<{ k1: number; b: number }>;
   nearDuplicate?: Partial<{
@@ -659,6 +688,66 @@ export interface OpenOptions extends InitOptions {
   onChange?: () => void;
 }
 
+/**
+ * One operation of an extractor (docs/memory-model.md, "Extraction").
+ * `add` stores a memory of the scope (kind `fact` by default; with a key a
+ * memory of the scope holds, it supersedes that one); `update` stores a
+ * memory that supersedes `id` (kind, tags, key and metadata default to
+ * `id`'s); `delete` soft-deletes `id`; `none` does nothing.
+ */
+export type MemoryOperation =
+  | { op: "add"; text: string; kind?: Kind; tags?: string[]; key?: string; metadata?: Metadata }
+  | { op: "update"; id: string; text: string; kind?: Kind; tags?: string[]; key?: string; metadata?: Metadata }
+  | { op: "delete"; id: string }
+  | { op: "none" };
+
+/** What `applyOperations` did. */
+export interface OperationsResult {
+  /** The memories `add` and `update` stored, in order. */
+  added: string[];
+  /** The existing memories an `add` was merged into as a duplicate. */
+  merged: string[];
+  /** Each memory superseded, with the one that took its place. */
+  superseded: { id: string; by: string }[];
+  /** The memories `delete` soft-deleted. */
+  deleted: string[];
+}
+
+/** A memory shown to an extractor. */
+export interface ShownMemory {
+  id: string;
+  text: string;
+  kind: Kind;
+  createdAt: string;
+  key?: string;
+}
+
+/**
+ * Decides what to remember: returns the operations (an array, or
+ * `{ operations }`) or a model's reply text holding them.
+ */
+export type Extractor = (input: {
+  messages: ChatMessage[];
+  memories: ShownMemory[];
+  scope: Scope;
+}) => MemoryOperation[] | { operations: MemoryOperation[] } | string | Promise<MemoryOperation[] | { operations: MemoryOperation[] } | string>;
+
+export interface RememberOptions {
+  scope: Scope;
+  extractor: Extractor;
+  /** How many related memories the extractor is shown (default 10; 0 shows none). */
+  limit?: number;
+  /** Leaves out related memories below this relevance. */
+  minRelevance?: number;
+  /** Which sessions the related memories come from (default `"all"`). */
+  sessions?: "current" | "all";
+}
+
+/** What `remember` did, and the memories the extractor was shown. */
+export interface RememberResult extends OperationsResult {
+  memories: ShownMemory[];
+}
+
 /** Stable error codes. */
 export type ErrorCode =
   | "INVALID_INPUT"
@@ -670,7 +759,8 @@ export type ErrorCode =
   | "VERSION_MISMATCH"
   | "MODEL"
   | "ABORTED"
-  | "CLOSED";
+  | "CLOSED"
+  | "INVALID_OPERATIONS";
 
 /** Progress of a long call: `done` of `total` units; `done` never decreases and ends at `total`. */
 export interface Progress {
@@ -727,6 +817,21 @@ export class Memory {
    * with its history (`NOT_FOUND` after).
    */
   history(id: string): Promise<HistoryEvent[]>;
+  /**
+   * Checks an extractor's operations and applies them in one commit
+   * (docs/memory-model.md, "Extraction"): `reply` is the model's reply
+   * holding them (JSON, alone, in a code fence or in prose); `update` and
+   * `delete` may name only `allowed` ids. `INVALID_OPERATIONS` (nothing
+   * changed) when it is malformed, too large, or names another memory.
+   */
+  applyOperations(options: { scope: Scope; allowed?: string[]; reply: string }): Promise<OperationsResult>;
+  /**
+   * Extraction with the app's own model: retrieves the memories related to
+   * `messages` within `scope`, asks `extractor({ messages, memories })` for
+   * operations, and applies them with `applyOperations` (one commit; the
+   * ids shown are the only ones it may name).
+   */
+  remember(messages: ChatMessage[], options: RememberOptions): Promise<RememberResult>;
   /**
    * Ingests a conversation in OpenAI, Anthropic or Vercel AI SDK message
    * shapes: one memory per kept part, in order, in one commit; one result

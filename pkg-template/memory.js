@@ -10,6 +10,7 @@
 // it used (`"sideEffects": false`).
 import initWasm, { MemoryCore, setErrorClass, wasmMemoryBytes as coreMemoryBytes } from "./wasm/memtide.js";
 import { MemtideError } from "./error.js";
+import { rememberWith } from "./remember.js";
 
 export { MemtideError };
 
@@ -79,6 +80,8 @@ export function entry(defaultWasm) {
     upsert(input) { return this.#core.upsert(input); }
     getByKey(options) { return this.#core.getByKey(options); }
     history(id) { return this.#core.history(id); }
+    applyOperations(options) { return this.#core.applyOperations(options); }
+    remember(messages, options) { return rememberWith(this, messages, options); }
     ingestMessages(messages, options) { return this.#core.ingestMessages(messages, options); }
     retrieve(query) { return this.#core.retrieve(query); }
     inject(query) { return this.#core.inject(query); }

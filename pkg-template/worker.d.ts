@@ -37,6 +37,9 @@ export declare class WorkerMemory implements Omit<Memory, "setModel"> {
   upsert: Memory["upsert"];
   getByKey: Memory["getByKey"];
   history: Memory["history"];
+  applyOperations: Memory["applyOperations"];
+  /** The extractor runs in the calling page; retrieval and the operations in the worker. */
+  remember: Memory["remember"];
   retrieve: Memory["retrieve"];
   inject: Memory["inject"];
   get: Memory["get"];

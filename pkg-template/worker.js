@@ -20,12 +20,13 @@
 import { Memory, wasmMemoryBytes } from "./browser.js";
 import { MemtideError } from "./error.js";
 import { fetchModel } from "./model.js";
+import { rememberWith } from "./remember.js";
 
 /** The calls a page may make, and those that change the store. */
 const READS = ["retrieve", "inject", "get", "getByKey", "history", "list", "export", "stats", "file",
   "renderHotFile", "refresh"];
 const WRITES = ["setModel", "ingest", "ingestMessages", "upsert", "update", "delete", "deleteAll",
-  "purgeExpired", "import", "syncFile", "removeFile", "memoryTool", "readHotFile"];
+  "purgeExpired", "import", "syncFile", "removeFile", "memoryTool", "readHotFile", "applyOperations"];
 /** The calls whose last argument is `{ onProgress, signal }`, by its index. */
 const OBSERVED = { ingest: 1, import: 1, setModel: 1 };
 
@@ -181,6 +182,9 @@ export class WorkerMemory {
   upsert(input) { return this.#call("upsert", [input]); }
   getByKey(options) { return this.#call("getByKey", [options]); }
   history(id) { return this.#call("history", [id]); }
+  applyOperations(options) { return this.#call("applyOperations", [options]); }
+  /** Runs the extractor in this page; retrieval and the operations run in the worker. */
+  remember(messages, options) { return rememberWith(this, messages, options); }
   retrieve(query) { return this.#call("retrieve", [query]); }
   inject(query) { return this.#call("inject", [query]); }
   get(id) { return this.#call("get", [id]); }

@@ -37,6 +37,41 @@ test("the middleware injects earlier turns with their citations and ingests comp
   assert.equal(seen.afterStreamBreak, 0);
 });
 
+test("a preference stated, changed and asked: the extractor supersedes it, the last prompt carries only the new value, cited", async () => {
+  const seen = JSON.parse((await run("node", ["extraction.mjs"], { cwd })).stdout);
+  // Turn 1: the extractor's add, from a fenced reply; no raw turn is stored.
+  assert.deepEqual(seen.afterFirst.map(({ text, kind }) => [text, kind]), [["Takes their coffee as a cortado", "preference"]]);
+  const cortado = seen.afterFirst[0].id;
+  // Turn 2: the extraction model was shown the cortado memory and updated it.
+  assert.ok(seen.secondShown.some((m) => m.id === cortado), JSON.stringify(seen.secondShown));
+  assert.deepEqual(seen.afterSecond.map((m) => m.text), ["Takes their coffee as a flat white"]);
+  const flatWhite = seen.afterSecond[0].id;
+  assert.deepEqual(seen.remembered[1].superseded, [{ id: cortado, by: flatWhite }]);
+  // Turn 3: the prompt holds the new value only, cited.
+  assert.match(seen.lastSystem, /\[m1\][^\n]*flat white/);
+  assert.doesNotMatch(seen.lastSystem, /cortado/);
+  assert.deepEqual(seen.lastInjection.citations.map((c) => c.id), [flatWhite]);
+  assert.deepEqual(seen.remembered[2], { added: [], merged: [], superseded: [], deleted: [], memories: seen.remembered[2].memories });
+  // History shows both values and links them; it holds no text.
+  const byId = Object.fromEntries(seen.everything.map((m) => [m.id, m]));
+  assert.equal(byId[cortado].supersededBy, flatWhite);
+  assert.deepEqual(byId[flatWhite].supersedes, [cortado]);
+  assert.deepEqual(seen.histories[cortado], [["created", null], ["superseded", flatWhite]]);
+  assert.deepEqual(seen.histories[flatWhite], [["created", null], ["supersedes", cortado]]);
+  // The documented prompt is the one sent, at temperature 0, asking for JSON.
+  assert.equal(seen.extractionSystem, seen.extractionPrompt);
+  assert.deepEqual(seen.extractionCall, { temperature: 0, responseFormat: { type: "json" } });
+  const doc = await readFile(new URL("../../docs/integrations/ai-sdk.md", import.meta.url), "utf8");
+  assert.ok(doc.includes(seen.extractionPrompt), "docs/integrations/ai-sdk.md prints the prompt in full");
+  // Malformed replies: a typed error, nothing changed.
+  for (const name of ["notJson", "unknownId", "oversize", "wrongOp"]) {
+    assert.equal(seen.errors[name]?.code, "INVALID_OPERATIONS", `${name}: ${JSON.stringify(seen.errors[name])}`);
+  }
+  assert.equal(seen.guardedReply, "Oat milk, noted.");
+  assert.deepEqual(seen.guardedReported, ["INVALID_OPERATIONS"]);
+  assert.equal(seen.unchanged, true);
+});
+
 test("memtide/ai-sdk's types fit the AI SDK's", async () => {
   const tsc = new URL("../../node_modules/typescript/bin/tsc", import.meta.url).pathname;
   await run("node", [tsc, "--noEmit", "--strict", "--target", "es2022", "--module", "nodenext", "--moduleResolution", "nodenext", "--lib", "es2023,dom", "--skipLibCheck", "types.ts"], { cwd });

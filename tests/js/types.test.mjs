@@ -79,6 +79,22 @@ test("index.d.ts describes every result the package returns", async () => {
   const metaList = await mem.list({ scope: { userId: "alice", metadata: { n: 2 } } });
   assert.ok(upserted[1].outcome === "replaced" && byKey?.metadata && history.length === 5 && metaHits.length === 1 && metaList.items.length === 1);
 
+  // Supersession and extraction.
+  const supersedingInput = { ...keyedInput, text: "Tea: oolong.", supersede: true };
+  const superseding = await mem.upsert(supersedingInput);
+  const supersededItems = [await mem.get(upserted[0].id), await mem.get(superseding[0].id)];
+  const supersededHistory = await mem.history(upserted[0].id);
+  const operations = [
+    { op: "add", text: "Walks to work.", kind: "fact", tags: ["habits"], key: "commute", metadata: { from: "chat" } },
+    { op: "update", id: superseding[0].id, text: "Tea: jasmine." },
+    { op: "delete", id: ingested[2].id },
+    { op: "none" },
+  ];
+  const remembered = await mem.remember([{ role: "user", content: "I drink jasmine tea, walk to work, and no longer buy oat milk." }], {
+    scope: home, limit: 20, extractor: ({ memories }) => memories.length >= 0 ? operations : [],
+  });
+  assert.ok(superseding[0].outcome === "superseded" && supersededItems[0].supersededBy && remembered.superseded.length === 1);
+
   const deleted = await mem.deleteAll({ scope: { userId: "alice", workspaceId: "home" } });
   assert.ok(item.mergedFrom.length === 1 && hits[0].explain && hits[0].policy?.expiresAt && tight.dropped.length > 0);
   assert.ok(chunkHits[0].item.sourceLines && storedFiles[1] === null && toolResults.at(-1).isError && hotSync.updated.length === 1);
@@ -117,6 +133,12 @@ const history: M.HistoryEvent[] = ${literal(history)};
 const metaQuery: M.RetrieveQuery = ${literal(metaQuery)};
 const metaHits: M.RetrieveHit[] = ${literal(metaHits)};
 const metaList: M.ListPage = ${literal(metaList)};
+const supersedingInput: M.MemoryInput = ${literal(supersedingInput)};
+const superseding: M.IngestResult[] = ${literal(superseding)};
+const supersededItems: M.MemoryItem[] = ${literal(supersededItems)};
+const supersededHistory: M.HistoryEvent[] = ${literal(supersededHistory)};
+const operations: M.MemoryOperation[] = ${literal(operations)};
+const remembered: M.RememberResult = ${literal(remembered)};
 // Where the WebAssembly module may come from (\`init\` and \`Memory.open\`).
 const wasmOptions: M.OpenOptions[] = [
   { wasm: "/memtide_bg.wasm" }, { wasm: new URL("https://cdn.example/memtide_bg.wasm") },
@@ -128,6 +150,7 @@ export {
   inputs, ingested, query, hits, injectQuery, injections, items, patch, listQuery, pages, stats, imported, deleted,
   config, fileInput, fileSyncs, fileRef, storedFiles, toolInputs, toolResults, chunkHits, hotDocument, hotInput, hotSync, removed,
   keyedInput, upserted, byKey, history, metaQuery, metaHits, metaList,
+  supersedingInput, superseding, supersededItems, supersededHistory, operations, remembered,
 };
 `;
   const dir = await mkdtemp(join(tmpdir(), "memtide-types-"));

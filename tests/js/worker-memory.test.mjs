@@ -62,6 +62,13 @@ test("a store in a dedicated worker: results, error codes, progress, abort, the 
     try { await mem.get("01ARZ3NDEKTSV4RRFFQ69G5FAV"); } catch (e) { notFound = { isClass: e instanceof MemtideError, code: e.code }; }
     let invalid;
     try { await mem.ingest({ text: "", scope }); } catch (e) { invalid = e.code; }
+    // remember: the extractor runs in the page, retrieval and the operations in the worker.
+    const remembered = await mem.remember([{ role: "user", content: "I water the ferns on Saturdays now." }], {
+      scope,
+      extractor: ({ memories }) => [{ op: "update", id: memories.find((m) => m.text.includes("ferns")).id, text: "Waters the ferns every Saturday morning." }],
+    });
+    let badOperations;
+    try { await mem.remember([{ role: "user", content: "ferns" }], { scope, extractor: () => "no operations" }); } catch (e) { badOperations = { code: e.code, isClass: e instanceof MemtideError }; }
 
     const controller = new AbortController();
     const done = [];
@@ -76,7 +83,7 @@ test("a store in a dedicated worker: results, error codes, progress, abort, the 
     let closed;
     try { await mem.stats(); } catch (e) { closed = e.code; }
     worker.terminate();
-    return { stages, embedded, downloads: downloads.length, top: hits[0]?.item.text, notFound, invalid, aborted, done, stats, wasmBytes, closed };
+    return { stages, embedded, downloads: downloads.length, top: hits[0]?.item.text, notFound, invalid, aborted, done, stats, wasmBytes, closed, remembered, badOperations };
   });
   assert.deepEqual(out.stages, ["storage", "ready"]);
   assert.equal(out.embedded, 0);
@@ -84,6 +91,9 @@ test("a store in a dedicated worker: results, error codes, progress, abort, the 
   assert.equal(out.top, "My sister's birthday is on the ninth of March.");
   assert.deepEqual(out.notFound, { isClass: true, code: "NOT_FOUND" });
   assert.equal(out.invalid, "INVALID_INPUT");
+  assert.equal(out.remembered.superseded.length, 1);
+  assert.deepEqual(out.remembered.added, [out.remembered.superseded[0].by]);
+  assert.deepEqual(out.badOperations, { code: "INVALID_OPERATIONS", isClass: true });
   assert.deepEqual(out.aborted, { code: "ABORTED", isClass: true });
   // The abort crosses from the page to the worker as a message, so the
   // worker may start a batch or two more before it sees it; it stops at a
@@ -91,7 +101,7 @@ test("a store in a dedicated worker: results, error codes, progress, abort, the 
   assert.deepEqual(out.done.slice(0, 2), [0, 64]);
   assert.ok(out.done.every((d, i) => i === 0 || d - out.done[i - 1] === 64), `${out.done}`);
   assert.ok(out.done.at(-1) < 300, `${out.done}`);
-  assert.equal(out.stats.items, 2, "the aborted ingest stored nothing");
+  assert.equal(out.stats.items, 3, "the aborted ingest stored nothing (two memories and the one that superseded one)");
   assert.equal(out.stats.retrievalMode, "hybrid");
   assert.ok(out.wasmBytes > 20 * 1024 * 1024, "the model lives in the worker");
   assert.equal(out.closed, "CLOSED");

@@ -29,8 +29,8 @@ use memtide::storage::{
     AsyncStorage, Batch, Expect, KvStorage, MemoryStorage, Snapshot, StorageError,
 };
 use memtide::{
-    AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch, MessageOptions,
-    RetrieveQuery, Scope, ScopeFilter,
+    parse_operations, AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch,
+    MessageOptions, OperationsRequest, RetrieveQuery, Scope, ScopeFilter,
 };
 
 mod adapter;
@@ -551,6 +551,26 @@ impl JsMemory {
         self.run(async move |store| {
             let id: String = from_js(&id, "id")?;
             to_js(&store.history(&id)?)
+        })
+    }
+
+    /// Applies an extractor's operations in one commit: `{scope, allowed?,
+    /// reply}`, `reply` the model's reply holding them (JSON, alone, fenced
+    /// or in prose); resolves to `{added, merged, superseded, deleted}`.
+    #[wasm_bindgen(js_name = applyOperations)]
+    pub fn apply_operations(&self, options: JsValue) -> Promise {
+        self.run(async move |store| {
+            let scope: Scope = from_js(&field(&options, "scope"), "scope")?;
+            let allowed: Vec<String> = from_js_or_default(&field(&options, "allowed"), "allowed")?;
+            let reply: String = from_js(&field(&options, "reply"), "reply")?;
+            let limit = store.config().limits.max_operations_bytes;
+            let operations = parse_operations(&reply, limit)?;
+            let request = OperationsRequest {
+                scope,
+                allowed,
+                operations,
+            };
+            to_js(&store.apply_operations(request).await?)
         })
     }
 

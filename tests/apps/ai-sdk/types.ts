@@ -3,7 +3,7 @@
 import { wrapLanguageModel, type LanguageModelMiddleware } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { Memory, type Injection } from "memtide";
-import { memoryMiddleware } from "memtide/ai-sdk";
+import { memoryMiddleware, modelExtractor } from "memtide/ai-sdk";
 
 const memory = await Memory.open({ storage: "memory" });
 const middleware: LanguageModelMiddleware = memoryMiddleware({
@@ -23,3 +23,15 @@ memoryMiddleware({ memory });
 memoryMiddleware({ memory, scope: { userId: "u", workspaceId: "w" }, ingest: { scope: { userId: "u", workspaceId: "w" } } });
 // @ts-expect-error not a part type
 memoryMiddleware({ memory, scope: { userId: "u", workspaceId: "w" }, ingest: { include: ["audio"] } });
+const extractor = modelExtractor(new MockLanguageModelV3(), { instructions: "Only food.", onReply: (text: string) => void text.length });
+wrapLanguageModel({
+  model: new MockLanguageModelV3(),
+  middleware: memoryMiddleware({ memory, scope: { userId: "u", workspaceId: "w" }, extractor, onRemember: (r) => void r.superseded.map((s) => s.by) }),
+});
+const remembered = await memory.remember([{ role: "user", content: "I moved." }], {
+  scope: { userId: "u", workspaceId: "w" },
+  extractor: ({ memories }) => memories.map((m) => ({ op: "delete" as const, id: m.id })),
+});
+void remembered.added;
+// @ts-expect-error not an operation
+await memory.remember([], { scope: { userId: "u", workspaceId: "w" }, extractor: () => [{ op: "merge", id: "x" }] });
