@@ -117,6 +117,7 @@ macro_rules! conformance_suite {
                 ten_thousand_keys_round_trip,
                 a_deleted_value_is_erased,
                 an_expired_memory_is_erased_by_purge,
+                either_side_of_a_supersession_is_erased_by_a_hard_delete,
                 a_random_history_matches_a_model_across_reopens,
                 expectations_guard_commits,
             }
@@ -533,6 +534,64 @@ async fn an_expired_memory_is_erased_by_purge<B: Backend>() {
     assert!(!found(mem.storage().raw_contents().await));
     let store = mem.into_storage().reopen().await;
     assert!(!found(store.raw_contents().await));
+    let reopened = AsyncMemory::open(
+        store,
+        FixedEnvironment::new(Timestamp(1_700_000_000_000)),
+        Config::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reopened.stats(&Default::default()).items, 1);
+}
+
+/// The engine over the backend: a hard delete of a superseded memory, then
+/// of its successor, leaves no byte of either's text and no record naming
+/// either's id, in any version the layout wrote (`docs/memory-model.md`,
+/// "Supersession").
+async fn either_side_of_a_supersession_is_erased_by_a_hard_delete<B: Backend>() {
+    use memtide::env::FixedEnvironment;
+    use memtide::{AsyncMemory, Config, IngestOutcome, MemoryInput, Scope, Timestamp};
+    const OLD: &str = "cortado-7d21e0 marker";
+    const NEW: &str = "flat-white-9b44c2 marker";
+    let scope = Scope::workspace("alice", "home");
+    let env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+    let mut mem = AsyncMemory::open(B::fresh().await, env, Config::default())
+        .await
+        .unwrap();
+    let keyed = |text: &str| MemoryInput {
+        key: Some("coffee".into()),
+        supersede: Some(true),
+        ..MemoryInput::new(format!("I take my coffee as a {text}"), scope.clone())
+    };
+    let old = mem.upsert(vec![keyed(OLD)]).await.unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    let new = mem.upsert(vec![keyed(NEW)]).await.unwrap();
+    assert_eq!(new[0].outcome, IngestOutcome::Superseded);
+    let new = new[0].id.clone().unwrap();
+    mem.ingest(vec![MemoryInput::new("a memory that stays", scope)])
+        .await
+        .unwrap();
+    let found =
+        |blobs: &[Vec<u8>], needle: &str| blobs.iter().any(|b| contains(b, needle.as_bytes()));
+    let blobs = mem.storage().raw_contents().await;
+    assert!(
+        found(&blobs, OLD) && found(&blobs, NEW),
+        "both texts must be stored before the deletes for this test to mean anything"
+    );
+    mem.delete(&old, true).await.unwrap();
+    let blobs = mem.storage().raw_contents().await;
+    assert!(!found(&blobs, OLD) && !found(&blobs, &old));
+    assert!(found(&blobs, NEW));
+    mem.delete(&new, true).await.unwrap();
+    let blobs = mem.storage().raw_contents().await;
+    assert!(!found(&blobs, NEW) && !found(&blobs, &new));
+    let store = mem.into_storage().reopen().await;
+    let blobs = store.raw_contents().await;
+    assert!(
+        !found(&blobs, OLD) && !found(&blobs, NEW) && !found(&blobs, &old) && !found(&blobs, &new)
+    );
     let reopened = AsyncMemory::open(
         store,
         FixedEnvironment::new(Timestamp(1_700_000_000_000)),
