@@ -156,7 +156,8 @@ impl Engine {
         // Memories whose text is new to this store: they need an embedding.
         let mut new_texts: Vec<(String, String)> = Vec::new();
         for item in items {
-            if let Some(key) = &item.key {
+            // A superseded memory gave its key to its successor: it holds none.
+            if let Some(key) = item.key.as_ref().filter(|_| !item.is_superseded()) {
                 if let Some(holder) = self.holder_of_key(&item.scope, key) {
                     if holder != item.id {
                         return Err(Error::invalid(format!(

@@ -105,6 +105,20 @@ fn a_superseded_memory_leaves_retrieval_inject_and_list_but_stays_readable() {
     assert_eq!(listed(&mem, true), vec![new.clone(), old.clone()]);
     let export = mem.export();
     assert!(export.contains("cortado") && export.contains("\"supersededBy\""));
+    // An export imports back, into this store and into an empty one, links and keys intact.
+    let imported = mem.import(&export).unwrap();
+    assert_eq!((imported.replaced, imported.added), (2, 0));
+    let mut copy = open();
+    assert_eq!(copy.import(&export).unwrap().added, 2);
+    assert_eq!(copy.get_by_key(&scope(), "coffee").unwrap().id, new);
+    assert_eq!(
+        copy.get(&old).unwrap().superseded_by.as_deref(),
+        Some(new.as_str())
+    );
+    assert_eq!(
+        ids_retrieved(&mut copy, "coffee cortado flat white"),
+        vec![new.clone()]
+    );
     let stats = mem.stats(&Default::default());
     assert_eq!((stats.items, stats.active), (2, 1));
 
