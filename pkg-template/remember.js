@@ -41,7 +41,8 @@ export async function rememberWith(memory, messages, options) {
     .map((message) => messageText(message).trim())
     .filter((text) => text !== "")
     .join("\n");
-  const text = said.slice(-QUERY_CHARS);
+  // Cut at a character, not inside a surrogate pair (a lone half is refused).
+  const text = said.slice(-QUERY_CHARS).replace(/^[\uDC00-\uDFFF]/, "");
   let memories = [];
   if (text.trim() !== "" && limit > 0) {
     const query = { text, scope, limit, dryRun: true };

@@ -73,6 +73,9 @@ test("a model's reply text is parsed, fences and prose around it included", asyn
   assert.equal((await mem.get(done.added[0])).kind, "fact");
   const none = await mem.remember([{ role: "user", content: "hi" }], { scope, extractor: () => ({ operations: [{ op: "none" }] }) });
   assert.deepEqual([none.added, none.superseded, none.deleted], [[], [], []]);
+  // A long conversation is queried by its end, cut at a character.
+  const long = await mem.remember([{ role: "user", content: `${"🙂".repeat(3000)} Berlin` }], { scope, extractor: () => [] });
+  assert.ok(long.memories.some((m) => m.text === "Lives in Berlin"));
 });
 
 test("bad answers are INVALID_OPERATIONS and change nothing", async () => {
