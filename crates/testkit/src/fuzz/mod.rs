@@ -47,6 +47,7 @@ targets!(
     memory_path,
     memory_tool,
     hot_file,
+    operations,
 );
 
 /// The fixed clock of every check.
