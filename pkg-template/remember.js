@@ -49,7 +49,8 @@ export async function rememberWith(memory, messages, options) {
     if (minRelevance !== undefined) query.minRelevance = minRelevance;
     if (sessions !== undefined) query.sessions = sessions;
     const hits = await memory.retrieve(query);
-    memories = hits.map(({ item }) => {
+    // Chunks of files change with their file, not by an extractor.
+    memories = hits.filter(({ item }) => item.sourceLines === undefined).map(({ item }) => {
       const shown = { id: item.id, text: item.text, kind: item.kind, createdAt: item.createdAt };
       if (item.key !== undefined) shown.key = item.key;
       return shown;

@@ -205,7 +205,7 @@ impl Engine {
 
     /// The memory `id` an `update` or `delete` names, checked: shown to the
     /// extractor, held, visible from the scope, neither deleted nor
-    /// superseded, and not named before in the list.
+    /// superseded, no chunk of a file, and not named before in the list.
     fn named(
         &self,
         i: usize,
@@ -227,6 +227,12 @@ impl Engine {
         }
         if item.is_deleted() || item.is_superseded() {
             return Err(refuse(i, format!("memory `{id}` is deleted or superseded")));
+        }
+        if let Some((path, _)) = item.file_location() {
+            return Err(refuse(
+                i,
+                format!("memory `{id}` is a chunk of file `{path}`: it changes with the file"),
+            ));
         }
         if !named.insert(id.to_string()) {
             return Err(refuse(i, format!("memory `{id}` is named twice")));

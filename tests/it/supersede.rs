@@ -402,6 +402,22 @@ fn invalid_operations_change_nothing() {
         assert_eq!(error.code(), "INVALID_OPERATIONS", "{what}: {error}");
         assert_eq!(records(mem.storage()), before, "{what}");
     }
+    // A chunk of a file changes with its file only.
+    let sync = mem
+        .sync_file(
+            &scope(),
+            "notes/MEMORY.md",
+            "# Notes\nThe espresso machine is descaled on Sundays.\n",
+        )
+        .unwrap();
+    let chunk = sync.chunks[0].clone();
+    let before = records(mem.storage());
+    let refused = mem.apply_operations(request(
+        &[&chunk],
+        vec![Operation::Delete { id: chunk.clone() }],
+    ));
+    assert_eq!(refused.unwrap_err().code(), "INVALID_OPERATIONS");
+    assert_eq!(records(mem.storage()), before);
     // A superseded or deleted memory cannot be named again.
     let done = mem
         .apply_operations(request(

@@ -73,6 +73,10 @@ test("a model's reply text is parsed, fences and prose around it included", asyn
   assert.equal((await mem.get(done.added[0])).kind, "fact");
   const none = await mem.remember([{ role: "user", content: "hi" }], { scope, extractor: () => ({ operations: [{ op: "none" }] }) });
   assert.deepEqual([none.added, none.superseded, none.deleted], [[], [], []]);
+  // Chunks of files change with their file: they are not shown.
+  await mem.syncFile({ scope, path: "notes/MEMORY.md", content: "# Notes\nThe espresso machine in Berlin is descaled on Sundays.\n" });
+  const shown = await mem.remember([{ role: "user", content: "Is the espresso machine in Berlin descaled?" }], { scope, extractor: () => [] });
+  assert.ok(shown.memories.length > 0 && shown.memories.every((m) => !m.text.includes("espresso")), JSON.stringify(shown.memories));
   // A long conversation is queried by its end, cut at a character.
   const long = await mem.remember([{ role: "user", content: `${"🙂".repeat(3000)} Berlin` }], { scope, extractor: () => [] });
   assert.ok(long.memories.some((m) => m.text === "Lives in Berlin"));
