@@ -47,7 +47,9 @@ test("a preference stated, changed and asked: the extractor supersedes it, the l
   assert.deepEqual(seen.afterSecond.map((m) => m.text), ["Takes their coffee as a flat white"]);
   const flatWhite = seen.afterSecond[0].id;
   assert.deepEqual(seen.remembered[1].superseded, [{ id: cortado, by: flatWhite }]);
-  // Turn 3: the prompt holds the new value only, cited.
+  // Turn 3, streamed: the prompt holds the new value only, cited; the turn is remembered after the stream.
+  assert.equal(seen.lastReply, "You take it as a flat white.");
+  assert.equal(seen.remembered.length, 3);
   assert.match(seen.lastSystem, /\[m1\][^\n]*flat white/);
   assert.doesNotMatch(seen.lastSystem, /cortado/);
   assert.deepEqual(seen.lastInjection.citations.map((c) => c.id), [flatWhite]);

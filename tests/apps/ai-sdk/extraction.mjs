@@ -8,7 +8,7 @@
 // tests/apps/ai-sdk.test.mjs judges it.
 import { Memory } from "memtide";
 import { EXTRACTION_PROMPT, memoryMiddleware, modelExtractor } from "memtide/ai-sdk";
-import { generateText, wrapLanguageModel } from "ai";
+import { generateText, simulateReadableStream, streamText, wrapLanguageModel } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 
 const scope = { userId: "alice", workspaceId: "chat" };
@@ -17,20 +17,32 @@ const usage = {
   outputTokens: { total: 5, text: 5, reasoning: undefined },
 };
 
-/** A mock model whose replies are `reply(prompt)` in order; it records each call. */
+/** A mock model whose replies are `reply(prompt)` in order, generated or streamed; it records each call. */
 function scriptedModel(replies) {
   const calls = [];
+  const next = (call) => {
+    calls.push(call);
+    const reply = replies.shift();
+    return typeof reply === "function" ? reply(call.prompt) : reply;
+  };
   const model = new MockLanguageModelV3({
-    doGenerate: async (call) => {
-      calls.push(call);
-      const reply = replies.shift();
-      return {
-        content: [{ type: "text", text: typeof reply === "function" ? reply(call.prompt) : reply }],
-        finishReason: { unified: "stop", raw: "stop" },
-        usage,
-        warnings: [],
-      };
-    },
+    doGenerate: async (call) => ({
+      content: [{ type: "text", text: next(call) }],
+      finishReason: { unified: "stop", raw: "stop" },
+      usage,
+      warnings: [],
+    }),
+    doStream: async (call) => ({
+      stream: simulateReadableStream({
+        chunks: [
+          { type: "stream-start", warnings: [] },
+          { type: "text-start", id: "t0" },
+          ...next(call).split(/(?<= )/).map((delta) => ({ type: "text-delta", id: "t0", delta })),
+          { type: "text-end", id: "t0" },
+          { type: "finish", finishReason: { unified: "stop", raw: "stop" }, usage },
+        ],
+      }),
+    }),
   });
   return { model, calls };
 }
@@ -75,11 +87,12 @@ const wrapped = wrapLanguageModel({
 });
 
 const history = [];
-async function turn(text) {
+async function turn(text, how = "generate") {
   history.push({ role: "user", content: text });
-  const result = await generateText({ model: wrapped, system: "You are a friendly barista.", messages: history, maxRetries: 0 });
-  history.push({ role: "assistant", content: result.text });
-  return result.text;
+  const call = { model: wrapped, system: "You are a friendly barista.", messages: history, maxRetries: 0 };
+  const reply = how === "generate" ? (await generateText(call)).text : await streamText(call).text;
+  history.push({ role: "assistant", content: reply });
+  return reply;
 }
 
 const observed = {};
@@ -88,7 +101,8 @@ observed.afterFirst = (await mem.list({ scope })).items.map(({ id, text, kind })
 await turn("Actually I switched from cortados to flat whites for my coffee.");
 observed.afterSecond = (await mem.list({ scope })).items.map(({ id, text }) => ({ id, text }));
 observed.secondShown = shownIn(extraction.calls[1].prompt);
-await turn("How do I take my coffee?");
+// Streamed: remembered once the stream finished.
+observed.lastReply = await turn("How do I take my coffee?", "stream");
 observed.lastSystem = systemOf(chat.calls[2].prompt);
 observed.lastInjection = injections.at(-1);
 observed.remembered = remembered;
