@@ -198,13 +198,14 @@ pub fn version_for(uses_files: bool) -> u16 {
 }
 
 /// Encodes a memory item record: version 5 when it has a key, metadata,
-/// history, a role or a speaker, else 2 for a chunk of a file, else 1.
+/// history, a role, a speaker or `summaryOf`, else 2 for a chunk of a file, else 1.
 pub fn encode_item(item: &MemoryItem) -> Vec<u8> {
     let version = if item.key.is_some()
         || item.metadata.is_some()
         || !item.history.is_empty()
         || item.role.is_some()
         || item.speaker.is_some()
+        || !item.summary_of.is_empty()
     {
         KEYED_FORMAT_VERSION
     } else {

@@ -318,6 +318,7 @@ mod tests {
             key: None,
             metadata: None,
             history: Vec::new(),
+            summary_of: Vec::new(),
         }
     }
 

@@ -426,6 +426,7 @@ mod tests {
             key: None,
             metadata: None,
             history: Vec::new(),
+            summary_of: Vec::new(),
         }
     }
 

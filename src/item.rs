@@ -565,6 +565,12 @@ pub struct MemoryItem {
     /// [`crate::history`]; `created` and merges are not stored here).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<HistoryEvent>,
+    /// For a summary `summarize` stored: the ids of the memories it
+    /// summarizes, ascending. A hard delete of any of them erases the
+    /// summary in the same commit, since its text may repeat theirs
+    /// (`docs/memory-model.md`, "Summaries").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summary_of: Vec<String>,
 }
 
 impl MemoryItem {

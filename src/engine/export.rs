@@ -37,7 +37,7 @@ use super::{text_to_store, Captured, Engine, IngestReason, Txn};
 use crate::dedupe::Duplicate;
 use crate::error::{Error, Result};
 use crate::files::StoredFile;
-use crate::item::{validate_id, validate_item_id, MemoryItem, ScopeFilter, Timestamp};
+use crate::item::{validate_id, validate_item_id, MemoryItem, Scope, ScopeFilter, Timestamp};
 use crate::text;
 
 /// Export file format name.
@@ -85,6 +85,7 @@ impl Engine {
                 || !i.history.is_empty()
                 || i.role.is_some()
                 || i.speaker.is_some()
+                || !i.summary_of.is_empty()
         });
         let version = if keyed {
             EXPORT_VERSION
@@ -161,6 +162,11 @@ impl Engine {
         }
         // Memories whose text is new to this store: they need an embedding.
         let mut new_texts: Vec<(String, String)> = Vec::new();
+        let summaries: Vec<(String, Scope, Vec<String>)> = items
+            .iter()
+            .filter(|i| !i.summary_of.is_empty())
+            .map(|i| (i.id.clone(), i.scope.clone(), i.summary_of.clone()))
+            .collect();
         for item in items {
             if let Some(key) = &item.key {
                 if let Some(holder) = self.holder_of_key(&item.scope, key) {
@@ -172,13 +178,19 @@ impl Engine {
                     }
                 }
             }
+            if !item.summary_of.is_empty() {
+                self.check_imported_summary_scope(&item)?;
+            }
             let hash_key = (self.scope_key(&item.scope), item.content_hash.clone());
             // Chunks belong to their file and never merge.
             let existing_same_text = self
                 .by_hash
                 .get(&hash_key)
                 .filter(|other| {
-                    **other != item.id && !item.is_file_chunk() && item.key.is_none()
+                    **other != item.id
+                        && !item.is_file_chunk()
+                        && item.key.is_none()
+                        && item.summary_of.is_empty()
                 })
                 .cloned();
             if self.entries.contains_key(&item.id) {
@@ -213,6 +225,7 @@ impl Engine {
                 self.write(txn, &item.id.clone(), Some(item));
             }
         }
+        self.check_imported_summaries(&summaries)?;
         let texts: Vec<&str> = new_texts.iter().map(|(_, t)| t.as_str()).collect();
         let mut vectors = self.embed(&texts)?.map(Vec::into_iter);
         for (id, _) in &new_texts {

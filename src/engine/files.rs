@@ -208,6 +208,7 @@ impl Engine {
                 key: None,
                 metadata: None,
                 history: Vec::new(),
+                summary_of: Vec::new(),
             };
             self.write(txn, &id, Some(item));
             if let Some(vector) = vectors.as_mut().and_then(Iterator::next) {

@@ -230,6 +230,7 @@ impl Engine {
             key: input.key,
             metadata: metadata::normalize(input.metadata),
             history: Vec::new(),
+            summary_of: Vec::new(),
         };
         self.write(txn, &id, Some(item));
         if vector.is_some() {

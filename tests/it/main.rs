@@ -25,5 +25,6 @@ mod relevance;
 mod retention;
 mod secrets;
 mod semantic;
+mod summaries;
 mod vector_index;
 mod wordpiece_golden;

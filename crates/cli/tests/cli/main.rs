@@ -8,3 +8,4 @@
 mod adversarial;
 mod commands;
 mod keys;
+mod summaries;
