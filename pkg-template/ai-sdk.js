@@ -176,3 +176,4 @@ export function memoryMiddleware(options) {
     },
   };
 }
+export { modelSummarizer, summaryInstructions } from "./ai-sdk-summarizer.js";
