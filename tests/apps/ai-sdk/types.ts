@@ -3,7 +3,7 @@
 import { wrapLanguageModel, type LanguageModelMiddleware } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { Memory, type Injection } from "memtide";
-import { memoryMiddleware } from "memtide/ai-sdk";
+import { memoryMiddleware, modelSummarizer, summaryInstructions } from "memtide/ai-sdk";
 
 const memory = await Memory.open({ storage: "memory" });
 const middleware: LanguageModelMiddleware = memoryMiddleware({
@@ -23,3 +23,16 @@ memoryMiddleware({ memory });
 memoryMiddleware({ memory, scope: { userId: "u", workspaceId: "w" }, ingest: { scope: { userId: "u", workspaceId: "w" } } });
 // @ts-expect-error not a part type
 memoryMiddleware({ memory, scope: { userId: "u", workspaceId: "w" }, ingest: { include: ["audio"] } });
+
+const summary = await memory.summarize({
+  scope: { userId: "u", workspaceId: "w" },
+  session: "s1",
+  summarizer: modelSummarizer(new MockLanguageModelV3(), { maxWords: 60, instructions: summaryInstructions(60) }),
+});
+const sources: string[] | undefined = summary?.summaryOf;
+void sources;
+await memory.summarize({ scope: { userId: "u", workspaceId: "w" }, summarizer: ({ memories, previous }) => ({ text: previous?.text ?? "", sources: memories.map((m) => m.id) }) });
+// @ts-expect-error a model id string is not a model object
+modelSummarizer("openai/gpt-4.1");
+// @ts-expect-error the summarizer is required
+await memory.summarize({ scope: { userId: "u", workspaceId: "w" } });
