@@ -315,12 +315,20 @@ impl Engine {
     }
 
     /// Refuses, for `import` once its memories are written, a summary
-    /// whose source is neither stored nor imported, or outside its scope.
+    /// whose sources are not ascending and distinct, too many, neither
+    /// stored nor imported, or outside its scope.
     pub(super) fn check_imported_summaries(
         &self,
         summaries: &[(String, Scope, Vec<String>)],
     ) -> Result<()> {
         for (id, scope, sources) in summaries {
+            let ascending = sources.windows(2).all(|pair| pair[0] < pair[1]);
+            if !ascending || sources.len() > self.config.limits.max_results {
+                return Err(Error::invalid(format!(
+                    "memory `{id}`: summaryOf must list at most {} ids, ascending, each once",
+                    self.config.limits.max_results
+                )));
+            }
             let within = within(scope);
             for source in sources {
                 let fits = self

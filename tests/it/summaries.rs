@@ -397,3 +397,34 @@ fn a_summary_survives_reopen_export_and_import() {
 fn b(mem: &mut Mem) -> String {
     add(mem, "the flight leaves on Friday", session("s1"))
 }
+
+#[test]
+fn an_import_whose_summary_lists_its_sources_out_of_order_is_refused() {
+    use sha2::{Digest, Sha256};
+    let mut mem = open();
+    let a = add(&mut mem, "we planned the trip to Lisbon", session("s1"));
+    let b = add(&mut mem, "the flight leaves on Friday", session("s1"));
+    mem.store_summary(summary(
+        session("s1"),
+        "A Lisbon trip on Friday.",
+        &[&a, &b],
+    ))
+    .unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&mem.export()).unwrap();
+    let reseal = |doc: &mut serde_json::Value| {
+        let items = serde_json::to_string(&doc["items"]).unwrap();
+        doc["checksum"] = format!("{:x}", Sha256::digest(items.as_bytes())).into();
+        serde_json::to_string(doc).unwrap()
+    };
+    // Resealed unchanged, the export imports.
+    assert!(open().import(&reseal(&mut doc)).is_ok());
+    for item in doc["items"].as_array_mut().unwrap() {
+        if let Some(sources) = item.get_mut("summaryOf") {
+            sources.as_array_mut().unwrap().reverse();
+        }
+    }
+    let mut fresh = open();
+    let err = fresh.import(&reseal(&mut doc)).unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+    assert_eq!(fresh.stats(&ScopeFilter::default()).items, 0);
+}
