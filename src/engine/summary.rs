@@ -316,7 +316,7 @@ impl Engine {
 
     /// Refuses, for `import` once its memories are written, a summary
     /// whose sources are not ascending and distinct, too many, neither
-    /// stored nor imported, or outside its scope.
+    /// stored nor imported, outside its scope, or summaries.
     pub(super) fn check_imported_summaries(
         &self,
         summaries: &[(String, Scope, Vec<String>)],
@@ -334,10 +334,10 @@ impl Engine {
                 let fits = self
                     .entries
                     .get(source)
-                    .is_some_and(|e| within.matches(&e.item.scope));
+                    .is_some_and(|e| within.matches(&e.item.scope) && e.item.summary_of.is_empty());
                 if !fits {
                     return Err(Error::invalid(format!(
-                        "memory `{id}` summarizes memory `{source}`, which is not stored in its scope"
+                        "memory `{id}` summarizes memory `{source}`, which is not a stored memory of its scope or is a summary"
                     )));
                 }
             }

@@ -399,7 +399,7 @@ fn b(mem: &mut Mem) -> String {
 }
 
 #[test]
-fn an_import_whose_summary_lists_its_sources_out_of_order_is_refused() {
+fn an_import_whose_summary_lists_its_sources_out_of_order_or_a_summary_is_refused() {
     use sha2::{Digest, Sha256};
     let mut mem = open();
     let a = add(&mut mem, "we planned the trip to Lisbon", session("s1"));
@@ -426,5 +426,23 @@ fn an_import_whose_summary_lists_its_sources_out_of_order_is_refused() {
     let mut fresh = open();
     let err = fresh.import(&reseal(&mut doc)).unwrap_err();
     assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+    assert_eq!(fresh.stats(&ScopeFilter::default()).items, 0);
+
+    // Nor may a summary summarize a summary.
+    let s1 = mem
+        .store_summary(summary(session("s1"), "A Lisbon trip.", &[&a]))
+        .unwrap();
+    let ws = mem
+        .store_summary(summary(scope(), "Lisbon.", &[&b]))
+        .unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&mem.export()).unwrap();
+    for item in doc["items"].as_array_mut().unwrap() {
+        if item["id"] == ws.id.as_str() {
+            item["summaryOf"] = serde_json::json!([s1.id]);
+        }
+    }
+    let mut fresh = open();
+    let err = fresh.import(&reseal(&mut doc)).unwrap_err();
+    assert!(err.to_string().contains("is a summary"), "{err}");
     assert_eq!(fresh.stats(&ScopeFilter::default()).items, 0);
 }
