@@ -247,6 +247,27 @@ fn erasing_a_source_erases_its_summaries_in_the_same_commit() {
     assert!(mem.get(&s2b.id).is_err());
     assert!(!holds(&mem, "Vet visit due."));
 
+    // So does an upsert that replaces a keyed source's text.
+    let keyed = mem
+        .upsert(vec![MemoryInput {
+            key: Some("drink".into()),
+            ..MemoryInput::new("prefers green tea", session("s4"))
+        }])
+        .unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    let drinks = mem
+        .store_summary(summary(session("s4"), "Drinks green tea.", &[&keyed]))
+        .unwrap();
+    mem.upsert(vec![MemoryInput {
+        key: Some("drink".into()),
+        ..MemoryInput::new("prefers black coffee", session("s4"))
+    }])
+    .unwrap();
+    assert!(mem.get(&drinks.id).is_err());
+    assert!(!holds(&mem, "Drinks green tea."));
+
     // A soft delete withdraws the summary and keeps its text for the user.
     let s = mem
         .store_summary(summary(session("s1"), "Friday flight.", &[&b]))
