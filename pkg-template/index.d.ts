@@ -814,9 +814,9 @@ export class Memory {
    */
   summaryContext(query: { scope: Scope; limit?: number; includePii?: boolean }): Promise<SummaryContext>;
   /**
-   * Stores a summary written elsewhere: its `sources` must be live memories
-   * within `scope` that are not summaries (else `INVALID_INPUT` or
-   * `NOT_FOUND`, and nothing changes).
+   * Stores a summary written elsewhere: its `sources` must be live,
+   * approved memories within `scope` that are not private, expired or
+   * summaries (else `INVALID_INPUT` or `NOT_FOUND`, and nothing changes).
    */
   storeSummary(input: { scope: Scope; text: string; sources: string[] }): Promise<MemoryItem>;
   /**

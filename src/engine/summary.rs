@@ -133,7 +133,8 @@ impl Engine {
     /// `summaryOf` lists the sources, replacing the scope's previous
     /// summary in place (same id, a `replaced` event in its history).
     /// Refuses, changing nothing, an empty text, an unknown source, one
-    /// outside the scope, soft-deleted or itself a summary.
+    /// outside the scope, soft-deleted, private, expired or itself a
+    /// summary (a `pii` source marks the summary `pii`).
     pub fn store_summary(
         &mut self,
         input: SummaryInput,
@@ -188,6 +189,14 @@ impl Engine {
             }
             if !self.summarizable(source) {
                 return refuse("is a summary, a chunk of a file, pending or rejected");
+            }
+            // A summary is injected like any memory: it must not carry
+            // what its source may not show.
+            if source.privacy.private {
+                return refuse("is private");
+            }
+            if self.config.retention.is_expired(source, now) {
+                return refuse("has expired");
             }
             newest = newest.max(source.created_at);
             pii |= source.privacy.pii;

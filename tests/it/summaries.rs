@@ -197,6 +197,24 @@ fn bad_sources_are_refused_and_change_nothing() {
         let err = mem.store_summary(input.clone()).unwrap_err();
         assert_eq!(err.code(), code, "{input:?}: {err}");
     }
+    let private = mem
+        .ingest(vec![MemoryInput {
+            privacy: Some(Privacy {
+                private: true,
+                ..Privacy::default()
+            }),
+            ..MemoryInput::new("a private diary line", session("s1"))
+        }])
+        .unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    let before = stored(&mem);
+    let err = mem
+        .store_summary(summary(session("s1"), "x", &[&private]))
+        .unwrap_err();
+    assert!(err.to_string().contains("is private"), "{err}");
+    assert_eq!(stored(&mem), before);
     mem.delete(&a, false).unwrap();
     let before_soft = stored(&mem);
     assert!(before != before_soft);
@@ -327,6 +345,10 @@ fn a_purge_erases_the_summaries_of_expired_sources_and_a_reopened_store_agrees()
         .ok();
     assert!(only_keep.is_none(), "keep is not within session s2");
     mem.env_mut().advance_ms(3 * Timestamp::DAY_MS);
+    let err = mem
+        .store_summary(summary(session("s1"), "x", &[&expiring]))
+        .unwrap_err();
+    assert!(err.to_string().contains("has expired"), "{err}");
     assert_eq!(
         mem.purge_expired().unwrap().purged,
         2,
