@@ -197,6 +197,7 @@ fn bad_sources_are_refused_and_change_nothing() {
         let err = mem.store_summary(input.clone()).unwrap_err();
         assert_eq!(err.code(), code, "{input:?}: {err}");
     }
+    assert_eq!(stored(&mem), before, "refused calls changed nothing");
     let private = mem
         .ingest(vec![MemoryInput {
             privacy: Some(Privacy {
