@@ -3,7 +3,7 @@
 //! relevance gate does with unrelated questions.
 //!
 //! ```text
-//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--inject] [--speaker-field] [path/to/locomo_dev.json]]
+//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--inject] [--speaker-field] [--summaries extractive|whole [--summary-evidence]] [path/to/locomo_dev.json]]
 //! ```
 //!
 //! With `--model DIR` (the directory `scripts/fetch-model.sh` prints) the
@@ -15,6 +15,13 @@
 //! judged on one conversation and confirmed on the other.
 //! With `--speaker-field` each turn's speaker goes in the memory's
 //! `speaker` field instead of the text (`Name: text`).
+//! With `--summaries` each session's turns are stored in a session scope
+//! and the figures are printed without and then with one summary per
+//! session (`storeSummary`, linked to the session's turns): `extractive`
+//! (the session's longest turns, up to 150 words) or `whole` (every turn).
+//! A summary ranks its session for session recall; with
+//! `--summary-evidence` it also counts as a hit on each of its turns for
+//! turn recall.
 //! The protocol (`crates/testkit/src/locomo.rs`) is the one memtide's tests
 //! hold the retrieval to.
 
@@ -22,7 +29,7 @@ use std::sync::Arc;
 
 use memtide::embed::Embedder;
 use memtide::{Config, InjectQuery, RankParams};
-use memtide_testkit::locomo::{self, GatePoint, Loaded, Recall, Speakers};
+use memtide_testkit::locomo::{self, GatePoint, Loaded, Recall, Speakers, SummaryText};
 
 /// The thresholds the gate is tried at.
 const THRESHOLDS: [f32; 13] = [
@@ -34,6 +41,8 @@ fn main() {
     let model_dir = take_value(&mut args, "--model");
     let rank = take_value(&mut args, "--rank");
     let inject = take_flag(&mut args, "--inject");
+    let summaries = take_value(&mut args, "--summaries");
+    let summary_evidence = take_flag(&mut args, "--summary-evidence");
     let speakers = if take_flag(&mut args, "--speaker-field") {
         Speakers::Field
     } else {
@@ -50,14 +59,31 @@ fn main() {
             config.rank =
                 serde_json::from_str::<RankParams>(rank).map_err(|e| format!("--rank: {e}"))?;
         }
-        let mut loaded = locomo::load_with(&json, model, config, speakers)?;
+        let summary_text = match summaries.as_deref() {
+            None => None,
+            Some("extractive") => Some(SummaryText::Extractive(150)),
+            Some("whole") => Some(SummaryText::Whole),
+            Some(other) => return Err(format!("--summaries {other}: extractive or whole")),
+        };
+        let mut loaded = match summary_text {
+            None => locomo::load_with(&json, model, config, speakers)?,
+            Some(_) => locomo::load_by_session(&json, model, config, speakers)?,
+        };
+        let label = format!("LoCoMo dev, {mode}, speakers {speakers:?}");
         let parts = locomo::recall_by_conversation(&mut loaded)?;
-        print_recall(
-            &format!("LoCoMo dev, {mode}, speakers {speakers:?}"),
-            &Recall::pooled(&parts),
-        );
-        for (c, part) in parts.iter().enumerate() {
-            print_recall(&format!("  conversation {c}"), part);
+        print_parts(&label, &parts);
+        if let Some(text) = summary_text {
+            let stored = locomo::add_session_summaries(&mut loaded, text, summary_evidence)?;
+            let parts = locomo::recall_by_conversation(&mut loaded)?;
+            let evidence = if summary_evidence {
+                "as evidence"
+            } else {
+                "not evidence"
+            };
+            print_parts(
+                &format!("{label}, {stored} session summaries ({text:?}, {evidence})"),
+                &parts,
+            );
         }
         if inject {
             report_injection(&mut loaded)?;
@@ -70,6 +96,14 @@ fn main() {
             eprintln!("error: {e}");
             std::process::exit(1);
         }
+    }
+}
+
+/// Prints the pooled figures and each conversation's.
+fn print_parts(label: &str, parts: &[Recall]) {
+    print_recall(label, &Recall::pooled(parts));
+    for (c, part) in parts.iter().enumerate() {
+        print_recall(&format!("  conversation {c}"), part);
     }
 }
 

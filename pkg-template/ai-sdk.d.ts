@@ -1,7 +1,7 @@
 // Types of `memtide/ai-sdk`: memory for the Vercel AI SDK (6.x) as a
 // language model middleware.
 import type { LanguageModel, LanguageModelMiddleware } from "ai";
-import type { Extractor, InjectQuery, Injection, Memory, MessageOptions, RememberResult, Scope } from "./index.js";
+import type { Extractor, InjectQuery, Injection, Memory, MessageOptions, RememberResult, Scope, Summarizer } from "./index.js";
 
 /** The call parameters the AI SDK hands a middleware (`LanguageModelV3CallOptions`). */
 export type CallParams = Parameters<NonNullable<LanguageModelMiddleware["transformParams"]>>[0]["params"];
@@ -77,3 +77,26 @@ export function modelExtractor(model: Exclude<LanguageModel, string>, options?: 
  * call ingests nothing.
  */
 export function memoryMiddleware(options: MemoryMiddlewareOptions): LanguageModelMiddleware;
+
+export interface ModelSummarizerOptions {
+  /** The summary's length the prompt asks for, in words (default 150). */
+  maxWords?: number;
+  /** The model's output limit (default 400 tokens). */
+  maxOutputTokens?: number;
+  /** The newest memories whose prompt lines fit in this many characters (default 24,000); they are the summary's sources. */
+  maxInputChars?: number;
+  /** Default 0. */
+  temperature?: number;
+  /** A system prompt of the app's own instead of memtide's (`summaryInstructions`). */
+  instructions?: string;
+}
+
+/**
+ * A summarizer for `memory.summarize` over an AI SDK language model: one
+ * `doGenerate` call with memtide's prompt (docs/integrations/ai-sdk.md,
+ * "Summaries"). Pass the bare model, not one wrapped in `memoryMiddleware`.
+ */
+export function modelSummarizer(model: Exclude<LanguageModel, string>, options?: ModelSummarizerOptions): Summarizer;
+
+/** memtide's system prompt for summaries of at most `maxWords` words. */
+export function summaryInstructions(maxWords: number): string;

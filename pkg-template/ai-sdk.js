@@ -237,3 +237,4 @@ export function modelExtractor(model, options = {}) {
     return text;
   };
 }
+export { modelSummarizer, summaryInstructions } from "./ai-sdk-summarizer.js";

@@ -178,6 +178,54 @@ export interface MemoryItem {
   supersededBy?: string;
   /** The memories it took the place of, oldest first. */
   supersedes?: string[];
+  /**
+   * For a summary `summarize` stored: the ids of the memories it
+   * summarizes, ascending. Erasing any of them (a hard delete, a purge, a
+   * new text) erases the summary in the same commit; soft-deleting one
+   * soft-deletes it.
+   */
+  summaryOf?: string[];
+}
+
+/** What a summarizer reads (`Memory.summaryContext`). */
+export interface SummaryContext {
+  /** The memories of the scope a summary covers, oldest first. */
+  memories: MemoryItem[];
+  /** The scope's current summary, if it has one. */
+  previous?: MemoryItem;
+}
+
+/** What a summarizer is given. */
+export interface SummarizerInput extends SummaryContext {
+  /** The scope being summarized (with `sessionId` for a session). */
+  scope: Scope;
+  /** The `signal` given to `summarize`, for the model call. */
+  signal?: AbortSignal;
+}
+
+/**
+ * What a summarizer returns: the summary's text (its sources are then all
+ * the memories it was given), the text with the ids it summarizes, or
+ * `null` to keep the scope's summary as it is.
+ */
+export type SummarizerOutput = string | { text: string; sources?: string[] } | null | undefined;
+
+/** The app's summarizer: memtide calls no model, this function does. */
+export type Summarizer = (input: SummarizerInput) => SummarizerOutput | Promise<SummarizerOutput>;
+
+export interface SummarizeOptions {
+  /** The scope to summarize: its memories and those of narrower scopes (a workspace's covers its sessions). */
+  scope: Scope;
+  /** Summarize this session of `scope` (the same as `scope.sessionId`). */
+  session?: string;
+  /** Writes the summary. */
+  summarizer: Summarizer;
+  /** At most this many memories, the newest (default and cap `limits.maxResults`, 1,000). */
+  limit?: number;
+  /** Give the summarizer memories marked `pii` too (default false). */
+  includePii?: boolean;
+  /** Stops the call (`ABORTED`) before the summary is stored; handed to the summarizer. */
+  signal?: AbortSignal;
 }
 
 /** What ingest did with one input. */
@@ -855,6 +903,27 @@ export class Memory {
    * `retention` policy also does this in every write.
    */
   purgeExpired(): Promise<{ purged: number }>;
+  /**
+   * Summarizes a scope or session with the app's `summarizer` and stores
+   * the summary as a `summary` memory linked to its sources (`summaryOf`),
+   * replacing the scope's previous one (same id). Resolves to the summary,
+   * or `null` when the scope holds nothing to summarize (the summarizer is
+   * not called) or the summarizer returned `null`. Summaries are retrieved
+   * and injected like any memory.
+   */
+  summarize(options: SummarizeOptions): Promise<MemoryItem | null>;
+  /**
+   * What `summarize` hands the summarizer: the memories of the scope (live,
+   * approved, not private, expired or `pii` unless `includePii`, not files'
+   * chunks or summaries), oldest first, and its current summary.
+   */
+  summaryContext(query: { scope: Scope; limit?: number; includePii?: boolean }): Promise<SummaryContext>;
+  /**
+   * Stores a summary written elsewhere: its `sources` must be live,
+   * approved memories within `scope` that are not private, expired or
+   * summaries (else `INVALID_INPUT` or `NOT_FOUND`, and nothing changes).
+   */
+  storeSummary(input: { scope: Scope; text: string; sources: string[] }): Promise<MemoryItem>;
   /**
    * The memories and stored files of the scopes `filter` selects (the whole
    * store when absent) as a versioned, checksummed JSON document.

@@ -11,6 +11,7 @@
 import initWasm, { MemoryCore, setErrorClass, wasmMemoryBytes as coreMemoryBytes } from "./wasm/memtide.js";
 import { MemtideError } from "./error.js";
 import { rememberWith } from "./remember.js";
+import { summarize } from "./summarize.js";
 
 export { MemtideError };
 
@@ -91,6 +92,9 @@ export function entry(defaultWasm) {
     delete(id, options) { return this.#core.delete(id, options); }
     deleteAll(options) { return this.#core.deleteAll(options); }
     purgeExpired() { return this.#core.purgeExpired(); }
+    summaryContext(query) { return this.#core.summaryContext(query); }
+    storeSummary(input) { return this.#core.storeSummary(input); }
+    summarize(options) { return summarize(this.#core, options); }
     export(filter) { return this.#core.export(filter); }
     import(data, options) { return this.#core.import(data, options); }
     stats(filter) { return this.#core.stats(filter); }

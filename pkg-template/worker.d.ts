@@ -48,6 +48,9 @@ export declare class WorkerMemory implements Omit<Memory, "setModel"> {
   delete: Memory["delete"];
   deleteAll: Memory["deleteAll"];
   purgeExpired: Memory["purgeExpired"];
+  summarize: Memory["summarize"];
+  summaryContext: Memory["summaryContext"];
+  storeSummary: Memory["storeSummary"];
   export: Memory["export"];
   import: Memory["import"];
   stats: Memory["stats"];

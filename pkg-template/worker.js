@@ -21,12 +21,13 @@ import { Memory, wasmMemoryBytes } from "./browser.js";
 import { MemtideError } from "./error.js";
 import { fetchModel } from "./model.js";
 import { rememberWith } from "./remember.js";
+import { summarize } from "./summarize.js";
 
 /** The calls a page may make, and those that change the store. */
 const READS = ["retrieve", "inject", "get", "getByKey", "history", "list", "export", "stats", "file",
-  "renderHotFile", "refresh"];
+  "renderHotFile", "refresh", "summaryContext"];
 const WRITES = ["setModel", "ingest", "ingestMessages", "upsert", "update", "delete", "deleteAll",
-  "purgeExpired", "import", "syncFile", "removeFile", "memoryTool", "readHotFile", "applyOperations"];
+  "purgeExpired", "import", "syncFile", "removeFile", "memoryTool", "readHotFile", "applyOperations", "storeSummary"];
 /** The calls whose last argument is `{ onProgress, signal }`, by its index. */
 const OBSERVED = { ingest: 1, import: 1, setModel: 1 };
 
@@ -193,6 +194,10 @@ export class WorkerMemory {
   delete(id, options) { return this.#call("delete", [id, options]); }
   deleteAll(options) { return this.#call("deleteAll", [options]); }
   purgeExpired() { return this.#call("purgeExpired", []); }
+  summaryContext(query) { return this.#call("summaryContext", [query]); }
+  storeSummary(input) { return this.#call("storeSummary", [input]); }
+  /** The summarizer runs in the page (a function does not cross to the worker); the store's two calls do. */
+  summarize(options) { return summarize(this, options); }
   export(filter) { return this.#call("export", [filter]); }
   import(data, options) { return this.#call("import", [data, options]); }
   stats(filter) { return this.#call("stats", [filter]); }

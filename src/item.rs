@@ -578,6 +578,12 @@ pub struct MemoryItem {
     /// The memories this one took the place of, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub supersedes: Vec<String>,
+    /// For a summary `summarize` stored: the ids of the memories it
+    /// summarizes, ascending. A hard delete of any of them erases the
+    /// summary in the same commit, since its text may repeat theirs
+    /// (`docs/memory-model.md`, "Summaries").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summary_of: Vec<String>,
 }
 
 impl MemoryItem {
@@ -605,7 +611,7 @@ impl MemoryItem {
 
     /// True when the record holds a field of version 5 records
     /// (`docs/format.md`, section 2.1): a key, metadata, history, who said
-    /// it, or a supersession link.
+    /// it, a supersession link or the sources of a summary.
     pub fn uses_v5_fields(&self) -> bool {
         self.key.is_some()
             || self.metadata.is_some()
@@ -614,6 +620,7 @@ impl MemoryItem {
             || self.speaker.is_some()
             || self.superseded_at.is_some()
             || !self.supersedes.is_empty()
+            || !self.summary_of.is_empty()
     }
 
     /// The place this chunk of a file holds, when it is one: the file's path

@@ -83,6 +83,7 @@ pub use engine::{
     Limits, ListPage, ListQuery, MemoryInput, MemoryPatch, PurgeResult, RetrieveHit, RetrieveQuery,
     ScopeOrder, Sessions, Stats, EXPORT_FORMAT, EXPORT_VERSION,
 };
+pub use engine::{SummaryContext, SummaryInput, SummaryQuery};
 pub use error::{Error, Result};
 pub use files::{FileSync, FileSyncOutcome, StoredFile};
 pub use history::{HistoryEvent, HistoryKind};

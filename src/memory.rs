@@ -22,6 +22,7 @@ use crate::engine::{
     Config, DeleteAllResult, Engine, ImportResult, IngestResult, InjectQuery, ListPage, ListQuery, PurgeResult,
     MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats, Txn,
 };
+use crate::engine::{SummaryContext, SummaryInput, SummaryQuery};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::files::{FileSync, StoredFile};
@@ -579,6 +580,18 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
             .await
     }
 
+    /// What a summarizer of a scope reads; see [`Engine::summary_context`].
+    pub fn summary_context(&self, query: &SummaryQuery) -> Result<SummaryContext> {
+        self.engine.summary_context(query, self.env.now())
+    }
+
+    /// Stores the summary of a scope, replacing its previous one; see
+    /// [`Engine::store_summary`].
+    pub async fn store_summary(&mut self, input: SummaryInput) -> Result<MemoryItem> {
+        self.write(|engine, env, txn| engine.store_summary(input.clone(), env, txn))
+            .await
+    }
+
     /// Erases every expired memory; see [`Engine::purge_expired`]. A store
     /// with a retention policy also does this in every write.
     pub async fn purge_expired(&mut self) -> Result<PurgeResult> {
@@ -813,6 +826,16 @@ impl<S: Storage, E: Environment> Memory<S, E> {
     /// Erases every expired memory; see [`Engine::purge_expired`].
     pub fn purge_expired(&mut self) -> Result<PurgeResult> {
         block_on(self.inner.purge_expired())?
+    }
+
+    /// What a summarizer of a scope reads; see [`Engine::summary_context`].
+    pub fn summary_context(&self, query: &SummaryQuery) -> Result<SummaryContext> {
+        self.inner.summary_context(query)
+    }
+
+    /// Stores the summary of a scope; see [`Engine::store_summary`].
+    pub fn store_summary(&mut self, input: SummaryInput) -> Result<MemoryItem> {
+        block_on(self.inner.store_summary(input))?
     }
 
     /// The whole store as a versioned, checksummed JSON document.

@@ -423,6 +423,7 @@ mod tests {
             superseded_at: None,
             superseded_by: None,
             supersedes: Vec::new(),
+            summary_of: Vec::new(),
         }
     }
 

@@ -217,7 +217,10 @@ impl Engine {
             .map(|e| e.item.id.clone())
             .collect();
         for id in &ids {
-            self.delete(id, hard, now, txn)?;
+            // A summary erased with its source is already gone.
+            if self.entries.contains_key(id) {
+                self.delete(id, hard, now, txn)?;
+            }
         }
         // Erasure takes the files too: they hold the same text.
         if hard {

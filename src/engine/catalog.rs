@@ -1,7 +1,8 @@
 //! The catalog: every memory, the doc number it holds in the indexes, and
 //! the secondary keys over the memories (content hash, caller key, creation
 //! time, scope and time, followers, pinned ids, the shared scopes, the per-tenant
-//! lexical indexes, each file's chunks). `Engine::set` is the only code that
+//! lexical indexes, each file's chunks, each scope's summary and the
+//! summaries of each source). `Engine::set` is the only code that
 //! changes a memory, and it moves every key with it, so a new key is added
 //! there and stays in step by construction.
 
@@ -52,6 +53,19 @@ impl Engine {
                 let key = (scope.clone(), k.clone());
                 if self.by_key.get(&key).map(String::as_str) == Some(id) {
                     self.by_key.remove(&key);
+                }
+            }
+            if !item.summary_of.is_empty() {
+                if self.by_summary.get(&scope).map(String::as_str) == Some(id) {
+                    self.by_summary.remove(&scope);
+                }
+                for source in &item.summary_of {
+                    if let Some(list) = self.summaries.get_mut(source) {
+                        list.retain(|s| s != id);
+                        if list.is_empty() {
+                            self.summaries.remove(source);
+                        }
+                    }
                 }
             }
             self.release_scope(scope);
@@ -115,6 +129,21 @@ impl Engine {
                 // duplicate detection or conversation threads.
                 if item.is_file_chunk() {
                     self.index_file_chunk(&item, true);
+                } else if !item.summary_of.is_empty() {
+                    // A summary is found by its scope and its sources,
+                    // never by text, and joins no conversation thread. Its
+                    // sources find it even if it is superseded, so that
+                    // erasing one of them still erases it.
+                    if !item.is_superseded() {
+                        let scope = self.intern_scope(&item.scope);
+                        self.by_summary.insert(scope, id.to_string());
+                    }
+                    for source in &item.summary_of {
+                        self.summaries
+                            .entry(source.clone())
+                            .or_default()
+                            .push(id.to_string());
+                    }
                 } else if item.is_superseded() {
                     // A superseded memory gave its key to its successor and
                     // takes no part in duplicates or threads: the same text
@@ -165,7 +194,7 @@ impl Engine {
         shared
     }
 
-    /// `scope` as a key of `by_hash`, `by_key` or `by_scope_time`: the shared copy, or
+    /// `scope` as a key of `by_hash`, `by_key`, `by_scope_time` or `by_summary`: the shared copy, or
     /// a new one when no key holds it (so the lookup finds nothing).
     pub(super) fn scope_key(&self, scope: &Scope) -> Arc<Scope> {
         self.scopes
@@ -220,10 +249,18 @@ impl Engine {
     }
 
     /// [`Engine::set`] that records the undo step.
+    /// Summaries listing the memory follow it ([`Engine::follow_sources`]).
     pub(super) fn write(&mut self, txn: &mut Txn, id: &str, new: Option<MemoryItem>) {
         let previous = self.set(id, new);
+        let source = previous
+            .as_ref()
+            .filter(|_| self.summaries.contains_key(id))
+            .cloned();
         txn.undo
             .push(Undo::Item(id.to_string(), previous.map(Box::new)));
+        if let Some(before) = source {
+            self.follow_sources(id, &before, txn);
+        }
     }
 }
 

@@ -37,7 +37,7 @@ use super::{text_to_store, Captured, Engine, IngestReason, Txn};
 use crate::dedupe::Duplicate;
 use crate::error::{Error, Result};
 use crate::files::StoredFile;
-use crate::item::{validate_id, validate_item_id, MemoryItem, ScopeFilter, Timestamp};
+use crate::item::{validate_id, validate_item_id, MemoryItem, Scope, ScopeFilter, Timestamp};
 use crate::text;
 
 /// Export file format name.
@@ -155,6 +155,11 @@ impl Engine {
         }
         // Memories whose text is new to this store: they need an embedding.
         let mut new_texts: Vec<(String, String)> = Vec::new();
+        let summaries: Vec<(String, Scope, Vec<String>)> = items
+            .iter()
+            .filter(|i| !i.summary_of.is_empty())
+            .map(|i| (i.id.clone(), i.scope.clone(), i.summary_of.clone()))
+            .collect();
         for item in items {
             // A superseded memory gave its key to its successor: it holds none.
             if let Some(key) = item.key.as_ref().filter(|_| !item.is_superseded()) {
@@ -167,6 +172,9 @@ impl Engine {
                     }
                 }
             }
+            if !item.summary_of.is_empty() {
+                self.check_imported_summary_scope(&item)?;
+            }
             let hash_key = (self.scope_key(&item.scope), item.content_hash.clone());
             // Chunks belong to their file and never merge; a superseded
             // memory is an old version, imported as it is.
@@ -178,6 +186,7 @@ impl Engine {
                         && !item.is_file_chunk()
                         && item.key.is_none()
                         && !item.is_superseded()
+                        && item.summary_of.is_empty()
                 })
                 .cloned();
             if self.entries.contains_key(&item.id) {
@@ -212,6 +221,7 @@ impl Engine {
                 self.write(txn, &item.id.clone(), Some(item));
             }
         }
+        self.check_imported_summaries(&summaries)?;
         let texts: Vec<&str> = new_texts.iter().map(|(_, t)| t.as_str()).collect();
         let mut vectors = self.embed(&texts)?.map(Vec::into_iter);
         for (id, _) in &new_texts {

@@ -211,6 +211,7 @@ impl Engine {
                 superseded_at: None,
                 superseded_by: None,
                 supersedes: Vec::new(),
+                summary_of: Vec::new(),
             };
             self.write(txn, &id, Some(item));
             if let Some(vector) = vectors.as_mut().and_then(Iterator::next) {

@@ -252,6 +252,7 @@ impl Engine {
             superseded_at: None,
             superseded_by: None,
             supersedes: Vec::new(),
+            summary_of: Vec::new(),
         };
         self.write(txn, &id, Some(item));
         if vector.is_some() {

@@ -24,6 +24,7 @@
 //! - `search`: retrieval, injection, policy explanations;
 //! - `admin`: get, list, update, delete, stats;
 //! - `purge`: erasing expired memories;
+//! - `summary`: summaries of a scope, linked to their sources;
 //! - `files`: stored files and their chunks;
 //! - `export`: export and import.
 //!
@@ -42,6 +43,7 @@ mod purge;
 mod operations;
 mod search;
 mod supersede;
+mod summary;
 mod txn;
 mod upsert;
 mod vectors;
@@ -51,6 +53,7 @@ pub use api::{
     ListPage, ListQuery, MemoryInput, MemoryPatch, PurgeResult, RetrieveHit, RetrieveQuery,
     ScopeOrder, Sessions, Stats,
 };
+pub use summary::{SummaryContext, SummaryInput, SummaryQuery};
 pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
 pub(crate) use ingest::{text_to_store, Captured};
 pub use txn::{Summary, Txn};
@@ -89,7 +92,7 @@ pub struct Engine {
     entries: HashMap<String, Box<Entry>>,
     doc_owner: Vec<Option<String>>,
     free_docs: Vec<u32>,
-    /// Each scope of a memory in `by_hash`, `by_key` or `by_scope_time`,
+    /// Each scope of a memory in `by_hash`, `by_key`, `by_scope_time` or `by_summary`,
     /// once: their keys share it.
     scopes: HashSet<Arc<Scope>>,
     by_hash: HashMap<(Arc<Scope>, String), String>,
@@ -126,6 +129,10 @@ pub struct Engine {
     files: BTreeMap<FileKey, StoredFile>,
     /// The chunks of each file (memories with `sourceLines`), by file.
     file_chunks: HashMap<FileKey, BTreeSet<String>>,
+    /// The summary `summarize` keeps for each scope (one per exact scope).
+    by_summary: HashMap<Arc<Scope>, String>,
+    /// The summaries that list each memory among their sources.
+    summaries: HashMap<String, Vec<String>>,
 }
 
 impl Engine {
@@ -153,6 +160,8 @@ impl Engine {
             prepared: HashMap::new(),
             files: BTreeMap::new(),
             file_chunks: HashMap::new(),
+            by_summary: HashMap::new(),
+            summaries: HashMap::new(),
         }
     }
 

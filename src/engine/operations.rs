@@ -241,9 +241,14 @@ impl Engine {
     }
 
     /// The step of an `update` of `old` to `input`: nothing when its text
-    /// is `old`'s or its scope captures nothing; refused when its text is
-    /// not stored, is a deleted memory's, or its key is another memory's.
+    /// is `old`'s or its scope captures nothing; refused when `old` is a
+    /// summary, or its text is not stored, is a deleted memory's, or its
+    /// key is another memory's.
     fn check_update(&self, i: usize, old: &MemoryItem, input: &MemoryInput) -> Result<Step> {
+        if !old.summary_of.is_empty() {
+            // A summary follows its sources; `summarize` replaces it.
+            return Err(refuse(i, format!("memory `{}` is a summary", old.id)));
+        }
         let text = match text_to_store(&input.text, self.config.secrets) {
             Ok(Captured::Text(text)) => text,
             Ok(_) => return Err(refuse(i, "the new text asks not to be stored")),

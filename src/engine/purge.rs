@@ -21,7 +21,10 @@ impl Engine {
             .map(|e| e.item.id.clone())
             .collect();
         for id in &expired {
-            self.delete(id, true, now, txn)?;
+            // A summary erased with its source is already gone.
+            if self.entries.contains_key(id) {
+                self.delete(id, true, now, txn)?;
+            }
         }
         Ok(PurgeResult {
             purged: expired.len(),

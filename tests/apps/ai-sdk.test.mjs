@@ -74,6 +74,44 @@ test("a preference stated, changed and asked: the extractor supersedes it, the l
   assert.equal(seen.unchanged, true);
 });
 
+test("the summarizer sends the model memtide's prompt and memory.summarize stores, replaces and erases its summary", async () => {
+  const seen = JSON.parse((await run("node", ["summarize.mjs"], { cwd })).stdout);
+  const session = { userId: "alice", workspaceId: "chat", sessionId: "s1" };
+  // First summary: the session's three turns, oldest first, in the documented prompt.
+  assert.equal(seen.first.kind, "summary");
+  assert.deepEqual(seen.first.scope, session);
+  assert.deepEqual(seen.first.summaryOf, [...seen.turnIds].sort());
+  assert.match(seen.first.text, /Alfama/);
+  const [system, user] = seen.firstCall.prompt;
+  assert.deepEqual(system, { role: "system", content: seen.instructions });
+  assert.match(seen.instructions, /at most 80 words/);
+  assert.equal(user.role, "user");
+  assert.equal(user.content[0].text, [
+    "Previous summary:\n(none)",
+    "Memories:\n[2024-05-01 user] We are planning a trip to Lisbon in June.\n[2024-05-01 assistant] Lisbon in June has the Santo Antonio festival.\n[2024-05-01 Ana] Book the flat in Alfama, not Baixa.",
+  ].join("\n\n"));
+  assert.equal(seen.firstCall.maxOutputTokens, 400);
+  assert.equal(seen.firstCall.temperature, 0);
+  // Again: the previous summary goes into the prompt and is replaced in place.
+  assert.equal(seen.second.id, seen.first.id);
+  assert.equal(seen.second.summaryOf.length, 4);
+  assert.ok(seen.secondPrompt.startsWith(`Previous summary:\n${seen.first.text}\n\nMemories:\n`), seen.secondPrompt);
+  assert.match(seen.secondPrompt, /Remind me to book the flights\.$/);
+  // The input limit keeps the newest memory, and the sources follow.
+  assert.equal(seen.small.summaryOf.length, 1);
+  assert.match(seen.small.prompt, /Memories:\n\[[^\]]*\] Remind me to book the flights\.$/);
+  // Failures change nothing.
+  assert.equal(seen.blank.code, "INVALID_INPUT");
+  assert.match(seen.down.message, /provider down/);
+  assert.equal(seen.aborted.code, "ABORTED");
+  assert.equal(seen.callsAfterAbort, 5, "an aborted call asks no model");
+  assert.equal(seen.afterFailures, "Alfama flat chosen.");
+  assert.equal(seen.notAModel.code, "INVALID_INPUT");
+  // Injected from another session like any memory; erased with a source.
+  assert.equal(seen.injectedSummary, true);
+  assert.equal(seen.afterSourceErased.code, "NOT_FOUND");
+});
+
 test("memtide/ai-sdk's types fit the AI SDK's", async () => {
   const tsc = new URL("../../node_modules/typescript/bin/tsc", import.meta.url).pathname;
   await run("node", [tsc, "--noEmit", "--strict", "--target", "es2022", "--module", "nodenext", "--moduleResolution", "nodenext", "--lib", "es2023,dom", "--skipLibCheck", "types.ts"], { cwd });
@@ -89,6 +127,7 @@ test("docs/integrations/ai-sdk.md: its example runs as written", async () => {
     const { stdout } = await run("node", ["doc-example.mjs"], { cwd });
     assert.match(stdout, /\[m1\]/, stdout);
     assert.match(stdout, /cortado/, stdout);
+    assert.match(stdout, /^summary 4$/m, stdout);
   } finally {
     await rm(file, { force: true });
   }

@@ -3,8 +3,8 @@
 //!
 //! Random operation sequences (ingest with exact duplicates, update, approve
 //! and reject, pin, soft and hard delete, restore, deleteAll, export and
-//! import, retrieval that marks usage, reopen, an extractor's `update`
-//! superseding a memory) run against memtide over a
+//! import, retrieval that marks usage, summaries of a scope, reopen, an
+//! extractor's `update` superseding a memory) run against memtide over a
 //! storage backend that injects faults, and against [`Model`]: a plain map of
 //! id to memory that applies each operation's documented semantics directly.
 //! Three fault families, one backend wrapper each:
@@ -24,7 +24,8 @@
 //! free) and compared with the model: the same memories, field by field; the
 //! indexes agreeing with them (every retrievable memory is found by its own
 //! text, no other is); the statistics; and no byte of an erased memory's
-//! text left in storage.
+//! text left in storage (a summary's text included, erased with any
+//! source a hard delete or a new text erases).
 //!
 //! `MEMTIDE_FAULT_SEQUENCES` sets the number of sequences per backend (default
 //! 3,400, so 10,200 in all); `MEMTIDE_FAULT_SEQUENCES=100000 cargo test
@@ -45,7 +46,7 @@ use memtide::storage::{
 use memtide::{
     AsyncMemory, Config, Error, IngestOutcome, IngestReason, Kind, ListQuery, MemoryInput,
     MemoryItem, MemoryPatch, Operation, OperationsRequest, RetrieveQuery, Scope, ScopeFilter,
-    Source, SourceKind, Status, Timestamp,
+    Source, SourceKind, Status, SummaryInput, Timestamp,
 };
 use memtide_testkit::block_on;
 use memtide_testkit::faults::{MapKv, Trigger};
@@ -169,6 +170,8 @@ enum Op {
     Import(Index),
     Reopen,
     Supersede(Index),
+    /// The summary of scope `.0` over the picked candidates.
+    Summarize(usize, Vec<Index>),
 }
 
 fn status() -> impl Strategy<Value = Status> {
@@ -230,6 +233,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<Index>().prop_map(Op::Import),
         1 => Just(Op::Reopen),
         2 => any::<Index>().prop_map(Op::Supersede),
+        2 => (0..4usize, prop::collection::vec(any::<Index>(), 1..4))
+            .prop_map(|(s, picks)| Op::Summarize(s, picks)),
     ]
 }
 
@@ -336,6 +341,7 @@ struct Run<F: Faulty> {
     model: Model,
     exports: Vec<(String, BTreeMap<String, ModelItem>)>,
     renames: usize,
+    digests: usize,
 }
 
 impl<F: Faulty + Default> Run<F> {
@@ -348,6 +354,7 @@ impl<F: Faulty + Default> Run<F> {
             model: Model::default(),
             exports: Vec::new(),
             renames: 0,
+            digests: 0,
         }
     }
 
@@ -418,8 +425,8 @@ impl<F: Faulty + Default> Run<F> {
                 };
                 if *hard {
                     model.erase(&id);
-                } else if let Some(item) = model.items.get_mut(&id) {
-                    item.deleted = true;
+                } else {
+                    model.soft_delete(&id);
                 }
                 (block_on(self.mem.delete(&id, *hard)).map(drop), true)
             }
@@ -488,6 +495,32 @@ impl<F: Faulty + Default> Run<F> {
                 };
                 let valid = model.supersede(&id, &text, new_id);
                 (result.map(drop), valid)
+            }
+            Op::Summarize(scope, picks) => {
+                let scope = scope_of(*scope);
+                let candidates = model.summarizable(&scope);
+                if candidates.is_empty() {
+                    return (Ok(()), true);
+                }
+                let sources: Vec<String> = picks
+                    .iter()
+                    .map(|p| candidates[p.index(candidates.len())].clone())
+                    .collect();
+                self.digests += 1;
+                let text = format!("digest{} {}", self.digests, WORDS[self.digests % 12]);
+                let input = SummaryInput {
+                    scope: scope.clone(),
+                    text: text.clone(),
+                    sources: sources.clone(),
+                };
+                let result = block_on(self.mem.store_summary(input));
+                let id = match &result {
+                    Ok(item) => item.id.clone(),
+                    // Learnt on recovery, as for ingest.
+                    Err(_) => "?summary".to_string(),
+                };
+                model.summarize(&scope, text, sources, || id);
+                (result.map(drop), true)
             }
             Op::Reopen => match open(&self.backend) {
                 Ok(mem) => {

@@ -25,6 +25,7 @@ mod relevance;
 mod retention;
 mod secrets;
 mod semantic;
+mod summaries;
 mod supersede;
 mod vector_index;
 mod wordpiece_golden;

@@ -161,3 +161,40 @@ test("two pages, each with a dedicated worker on one IndexedDB database, see eac
   assert.equal(await tabA.evaluate(async () => (await window.mem.stats()).items), 2);
   await context.close();
 });
+
+test("summarize through a worker: the summarizer runs in the page, the store's calls in the worker", async () => {
+  const context = await browser.newContext();
+  const tab = await openTab(context);
+  const out = await tab.evaluate(async () => {
+    const { WorkerMemory } = window.memtide;
+    const worker = new Worker("/store-worker.js", { type: "module" });
+    const mem = await WorkerMemory.open(worker, { name: "summaries", storage: "memory" });
+    const scope = { userId: "ann", workspaceId: "home" };
+    const results = await mem.ingest([
+      { text: "We are repainting the kitchen green.", scope: { ...scope, sessionId: "s1" } },
+      { text: "The paint should have a matte finish.", scope: { ...scope, sessionId: "s1" } },
+    ]);
+    const given = [];
+    const summary = await mem.summarize({
+      scope,
+      session: "s1",
+      summarizer: ({ memories, previous }) => {
+        given.push({ texts: memories.map((m) => m.text), previous: previous ?? null });
+        return "Kitchen: green, matte.";
+      },
+    });
+    const context = await mem.summaryContext({ scope: { ...scope, sessionId: "s1" } });
+    await mem.delete(results[0].id, { hard: true });
+    let gone;
+    try { await mem.get(summary.id); } catch (e) { gone = e.code; }
+    await mem.close();
+    worker.terminate();
+    return { given, kind: summary.kind, summaryOf: summary.summaryOf, ids: results.map((r) => r.id), previous: context.previous?.id, summaryId: summary.id, gone };
+  });
+  assert.deepEqual(out.given, [{ texts: ["We are repainting the kitchen green.", "The paint should have a matte finish."], previous: null }]);
+  assert.equal(out.kind, "summary");
+  assert.deepEqual(out.summaryOf, [...out.ids].sort());
+  assert.equal(out.previous, out.summaryId);
+  assert.equal(out.gone, "NOT_FOUND");
+  await context.close();
+});

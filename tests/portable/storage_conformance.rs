@@ -118,6 +118,7 @@ macro_rules! conformance_suite {
                 a_deleted_value_is_erased,
                 an_expired_memory_is_erased_by_purge,
                 either_side_of_a_supersession_is_erased_by_a_hard_delete,
+                a_summary_is_erased_with_its_source,
                 a_random_history_matches_a_model_across_reopens,
                 expectations_guard_commits,
             }
@@ -486,6 +487,61 @@ async fn a_deleted_value_is_erased<B: Backend>() {
     .unwrap();
     assert_erased(&store, MARKER).await;
     assert_erased(&store.reopen().await, MARKER).await;
+}
+
+/// The engine over the backend: a hard delete of a summary's source
+/// erases the summary in the same commit, so no byte of either text
+/// remains, in any version the layout wrote (`docs/memory-model.md`,
+/// "Summaries").
+async fn a_summary_is_erased_with_its_source<B: Backend>() {
+    use memtide::env::FixedEnvironment;
+    use memtide::{AsyncMemory, Config, MemoryInput, Scope, SummaryInput, Timestamp};
+    const SOURCE: &str = "summarize-me-7c2e source";
+    const SUMMARY: &str = "digest-4b9d summary";
+    let scope = Scope::workspace("alice", "home");
+    let env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+    let mut mem = AsyncMemory::open(B::fresh().await, env, Config::default())
+        .await
+        .unwrap();
+    let ids: Vec<String> = mem
+        .ingest(vec![
+            MemoryInput::new(format!("the {SOURCE} text"), scope.clone()),
+            MemoryInput::new("a memory that stays", scope.clone()),
+        ])
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id.unwrap())
+        .collect();
+    for version in ["first", "second"] {
+        let input = SummaryInput {
+            scope: scope.clone(),
+            text: format!("the {SUMMARY}, {version} version"),
+            sources: ids.clone(),
+        };
+        mem.store_summary(input).await.unwrap();
+    }
+    let found =
+        |blobs: &[Vec<u8>], marker: &str| blobs.iter().any(|b| contains(b, marker.as_bytes()));
+    let before = mem.storage().raw_contents().await;
+    assert!(
+        found(&before, SOURCE) && found(&before, SUMMARY),
+        "both texts must be stored before the delete for this test to mean anything"
+    );
+    mem.delete(&ids[0], true).await.unwrap();
+    let store = mem.into_storage();
+    let after = store.raw_contents().await;
+    assert!(!found(&after, SOURCE) && !found(&after, SUMMARY));
+    let store = store.reopen().await;
+    assert!(!found(&store.raw_contents().await, SUMMARY));
+    let reopened = AsyncMemory::open(
+        store,
+        FixedEnvironment::new(Timestamp(1_700_000_000_000)),
+        Config::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reopened.stats(&Default::default()).items, 1);
 }
 
 /// The engine over the backend: after `purgeExpired`, no byte of an

@@ -507,3 +507,52 @@ test("apply-operations applies a model's reply in one commit and supersedes; a b
   assert.equal(second[0].outcome, "superseded");
   assert.equal(store.get(first[0].id).supersededBy, second[0].id);
 });
+
+test("session recall, scope order, the pinned share and archive:false reach the core", async () => {
+  const store = await open(new MapStorage());
+  const chat = (sessionId) => scope("alice", "chat", { sessionId });
+  const [earlier, , hot] = store.ingest([
+    { text: "We decided to repaint the kitchen green.", scope: chat("s1") },
+    { text: "The kitchen paint should be a matte finish.", scope: scope("alice", "chat") },
+    { text: "Always answer in French.", scope: scope("alice", "chat"), pinned: true },
+  ]).map((r) => r.id);
+  const ask = (extra) => store.retrieve(retrieveQuery("what colour for the kitchen?", chat("s2"), { dryRun: true, ...extra }));
+  assert.ok(ask({}).some((h) => h.item.id === earlier), "sessions default to all");
+  assert.ok(ask({ sessions: "all" }).some((h) => h.item.id === earlier));
+  assert.ok(!ask({ sessions: "current" }).some((h) => h.item.id === earlier), "current keeps other sessions out");
+  // Strict scope order puts the asking session's memories before the workspace's.
+  const strict = store.retrieve(retrieveQuery("kitchen paint", chat("s1"), { dryRun: true, scopeOrder: "strict" }));
+  assert.equal(strict[0].item.id, earlier);
+  const hotOnly = store.inject({ query: retrieveQuery("kitchen paint", chat("s1"), { dryRun: true }), budgetTokens: 200, archive: false });
+  assert.deepEqual(hotOnly.used, [hot]);
+  const noPinned = store.inject({ query: retrieveQuery("kitchen paint", chat("s1"), { dryRun: true }), budgetTokens: 200, pinnedShare: 0 });
+  assert.ok(!noPinned.used.includes(hot), "a pinned share of 0 leaves pinned memories out");
+  assert.ok(noPinned.used.includes(earlier));
+  assert.equal(errorOf(() => store.inject({ query: retrieveQuery("x", chat("s1")), budgetTokens: 200, pinnedShare: 2 })).code, "invalid-input");
+});
+
+test("a summary is stored linked to its sources, replaced in place and erased with them", async () => {
+  const storage = new MapStorage();
+  const store = await open(storage);
+  const s1 = scope("alice", "chat", { sessionId: "s1" });
+  const ids = store.ingest([
+    { text: "We are planning a trip to Lisbon in June.", scope: s1 },
+    { text: "The door code of the flat is 4417.", scope: s1 },
+  ]).map((r) => r.id);
+  const context = store.summaryContext({ scope: s1, includePii: false });
+  assert.deepEqual(context.memories.map((m) => m.id), ids);
+  assert.equal(context.previous, undefined);
+  const summary = store.storeSummary({ scope: s1, text: "A June trip to Lisbon; door code 4417.", sources: ids });
+  assert.equal(summary.kind, "summary");
+  assert.deepEqual(summary.summaryOf, [...ids].sort());
+  assert.equal(store.summaryContext({ scope: s1, includePii: false }).previous.id, summary.id);
+  const again = store.storeSummary({ scope: s1, text: "A June trip to Lisbon.", sources: [ids[0]] });
+  assert.equal(again.id, summary.id);
+  assert.deepEqual(again.summaryOf, [ids[0]]);
+  assert.equal(errorOf(() => store.storeSummary({ scope: scope("alice", "chat", { sessionId: "s2" }), text: "x", sources: [ids[1]] })).code, "invalid-input");
+  assert.equal(errorOf(() => store.storeSummary({ scope: s1, text: "x", sources: ["nosuchid"] })).code, "not-found");
+  store.delete(ids[0], true);
+  assert.equal(errorOf(() => store.get(summary.id)).code, "not-found");
+  const bytes = [...storage.map.values()].map((v) => Buffer.from(v).toString("latin1")).join("");
+  assert.ok(!bytes.includes("A June trip"), "no byte of the summary is left");
+});

@@ -213,6 +213,8 @@ def retrieve_query(text, in_scope, **extra):
         include_pending=False,
         include_pii=False,
         min_relevance=None,
+        sessions=None,
+        scope_order=None,
     )
     fields.update(extra)
     return record(**fields)
@@ -311,7 +313,7 @@ class ComponentTest(unittest.TestCase):
         self.assertEqual(getattr(store.get(coffee), "usage-count"), 1)
 
         injection = store.inject(
-            record(query=retrieve_query("coffee order", HOME), budget_tokens=200, format=None, preamble=None)
+            record(query=retrieve_query("coffee order", HOME), budget_tokens=200, format=None, preamble=None, pinned_share=None, archive=None)
         )
         self.assertEqual(injection.used[0], key)
         self.assertIn(coffee, injection.used)
@@ -323,14 +325,14 @@ class ComponentTest(unittest.TestCase):
         # gate at 0 the weak match comes back.
         unrelated = "Which trombone teacher in Oslo likes sugar?"
         gated = store.inject(
-            record(query=retrieve_query(unrelated, HOME, dry_run=True), budget_tokens=200, format=None, preamble="")
+            record(query=retrieve_query(unrelated, HOME, dry_run=True), budget_tokens=200, format=None, preamble="", pinned_share=None, archive=None)
         )
         self.assertEqual(gated.used, [key])
         self.assertTrue(gated.block.startswith("<memories>\n- [m1] "), gated.block)
         open_gate = store.inject(
             record(
                 query=retrieve_query(unrelated, HOME, dry_run=True, min_relevance=0.0),
-                budget_tokens=200, format=None, preamble=None,
+                budget_tokens=200, format=None, preamble=None, pinned_share=None, archive=None,
             )
         )
         self.assertEqual(open_gate.used, [key, coffee])
@@ -339,7 +341,7 @@ class ComponentTest(unittest.TestCase):
         self.assertTrue(0.0 < weak[0].relevance < 0.3, weak[0].relevance)
         self.assertEqual(store.retrieve(retrieve_query(unrelated, HOME, dry_run=True, min_relevance=0.3)), [])
         self.assertTrue(injection.estimated)
-        xml = store.inject(record(query=retrieve_query("coffee", HOME), budget_tokens=200, format="xml", preamble=None))
+        xml = store.inject(record(query=retrieve_query("coffee", HOME), budget_tokens=200, format="xml", preamble=None, pinned_share=None, archive=None))
         self.assertIn("<memory ", xml.block)
 
         item = store.get(launch)
@@ -502,7 +504,7 @@ class ComponentTest(unittest.TestCase):
         hits = store.retrieve(retrieve_query("when is the espresso machine descaled", HOME))
         self.assertEqual(hits[0].item.id, chunk.id)
         injection = store.inject(
-            record(query=retrieve_query("espresso descaled", HOME), budget_tokens=500, format=None, preamble=None)
+            record(query=retrieve_query("espresso descaled", HOME), budget_tokens=500, format=None, preamble=None, pinned_share=None, archive=None)
         )
         tag = next(c.tag for c in injection.citations if c.id == chunk.id)
         self.assertIn(f"[{tag}] [notes/MEMORY.md#L1-L2]", injection.block)
@@ -569,6 +571,34 @@ class ComponentTest(unittest.TestCase):
         reopened = Instance(storage).open()
         self.assertEqual(reopened.file(HOME, "/memories/p.md").content, "# Preferences\n- coffee: cortado\n")
         self.assertEqual(reopened.get(coffee).text, "coffee white")
+
+    def test_summaries_and_session_recall(self):
+        storage = DictStorage()
+        store = Instance(storage).open()
+        s1 = record(user_id="alice", workspace_id="chat", project_id=None, card_id=None, session_id="s1")
+        s2 = record(user_id="alice", workspace_id="chat", project_id=None, card_id=None, session_id="s2")
+        ids = [r.id for r in store.ingest([
+            memory_input("We decided to repaint the kitchen green.", s1),
+            memory_input("The kitchen door code is 4417.", s1),
+        ])]
+        ask = lambda sessions: [h.item.id for h in store.retrieve(
+            retrieve_query("kitchen colour", s2, dry_run=True, sessions=sessions))]
+        self.assertIn(ids[0], ask(None))
+        self.assertIn(ids[0], ask("all"))
+        self.assertNotIn(ids[0], ask("current"))
+
+        context = store.summary_context(record(scope=s1, limit=None, include_pii=False))
+        self.assertEqual([m.id for m in context.memories], ids)
+        self.assertIsNone(context.previous)
+        summary = store.store_summary(record(scope=s1, text="Kitchen: green; door code 4417.", sources=ids))
+        self.assertEqual(summary.kind, "summary")
+        self.assertEqual(getattr(summary, "summary-of"), sorted(ids))
+        again = store.store_summary(record(scope=s1, text="Kitchen green.", sources=[ids[0]]))
+        self.assertEqual(again.id, summary.id)
+        self.assert_error("invalid-input", store.store_summary, record(scope=s2, text="x", sources=[ids[1]]))
+        store.delete(ids[0], True)
+        self.assert_error("not-found", store.get, summary.id)
+        self.assertFalse(any(b"Kitchen green." in v for v in storage.data.values()))
 
 
 if __name__ == "__main__":

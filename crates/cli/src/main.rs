@@ -20,7 +20,8 @@ use memtide::storage::FsStorage;
 use memtide::{
     parse_operations, Admission, Config, Error, HotFileSync, InjectQuery, Kind, ListQuery, Memory,
     MemoryInput, MemoryPatch, MessageOptions, OperationsRequest, PartType, RetrieveHit,
-    RetrieveQuery, Role, Scope, ScopeFilter, ScoreBreakdown, Source, Status, Timestamp,
+    RetrieveQuery, Role, Scope, ScopeFilter, ScoreBreakdown, Source, Status, SummaryInput,
+    SummaryQuery, Timestamp,
 };
 
 /// Largest standard input accepted, in bytes.
@@ -89,6 +90,16 @@ enum StoreCommand {
         /// The memory's id.
         id: String,
     },
+    /// Prints what a summarizer of a scope reads: stdin is one JSON object
+    /// `{"scope", "limit"?, "includePii"?}`, stdout one line
+    /// `{"memories":[…],"previous"?}` (oldest first; `previous` the
+    /// scope's current summary), for the host to give its model.
+    SummaryContext,
+    /// Stores the summary a host's model wrote: stdin is one JSON object
+    /// `{"scope","text","sources"}`, stdout the summary. It replaces the
+    /// scope's previous summary; its sources must be live memories within
+    /// the scope that are not summaries.
+    StoreSummary,
     /// Ingests a conversation: stdin is a JSON array of chat messages
     /// (OpenAI, Anthropic or Vercel AI SDK shapes), stdout one result per
     /// memory made, `{"message","part",…}` in order. One commit.
@@ -719,6 +730,14 @@ fn run<E: Environment>(
                 print_json(out, &event)?;
             }
         }
+        StoreCommand::SummaryContext => {
+            let query: SummaryQuery = parse_object(&read_limited(input, MAX_STDIN_BYTES)?)?;
+            print_json(out, &open(env)?.summary_context(&query)?)?;
+        }
+        StoreCommand::StoreSummary => {
+            let summary: SummaryInput = parse_object(&read_limited(input, MAX_STDIN_BYTES)?)?;
+            print_json(out, &open_with_model(env)?.store_summary(summary)?)?;
+        }
         StoreCommand::IngestMessages(args) => {
             let bytes = read_limited(input, MAX_STDIN_BYTES)?;
             let messages: Vec<serde_json::Value> = serde_json::from_slice(&bytes).map_err(|e| {
@@ -1040,6 +1059,16 @@ fn parse_json_lines<T: DeserializeOwned>(bytes: &[u8]) -> Result<Vec<Line<T>>, E
 }
 
 /// Prints one value as a compact JSON line.
+/// Standard input as one JSON object of type `T`.
+fn parse_object<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Failure> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        Error::invalid(format!(
+            "standard input is not the JSON object expected: {e}"
+        ))
+        .into()
+    })
+}
+
 fn print_json(out: &mut dyn Write, value: &impl Serialize) -> Result<(), Failure> {
     serde_json::to_writer(&mut *out, value).map_err(io::Error::from)?;
     out.write_all(b"\n")?;

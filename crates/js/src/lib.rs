@@ -30,7 +30,8 @@ use memtide::storage::{
 };
 use memtide::{
     parse_operations, AsyncMemory, Config, InjectQuery, ListQuery, MemoryInput, MemoryPatch,
-    MessageOptions, OperationsRequest, RetrieveQuery, Scope, ScopeFilter,
+    MessageOptions, OperationsRequest, RetrieveQuery, Scope, ScopeFilter, SummaryInput,
+    SummaryQuery,
 };
 
 mod adapter;
@@ -646,6 +647,26 @@ impl JsMemory {
             let filter: ScopeFilter = from_js(&field(&options, "scope"), "scope")?;
             let hard = bool_field(&options, "hard")?;
             to_js(&store.delete_all(&filter, hard).await?)
+        })
+    }
+
+    /// What a summarizer of a scope reads: `{scope, limit?, includePii?}`
+    /// → `{memories, previous?}`.
+    #[wasm_bindgen(js_name = summaryContext)]
+    pub fn summary_context(&self, query: JsValue) -> Promise {
+        self.run(async move |store| {
+            let query: SummaryQuery = from_js(&query, "query")?;
+            to_js(&store.summary_context(&query)?)
+        })
+    }
+
+    /// Stores the summary of a scope, `{scope, text, sources}`, replacing
+    /// its previous one; resolves to the summary.
+    #[wasm_bindgen(js_name = storeSummary)]
+    pub fn store_summary(&self, input: JsValue) -> Promise {
+        self.run(async move |store| {
+            let input: SummaryInput = from_js(&input, "input")?;
+            to_js(&store.store_summary(input).await?)
         })
     }
 

@@ -171,7 +171,15 @@ pub struct Loaded {
     covers: HashMap<String, BTreeSet<String>>,
     /// The session of each turn, as (conversation, session) indexes.
     sessions: HashMap<String, (usize, usize)>,
+    /// The session each summary memory summarizes ([`summaries`]).
+    summary_sessions: HashMap<String, (usize, usize)>,
+    /// Per conversation, per session: its turns as (turn id, memory id,
+    /// text), when the turns were stored in session scopes.
+    session_turns: Vec<Vec<Vec<(String, String, String)>>>,
 }
+
+mod summaries;
+pub use summaries::{add_session_summaries, SummaryText};
 
 /// Where a turn's speaker is recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,6 +205,29 @@ pub fn load_with(
     config: Config,
     speakers: Speakers,
 ) -> Result<Loaded, String> {
+    load_scoped(json, model, config, speakers, false)
+}
+
+/// [`load_with`], each session's turns stored in a scope of their own (the
+/// conversation's workspace with `sessionId` `S<n>`), which a question
+/// asked in the workspace reaches (`sessions: "all"`): what summaries of
+/// sessions need ([`add_session_summaries`]).
+pub fn load_by_session(
+    json: &str,
+    model: Option<Arc<dyn Embedder>>,
+    config: Config,
+    speakers: Speakers,
+) -> Result<Loaded, String> {
+    load_scoped(json, model, config, speakers, true)
+}
+
+fn load_scoped(
+    json: &str,
+    model: Option<Arc<dyn Embedder>>,
+    config: Config,
+    speakers: Speakers,
+    by_session: bool,
+) -> Result<Loaded, String> {
     let data: Dataset = serde_json::from_str(json).map_err(|e| e.to_string())?;
     let env = SystemEnvironment::default();
     let mut mem = Memory::open(MemoryStorage::new(), env, config).map_err(|e| e.to_string())?;
@@ -206,10 +237,20 @@ pub fn load_with(
     let mut conversations = Vec::new();
     let mut covers: HashMap<String, BTreeSet<String>> = HashMap::new();
     let mut sessions = HashMap::new();
+    let mut session_turns = Vec::new();
     for (c, conv) in data.conversations.iter().enumerate() {
         let scope = Scope::workspace("locomo", conv.conversation_id.as_str());
         let mut inputs = Vec::new();
+        let mut turn_sessions = Vec::new();
         for (s, session) in conv.sessions.iter().enumerate() {
+            let turn_scope = if by_session {
+                Scope {
+                    session_id: Some(format!("S{}", s + 1)),
+                    ..scope.clone()
+                }
+            } else {
+                scope.clone()
+            };
             let created = parse_session_date(&session.date)
                 .ok_or_else(|| format!("unreadable session date `{}`", session.date))?;
             for turn in &session.turns {
@@ -221,6 +262,7 @@ pub fn load_with(
                 if let Some(caption) = &turn.image_caption {
                     text.push_str(&format!(" [shares {caption}]"));
                 }
+                turn_sessions.push(s);
                 inputs.push(MemoryInput {
                     source: Some(Source {
                         kind: SourceKind::Message,
@@ -229,7 +271,7 @@ pub fn load_with(
                     }),
                     created_at: Some(created),
                     speaker,
-                    ..MemoryInput::new(text, scope.clone())
+                    ..MemoryInput::new(text, turn_scope.clone())
                 });
             }
         }
@@ -237,12 +279,18 @@ pub fn load_with(
             .iter()
             .filter_map(|i| i.source.as_ref().map(|s| s.reference.clone()))
             .collect();
+        let texts: Vec<String> = inputs.iter().map(|i| i.text.clone()).collect();
         let results = mem.ingest(inputs).map_err(|e| e.to_string())?;
-        for (turn, result) in turns.into_iter().zip(results) {
+        let mut by_session = vec![Vec::new(); conv.sessions.len()];
+        for (((turn, result), s), text) in
+            turns.into_iter().zip(results).zip(turn_sessions).zip(texts)
+        {
             if let Some(id) = result.id {
+                by_session[s].push((turn.clone(), id.clone(), text));
                 covers.entry(id).or_default().insert(turn);
             }
         }
+        session_turns.push(by_session);
         let questions = conv
             .questions
             .iter()
@@ -256,6 +304,12 @@ pub fn load_with(
         conversations,
         covers,
         sessions,
+        summary_sessions: HashMap::new(),
+        session_turns: if by_session {
+            session_turns
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -310,13 +364,13 @@ impl Loaded {
                 evidence.iter().filter(|e| found.contains(e)).count() as f64 / evidence.len() as f64
             };
             // Sessions in the order of their best hit.
+            // A summary's hit ranks its session.
             let mut ranked: Vec<(usize, usize)> = Vec::new();
-            for turn in session_hits
-                .iter()
-                .filter_map(|id| self.covers.get(id))
-                .flatten()
-            {
-                if let Some(&session) = self.sessions.get(turn) {
+            for id in &session_hits {
+                let own = self.summary_sessions.get(id).copied();
+                let covered = self.covers.get(id).into_iter().flatten();
+                let of_turns = covered.filter_map(|turn| self.sessions.get(turn).copied());
+                for session in own.into_iter().chain(of_turns) {
                     if !ranked.contains(&session) {
                         ranked.push(session);
                     }

@@ -28,8 +28,8 @@ use memtide::{
     IngestReason, IngestResult, InjectFormat, InjectQuery, Injection, Kind, LineRange, ListPage,
     ListQuery, MemoryInput, MemoryItem, MemoryPatch, MemoryToolResult, MergeRecord, MessageOptions,
     Metadata, OperationsRequest, OperationsResult, PartType, Privacy, RetrieveHit, RetrieveQuery,
-    Role, Scope, ScopeFilter, ScoreBreakdown, Source, SourceKind, Stats, Status, StoredFile,
-    Timestamp,
+    Role, Scope, ScopeFilter, ScopeOrder, ScoreBreakdown, Sessions, Source, SourceKind, Stats,
+    Status, StoredFile, SummaryInput, SummaryQuery, Timestamp,
 };
 
 /// The code `wit-bindgen` generates from `wit/`, and the component's
@@ -219,6 +219,8 @@ impl GuestStore for WitStore {
         let query = InjectQuery {
             format: query.format.map(Into::into).unwrap_or_default(),
             preamble: query.preamble,
+            pinned_share: query.pinned_share,
+            archive: query.archive.unwrap_or(true),
             ..InjectQuery::new(
                 retrieve_query(query.query).map_err(error)?,
                 size(query.budget_tokens),
@@ -256,6 +258,29 @@ impl GuestStore for WitStore {
     fn purge_expired(&self) -> WitResult<u32> {
         self.with(|store| block_on(store.purge_expired())?)
             .map(|result| count(result.purged))
+    }
+
+    fn summary_context(&self, query: w::SummaryQuery) -> WitResult<w::SummaryContext> {
+        let query = SummaryQuery {
+            scope: query.scope.into(),
+            limit: query.limit.map(size),
+            include_pii: query.include_pii,
+        };
+        self.with(|store| store.summary_context(&query))
+            .map(|context| w::SummaryContext {
+                memories: context.memories.into_iter().map(Into::into).collect(),
+                previous: context.previous.map(Into::into),
+            })
+    }
+
+    fn store_summary(&self, input: w::SummaryInput) -> WitResult<w::MemoryItem> {
+        let input = SummaryInput {
+            scope: input.scope.into(),
+            text: input.text,
+            sources: input.sources,
+        };
+        self.with(|store| block_on(store.store_summary(input))?)
+            .map(Into::into)
     }
 
     fn export(&self, filter: Option<w::ScopeFilter>) -> WitResult<String> {
@@ -481,8 +506,8 @@ fn retrieve_query(query: w::RetrieveQuery) -> memtide::Result<RetrieveQuery> {
         include_pending: query.include_pending,
         include_pii: query.include_pii,
         min_relevance: query.min_relevance,
-        sessions: memtide::Sessions::default(),
-        scope_order: memtide::ScopeOrder::default(),
+        sessions: query.sessions.map(Sessions::from).unwrap_or_default(),
+        scope_order: query.scope_order.map(ScopeOrder::from).unwrap_or_default(),
     })
 }
 
@@ -681,6 +706,24 @@ impl From<w::InjectFormat> for InjectFormat {
     }
 }
 
+impl From<w::Sessions> for Sessions {
+    fn from(sessions: w::Sessions) -> Self {
+        match sessions {
+            w::Sessions::Current => Sessions::Current,
+            w::Sessions::All => Sessions::All,
+        }
+    }
+}
+
+impl From<w::ScopeOrder> for ScopeOrder {
+    fn from(order: w::ScopeOrder) -> Self {
+        match order {
+            w::ScopeOrder::Blend => ScopeOrder::Blend,
+            w::ScopeOrder::Strict => ScopeOrder::Strict,
+        }
+    }
+}
+
 impl From<MergeRecord> for w::MergeRecord {
     fn from(record: MergeRecord) -> Self {
         w::MergeRecord {
@@ -720,6 +763,7 @@ impl From<MemoryItem> for w::MemoryItem {
             superseded_at: item.superseded_at.map(Timestamp::to_rfc3339),
             superseded_by: item.superseded_by,
             supersedes: item.supersedes,
+            summary_of: item.summary_of,
         }
     }
 }

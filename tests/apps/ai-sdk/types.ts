@@ -3,7 +3,7 @@
 import { wrapLanguageModel, type LanguageModelMiddleware } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { Memory, type Injection } from "memtide";
-import { memoryMiddleware, modelExtractor } from "memtide/ai-sdk";
+import { memoryMiddleware, modelExtractor, modelSummarizer, summaryInstructions } from "memtide/ai-sdk";
 
 const memory = await Memory.open({ storage: "memory" });
 const middleware: LanguageModelMiddleware = memoryMiddleware({
@@ -35,3 +35,16 @@ const remembered = await memory.remember([{ role: "user", content: "I moved." }]
 void remembered.added;
 // @ts-expect-error not an operation
 await memory.remember([], { scope: { userId: "u", workspaceId: "w" }, extractor: () => [{ op: "merge", id: "x" }] });
+
+const summary = await memory.summarize({
+  scope: { userId: "u", workspaceId: "w" },
+  session: "s1",
+  summarizer: modelSummarizer(new MockLanguageModelV3(), { maxWords: 60, instructions: summaryInstructions(60) }),
+});
+const sources: string[] | undefined = summary?.summaryOf;
+void sources;
+await memory.summarize({ scope: { userId: "u", workspaceId: "w" }, summarizer: ({ memories, previous }) => ({ text: previous?.text ?? "", sources: memories.map((m) => m.id) }) });
+// @ts-expect-error a model id string is not a model object
+modelSummarizer("openai/gpt-4.1");
+// @ts-expect-error the summarizer is required
+await memory.summarize({ scope: { userId: "u", workspaceId: "w" } });

@@ -16,6 +16,8 @@ pub(super) struct ModelItem {
     pub(super) merges: usize,
     /// A newer memory took its place (`applyOperations` with an `update`).
     pub(super) superseded: bool,
+    /// For a summary: its sources, ascending.
+    pub(super) summary_of: Vec<String>,
 }
 
 impl ModelItem {
@@ -30,6 +32,7 @@ impl ModelItem {
             deleted: item.deleted_at.is_some(),
             merges: item.merged_from.len(),
             superseded: item.superseded_at.is_some(),
+            summary_of: item.summary_of.clone(),
         }
     }
 
@@ -70,7 +73,12 @@ impl Model {
     pub(super) fn same_text(&self, scope: &Scope, text: &str) -> Option<String> {
         self.items
             .iter()
-            .find(|(_, item)| &item.scope == scope && item.text == text && !item.superseded)
+            .find(|(_, item)| {
+                &item.scope == scope
+                    && item.text == text
+                    && !item.superseded
+                    && item.summary_of.is_empty()
+            })
             .map(|(id, _)| id.clone())
     }
 
@@ -79,10 +87,120 @@ impl Model {
         self.items.insert(id, item);
     }
 
+    /// Erases a memory and the summaries that list it.
     pub(super) fn erase(&mut self, id: &str) {
         if let Some(item) = self.items.remove(id) {
             self.retire(item.text);
+            for summary in self.summaries_of(id) {
+                self.erase(&summary);
+            }
         }
+    }
+
+    /// The summaries listing `id` among their sources.
+    pub(super) fn summaries_of(&self, id: &str) -> Vec<String> {
+        self.items
+            .iter()
+            .filter(|(_, item)| item.summary_of.iter().any(|s| s == id))
+            .map(|(sid, _)| sid.clone())
+            .collect()
+    }
+
+    /// Soft-deletes a memory; the summaries listing it are withdrawn too.
+    pub(super) fn soft_delete(&mut self, id: &str) {
+        let Some(item) = self.items.get_mut(id) else {
+            return;
+        };
+        if item.deleted {
+            return;
+        }
+        item.deleted = true;
+        for summary in self.summaries_of(id) {
+            if let Some(s) = self.items.get_mut(&summary) {
+                s.deleted = true;
+            }
+        }
+    }
+
+    /// What a write of `id` from `before` to its present state does to the
+    /// summaries listing it: a new text erases them, a soft delete
+    /// withdraws them.
+    pub(super) fn follow(&mut self, id: &str, before: &ModelItem) {
+        let Some(now) = self.items.get(id).cloned() else {
+            return;
+        };
+        if now.text != before.text {
+            for summary in self.summaries_of(id) {
+                self.erase(&summary);
+            }
+        } else if now.deleted && !before.deleted {
+            for summary in self.summaries_of(id) {
+                if let Some(s) = self.items.get_mut(&summary) {
+                    s.deleted = true;
+                }
+            }
+        }
+    }
+
+    /// The memories a summary of `scope` may list: live, approved, within
+    /// the scope, not summaries.
+    pub(super) fn summarizable(&self, scope: &Scope) -> Vec<String> {
+        let within = within(scope);
+        self.items
+            .iter()
+            .filter(|(_, item)| {
+                within.matches(&item.scope)
+                    && !item.deleted
+                    && !item.superseded
+                    && item.status == Status::Approved
+                    && item.kind != Kind::Summary
+                    && item.summary_of.is_empty()
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Stores the summary of `scope`, replacing the one it holds (its pin
+    /// and tags kept).
+    pub(super) fn summarize(
+        &mut self,
+        scope: &Scope,
+        text: String,
+        mut sources: Vec<String>,
+        new_id: impl FnOnce() -> String,
+    ) {
+        sources.sort();
+        sources.dedup();
+        let previous = self
+            .items
+            .iter()
+            .find(|(_, i)| &i.scope == scope && !i.summary_of.is_empty())
+            .map(|(id, i)| (id.clone(), i.clone()));
+        let (id, pinned, tags) = match previous {
+            Some((id, old)) => {
+                self.items.remove(&id);
+                if old.text != text {
+                    self.retire(old.text);
+                }
+                (id, old.pinned, old.tags)
+            }
+            None => (new_id(), false, Vec::new()),
+        };
+        self.add(
+            id,
+            ModelItem {
+                text,
+                scope: scope.clone(),
+                kind: Kind::Summary,
+                status: Status::Approved,
+                pinned,
+                tags,
+                deleted: false,
+                merges: 0,
+                superseded: false,
+                summary_of: sources,
+            },
+        );
     }
 
     /// Records `text`, no longer some memory's, as erased unless another
@@ -130,6 +248,7 @@ impl Model {
                         deleted: false,
                         merges: 0,
                         superseded: false,
+                        summary_of: Vec::new(),
                     },
                 );
                 Expected::Added
@@ -138,6 +257,9 @@ impl Model {
     }
 
     pub(super) fn update(&mut self, id: &str, patch: &MemoryPatch) {
+        let Some(before) = self.items.get(id).cloned() else {
+            return;
+        };
         let Some(item) = self.items.get_mut(id) else {
             return;
         };
@@ -161,6 +283,7 @@ impl Model {
             self.retire(old_text);
             self.erased.remove(text);
         }
+        self.follow(id, &before);
     }
 
     /// An `update` operation on `id`: a memory of `text` (as `id`'s in
@@ -170,7 +293,8 @@ impl Model {
         let Some(old) = self.items.get_mut(id) else {
             return false;
         };
-        if old.deleted || old.superseded {
+        // A summary follows its sources and is replaced by `summarize`.
+        if old.deleted || old.superseded || !old.summary_of.is_empty() {
             return false;
         }
         old.superseded = true;
@@ -195,8 +319,8 @@ impl Model {
         for id in &ids {
             if hard {
                 self.erase(id);
-            } else if let Some(item) = self.items.get_mut(id) {
-                item.deleted = true;
+            } else {
+                self.soft_delete(id);
             }
         }
         ids.len()
@@ -217,12 +341,25 @@ impl Model {
             let same = next
                 .same_text(&item.scope, &item.text)
                 .filter(|other| other != id && !item.superseded);
+            if !item.summary_of.is_empty() {
+                let holder = next
+                    .items
+                    .iter()
+                    .find(|(_, i)| i.scope == item.scope && !i.summary_of.is_empty())
+                    .map(|(other, _)| other);
+                if holder.is_some_and(|other| other != id) {
+                    return None;
+                }
+            }
             if next.items.contains_key(id) {
                 if same.is_some() {
                     return None;
                 }
                 let old = next.items.insert(id.clone(), item.clone());
                 next.erased.remove(&item.text);
+                if let Some(old) = &old {
+                    next.follow(id, old);
+                }
                 if let Some(old) = old.filter(|old| old.text != item.text) {
                     next.retire(old.text);
                 }
@@ -237,7 +374,31 @@ impl Model {
                 added += 1;
             }
         }
+        // Each imported summary's sources are stored, within its scope.
+        for item in snapshot.values() {
+            let within = within(&item.scope);
+            let stored = |source: &String| {
+                next.items
+                    .get(source)
+                    .is_some_and(|s| within.matches(&s.scope))
+            };
+            if !item.summary_of.iter().all(stored) {
+                return None;
+            }
+        }
         *self = next;
         Some((added, replaced, merged))
+    }
+}
+
+/// The filter selecting the memories within `scope`.
+fn within(scope: &Scope) -> ScopeFilter {
+    ScopeFilter {
+        user_id: Some(scope.user_id.clone()),
+        workspace_id: Some(scope.workspace_id.clone()),
+        project_id: scope.project_id.clone(),
+        card_id: scope.card_id.clone(),
+        session_id: scope.session_id.clone(),
+        metadata: None,
     }
 }

@@ -9,3 +9,4 @@ mod adversarial;
 mod commands;
 mod keys;
 mod operations;
+mod summaries;

@@ -1,0 +1,492 @@
+//! Summaries (`docs/memory-model.md`, "Summaries"): one per scope, linked
+//! to its sources, replaced in place, and erased with any source a hard
+//! delete, a purge or a new text erases, in the same commit.
+
+use memtide::env::FixedEnvironment;
+use memtide::{
+    Config, Error, HistoryKind, Kind, Memory, MemoryInput, MemoryPatch, Privacy, RetrieveQuery,
+    Scope, ScopeFilter, Status, SummaryInput, SummaryQuery, Timestamp,
+};
+use memtide_testkit::store::{open, scope, Mem, T0};
+
+fn session(id: &str) -> Scope {
+    Scope {
+        session_id: Some(id.to_string()),
+        ..scope()
+    }
+}
+
+fn add(mem: &mut Mem, text: &str, scope: Scope) -> String {
+    mem.ingest(vec![MemoryInput::new(text, scope)]).unwrap()[0]
+        .id
+        .clone()
+        .unwrap()
+}
+
+fn stored(mem: &Mem) -> Vec<u8> {
+    mem.storage()
+        .entries()
+        .flat_map(|(k, v)| k.bytes().chain(v.iter().copied()))
+        .collect()
+}
+
+fn holds(mem: &Mem, text: &str) -> bool {
+    stored(mem)
+        .windows(text.len())
+        .any(|w| w == text.as_bytes())
+}
+
+fn summary(scope: Scope, text: &str, sources: &[&String]) -> SummaryInput {
+    SummaryInput {
+        scope,
+        text: text.to_string(),
+        sources: sources.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn context(mem: &Mem, scope: Scope) -> memtide::SummaryContext {
+    mem.summary_context(&SummaryQuery {
+        scope,
+        limit: None,
+        include_pii: false,
+    })
+    .unwrap()
+}
+
+#[test]
+fn the_context_holds_the_scopes_memories_oldest_first_and_its_summary() {
+    let mut mem = open();
+    let a = add(&mut mem, "we planned the trip to Lisbon", session("s1"));
+    mem.env_mut().advance_ms(1000);
+    let b = add(&mut mem, "the flight leaves on Friday", session("s1"));
+    let other = add(&mut mem, "the cat needs a vet visit", session("s2"));
+    let pii = add(&mut mem, "my email is ada@example.com", session("s1"));
+    let private = mem
+        .ingest(vec![MemoryInput {
+            privacy: Some(Privacy {
+                private: true,
+                ..Privacy::default()
+            }),
+            ..MemoryInput::new("a private diary line", session("s1"))
+        }])
+        .unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    let pending = mem
+        .ingest(vec![MemoryInput {
+            status: Some(Status::Pending),
+            ..MemoryInput::new("an unreviewed guess about hotels", session("s1"))
+        }])
+        .unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    let ctx = context(&mem, session("s1"));
+    let ids: Vec<&str> = ctx.memories.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, [a.as_str(), b.as_str()], "no pii, private or pending");
+    assert!(ctx.previous.is_none());
+    let with_pii = mem
+        .summary_context(&SummaryQuery {
+            scope: session("s1"),
+            limit: Some(1),
+            include_pii: true,
+        })
+        .unwrap();
+    assert_eq!(with_pii.memories.len(), 1, "the newest one");
+    assert_eq!(with_pii.memories[0].id, pii);
+    // The workspace's summary covers its sessions.
+    let all = context(&mem, scope());
+    assert_eq!(all.memories.len(), 3);
+    assert!(all.memories.iter().any(|m| m.id == other));
+    assert!(!all
+        .memories
+        .iter()
+        .any(|m| m.id == private || m.id == pending));
+}
+
+#[test]
+fn a_summary_is_stored_linked_replaced_in_place_and_retrieved() {
+    let mut mem = open();
+    let a = add(&mut mem, "we planned the trip to Lisbon", session("s1"));
+    let b = add(&mut mem, "the flight leaves on Friday", session("s1"));
+    let first = mem
+        .store_summary(summary(
+            session("s1"),
+            "Trip to Lisbon planned; flight on Friday.",
+            &[&b, &a, &a],
+        ))
+        .unwrap();
+    assert_eq!(first.kind, Kind::Summary);
+    let mut sources = vec![a.clone(), b.clone()];
+    sources.sort();
+    assert_eq!(first.summary_of, sources, "sorted, once each");
+    assert_eq!(first.created_at, mem.get(&b).unwrap().created_at);
+    let ctx = context(&mem, session("s1"));
+    assert_eq!(ctx.memories.len(), 2, "summaries are not sources");
+    assert_eq!(ctx.previous.as_ref().map(|p| &p.id), Some(&first.id));
+
+    // Retrieved like any memory, within its scope.
+    let hits = mem
+        .retrieve(&RetrieveQuery {
+            dry_run: true,
+            ..RetrieveQuery::new("Lisbon trip", session("s1"))
+        })
+        .unwrap();
+    assert!(hits.iter().any(|h| h.item.id == first.id));
+
+    // Again: the same memory, its new text, the old text gone.
+    let c = add(&mut mem, "we booked a hotel in Alfama", session("s1"));
+    let second = mem
+        .store_summary(summary(
+            session("s1"),
+            "Lisbon: Friday flight, hotel in Alfama.",
+            &[&a, &b, &c],
+        ))
+        .unwrap();
+    assert_eq!(second.id, first.id);
+    assert_eq!(second.summary_of.len(), 3);
+    assert!(!holds(&mem, "Trip to Lisbon planned"));
+    assert!(holds(&mem, "hotel in Alfama."));
+    let history = mem.history(&second.id).unwrap();
+    assert!(history.iter().any(|e| e.event == HistoryKind::Replaced));
+    let summaries = mem
+        .list(&memtide::ListQuery {
+            kinds: Some(vec![Kind::Summary]),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(summaries.items.len(), 1);
+    // Another scope has a summary of its own.
+    let w = mem
+        .store_summary(summary(scope(), "A trip is planned.", &[&a]))
+        .unwrap();
+    assert_ne!(w.id, first.id);
+}
+
+#[test]
+fn bad_sources_are_refused_and_change_nothing() {
+    let mut mem = open();
+    let a = add(&mut mem, "we planned the trip to Lisbon", session("s1"));
+    let other = add(&mut mem, "the cat needs a vet visit", session("s2"));
+    let s = mem
+        .store_summary(summary(session("s1"), "A trip.", &[&a]))
+        .unwrap();
+    let before = stored(&mem);
+    let missing = "01HZZZZZZZZZZZZZZZZZZZZZZZ".to_string();
+    let bad = "not an id!".to_string();
+    for (input, code) in [
+        (summary(session("s1"), "x", &[]), "INVALID_INPUT"),
+        (summary(session("s1"), "x", &[&missing]), "NOT_FOUND"),
+        (summary(session("s1"), "x", &[&bad]), "INVALID_INPUT"),
+        (summary(session("s1"), "x", &[&other]), "INVALID_INPUT"),
+        (summary(session("s1"), "x", &[&s.id]), "INVALID_INPUT"),
+        (
+            summary(session("s1"), "<no-memory> x", &[&a]),
+            "INVALID_INPUT",
+        ),
+        (
+            summary(session("s1"), &"x".repeat(70_000), &[&a]),
+            "TOO_LARGE",
+        ),
+        (
+            summary(Scope::workspace("", "w"), "x", &[&a]),
+            "INVALID_INPUT",
+        ),
+    ] {
+        let err = mem.store_summary(input.clone()).unwrap_err();
+        assert_eq!(err.code(), code, "{input:?}: {err}");
+    }
+    assert_eq!(stored(&mem), before, "refused calls changed nothing");
+    let private = mem
+        .ingest(vec![MemoryInput {
+            privacy: Some(Privacy {
+                private: true,
+                ..Privacy::default()
+            }),
+            ..MemoryInput::new("a private diary line", session("s1"))
+        }])
+        .unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    let before = stored(&mem);
+    let err = mem
+        .store_summary(summary(session("s1"), "x", &[&private]))
+        .unwrap_err();
+    assert!(err.to_string().contains("is private"), "{err}");
+    assert_eq!(stored(&mem), before);
+    mem.delete(&a, false).unwrap();
+    let before_soft = stored(&mem);
+    assert!(before != before_soft);
+    let err = mem
+        .store_summary(summary(session("s1"), "x", &[&a]))
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidInput(_)), "{err}");
+    assert_eq!(stored(&mem), before_soft);
+}
+
+#[test]
+fn erasing_a_source_erases_its_summaries_in_the_same_commit() {
+    let mut mem = open();
+    let a = add(&mut mem, "the door code is 4417", session("s1"));
+    let b = add(&mut mem, "the flight leaves on Friday", session("s1"));
+    let c = add(&mut mem, "the cat needs a vet visit", session("s2"));
+    let s1 = mem
+        .store_summary(summary(
+            session("s1"),
+            "Door code 4417; Friday flight.",
+            &[&a, &b],
+        ))
+        .unwrap();
+    let ws = mem
+        .store_summary(summary(scope(), "Door 4417, Friday, vet.", &[&a, &b, &c]))
+        .unwrap();
+    let s2 = mem
+        .store_summary(summary(session("s2"), "Vet visit due.", &[&c]))
+        .unwrap();
+    mem.delete(&a, true).unwrap();
+    for gone in [&a, &s1.id, &ws.id] {
+        assert!(matches!(mem.get(gone), Err(Error::NotFound(_))), "{gone}");
+    }
+    assert!(!holds(&mem, "4417"), "no byte of the source's text");
+    assert!(mem.get(&s2.id).is_ok(), "a summary without it stays");
+    assert!(!mem.export().contains("4417"));
+
+    // A new text erases the old one's summaries too.
+    let s2b = mem.get(&s2.id).unwrap();
+    mem.update(
+        &c,
+        MemoryPatch {
+            text: Some("the dog needs a vet visit".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(mem.get(&s2b.id).is_err());
+    assert!(!holds(&mem, "Vet visit due."));
+
+    // So does an upsert that replaces a keyed source's text.
+    let keyed = mem
+        .upsert(vec![MemoryInput {
+            key: Some("drink".into()),
+            ..MemoryInput::new("prefers green tea", session("s4"))
+        }])
+        .unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    let drinks = mem
+        .store_summary(summary(session("s4"), "Drinks green tea.", &[&keyed]))
+        .unwrap();
+    mem.upsert(vec![MemoryInput {
+        key: Some("drink".into()),
+        ..MemoryInput::new("prefers black coffee", session("s4"))
+    }])
+    .unwrap();
+    assert!(mem.get(&drinks.id).is_err());
+    assert!(!holds(&mem, "Drinks green tea."));
+
+    // A soft delete withdraws the summary and keeps its text for the user.
+    let s = mem
+        .store_summary(summary(session("s1"), "Friday flight.", &[&b]))
+        .unwrap();
+    mem.delete(&b, false).unwrap();
+    let withdrawn = mem.get(&s.id).unwrap();
+    assert!(withdrawn.is_deleted());
+    assert!(mem
+        .history(&s.id)
+        .unwrap()
+        .iter()
+        .any(|e| e.event == HistoryKind::Deleted));
+    // deleteAll erases sources and summaries alike, without tripping on
+    // a summary already gone with its source.
+    let d = add(&mut mem, "lunch was at noon", session("s3"));
+    mem.store_summary(summary(session("s3"), "Lunch at noon.", &[&d]))
+        .unwrap();
+    let all = mem
+        .delete_all(
+            &ScopeFilter {
+                user_id: Some("alice".into()),
+                ..Default::default()
+            },
+            true,
+        )
+        .unwrap();
+    assert!(all.deleted >= 3);
+    assert_eq!(mem.stats(&ScopeFilter::default()).items, 0);
+}
+
+#[test]
+fn a_purge_erases_the_summaries_of_expired_sources_and_a_reopened_store_agrees() {
+    let mut mem = open();
+    let keep = add(&mut mem, "the flight leaves on Friday", session("s1"));
+    let expiring = mem
+        .ingest(vec![MemoryInput {
+            privacy: Some(Privacy {
+                retention_days: Some(2),
+                ..Privacy::default()
+            }),
+            ..MemoryInput::new("the gate code is behind the bakery", session("s1"))
+        }])
+        .unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    let s = mem
+        .store_summary(summary(
+            session("s1"),
+            "Friday flight; gate code behind the bakery.",
+            &[&keep, &expiring],
+        ))
+        .unwrap();
+    assert_eq!(s.privacy.retention_days, Some(2), "no later than a source");
+    let only_keep = mem
+        .store_summary(summary(session("s2"), "Friday.", &[&keep]))
+        .ok();
+    assert!(only_keep.is_none(), "keep is not within session s2");
+    mem.env_mut().advance_ms(3 * Timestamp::DAY_MS);
+    let err = mem
+        .store_summary(summary(session("s1"), "x", &[&expiring]))
+        .unwrap_err();
+    assert!(err.to_string().contains("has expired"), "{err}");
+    assert_eq!(
+        mem.purge_expired().unwrap().purged,
+        2,
+        "the source and its summary"
+    );
+    assert!(!holds(&mem, "bakery"));
+    let reopened = Memory::open(
+        mem.into_storage(),
+        FixedEnvironment::new(Timestamp(T0 + 3 * Timestamp::DAY_MS)),
+        Config::default(),
+    )
+    .unwrap();
+    assert_eq!(reopened.stats(&ScopeFilter::default()).items, 1);
+    assert!(reopened
+        .summary_context(&SummaryQuery {
+            scope: session("s1"),
+            limit: None,
+            include_pii: false,
+        })
+        .unwrap()
+        .previous
+        .is_none());
+}
+
+#[test]
+fn a_summary_survives_reopen_export_and_import() {
+    let mut mem = open();
+    let a = add(&mut mem, "we planned the trip to Lisbon", session("s1"));
+    let s = mem
+        .store_summary(summary(session("s1"), "A Lisbon trip.", &[&a]))
+        .unwrap();
+    let export = mem.export();
+    let storage = mem.into_storage();
+    let mut reopened = Memory::open(
+        storage,
+        FixedEnvironment::new(Timestamp(T0)),
+        Config::default(),
+    )
+    .unwrap();
+    assert_eq!(reopened.get(&s.id).unwrap().summary_of, vec![a.clone()]);
+    // The reopened store knows the link: erasing the source erases it.
+    reopened.delete(&a, true).unwrap();
+    assert!(reopened.get(&s.id).is_err());
+
+    let mut fresh = open();
+    fresh.import(&export).unwrap();
+    let again = fresh
+        .store_summary(summary(session("s1"), "A trip to Lisbon.", &[&a]))
+        .unwrap();
+    assert_eq!(again.id, s.id, "the imported summary is the scope's");
+    fresh.delete(&a, true).unwrap();
+    assert!(fresh.get(&s.id).is_err());
+    // A summary whose source is neither stored nor imported is refused:
+    // an export of the summary alone (its metadata selects it).
+    let flight = b(&mut fresh);
+    let ws = fresh
+        .store_summary(summary(scope(), "Lisbon.", &[&flight]))
+        .unwrap();
+    fresh
+        .update(
+            &ws.id,
+            MemoryPatch {
+                metadata: Some(serde_json::from_str(r#"{"only":true}"#).unwrap()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let only_summary = fresh.export_filtered(&ScopeFilter {
+        user_id: Some("alice".into()),
+        metadata: Some(serde_json::from_str(r#"{"only":true}"#).unwrap()),
+        ..Default::default()
+    });
+    let mut orphan = open();
+    let err = orphan.import(&only_summary).unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+    assert_eq!(orphan.stats(&ScopeFilter::default()).items, 0);
+    // Nor may a scope hold two summaries.
+    let mut two = open();
+    for i in 0..4 {
+        add(&mut two, &format!("filler note {i}"), session("s9")); // ids of its own
+    }
+    let own = add(&mut two, "we planned the trip to Lisbon", scope());
+    two.store_summary(summary(scope(), "Mine.", &[&own]))
+        .unwrap();
+    let err = two.import(&fresh.export()).unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+}
+
+fn b(mem: &mut Mem) -> String {
+    add(mem, "the flight leaves on Friday", session("s1"))
+}
+
+#[test]
+fn an_import_whose_summary_lists_its_sources_out_of_order_or_a_summary_is_refused() {
+    use sha2::{Digest, Sha256};
+    let mut mem = open();
+    let a = add(&mut mem, "we planned the trip to Lisbon", session("s1"));
+    let b = add(&mut mem, "the flight leaves on Friday", session("s1"));
+    mem.store_summary(summary(
+        session("s1"),
+        "A Lisbon trip on Friday.",
+        &[&a, &b],
+    ))
+    .unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&mem.export()).unwrap();
+    let reseal = |doc: &mut serde_json::Value| {
+        let items = serde_json::to_string(&doc["items"]).unwrap();
+        doc["checksum"] = format!("{:x}", Sha256::digest(items.as_bytes())).into();
+        serde_json::to_string(doc).unwrap()
+    };
+    // Resealed unchanged, the export imports.
+    assert!(open().import(&reseal(&mut doc)).is_ok());
+    for item in doc["items"].as_array_mut().unwrap() {
+        if let Some(sources) = item.get_mut("summaryOf") {
+            sources.as_array_mut().unwrap().reverse();
+        }
+    }
+    let mut fresh = open();
+    let err = fresh.import(&reseal(&mut doc)).unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+    assert_eq!(fresh.stats(&ScopeFilter::default()).items, 0);
+
+    // Nor may a summary summarize a summary.
+    let s1 = mem
+        .store_summary(summary(session("s1"), "A Lisbon trip.", &[&a]))
+        .unwrap();
+    let ws = mem
+        .store_summary(summary(scope(), "Lisbon.", &[&b]))
+        .unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&mem.export()).unwrap();
+    for item in doc["items"].as_array_mut().unwrap() {
+        if item["id"] == ws.id.as_str() {
+            item["summaryOf"] = serde_json::json!([s1.id]);
+        }
+    }
+    let mut fresh = open();
+    let err = fresh.import(&reseal(&mut doc)).unwrap_err();
+    assert!(err.to_string().contains("is a summary"), "{err}");
+    assert_eq!(fresh.stats(&ScopeFilter::default()).items, 0);
+}

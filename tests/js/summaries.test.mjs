@@ -1,0 +1,109 @@
+// Node tests of `memory.summarize` through the npm package (dist/memtide,
+// from scripts/build-pkg.sh), lexical-only: the summarizer's input, the
+// stored summary linked to its sources, replacement in place, a hard
+// delete of a source erasing it from every stored byte, errors, abort.
+// Run: node --test tests/js/summaries.test.mjs
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+import { Memory, MemtideError } from "../../dist/memtide/node.js";
+import { mapAdapter } from "./map-adapter.mjs";
+
+const scope = { userId: "alice", workspaceId: "chat" };
+
+async function conversation(mem) {
+  return mem.ingestMessages([
+    { role: "user", content: "We are planning a trip to Lisbon in June." },
+    { role: "assistant", content: "Lisbon in June is lovely; the Santo Antonio festival is on." },
+    { role: "user", content: "The door code of the flat is 4417." },
+  ], { scope: { ...scope, sessionId: "s1" } });
+}
+
+function storedText(storage) {
+  return [...storage.map.values()].map((v) => Buffer.from(v).toString("latin1")).join("\n");
+}
+
+test("summarize hands the summarizer the session's memories and stores its summary linked to them", async () => {
+  const storage = mapAdapter();
+  const mem = await Memory.open({ storage });
+  const turns = await conversation(mem);
+  await mem.ingest({ text: "Another session talked about the cat.", scope: { ...scope, sessionId: "s2" } });
+  const calls = [];
+  const summary = await mem.summarize({
+    scope,
+    session: "s1",
+    summarizer: async (input) => {
+      calls.push(input);
+      return `Planning a June trip to Lisbon (${input.memories.length} turns); flat door code 4417.`;
+    },
+  });
+  assert.equal(calls.length, 1);
+  assert.deepEqual(calls[0].memories.map((m) => m.text), [
+    "We are planning a trip to Lisbon in June.",
+    "Lisbon in June is lovely; the Santo Antonio festival is on.",
+    "The door code of the flat is 4417.",
+  ]);
+  assert.equal(calls[0].previous, undefined);
+  assert.deepEqual(calls[0].scope, { ...scope, sessionId: "s1" });
+  assert.equal(summary.kind, "summary");
+  assert.deepEqual(summary.scope, { ...scope, sessionId: "s1" });
+  assert.deepEqual(summary.summaryOf, turns.map((t) => t.id).sort());
+
+  // Retrieved and injected like any memory.
+  const injected = await mem.inject({ text: "What did we plan for the Lisbon trip?", scope: { ...scope, sessionId: "s1" }, budgetTokens: 300 });
+  assert.ok(injected.used.includes(summary.id), injected.block);
+
+  // Again: the previous summary is given, and replaced in place.
+  const again = await mem.summarize({
+    scope: { ...scope, sessionId: "s1" },
+    summarizer: ({ previous, memories }) => ({ text: `${previous.text} Festival noted.`, sources: [memories[1].id] }),
+  });
+  assert.equal(again.id, summary.id);
+  assert.deepEqual(again.summaryOf, [turns[1].id]);
+  assert.equal((await mem.list({ kinds: ["summary"] })).items.length, 1);
+  assert.ok((await mem.history(summary.id)).some((e) => e.event === "replaced"));
+
+  // A workspace summary covers every session.
+  const all = await mem.summarize({ scope, summarizer: ({ memories }) => `${memories.length} memories.` });
+  assert.equal(all.text, "4 memories.");
+});
+
+test("a hard delete of a source erases its summaries from every stored byte", async () => {
+  const storage = mapAdapter();
+  const mem = await Memory.open({ storage });
+  const turns = await conversation(mem);
+  const summary = await mem.summarize({ scope, session: "s1", summarizer: () => "Trip to Lisbon; door code 4417." });
+  assert.match(storedText(storage), /door code 4417\./);
+  await mem.delete(turns[2].id, { hard: true });
+  await assert.rejects(mem.get(summary.id), (e) => e instanceof MemtideError && e.code === "NOT_FOUND");
+  assert.doesNotMatch(storedText(storage), /4417/);
+  const reopened = await Memory.open({ storage });
+  assert.equal((await reopened.list({ kinds: ["summary"] })).items.length, 0);
+});
+
+test("nothing to summarize, a null summary and a bad summarizer change nothing", async () => {
+  const mem = await Memory.open({ storage: "memory" });
+  let called = false;
+  assert.equal(await mem.summarize({ scope, summarizer: () => { called = true; return "x"; } }), null);
+  assert.equal(called, false, "no model call for an empty scope");
+  await conversation(mem);
+  assert.equal(await mem.summarize({ scope, summarizer: () => null }), null);
+  const invalid = (e) => e instanceof MemtideError && e.code === "INVALID_INPUT";
+  await assert.rejects(mem.summarize({ scope }), invalid);
+  await assert.rejects(mem.summarize({ scope, summarizer: () => 42 }), invalid);
+  await assert.rejects(mem.summarize({ scope, summarizer: () => ({ text: "x", sources: "all" }) }), invalid);
+  await assert.rejects(mem.summarize({ scope: { ...scope, sessionId: "a" }, session: "b", summarizer: () => "x" }), invalid);
+  await assert.rejects(mem.summarize({ scope, session: "s1", summarizer: () => "" }), invalid);
+  await assert.rejects(
+    mem.summarize({ scope, session: "s1", summarizer: () => ({ text: "x", sources: ["01HZZZZZZZZZZZZZZZZZZZZZZZ"] }) }),
+    (e) => e instanceof MemtideError && e.code === "NOT_FOUND",
+  );
+  const failing = mem.summarize({ scope, summarizer: async () => { throw new Error("model down"); } });
+  await assert.rejects(failing, /model down/);
+  const controller = new AbortController();
+  await assert.rejects(
+    mem.summarize({ scope, signal: controller.signal, summarizer: ({ signal }) => { controller.abort(); assert.ok(signal.aborted); return "late"; } }),
+    (e) => e instanceof MemtideError && e.code === "ABORTED",
+  );
+  assert.equal((await mem.list({ kinds: ["summary"] })).items.length, 0);
+});
