@@ -24,7 +24,9 @@
 //!    speaker are scaled by `1 − S`.
 //!    **Time match** — a question asking `when` is answered by a memory that
 //!    places something in time ("yesterday", "last week", "in May", "2022"):
-//!    when the query holds the word `when`, memories without such a time word
+//!    when the query holds the word `when`, or asks how long, how often or
+//!    how old ([`asks_duration`]: "5 years already!"), memories without such
+//!    a time word
 //!    ([`mentions_time`]) are scaled by `1 − T`. A query naming a month
 //!    ("in July", "on 13 October, 2023", [`named_months`]) asks about that
 //!    month: memories neither created in it nor naming it are scaled by
@@ -92,7 +94,7 @@ pub struct RankParams {
     /// names a speaker (default 0.3; 0 turns it off).
     pub speaker_penalty: f32,
     /// `T`: score reduction of memories without a time word when the query
-    /// asks `when`, and of memories of another month when the query names a
+    /// asks `when` (or how long, how often, how old), and of memories of another month when the query names a
     /// month (default 0.3; 0 turns it off).
     pub time_penalty: f32,
     /// Strength of the scope preference (default 0.1).
@@ -141,8 +143,8 @@ pub struct ScoreBreakdown {
     pub inherited: bool,
     /// Step 3: the speaker factor applied (1 when no speaker was named).
     pub speaker_factor: f32,
-    /// Step 3: the time factor applied (1 unless the query asks `when` and
-    /// the memory holds no time word, or names a month the memory was
+    /// Step 3: the time factor applied (1 unless the query asks `when`, how
+    /// long, how often or how old and the memory holds no time word, or names a month the memory was
     /// neither created in nor names).
     pub time_factor: f32,
     /// Step 4: the scope preference multiplier.
@@ -205,7 +207,7 @@ pub(crate) fn rank<'a>(
         .filter_map(|c| speaker_of(c.item))
         .filter(|label| names_speaker(&words, label))
         .collect();
-    let asks_when = words.contains("when");
+    let asks_when = words.contains("when") || asks_duration(query);
     let months = named_months(query);
     // Step 2 also passes a share of a turn's score to the turns next to it.
     let mut next: HashMap<&str, Vec<&Scored>> = HashMap::new();
@@ -413,6 +415,14 @@ pub fn is_turn(item: &MemoryItem) -> bool {
     item.source.kind == SourceKind::Message || item.role.is_some() || item.speaker.is_some()
 }
 
+/// True when a query asks how long, how often or how old: a time too.
+pub fn asks_duration(query: &str) -> bool {
+    let lower = query.to_lowercase();
+    ["how long", "how often", "how old"]
+        .iter()
+        .any(|phrase| lower.contains(phrase))
+}
+
 /// True when a text asks something (its reply may inherit its relevance).
 pub fn asks_question(text: &str) -> bool {
     text.contains('?') || text.contains('\u{FF1F}')
@@ -545,7 +555,7 @@ mod tests {
                 candidate(&question, 2.0),
             ]
         };
-        let query = "How long has Caroline been married?";
+        let query = "Has Caroline been married for long?";
         let params = RankParams::default();
         let hits = rank(query, &in_scope(), candidates(), 2.0, &params, 10);
         let ids: Vec<&str> = hits.iter().map(|(_, item)| item.id.as_str()).collect();
@@ -756,6 +766,11 @@ mod tests {
             ..p
         };
         assert_eq!(order(when, &off)[0].0, "b");
+        let how_long = order("How long has Caroline gone to the support group?", &p);
+        assert_eq!(how_long[0].0, "a", "how long asks for a time too");
+        assert!(asks_duration("How OFTEN does Melanie go to the beach?"));
+        assert!(asks_duration("how old is her dog"));
+        assert!(!asks_duration("How did the support group go?"));
         let what = order("What did Caroline think of the support group?", &p);
         assert_eq!(what[0].0, "b");
         assert!(what.iter().all(|h| h.1 == 1.0));
