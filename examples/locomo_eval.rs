@@ -9,12 +9,15 @@
 //! With `--model DIR` (the directory `scripts/fetch-model.sh` prints) the
 //! MiniLM model is attached and retrieval is hybrid; without it, lexical.
 //! `--rank '{"answerInheritance":0.8}'` tries ranking parameters
-//! (`RankParams`, camelCase) instead of the defaults. Turn and session
-//! recall are printed for the dev set and for each conversation: with two
-//! conversations, leave-one-conversation-out is a change (or a parameter)
-//! judged on one conversation and confirmed on the other.
-//! With `--speaker-field` each turn's speaker goes in the memory's
-//! `speaker` field instead of the text (`Name: text`).
+//! (`RankParams`, camelCase) instead of the defaults; given several times,
+//! it runs each (the model embeds every text once for all of them). Turn
+//! and session recall are printed for the dev set, for each conversation
+//! and for each LoCoMo question category: with two conversations,
+//! leave-one-conversation-out is a change (or a parameter) judged on one
+//! conversation and confirmed on the other, and with several `--rank`
+//! configurations the eval prints, for each conversation, the one chosen on
+//! the other and its figures there.
+//!
 //! With `--summaries` each session's turns are stored in a session scope
 //! and the figures are printed without and then with one summary per
 //! session (`storeSummary`, linked to the session's turns): `extractive`
@@ -22,14 +25,20 @@
 //! A summary ranks its session for session recall; with
 //! `--summary-evidence` it also counts as a hit on each of its turns for
 //! turn recall.
+//!
+//! With `--speaker-field` each turn's speaker goes in the memory's
+//! `speaker` field instead of the text (`Name: text`).
 //! The protocol (`crates/testkit/src/locomo.rs`) is the one memtide's tests
 //! hold the retrieval to.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use memtide::embed::Embedder;
 use memtide::{Config, InjectQuery, RankParams};
-use memtide_testkit::locomo::{self, GatePoint, Loaded, Recall, Speakers, SummaryText};
+use memtide_testkit::locomo::{
+    self, GatePoint, Loaded, QuestionRecall, Recall, Speakers, SummaryText,
+};
 
 /// The thresholds the gate is tried at.
 const THRESHOLDS: [f32; 13] = [
@@ -39,7 +48,10 @@ const THRESHOLDS: [f32; 13] = [
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let model_dir = take_value(&mut args, "--model");
-    let rank = take_value(&mut args, "--rank");
+    let mut ranks = Vec::new();
+    while let Some(rank) = take_value(&mut args, "--rank") {
+        ranks.push(rank);
+    }
     let inject = take_flag(&mut args, "--inject");
     let summaries = take_value(&mut args, "--summaries");
     let summary_evidence = take_flag(&mut args, "--summary-evidence");
@@ -54,39 +66,59 @@ fn main() {
     let run = load_model(model_dir.as_deref()).and_then(|model| {
         let mode = if model.is_some() { "hybrid" } else { "lexical" };
         let json = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-        let mut config = Config::default();
-        if let Some(rank) = &rank {
-            config.rank =
-                serde_json::from_str::<RankParams>(rank).map_err(|e| format!("--rank: {e}"))?;
-        }
+        let configs: Vec<(String, RankParams)> = if ranks.is_empty() {
+            vec![("defaults".to_string(), RankParams::default())]
+        } else {
+            ranks
+                .iter()
+                .map(|r| {
+                    serde_json::from_str::<RankParams>(r)
+                        .map(|p| (r.clone(), p))
+                        .map_err(|e| format!("--rank {r}: {e}"))
+                })
+                .collect::<Result<_, _>>()?
+        };
         let summary_text = match summaries.as_deref() {
             None => None,
             Some("extractive") => Some(SummaryText::Extractive(150)),
             Some("whole") => Some(SummaryText::Whole),
             Some(other) => return Err(format!("--summaries {other}: extractive or whole")),
         };
-        let mut loaded = match summary_text {
-            None => locomo::load_with(&json, model, config, speakers)?,
-            Some(_) => locomo::load_by_session(&json, model, config, speakers)?,
-        };
-        let label = format!("LoCoMo dev, {mode}, speakers {speakers:?}");
-        let parts = locomo::recall_by_conversation(&mut loaded)?;
-        print_parts(&label, &parts);
-        if let Some(text) = summary_text {
-            let stored = locomo::add_session_summaries(&mut loaded, text, summary_evidence)?;
-            let parts = locomo::recall_by_conversation(&mut loaded)?;
-            let evidence = if summary_evidence {
-                "as evidence"
-            } else {
-                "not evidence"
+        // Every configuration embeds the same turns and questions: once.
+        let model = model.map(|m| Arc::new(Cached::new(m)) as Arc<dyn Embedder>);
+        let mut runs = Vec::new();
+        for (label, params) in &configs {
+            let config = Config {
+                rank: *params,
+                ..Config::default()
             };
-            print_parts(
-                &format!("{label}, {stored} session summaries ({text:?}, {evidence})"),
-                &parts,
-            );
+            let mut loaded = match summary_text {
+                None => locomo::load_with(&json, model.clone(), config, speakers)?,
+                Some(_) => locomo::load_by_session(&json, model.clone(), config, speakers)?,
+            };
+            let questions = locomo::recall_by_question(&mut loaded)?;
+            println!("== {label}");
+            let title = format!("LoCoMo dev, {mode}, speakers {speakers:?}");
+            print_run(&title, &questions);
+            if let Some(text) = summary_text {
+                let stored = locomo::add_session_summaries(&mut loaded, text, summary_evidence)?;
+                let evidence = if summary_evidence {
+                    "as evidence"
+                } else {
+                    "not evidence"
+                };
+                print_run(
+                    &format!("{title}, {stored} session summaries ({text:?}, {evidence})"),
+                    &locomo::recall_by_question(&mut loaded)?,
+                );
+            }
+            if inject {
+                report_injection(&mut loaded)?;
+            }
+            runs.push((label.clone(), questions));
         }
-        if inject {
-            report_injection(&mut loaded)?;
+        if runs.len() > 1 {
+            print_held_out(&runs);
         }
         Ok(())
     });
@@ -99,11 +131,63 @@ fn main() {
     }
 }
 
-/// Prints the pooled figures and each conversation's.
-fn print_parts(label: &str, parts: &[Recall]) {
-    print_recall(label, &Recall::pooled(parts));
-    for (c, part) in parts.iter().enumerate() {
-        print_recall(&format!("  conversation {c}"), part);
+/// A model that embeds each distinct text once per run.
+struct Cached {
+    model: Arc<dyn Embedder>,
+    seen: Mutex<HashMap<String, Vec<f32>>>,
+}
+
+impl Cached {
+    fn new(model: Arc<dyn Embedder>) -> Self {
+        Cached {
+            model,
+            seen: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl Embedder for Cached {
+    fn model_id(&self) -> &str {
+        self.model.model_id()
+    }
+
+    fn dimensions(&self) -> usize {
+        self.model.dimensions()
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> memtide::Result<Vec<Vec<f32>>> {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let missing: Vec<&str> = texts
+            .iter()
+            .copied()
+            .filter(|t| !seen.contains_key(*t))
+            .collect();
+        if !missing.is_empty() {
+            for (text, vector) in missing.iter().zip(self.model.embed_batch(&missing)?) {
+                seen.insert((*text).to_string(), vector);
+            }
+        }
+        Ok(texts.iter().map(|t| seen[*t].clone()).collect())
+    }
+
+    fn count_tokens(&self, text: &str) -> usize {
+        self.model.count_tokens(text)
+    }
+}
+
+fn pooled(questions: &[QuestionRecall]) -> Recall {
+    Recall::pooled(&questions.iter().map(|q| q.recall).collect::<Vec<_>>())
+}
+
+/// Prints a run's figures: pooled, per conversation, per category.
+fn print_run(label: &str, questions: &[Vec<QuestionRecall>]) {
+    let all: Vec<QuestionRecall> = questions.iter().flatten().copied().collect();
+    print_recall(label, &pooled(&all));
+    for (c, part) in questions.iter().enumerate() {
+        print_recall(&format!("  conversation {c}"), &pooled(part));
+    }
+    for (category, r) in locomo::recall_by_category(&all) {
+        print_recall(&format!("  category {category}"), &r);
     }
 }
 
@@ -113,6 +197,38 @@ fn print_recall(label: &str, r: &Recall) {
         "{label} ({} questions): turn recall@1/5/10 {:.3}/{:.3}/{:.3}  session recall@1/5/10 {:.3}/{:.3}/{:.3}",
         r.questions, r.at1, r.at5, r.at10, r.session_at1, r.session_at5, r.session_at10
     );
+}
+
+/// Leave one conversation out over several configurations: for each
+/// conversation, the configuration with the best mean of recall@5 and @10
+/// on the others, and its figures on the one left out.
+fn print_held_out(runs: &[(String, Vec<Vec<QuestionRecall>>)]) {
+    let conversations = runs[0].1.len();
+    let score = |r: &Recall| r.at5 + r.at10;
+    for held_out in 0..conversations {
+        let training = |questions: &Vec<Vec<QuestionRecall>>| {
+            let rest: Vec<QuestionRecall> = questions
+                .iter()
+                .enumerate()
+                .filter(|&(c, _)| c != held_out)
+                .flat_map(|(_, q)| q.iter().copied())
+                .collect();
+            score(&pooled(&rest))
+        };
+        // Ties go to the earlier configuration (the first is the baseline).
+        let best = runs
+            .iter()
+            .fold(None, |best: Option<&(String, _)>, run| match best {
+                Some(b) if training(&b.1) >= training(&run.1) => Some(b),
+                _ => Some(run),
+            });
+        if let Some((label, questions)) = best {
+            print_recall(
+                &format!("held out conversation {held_out}: {label} (chosen on the others)"),
+                &pooled(&questions[held_out]),
+            );
+        }
+    }
 }
 
 /// Prints the evidence injection keeps at three budgets, without the gate
@@ -196,7 +312,6 @@ fn report_injection(loaded: &mut Loaded) -> Result<(), String> {
     Ok(())
 }
 
-/// Loads MiniLM from a model directory, if one was given.
 /// Removes `--name VALUE` from `args` and returns the value.
 fn take_value(args: &mut Vec<String>, name: &str) -> Option<String> {
     let i = args.iter().position(|a| a == name)?;
@@ -219,6 +334,7 @@ fn take_flag(args: &mut Vec<String>, name: &str) -> bool {
     }
 }
 
+/// Loads MiniLM from a model directory, if one was given.
 fn load_model(dir: Option<&str>) -> Result<Option<Arc<dyn Embedder>>, String> {
     let Some(dir) = dir else { return Ok(None) };
     #[cfg(feature = "semantic")]

@@ -357,10 +357,10 @@ export interface ScoreBreakdown {
   coverage: number;
   /** Fused lexical and semantic score. */
   combined: number;
-  /** True when inherited from the question this memory answers. */
+  /** True when inherited from the question this memory answers or from a neighbour (`rank.neighbourShare`). */
   inherited: boolean;
   speakerFactor: number;
-  /** Below 1 when the query asks "when" and the memory holds no time word. */
+  /** Below 1 when the query asks "when" and the memory holds no time word, or names a month the memory was neither created in nor names. */
   timeFactor: number;
   scopeMultiplier: number;
   /** The final score. */
@@ -657,6 +657,8 @@ export interface Config {
     timePenalty: number;
     scopeBoost: number;
     threadGapMinutes: number;
+    /** Share of a conversation turn's score (a message, or a memory with a role or speaker) the turns next to it inherit (default 0.5; 0 turns it off). */
+    neighbourShare: number;
   }>;
   /** How synced files are cut into chunks. */
   chunking?: Partial<{

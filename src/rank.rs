@@ -10,7 +10,13 @@
 //! 2. **Answer inheritance** — conversations answer questions in the next
 //!    turn ("How long have you been married?" / "5 years already!"): when the
 //!    memory `i` [follows](crate::MemoryItem::follows) a memory `p` whose text
-//!    asks a question, `g(i) = max(f(i), A · f(p))`.
+//!    asks a question, `g(i) = max(f(i), A · f(p))`. Beside that, a turn
+//!    next to a strong one (the memory it follows, or one following it) is
+//!    often the other half of what was said — the question a statement
+//!    answers, the detail a reply adds — so every turn of a conversation
+//!    ([`is_turn`]) inherits a share `N` of the scores of the turns next to
+//!    it: `g(i) = max(f(i), A · f(p), N · f(n))` over those neighbours `n`
+//!    (one step, from step 1's scores).
 //! 3. **Speaker match** — a memory's speaker is its `speaker` field, or for
 //!    a memory without one written as `Name: text`, that label (one to three
 //!    capitalised words before the first `": "`), see [`speaker_of`]. When
@@ -18,9 +24,14 @@
 //!    speaker are scaled by `1 − S`.
 //!    **Time match** — a question asking `when` is answered by a memory that
 //!    places something in time ("yesterday", "last week", "in May", "2022"):
-//!    when the query holds the word `when`, memories without such a time word
-//!    ([`mentions_time`]) are scaled by `1 − T`. The factor orders; it is
-//!    left out of the relevance (a memory is no less about the question for
+//!    when the query holds the word `when`, or asks how long, how often or
+//!    how old ([`asks_duration`]: "5 years already!"), memories without such
+//!    a time word
+//!    ([`mentions_time`]) are scaled by `1 − T`. A query naming a month
+//!    ("in July", "on 13 October, 2023", [`named_months`]) asks about that
+//!    month: memories neither created in it nor naming it are scaled by
+//!    `1 − T` too (once, whichever applies). The factor orders; it is left
+//!    out of the relevance (a memory is no less about the question for
 //!    lacking a date).
 //! 4. **Scope preference** — the score is multiplied by up to `1 + scopeBoost`
 //!    for the narrowest scopes (card > project > session > workspace, see
@@ -44,7 +55,8 @@
 //! - `r(i) = c(i)` without a model, `W · c(i) + (1 − W) · max(0, cos(q, i))`
 //!   with one (the raw cosine, as in step 1);
 //! - steps 2 and 3 apply as to the score: a reply inherits `A · r(p)` of the
-//!   question it follows, a memory by another speaker than the one named is
+//!   question it follows, a memory `N · r(n)` of its neighbours', a memory
+//!   by another speaker than the one named is
 //!   scaled by `1 − S`; the result is capped at 1. The scope preference is
 //!   not relevance and is left out.
 //!
@@ -63,7 +75,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::item::{MemoryItem, Scope};
+use crate::item::{MemoryItem, Scope, SourceKind};
 
 /// Highest value of `Scope::specificity` (card + project + session).
 const MAX_SPECIFICITY: f32 = 7.0;
@@ -82,13 +94,18 @@ pub struct RankParams {
     /// names a speaker (default 0.3; 0 turns it off).
     pub speaker_penalty: f32,
     /// `T`: score reduction of memories without a time word when the query
-    /// asks `when` (default 0.3; 0 turns it off).
+    /// asks `when` (or how long, how often, how old), and of memories of another month when the query names a
+    /// month (default 0.3; 0 turns it off).
     pub time_penalty: f32,
     /// Strength of the scope preference (default 0.1).
     pub scope_boost: f32,
     /// Longest gap, in minutes, between two memories of one scope for the
     /// later to follow the earlier in a conversation (default 30).
     pub thread_gap_minutes: u32,
+    /// `N`: share of a conversation turn's step-1 score (and relevance) the
+    /// turns next to it inherit: the one it follows and those following it
+    /// (default 0.5; 0 turns it off).
+    pub neighbour_share: f32,
 }
 
 impl Default for RankParams {
@@ -100,6 +117,7 @@ impl Default for RankParams {
             time_penalty: 0.3,
             scope_boost: 0.1,
             thread_gap_minutes: 30,
+            neighbour_share: 0.5,
         }
     }
 }
@@ -121,12 +139,13 @@ pub struct ScoreBreakdown {
     /// Step 1: the fused lexical and semantic score.
     pub combined: f32,
     /// Step 2: true when the score was inherited from the question this
-    /// memory answers.
+    /// memory answers or from a neighbour.
     pub inherited: bool,
     /// Step 3: the speaker factor applied (1 when no speaker was named).
     pub speaker_factor: f32,
-    /// Step 3: the time factor applied (1 unless the query asks `when` and
-    /// the memory holds no time word).
+    /// Step 3: the time factor applied (1 unless the query asks `when`, how
+    /// long, how often or how old and the memory holds no time word, or names a month the memory was
+    /// neither created in nor names).
     pub time_factor: f32,
     /// Step 4: the scope preference multiplier.
     pub scope_multiplier: f32,
@@ -188,7 +207,15 @@ pub(crate) fn rank<'a>(
         .filter_map(|c| speaker_of(c.item))
         .filter(|label| names_speaker(&words, label))
         .collect();
-    let asks_when = words.contains("when");
+    let asks_when = words.contains("when") || asks_duration(query);
+    let months = named_months(query);
+    // Step 2 also passes a share of a turn's score to the turns next to it.
+    let mut next: HashMap<&str, Vec<&Scored>> = HashMap::new();
+    for c in combined.values().filter(|c| is_turn(c.item)) {
+        if let Some(prev) = c.item.follows.as_deref() {
+            next.entry(prev).or_default().push(c);
+        }
+    }
 
     let mut hits: Vec<(ScoreBreakdown, &MemoryItem)> = combined
         .values()
@@ -202,17 +229,36 @@ pub(crate) fn rank<'a>(
             let inherit = |of: fn(&Scored) -> f32| {
                 question.map_or(0.0, |prev| params.answer_inheritance * of(prev))
             };
-            let inherited_score = inherit(|p| p.combined);
+            let neighbours = || {
+                item.follows
+                    .as_deref()
+                    .and_then(|prev| combined.get(prev))
+                    .filter(|prev| is_turn(prev.item))
+                    .into_iter()
+                    .chain(next.get(item.id.as_str()).into_iter().flatten().copied())
+                    .filter(|_| is_turn(item))
+            };
+            let share = params.neighbour_share.clamp(0.0, 1.0);
+            let near = |of: fn(&Scored) -> f32| {
+                neighbours().map(|n| share * of(n)).fold(0.0, f32::max)
+            };
+            let inherited_score = inherit(|p| p.combined).max(near(|p| p.combined));
             let f = c.combined;
             let g = f.max(inherited_score);
-            let r = c.evidence.max(inherit(|p| p.evidence)).min(1.0);
+            let r = c
+                .evidence
+                .max(inherit(|p| p.evidence))
+                .max(near(|p| p.evidence))
+                .min(1.0);
             let speaker_factor = match speaker_of(item) {
                 Some(label) if !named.is_empty() && !named.contains(label) => {
                     1.0 - params.speaker_penalty.clamp(0.0, 1.0)
                 }
                 _ => 1.0,
             };
-            let time_factor = if asks_when && !mentions_time(&item.text) {
+            let untimed = asks_when && !mentions_time(&item.text);
+            let other_month = !months.is_empty() && !in_months(item, &months);
+            let time_factor = if untimed || other_month {
                 1.0 - params.time_penalty.clamp(0.0, 1.0)
             } else {
                 1.0
@@ -302,6 +348,57 @@ const TIME_WORDS: &[&str] = &[
     "autumn", "winter",
 ];
 
+/// Month names, January first.
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// The months (1 to 12) a text names. "may" is a month only next to a
+/// number ("May 23", "8 May, 2023") or after "in" or "of", not as the verb.
+pub fn named_months(text: &str) -> Vec<u8> {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let number = |i: Option<&&str>| i.is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit()));
+    let mut months: Vec<u8> = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let Some(m) = MONTHS.iter().position(|m| m == word) else {
+            continue;
+        };
+        let before = i.checked_sub(1).and_then(|j| words.get(j));
+        let verb_like = *word == "may"
+            && !(number(before) || number(words.get(i + 1)) || matches!(before, Some(&"in" | &"of")));
+        // `m` < 12, so the month number fits a u8.
+        let month = m as u8 + 1;
+        if !verb_like && !months.contains(&month) {
+            months.push(month);
+        }
+    }
+    months
+}
+
+/// True when a memory was created in one of `months` or names one.
+fn in_months(item: &MemoryItem, months: &[u8]) -> bool {
+    let created = time::OffsetDateTime::from_unix_timestamp(item.created_at.0.div_euclid(1000))
+        .map(|t| u8::from(t.month()))
+        .ok();
+    created.is_some_and(|m| months.contains(&m))
+        || named_months(&item.text).iter().any(|m| months.contains(m))
+}
+
 /// True when a text holds a time word ([`TIME_WORDS`]) or a year (four
 /// digits from 1900 to 2099).
 pub fn mentions_time(text: &str) -> bool {
@@ -309,6 +406,21 @@ pub fn mentions_time(text: &str) -> bool {
         TIME_WORDS.contains(&w.as_str())
             || (w.len() == 4 && (w.starts_with("19") || w.starts_with("20")) && w.bytes().all(|b| b.is_ascii_digit()))
     })
+}
+
+/// True when a memory is a turn of a conversation: a chat message, or said
+/// by someone (a role or a speaker). Only turns share their score with
+/// their neighbours: facts entered one after another are not a dialogue.
+pub fn is_turn(item: &MemoryItem) -> bool {
+    item.source.kind == SourceKind::Message || item.role.is_some() || item.speaker.is_some()
+}
+
+/// True when a query asks how long, how often or how old: a time too.
+pub fn asks_duration(query: &str) -> bool {
+    let lower = query.to_lowercase();
+    ["how long", "how often", "how old"]
+        .iter()
+        .any(|phrase| lower.contains(phrase))
 }
 
 /// True when a text asks something (its reply may inherit its relevance).
@@ -389,7 +501,7 @@ pub fn compare(a: &RankKey<'_>, b: &RankKey<'_>) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::item::{Kind, Privacy, Source, Status, Timestamp};
+    use crate::item::{Kind, Privacy, Source, SourceKind, Status, Timestamp};
 
     fn in_scope() -> Scope {
         Scope::workspace("u", "w")
@@ -447,7 +559,7 @@ mod tests {
                 candidate(&question, 2.0),
             ]
         };
-        let query = "How long has Caroline been married?";
+        let query = "Has Caroline been married for long?";
         let params = RankParams::default();
         let hits = rank(query, &in_scope(), candidates(), 2.0, &params, 10);
         let ids: Vec<&str> = hits.iter().map(|(_, item)| item.id.as_str()).collect();
@@ -463,6 +575,73 @@ mod tests {
         assert!((answer_score.relevance - 0.5).abs() < 1e-6);
         assert!((other_score.relevance - 0.7 * 0.25).abs() < 1e-6);
         assert_eq!(rank(query, &in_scope(), candidates(), 2.0, &params, 2).len(), 2);
+    }
+
+    #[test]
+    fn neighbours_inherit_a_share_of_a_strong_memory() {
+        let turn = |id, text, follows| MemoryItem {
+            source: Source {
+                kind: SourceKind::Message,
+                ..Source::default()
+            },
+            ..memory(id, text, follows)
+        };
+        let before = turn("a", "Melanie: How was your weekend?", None);
+        let strong = turn("b", "Caroline: I went hiking at the lake", Some("a"));
+        let after = turn("c", "Melanie: Sounds lovely!", Some("b"));
+        let two_away = turn("d", "Caroline: It was.", Some("c"));
+        let candidates = || {
+            [&before, &strong, &after, &two_away].map(|item| Candidate {
+                item,
+                lexical: if item.id == "b" { 2.0 } else { 0.0 },
+                coverage: if item.id == "b" { 0.8 } else { 0.0 },
+                semantic: None,
+            })
+        };
+        let hits = |params: &RankParams| -> Vec<(String, f32, f32, bool)> {
+            rank("hiking lake", &in_scope(), candidates(), 2.0, params, 10)
+                .into_iter()
+                .map(|(b, item)| (item.id.clone(), b.fused, b.relevance, b.inherited))
+                .collect()
+        };
+        let p = RankParams::default();
+        let got = hits(&p);
+        let ids: Vec<&str> = got.iter().map(|h| h.0.as_str()).collect();
+        // "a" and "c" tie and break by id; "d" is two steps away.
+        assert_eq!(ids, ["b", "a", "c"], "one step only: {got:?}");
+        for (_, fused, relevance, inherited) in &got[1..] {
+            assert!((fused - 0.5).abs() < 1e-6 && (relevance - 0.4).abs() < 1e-6);
+            assert!(inherited);
+        }
+        let off = RankParams {
+            neighbour_share: 0.0,
+            ..p
+        };
+        let alone: Vec<String> = hits(&off).into_iter().map(|h| h.0).collect();
+        assert_eq!(alone, ["b"]);
+
+        // Facts entered one after another are not a dialogue: a memory that
+        // is no turn neither passes nor receives a share.
+        let fact = memory("e", "standup is at nine", Some("b"));
+        let fact_first = memory("f", "hiking boots are in the attic", None);
+        let after_fact = turn("g", "Melanie: Noted.", Some("f"));
+        assert!(is_turn(&strong) && !is_turn(&fact));
+        assert!(is_turn(&MemoryItem {
+            speaker: Some("Caroline".into()),
+            ..memory("h", "hi", None)
+        }));
+        let candidates = [(&strong, 2.0), (&fact, 0.0), (&fact_first, 2.0), (&after_fact, 0.0)]
+            .map(|(item, lexical)| Candidate {
+                item,
+                lexical,
+                coverage: 0.5,
+                semantic: None,
+            });
+        let ids: Vec<String> = rank("hiking", &in_scope(), candidates, 2.0, &p, 10)
+            .into_iter()
+            .map(|(_, item)| item.id.clone())
+            .collect();
+        assert!(!ids.contains(&"e".to_string()) && !ids.contains(&"g".to_string()), "{ids:?}");
     }
 
     #[test]
@@ -591,6 +770,11 @@ mod tests {
             ..p
         };
         assert_eq!(order(when, &off)[0].0, "b");
+        let how_long = order("How long has Caroline gone to the support group?", &p);
+        assert_eq!(how_long[0].0, "a", "how long asks for a time too");
+        assert!(asks_duration("How OFTEN does Melanie go to the beach?"));
+        assert!(asks_duration("how old is her dog"));
+        assert!(!asks_duration("How did the support group go?"));
         let what = order("What did Caroline think of the support group?", &p);
         assert_eq!(what[0].0, "b");
         assert!(what.iter().all(|h| h.1 == 1.0));
@@ -600,6 +784,45 @@ mod tests {
         assert!(mentions_time("back in 1998"));
         assert!(!mentions_time("I have 3000 photos"));
         assert!(!mentions_time("the support group was so moving"));
+    }
+
+    #[test]
+    fn a_named_month_prefers_memories_of_that_month() {
+        // 2023-05-08 and 2023-07-15, noon UTC.
+        let at = |id, text, ms| MemoryItem {
+            created_at: Timestamp(ms),
+            ..memory(id, text, None)
+        };
+        let may = at("a", "Melanie: we painted a sunset", 1_683_547_200_000);
+        let july = at("b", "Melanie: we painted a lake", 1_689_422_400_000);
+        let says_may = at("c", "Melanie: back in May we painted", 1_689_422_400_000);
+        let candidates = || {
+            [(&may, 0.8), (&july, 1.0), (&says_may, 0.8)].map(|(item, lexical)| Candidate {
+                item,
+                lexical,
+                coverage: 0.5,
+                semantic: None,
+            })
+        };
+        let order = |query: &str| -> Vec<(String, f32)> {
+            rank(query, &in_scope(), candidates(), 1.0, &RankParams::default(), 10)
+                .into_iter()
+                .map(|(b, item)| (item.id.clone(), b.time_factor))
+                .collect()
+        };
+        let hits = order("What did Melanie paint in May 2023?");
+        assert_eq!(hits[2], ("b".to_string(), 0.7), "{hits:?}");
+        assert!(hits[..2].iter().all(|h| h.1 == 1.0));
+        // "may" as a verb names no month.
+        let hits = order("What may Melanie have painted?");
+        assert_eq!(hits[0].0, "b");
+        assert!(hits.iter().all(|h| h.1 == 1.0));
+
+        assert_eq!(named_months("on 8 May, 2023"), [5]);
+        assert_eq!(named_months("May 23 and June"), [5, 6]);
+        assert_eq!(named_months("in may"), [5]);
+        assert!(named_months("you may like it").is_empty());
+        assert!(named_months("nothing dated").is_empty());
     }
 
     #[test]

@@ -135,6 +135,12 @@ impl Config {
             ),
             ("rank.scopeBoost", self.rank.scope_boost, Some(0.0), None),
             (
+                "rank.neighbourShare",
+                self.rank.neighbour_share,
+                Some(0.0),
+                Some(1.0),
+            ),
+            (
                 "nearDuplicate.lexicalThreshold",
                 self.near_duplicate.lexical_threshold,
                 None,

@@ -139,14 +139,27 @@ impl Engine {
                 }
             }
         }
-        let questions: Vec<&str> = candidates
+        // With a neighbour share every conversation turn passes score to its
+        // neighbours, without one only questions to their replies.
+        let neighbours = self.config.rank.neighbour_share > 0.0;
+        let sources: Vec<&MemoryItem> = candidates
             .values()
-            .filter(|(item, _)| rank::asks_question(&item.text))
-            .map(|(item, _)| item.id.as_str())
+            .map(|(item, _)| *item)
+            .filter(|item| (neighbours && rank::is_turn(item)) || rank::asks_question(&item.text))
             .collect();
-        for question in questions {
-            for reply in self.followers.get(question).into_iter().flatten() {
-                if let Some(entry) = self.entries.get(reply) {
+        for source in sources {
+            let previous = source
+                .follows
+                .as_ref()
+                .filter(|_| neighbours && rank::is_turn(source));
+            for near in self
+                .followers
+                .get(&source.id)
+                .into_iter()
+                .flatten()
+                .chain(previous)
+            {
+                if let Some(entry) = self.entries.get(near) {
                     if policy::check(&entry.item, &vis).is_ok() {
                         candidates
                             .entry(&entry.item.id)

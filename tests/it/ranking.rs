@@ -1,5 +1,5 @@
 //! The conversational ranking signals of `memtide::rank`: thread links, answer
-//! inheritance and speaker match.
+//! inheritance, neighbour share and speaker match.
 
 use memtide::{MemoryInput, RetrieveQuery, Scope, Timestamp};
 use memtide_testkit::store::{open, Mem, T0};
@@ -101,10 +101,61 @@ fn an_answer_inherits_the_relevance_of_its_question() {
     assert_eq!(explained.lexical, 0.0);
     assert!(got.contains(&question));
 
-    // A statement (no question) passes nothing on.
+    // A statement passes the turns next to it, before and after, a share
+    // only (`neighbourShare`).
     let mut mem = open();
-    say(&mut mem, "Caroline: I painted the fence", T0, chat());
-    let reply = say(&mut mem, "Melanie: Lovely colour.", T0, chat());
+    let before = turn(&mut mem, "Melanie", "Busy weekend?");
+    let statement = turn(&mut mem, "Caroline", "I painted the fence");
+    let reply = turn(&mut mem, "Melanie", "Lovely colour.");
+    let hits = mem
+        .retrieve(&RetrieveQuery {
+            dry_run: true,
+            explain: true,
+            ..RetrieveQuery::new("who painted the fence", chat())
+        })
+        .unwrap();
+    let score = |id: &str| {
+        hits.iter()
+            .find(|h| h.item.id == id)
+            .map(|h| (h.score, h.relevance))
+            .unwrap()
+    };
+    let (s, r) = score(&statement);
+    for near in [&before, &reply] {
+        let (near_s, near_r) = score(near);
+        assert!((near_s - 0.5 * s).abs() < 1e-6 && (near_r - 0.5 * r).abs() < 1e-6);
+    }
+    assert_eq!(hits[0].item.id, statement);
+}
+
+/// A conversation turn: said by `speaker`, in the chat, at `T0`.
+fn turn(mem: &mut Mem, speaker: &str, text: &str) -> String {
+    let input = MemoryInput {
+        created_at: Some(Timestamp(T0)),
+        speaker: Some(speaker.to_string()),
+        ..MemoryInput::new(text, chat())
+    };
+    mem.ingest(vec![input]).unwrap().remove(0).id.unwrap()
+}
+
+#[test]
+fn only_turns_pass_a_share_and_0_turns_it_off() {
+    // Facts entered one after another are no dialogue.
+    let mut mem = open();
+    say(&mut mem, "I painted the fence", T0, chat());
+    let next_fact = say(&mut mem, "Lovely colour.", T0, chat());
+    assert!(!ranked(&mut mem, "who painted the fence").contains(&next_fact));
+
+    let mut config = memtide::Config::default();
+    config.rank.neighbour_share = 0.0;
+    let mut mem = memtide::Memory::open(
+        memtide::storage::MemoryStorage::new(),
+        memtide::env::FixedEnvironment::new(Timestamp(T0)),
+        config,
+    )
+    .unwrap();
+    turn(&mut mem, "Caroline", "I painted the fence");
+    let reply = turn(&mut mem, "Melanie", "Lovely colour.");
     assert!(!ranked(&mut mem, "who painted the fence").contains(&reply));
 }
 

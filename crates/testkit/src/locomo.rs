@@ -72,6 +72,10 @@ struct Turn {
 struct Question {
     question: String,
     evidence: Vec<String>,
+    /// LoCoMo's question category (1 multi-hop, 2 temporal, 3 open-domain
+    /// inference, 4 single-hop, 5 adversarial, as the dataset numbers them).
+    #[serde(default)]
+    category: Option<u8>,
 }
 
 /// Recall figures of one run.
@@ -157,8 +161,8 @@ pub fn parse_session_date(date: &str) -> Option<Timestamp> {
     Timestamp::parse_rfc3339(&text).ok()
 }
 
-/// A question with its evidence turns.
-type Asked = (String, BTreeSet<String>);
+/// A question with its evidence turns and its category.
+type Asked = (String, BTreeSet<String>, Option<u8>);
 
 /// The dev set ingested, one scope per conversation, with what each memory
 /// covers.
@@ -295,7 +299,13 @@ fn load_scoped(
             .questions
             .iter()
             .filter(|q| !q.evidence.is_empty())
-            .map(|q| (q.question.clone(), q.evidence.iter().cloned().collect()))
+            .map(|q| {
+                (
+                    q.question.clone(),
+                    q.evidence.iter().cloned().collect(),
+                    q.category,
+                )
+            })
             .collect();
         conversations.push((scope, questions));
     }
@@ -326,8 +336,42 @@ pub fn recall(loaded: &mut Loaded) -> Result<Recall, String> {
 
 /// Runs the protocol over a loaded document, one figure per conversation.
 pub fn recall_by_conversation(loaded: &mut Loaded) -> Result<Vec<Recall>, String> {
+    Ok(recall_by_question(loaded)?
+        .iter()
+        .map(|questions| Recall::pooled(&questions.iter().map(|q| q.recall).collect::<Vec<_>>()))
+        .collect())
+}
+
+/// One question's figures (a [`Recall`] of one question) and its category.
+#[derive(Debug, Clone, Copy)]
+pub struct QuestionRecall {
+    /// LoCoMo's category of the question, when the data gives one.
+    pub category: Option<u8>,
+    /// The question's figures.
+    pub recall: Recall,
+}
+
+/// Runs the protocol over a loaded document, one figure per question,
+/// grouped by conversation.
+pub fn recall_by_question(loaded: &mut Loaded) -> Result<Vec<Vec<QuestionRecall>>, String> {
     (0..loaded.conversations.len())
         .map(|c| loaded.conversation_recall(c))
+        .collect()
+}
+
+/// The pooled figures of each category among some questions, by category
+/// (questions without one left out).
+pub fn recall_by_category<'a>(
+    questions: impl IntoIterator<Item = &'a QuestionRecall>,
+) -> Vec<(u8, Recall)> {
+    let mut by: std::collections::BTreeMap<u8, Vec<Recall>> = std::collections::BTreeMap::new();
+    for q in questions {
+        if let Some(category) = q.category {
+            by.entry(category).or_default().push(q.recall);
+        }
+    }
+    by.into_iter()
+        .map(|(category, parts)| (category, Recall::pooled(&parts)))
         .collect()
 }
 
@@ -349,14 +393,14 @@ impl Loaded {
         Ok(hits.into_iter().map(|h| h.item.id).collect())
     }
 
-    /// The protocol over conversation `conv`'s questions.
-    fn conversation_recall(&mut self, conv: usize) -> Result<Recall, String> {
-        let mut sum = Recall::default();
+    /// The protocol over conversation `conv`'s questions, one figure each.
+    fn conversation_recall(&mut self, conv: usize) -> Result<Vec<QuestionRecall>, String> {
+        let mut out = Vec::new();
         for q in 0..self.conversations[conv].1.len() {
             let question = self.conversations[conv].1[q].0.clone();
             let turns = self.retrieve(conv, &question, 10)?;
             let session_hits = self.retrieve(conv, &question, SESSION_HITS)?;
-            let evidence = &self.conversations[conv].1[q].1;
+            let (_, evidence, category) = &self.conversations[conv].1[q];
             let covered: Vec<&BTreeSet<String>> =
                 turns.iter().filter_map(|id| self.covers.get(id)).collect();
             let recall_at = |k: usize| {
@@ -382,24 +426,20 @@ impl Loaded {
                 .collect();
             let session_at =
                 |k: usize| f64::from(u8::from(ranked.iter().take(k).any(|s| wanted.contains(s))));
-            sum.questions += 1;
-            sum.at1 += recall_at(1);
-            sum.at5 += recall_at(5);
-            sum.at10 += recall_at(10);
-            sum.session_at1 += session_at(1);
-            sum.session_at5 += session_at(5);
-            sum.session_at10 += session_at(10);
+            out.push(QuestionRecall {
+                category: *category,
+                recall: Recall {
+                    questions: 1,
+                    at1: recall_at(1),
+                    at5: recall_at(5),
+                    at10: recall_at(10),
+                    session_at1: session_at(1),
+                    session_at5: session_at(5),
+                    session_at10: session_at(10),
+                },
+            });
         }
-        let n = sum.questions.max(1) as f64;
-        Ok(Recall {
-            questions: sum.questions,
-            at1: sum.at1 / n,
-            at5: sum.at5 / n,
-            at10: sum.at10 / n,
-            session_at1: sum.session_at1 / n,
-            session_at5: sum.session_at5 / n,
-            session_at10: sum.session_at10 / n,
-        })
+        Ok(out)
     }
 }
 
