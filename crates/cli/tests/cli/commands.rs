@@ -35,7 +35,11 @@ fn run(command: &mut Command, stdin: &str) -> Output {
         .stderr(Stdio::piped());
     let mut child = command.spawn().unwrap();
     if let Some(mut input) = child.stdin.take() {
-        input.write_all(stdin.as_bytes()).unwrap();
+        // A command refused before it reads its input (a usage error)
+        // closes the pipe: its exit status says so, not this write.
+        if let Err(e) = input.write_all(stdin.as_bytes()) {
+            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+        }
     }
     child.wait_with_output().unwrap()
 }
