@@ -583,3 +583,23 @@ fn a_store_of_format_4_opens_and_gains_lexical_parts() {
         serde_json::to_value(now(mem.retrieve(&first)).unwrap()).unwrap()
     );
 }
+
+/// A store of format 5 (segments with lexical parts, embeddings in
+/// segments, as the build before catalog parts wrote it) opens and holds
+/// what its export says, with its model and embeddings.
+#[test]
+fn a_store_of_format_5_opens_with_its_embeddings() {
+    let expected = contents(&std::fs::read_to_string(fixture("v5").join("export.json")).unwrap());
+    let pairs = fixture_pairs("v5");
+    let manifest = &pairs["meta/manifest"];
+    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 5);
+    let kv = kv_with(&pairs);
+    let mut mem = open_kv(&kv).unwrap();
+    assert_eq!(contents(&mem.export()), expected);
+    let stats = mem.stats(&Default::default());
+    assert_eq!(stats.model.as_deref(), Some("fixture-words-16"));
+    assert_eq!(stats.embedded, 10);
+    let mut query = RetrieveQuery::new("which bed got water", Scope::workspace("carol", "garden"));
+    query.dry_run = true;
+    assert!(!now(mem.retrieve(&query)).unwrap().is_empty());
+}
