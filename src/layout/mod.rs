@@ -23,14 +23,17 @@
 //!   any version of it is rewritten without it, and the log drops it, so no
 //!   byte of it stays in storage.
 
+mod catalog;
 mod format;
 mod legacy;
 mod lexical;
+mod varint;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::codec::{self, CodecError};
-use crate::engine::{Config, Engine};
+use crate::engine::{Config, Engine, Stored};
+use crate::item::MemoryItem;
 use crate::error::{Error, Result};
 use crate::index::bm25::TermCounts;
 use crate::keys::{ITEM_PREFIX, MANIFEST_KEY};
@@ -78,9 +81,10 @@ struct Segment {
     info: SegmentRef,
     /// How many of its records are the newest version of their key.
     live: u32,
-    /// It carries a lexical part (format 5); a segment of format 4 does
-    /// not, and is rewritten with one when a commit has no other merge.
-    indexed: bool,
+    /// It is of the format this build writes (6: lexical and catalog
+    /// parts); a segment of an older format is rewritten in it when a
+    /// commit has no other merge.
+    current: bool,
 }
 
 /// Where the versions of one record are.
@@ -208,7 +212,7 @@ pub(crate) fn is_layout(manifest: &[u8]) -> bool {
 struct Contents {
     header: Header,
     layout: Layout,
-    records: Vec<(String, Vec<u8>)>,
+    records: Vec<(String, Stored)>,
     /// The memories' terms as the segments' lexical parts count them.
     counts: Counts,
 }
@@ -274,12 +278,12 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
         next_segment: header.next_segment,
         ..Layout::default()
     };
-    let mut current: HashMap<&str, &[u8]> = HashMap::new();
+    let mut current: HashMap<&str, Newest<'_>> = HashMap::new();
     let mut counts = Counts::new();
     layout.add_layers(&segments, &frames, &mut current, &mut counts)?;
     let records = current
         .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_vec()))
+        .map(|(k, v)| (k.to_string(), v.into_stored()))
         .collect();
     Ok(Read::Done(Contents {
         header,
@@ -332,7 +336,14 @@ pub async fn stored_records<S: AsyncStorage>(
     if let Some(bytes) = storage.get(MANIFEST_KEY).await?.filter(|m| is_layout(m)) {
         {
             return match read_contents(storage, &bytes).await? {
-                Read::Done(contents) => Ok(contents.records.into_iter().collect()),
+                Read::Done(contents) => Ok(contents
+                    .records
+                    .into_iter()
+                    .map(|(key, stored)| match stored {
+                        Stored::Bytes(bytes) => (key, bytes),
+                        Stored::Item(item) => (key, crate::codec::encode_item(&item)),
+                    })
+                    .collect()),
                 Read::Missing(key) => Err(Error::Corrupt(format!("`{key}` is missing"))),
             };
         }
@@ -351,7 +362,7 @@ pub(crate) struct CatchUp {
     pub(crate) layout: Layout,
     /// Each record key whose newest version changed, with its record, or
     /// `None` when it was deleted.
-    pub(crate) changes: Vec<(String, Option<Vec<u8>>)>,
+    pub(crate) changes: Vec<(String, Option<Stored>)>,
     /// The terms of the changed memories that new segments count.
     pub(crate) term_counts: Counts,
     /// The model of the store's embeddings.
@@ -419,12 +430,12 @@ impl Layout {
         // The newest version of every record the new segments or the log
         // hold: new segments are newer than every segment held, the log
         // newer than them all.
-        let mut newest: HashMap<&str, &[u8]> = HashMap::new();
+        let mut newest: HashMap<&str, Newest<'_>> = HashMap::new();
         let mut term_counts = Counts::new();
         layout.add_layers(&segments, &frames, &mut newest, &mut term_counts)?;
-        let mut changes: Vec<(String, Option<Vec<u8>>)> = newest
+        let mut changes: Vec<(String, Option<Stored>)> = newest
             .into_iter()
-            .map(|(k, v)| (k.to_string(), Some(v.to_vec())))
+            .map(|(k, v)| (k.to_string(), Some(v.into_stored())))
             .collect();
         for key in self.keys.keys() {
             if !layout.keys.contains_key(key) {
@@ -449,7 +460,7 @@ impl Layout {
         &mut self,
         segments: &'a [(SegmentRef, Vec<u8>)],
         frames: &[&'a [u8]],
-        newest: &mut HashMap<&'a str, &'a [u8]>,
+        newest: &mut HashMap<&'a str, Newest<'a>>,
         counts: &mut Counts,
     ) -> Result<()> {
         for (info, value) in segments {
@@ -461,9 +472,17 @@ impl Layout {
                 ));
             }
             let indexed = contents.lexical.is_some();
+            let current = contents.version == format::CATALOG_VERSION;
             let mut docs = contents.lexical.map(|l| l.docs).unwrap_or_default().into_iter().peekable();
+            let mut rows = contents.rows.into_iter().peekable();
             for (index, (key, record)) in contents.records.into_iter().enumerate() {
-                newest.insert(key, record);
+                // An empty record is the next catalog row (checked by
+                // `decode_segment`).
+                let version = match rows.next_if(|_| record.is_empty()) {
+                    Some(item) => Newest::Item(Box::new(item)),
+                    None => Newest::Bytes(record),
+                };
+                newest.insert(key, version);
                 let state = self.keys.entry(key.to_string()).or_default();
                 state.segments.push(info.number);
                 let doc = docs.next_if(|(i, _)| *i as usize == index).map(|(_, terms)| terms);
@@ -476,14 +495,14 @@ impl Layout {
             let segment = Segment {
                 info: *info,
                 live: 0,
-                indexed,
+                current,
             };
             self.segments.insert(info.number, segment);
         }
         for frame in frames {
             for (key, record) in records_of(frame)? {
                 counts.remove(key);
-                newest.insert(key, record);
+                newest.insert(key, Newest::Bytes(record));
                 self.keys.entry(key.to_string()).or_default().in_log = true;
                 self.log_keys.insert(key.to_string());
             }
@@ -615,7 +634,8 @@ impl Layout {
             update.next_segment += 1;
             let refs: Vec<(&str, &[u8])> =
                 chunk.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
-            let record = encode_segment(&refs, &lexical_docs(&refs, engine));
+            let (records, catalog) = catalog_rows(&refs, engine);
+            let record = encode_segment(&records, &lexical_docs(&refs, engine), &catalog);
             let info = SegmentRef {
                 number,
                 records: refs.len() as u32,
@@ -684,12 +704,12 @@ impl Layout {
             .into_values()
             .find(|numbers| numbers.len() >= MERGE_FANIN)
             .map(|numbers| numbers[..MERGE_FANIN].to_vec());
-        // Else the oldest segment of format 4: a store written before
-        // lexical parts gains them a segment per commit.
+        // Else the oldest segment of an older format: a store written
+        // before lexical or catalog parts gains them a segment per commit.
         merge.or_else(|| {
             self.segments
                 .values()
-                .find(|s| !s.indexed && !rewrite.contains(&s.info.number))
+                .find(|s| !s.current && !rewrite.contains(&s.info.number))
                 .map(|s| vec![s.info.number])
         })
     }
@@ -737,7 +757,7 @@ impl Layout {
             let segment = Segment {
                 info: *info,
                 live: 0,
-                indexed: true,
+                current: true,
             };
             self.segments.insert(info.number, segment);
             for key in keys {
@@ -787,6 +807,46 @@ fn lexical_docs<'a>(records: &[(&str, &[u8])], engine: &'a Engine) -> Vec<(u32, 
             Some((index as u32, engine.term_counts(id)?))
         })
         .collect()
+}
+
+/// The records of a new segment and its catalog part: each memory whose
+/// row gives it back exactly has an empty record and a row, the others
+/// keep their JSON record (`catalog::rows_for`). `engine` holds every
+/// record a commit writes, as the commit leaves it.
+fn catalog_rows<'a>(records: &[(&'a str, &'a [u8])], engine: &Engine) -> (Vec<(&'a str, &'a [u8])>, Vec<u8>) {
+    let mut at = Vec::new();
+    let mut items: Vec<&MemoryItem> = Vec::new();
+    for (index, (key, _)) in records.iter().enumerate() {
+        let item = key.strip_prefix(ITEM_PREFIX).and_then(|id| engine.get(id).ok());
+        if let Some(item) = item {
+            at.push(index);
+            items.push(item);
+        }
+    }
+    let (fits, part) = catalog::rows_for(&items);
+    let mut out = records.to_vec();
+    for (index, fit) in at.into_iter().zip(fits) {
+        if fit {
+            out[index].1 = &[];
+        }
+    }
+    (out, part)
+}
+
+/// The newest version of a record while segments and the log are read:
+/// its bytes in a segment or the log, or the memory of a catalog row.
+enum Newest<'a> {
+    Bytes(&'a [u8]),
+    Item(Box<MemoryItem>),
+}
+
+impl Newest<'_> {
+    fn into_stored(self) -> Stored {
+        match self {
+            Newest::Bytes(bytes) => Stored::Bytes(bytes.to_vec()),
+            Newest::Item(item) => Stored::Item(item),
+        }
+    }
 }
 
 /// Bytes a record takes in a frame.
