@@ -332,7 +332,7 @@ fn read_row(reader: &mut Reader<'_>, strings: &[&str]) -> Result<MemoryItem, Cod
         uri: optional_word(reader, URI)?,
     };
     let content_hash = if has(HASH_BYTES) {
-        reader.take(32)?.iter().map(|b| format!("{b:02x}")).collect()
+        hex(reader.take(32)?)
     } else {
         reader.str()?.to_string()
     };
@@ -442,6 +442,17 @@ fn time(reader: &mut Reader<'_>) -> Result<Timestamp, CodecError> {
         .map_err(|_| reader.bad("truncated"))?;
     Timestamp::from_millis(i64::from_le_bytes(bytes))
         .map_err(|_| reader.bad("a time outside years 1..=9999"))
+}
+
+/// `bytes` as lowercase hex digits.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
 }
 
 /// The 32 bytes of a content hash written as 64 lowercase hex digits.
