@@ -102,6 +102,12 @@ pub(crate) fn encode_catalog(items: &[&MemoryItem]) -> Vec<u8> {
     out
 }
 
+/// Bytes the row of `item` takes in a catalog part of its own (with the
+/// dictionary strings only it uses).
+pub(crate) fn row_len(item: &MemoryItem) -> usize {
+    encode_catalog(&[item]).len()
+}
+
 /// Which of `items` a catalog part gives back exactly (the others stay
 /// JSON records), and the part holding those: encoded, decoded and
 /// compared, so a field this codec does not know is never lost.

@@ -629,7 +629,7 @@ impl Layout {
             next_segment: self.next_segment,
             ..Update::default()
         };
-        for chunk in chunks(&fresh) {
+        for chunk in chunks(&fresh, |key, record| segment_len(key, record, engine)) {
             let number = update.next_segment;
             update.next_segment += 1;
             let refs: Vec<(&str, &[u8])> =
@@ -854,13 +854,39 @@ fn record_len(key: &str, record: &[u8]) -> usize {
     9 + key.len() + record.len()
 }
 
+/// Bytes a record takes in a new segment, at most: a memory's empty
+/// record, its catalog row and its doc in the lexical part (each written
+/// as if alone: strings and terms it shares with other memories are
+/// counted whole), else its record. The segments a commit writes must be
+/// filled by what they take, or the size tiers of compaction would merge
+/// them again and again, and values must stay within the backends' limits.
+fn segment_len(key: &str, record: &[u8], engine: &Engine) -> usize {
+    let Some(id) = key.strip_prefix(ITEM_PREFIX) else {
+        return record_len(key, record);
+    };
+    let Ok(item) = engine.get(id) else {
+        return record_len(key, record);
+    };
+    // A term: its bytes and length in the dictionary, its index step and
+    // frequency in the doc (varints of at most five bytes each, two or
+    // three in practice).
+    let terms: usize = engine
+        .term_counts(id)
+        .map(|terms| terms.iter().map(|(term, _)| term.len() + 1 + 4).sum::<usize>() + 8)
+        .unwrap_or(0);
+    record_len(key, &[]) + catalog::row_len(item) + terms
+}
+
 /// `records` in key order, cut into segments of at most [`SEGMENT_BYTES`]
-/// (one record larger than that alone).
-fn chunks(records: &BTreeMap<String, Vec<u8>>) -> Vec<Vec<(&String, &Vec<u8>)>> {
+/// as `len` measures a record (one record larger than that alone).
+fn chunks(
+    records: &BTreeMap<String, Vec<u8>>,
+    len: impl Fn(&str, &[u8]) -> usize,
+) -> Vec<Vec<(&String, &Vec<u8>)>> {
     let mut out: Vec<Vec<(&String, &Vec<u8>)>> = Vec::new();
     let mut bytes = 0;
     for (key, record) in records {
-        let len = record_len(key, record);
+        let len = len(key, record);
         match out.last_mut() {
             Some(chunk) if bytes + len <= SEGMENT_BYTES => chunk.push((key, record)),
             _ => {
@@ -871,4 +897,47 @@ fn chunks(records: &BTreeMap<String, Vec<u8>>) -> Vec<Vec<(&String, &Vec<u8>)>> 
         bytes += len;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{MemoryInput, Txn};
+    use crate::env::FixedEnvironment;
+    use crate::item::{Scope, Timestamp};
+
+    /// Segments are filled by the bytes they take (rows, not the JSON
+    /// records rows replace): a segment written full is above the size of
+    /// the small tiers that compaction merges, so it is not merged again.
+    #[test]
+    fn segments_are_filled_by_what_their_rows_take() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let scope = Scope::workspace("alice", "home");
+        let inputs: Vec<MemoryInput> = (0..2400)
+            .map(|i| {
+                let words: Vec<String> = (0..70)
+                    .map(|j| format!("w{}", (i * 131 + j * 17) % 7919))
+                    .collect();
+                MemoryInput::new(format!("note {i}: {}", words.join(" ")), scope.clone())
+            })
+            .collect();
+        engine.ingest(inputs, &mut env, &mut Txn::default()).unwrap();
+        let plan = Layout::default().plan_all(&engine);
+        let sizes: Vec<usize> = plan
+            .batch
+            .ops()
+            .filter(|(key, _)| key.starts_with(crate::keys::SEGMENT_PREFIX))
+            .filter_map(|(_, value)| value.map(<[u8]>::len))
+            .collect();
+        assert!(sizes.len() >= 2, "{sizes:?}");
+        let (last, full) = sizes.split_last().unwrap();
+        assert!(*last <= SEGMENT_BYTES, "{sizes:?}");
+        for &size in full {
+            // Above the small tiers of compaction (half of it), within
+            // it plus the record's own framing.
+            assert!(size > SEGMENT_BYTES / 2 + SEGMENT_BYTES / 8, "{sizes:?}");
+            assert!(size <= SEGMENT_BYTES + 64, "{sizes:?}");
+        }
+    }
 }
