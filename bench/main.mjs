@@ -1,9 +1,9 @@
 // memtide's benchmark against its peers (issue 9). Run through bench/run.sh,
 // which builds what this needs first. Usage:
 //
-//   node --expose-gc bench/main.mjs [--quick] [--sections embed,retrieval,lexical,cold,footprint,native,ops,durable,cli]
+//   node --expose-gc bench/main.mjs [--quick] [--sections embed,retrieval,lexical,cold,footprint,native,ops,durable,cli,wasmmem]
 //                                   [--sizes 1000,10000,100000] [--cold-size N] [--cli-size N]
-//                                   [--cli-before PATH] [--ops-model] [--write-docs | --no-docs]
+//                                   [--cli-before PATH] [--wasmmem-before DIR] [--ops-model] [--write-docs | --no-docs]
 //   node bench/main.mjs --from bench/.build/results/latest.json [--write-docs]   (re-render only)
 //   node bench/main.mjs --from RUN1.json --from RUN2.json [--write-docs]
 //        (one table from runs of different sections on the same machine; the doc names each run)
@@ -26,21 +26,24 @@ import { runNative } from "./sections/native.mjs";
 import { runOps } from "./sections/ops.mjs";
 import { runDurable } from "./sections/durable.mjs";
 import { runCli } from "./sections/cli.mjs";
+import { runWasmMemory } from "./sections/wasmmem.mjs";
 
-const SECTIONS = ["embed", "retrieval", "lexical", "cold", "footprint", "native", "ops", "durable", "cli"];
+const SECTIONS = ["embed", "retrieval", "lexical", "cold", "footprint", "native", "ops", "durable", "cli", "wasmmem"];
 /** Repetitions of a full run and of a quick one. */
 const PROFILES = {
   full: { sizes: [1000, 10000, 100000], queries: 200, embedRuns: 20, loads: 5, throughputRuns: 3, sentenceCount: 500,
     lexicalSize: 10000, builds: 3, coldSize: 10000, coldRuns: 5,
-    opsSizes: [1000, 10000], opsSingles: 1000, durableSize: 10000, durableRuns: 5, cliSize: 100000, cliRuns: 5 },
+    opsSizes: [1000, 10000], opsSingles: 1000, durableSize: 10000, durableRuns: 5, cliSize: 100000, cliRuns: 5,
+    wasmMemSizes: [10000, 100000] },
   quick: { sizes: [1000, 10000], queries: 50, embedRuns: 5, loads: 2, throughputRuns: 1, sentenceCount: 100,
     lexicalSize: 10000, builds: 1, coldSize: 10000, coldRuns: 2,
-    opsSizes: [1000, 10000], opsSingles: 200, durableSize: 10000, durableRuns: 2, cliSize: 10000, cliRuns: 3 },
+    opsSizes: [1000, 10000], opsSingles: 200, durableSize: 10000, durableRuns: 2, cliSize: 10000, cliRuns: 3,
+    wasmMemSizes: [10000] },
 };
 
 function options(argv) {
   const opts = { quick: false, sections: SECTIONS, sizes: null, docs: null, from: null, coldSize: null, cliSize: null,
-    cliBefore: process.env.MEMTIDE_BENCH_CLI_BEFORE || null };
+    cliBefore: process.env.MEMTIDE_BENCH_CLI_BEFORE || null, wasmMemBefore: process.env.MEMTIDE_BENCH_WASMMEM_BEFORE || null };
   for (let i = 0; i < argv.length; i++) {
     switch (argv[i]) {
       case "--quick": opts.quick = true; break;
@@ -52,6 +55,7 @@ function options(argv) {
       case "--cold-size": opts.coldSize = Number(argv[++i]); break;
       case "--cli-size": opts.cliSize = Number(argv[++i]); break;
       case "--cli-before": opts.cliBefore = argv[++i]; break;
+      case "--wasmmem-before": opts.wasmMemBefore = argv[++i]; break;
       case "--ops-model": opts.opsModel = true; break;
       default: throw new Error(`unknown argument ${argv[i]} (see the comment at the top of bench/main.mjs)`);
     }
@@ -141,6 +145,7 @@ async function run() {
   if (want("ops")) results.ops = runOps({ sizes: p.opsSizes, singles: p.opsSingles, modelSize: p.opsModelSize, log });
   if (want("durable")) results.durable = await runDurable({ size: p.durableSize, runs: p.durableRuns, log });
   if (want("cli")) results.cli = runCli({ size: p.cliSize, runs: p.cliRuns, before: opts.cliBefore, log });
+  if (want("wasmmem")) results.wasmmem = runWasmMemory({ sizes: p.wasmMemSizes, before: opts.wasmMemBefore, log });
   results.machine.loadAfter = os.loadavg();
   results.profileSettings = p;
 

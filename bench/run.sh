@@ -7,9 +7,9 @@
 # what the sections asked for need (bench/rust/'s entry points for embed,
 # retrieval and native; the release CLI for cli).
 #
-#   bash bench/run.sh [--quick] [--sections embed,retrieval,lexical,cold,footprint,native,ops,durable,cli]
+#   bash bench/run.sh [--quick] [--sections embed,retrieval,lexical,cold,footprint,native,ops,durable,cli,wasmmem]
 #                     [--sizes 1000,10000,100000] [--cold-size N] [--cli-size N]
-#                     [--cli-before PATH] [--ops-model] [--write-docs | --no-docs]
+#                     [--cli-before PATH] [--wasmmem-before DIR] [--ops-model] [--write-docs | --no-docs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +33,7 @@ if [[ ! -f $wasm ]] || [[ -n "$(find src pkg-template Cargo.toml Cargo.lock -new
 fi
 
 # The sections asked for (every one without --sections).
-sections=embed,retrieval,lexical,cold,footprint,native,ops,durable,cli
+sections=embed,retrieval,lexical,cold,footprint,native,ops,durable,cli,wasmmem
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
     [[ ${args[i]} == --sections ]] && sections=${args[i + 1]:-}

@@ -45,9 +45,10 @@ use crate::index::Int8Vector;
 use crate::item::MemoryItem;
 
 /// The newest record format version this build writes and reads: the
-/// segmented layout's manifest and segments with lexical parts, and item
-/// records with a key, metadata, history, role or speaker.
-pub const FORMAT_VERSION: u16 = 5;
+/// segmented layout's manifest and segments with lexical and catalog parts
+/// (item records with a key, metadata, history, role or speaker are of
+/// version 5).
+pub const FORMAT_VERSION: u16 = 6;
 /// The version of item records with a key, metadata, history, role or
 /// speaker.
 const KEYED_FORMAT_VERSION: u16 = 5;
@@ -211,7 +212,22 @@ pub fn encode_item(item: &MemoryItem) -> Vec<u8> {
 
 /// Decodes a memory item record.
 pub fn decode_item(bytes: &[u8]) -> Result<MemoryItem, CodecError> {
+    #[cfg(any(test, feature = "testing"))]
+    DECODED_ITEMS.with(|count| count.set(count.get() + 1));
     decode_json(bytes, RecordType::Item)
+}
+
+#[cfg(any(test, feature = "testing"))]
+thread_local! {
+    static DECODED_ITEMS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many item records [`decode_item`] decoded on this thread so far:
+/// the tests check that opening a store decodes no memory's JSON that a
+/// segment's catalog part holds.
+#[cfg(any(test, feature = "testing"))]
+pub fn decoded_items() -> usize {
+    DECODED_ITEMS.with(std::cell::Cell::get)
 }
 
 /// Encodes an embedding record: version 3, int8 codes and their scale.

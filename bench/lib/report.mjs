@@ -128,7 +128,7 @@ function durableRows(d) {
 function cliRows(c) {
   const n = c.size.toLocaleString("en");
   const rows = [];
-  const peer = c.before ? "build before the layout" : "";
+  const peer = c.before ? "the build given as before" : "";
   const sec = (v) => (v == null ? "–" : `${v.toFixed(2)} s`);
   const mb = (v) => (v == null ? "–" : `${v.toFixed(0)} MiB`);
   const pair = (figure, pick, format) => {
@@ -140,9 +140,13 @@ function cliRows(c) {
     if (!c.before) r.ratio = "";
     return r;
   };
+  // Older results have no CPU figure.
+  const cpu = (pick) => (x) => pick(x)?.cpuSeconds ?? { median: null, samples: [] };
   rows.push(pair(`CLI ${n}: \`memtide stats\` (open), wall`, (x) => x.stats.seconds, sec));
+  rows.push(pair(`CLI ${n}: \`memtide stats\` (open), CPU (user + sys)`, cpu((x) => x.stats), sec));
   rows.push(pair(`CLI ${n}: \`memtide stats\` (open), peak RSS`, (x) => x.stats.rssMiB, mb));
   rows.push(pair(`CLI ${n}: \`memtide retrieve\` (open + one answer), wall`, (x) => x.retrieve.seconds, sec));
+  rows.push(pair(`CLI ${n}: \`memtide retrieve\` (open + one answer), CPU (user + sys)`, cpu((x) => x.retrieve), sec));
   rows.push(pair(`CLI ${n}: \`memtide retrieve\` (open + one answer), peak RSS`, (x) => x.retrieve.rssMiB, mb));
   const ingest = row(`CLI ${n}: \`memtide ingest\` of the store (once)`, peer, c.current.ingest.seconds, c.before?.ingest.seconds, sec, "lower");
   if (!c.before) { ingest.other = ""; ingest.ratio = ""; }
@@ -168,6 +172,28 @@ function footprintRows(footprint, retrieval) {
   return rows;
 }
 
+function wasmMemRows(w, footprint) {
+  const rows = [];
+  const { current, before } = w.packages;
+  const peer = before ? "the package given as before" : "";
+  for (const size of w.sizes) {
+    const n = Number(size).toLocaleString("en");
+    const now = current.sizes[size];
+    const was = before?.sizes[size];
+    const growth = row(`wasm memory, ${n} memories (lexical-only): open + one answer`, peer, now.growth, was?.growth, mib, "lower");
+    const per10k = row(`wasm memory per 10,000 memories at ${n} (lexical-only)`, peer, now.per10k, was?.per10k, mib, "lower");
+    if (!before) for (const r of [growth, per10k]) { r.other = ""; r.ratio = ""; }
+    rows.push(growth, per10k);
+  }
+  const largest = Math.max(...w.sizes.map(Number));
+  if (footprint && largest >= 100000) {
+    const total = footprint.model.afterLoad + current.sizes[largest].growth * (100000 / largest);
+    rows.push({ figure: "model + 100,000 memories (model + the lexical-only store above; embeddings not included)", peer: "",
+      memtide: mib(total), other: "", ratio: "", target: "≤ 128 MB", status: met(total <= 128 * MIB) });
+  }
+  return rows;
+}
+
 /** Every row of the results present. */
 export function tableRows(results) {
   return [
@@ -179,6 +205,7 @@ export function tableRows(results) {
     ...(results.ops ? opsRows(results.ops) : []),
     ...(results.durable ? durableRows(results.durable) : []),
     ...(results.cli ? cliRows(results.cli) : []),
+    ...(results.wasmmem ? wasmMemRows(results.wasmmem, results.footprint) : []),
   ];
 }
 

@@ -4,8 +4,9 @@
 // `--cli-before PATH` or MEMTIDE_BENCH_CLI_BEFORE), a store of `size`
 // memories is made from the same JSON Lines (the seeded corpus of
 // bench/lib/corpus.mjs, one scope) by `memtide ingest` (no model:
-// lexical-only), then each run times, under /usr/bin/time (wall seconds
-// and peak RSS):
+// lexical-only), then each run times, under /usr/bin/time (wall seconds,
+// CPU seconds (user + system: the figure to read on a busy machine) and
+// peak RSS):
 //
 // - `memtide stats`: open the store and count;
 // - `memtide retrieve` with one query: open and answer.
@@ -24,17 +25,17 @@ const SCOPE = { userId: "bench", workspaceId: "main" };
 
 const spread = (samples) => ({ median: median(samples), min: Math.min(...samples), max: Math.max(...samples), samples });
 
-/** Runs `bin args` with `input` on stdin under /usr/bin/time: {seconds, rssKiB, stdout}. */
+/** Runs `bin args` with `input` on stdin under /usr/bin/time: {seconds, cpuSeconds, rssKiB, stdout}. */
 function timed(bin, args, input) {
   const env = { ...process.env };
   delete env.MEMTIDE_MODEL_DIR;
   delete env.MEMTIDE_STORE;
-  const out = spawnSync("/usr/bin/time", ["-f", "TIME %e %M", bin, ...args], {
+  const out = spawnSync("/usr/bin/time", ["-f", "TIME %e %M %U %S", bin, ...args], {
     input, env, encoding: "utf8", maxBuffer: 1 << 30,
   });
   if (out.status !== 0) throw new Error(`cli: ${bin} ${args.join(" ")} failed (${out.status}): ${out.stderr.slice(-2000)}`);
-  const [, seconds, rss] = out.stderr.match(/TIME ([\d.]+) (\d+)\s*$/);
-  return { seconds: Number(seconds), rssKiB: Number(rss), stdout: out.stdout };
+  const [, seconds, rss, user, sys] = out.stderr.match(/TIME ([\d.]+) (\d+) ([\d.]+) ([\d.]+)\s*$/);
+  return { seconds: Number(seconds), cpuSeconds: Number(user) + Number(sys), rssKiB: Number(rss), stdout: out.stdout };
 }
 
 /** Files and bytes under `dir`. */
@@ -63,7 +64,7 @@ export function runCli({ size, runs, before, log }) {
       const store = path.join(work, name);
       log(`cli: ${name} (${bin}): ingesting ${size} memories`);
       const ingest = timed(bin, ["--store", store, "ingest"], jsonl);
-      results[name] = { bin, version, ingest: { seconds: ingest.seconds, rssKiB: ingest.rssKiB }, store: du(store), stats: [], retrieve: [] };
+      results[name] = { bin, version, ingest: { seconds: ingest.seconds, cpuSeconds: ingest.cpuSeconds, rssKiB: ingest.rssKiB }, store: du(store), stats: [], retrieve: [] };
     }
     for (let i = 0; i < runs; i++) {
       for (const { name, bin } of bins) {
@@ -77,13 +78,17 @@ export function runCli({ size, runs, before, log }) {
         if (hits === 0) throw new Error(`cli: ${name}: the query found nothing`);
         results[name].stats.push(stats);
         results[name].retrieve.push(retrieve);
-        log(`cli: ${name} run ${i + 1}: stats ${stats.seconds} s ${Math.round(stats.rssKiB / 1024)} MiB, retrieve ${retrieve.seconds} s ${Math.round(retrieve.rssKiB / 1024)} MiB`);
+        log(`cli: ${name} run ${i + 1}: stats ${stats.seconds} s (CPU ${stats.cpuSeconds.toFixed(2)} s) ${Math.round(stats.rssKiB / 1024)} MiB, retrieve ${retrieve.seconds} s (CPU ${retrieve.cpuSeconds.toFixed(2)} s) ${Math.round(retrieve.rssKiB / 1024)} MiB`);
       }
     }
     for (const r of Object.values(results)) {
       for (const command of ["stats", "retrieve"]) {
         const samples = r[command];
-        r[command] = { seconds: spread(samples.map((s) => s.seconds)), rssMiB: spread(samples.map((s) => s.rssKiB / 1024)) };
+        r[command] = {
+          seconds: spread(samples.map((s) => s.seconds)),
+          cpuSeconds: spread(samples.map((s) => s.cpuSeconds)),
+          rssMiB: spread(samples.map((s) => s.rssKiB / 1024)),
+        };
       }
     }
     return { size, runs, ...results };

@@ -81,6 +81,14 @@ enum Record<'a> {
     File(&'a str, Option<StoredFile>),
 }
 
+/// A record as a store holds it, to load: its bytes, or the memory a
+/// segment's catalog part holds as a row (`docs/format.md`, section 2.2),
+/// already decoded.
+pub(crate) enum Stored {
+    Bytes(Vec<u8>),
+    Item(Box<MemoryItem>),
+}
+
 /// The memory state machine. See the module documentation.
 pub struct Engine {
     config: Config,
@@ -174,6 +182,10 @@ impl Engine {
         records: Vec<(String, Vec<u8>)>,
         model_id: Option<String>,
     ) -> Result<Engine> {
+        let records = records
+            .into_iter()
+            .map(|(k, v)| (k, Stored::Bytes(v)))
+            .collect();
         Engine::load_counted(config, records, model_id, &HashMap::new())
     }
 
@@ -181,7 +193,7 @@ impl Engine {
     /// were stored (see [`Engine::apply_counted`]).
     pub(crate) fn load_counted(
         config: Config,
-        records: Vec<(String, Vec<u8>)>,
+        records: Vec<(String, Stored)>,
         model_id: Option<String>,
         counts: &HashMap<String, Option<TermCounts>>,
     ) -> Result<Engine> {
@@ -193,7 +205,8 @@ impl Engine {
     }
 
     /// Applies records another writer committed: each key with its new
-    /// record bytes, or `None` when it was deleted; `model_id` is the model
+    /// record (bytes, or a memory decoded from a catalog row), or `None`
+    /// when it was deleted; `model_id` is the model
     /// the store's embeddings now come from. Every record is decoded and
     /// checked before anything changes, so an error (`CORRUPT`) leaves the
     /// engine as it was.
@@ -206,7 +219,7 @@ impl Engine {
     /// about being indexed is `CORRUPT`.
     pub(crate) fn apply_counted(
         &mut self,
-        mut changes: Vec<(String, Option<Vec<u8>>)>,
+        mut changes: Vec<(String, Option<Stored>)>,
         model_id: Option<String>,
         counts: &HashMap<String, Option<TermCounts>>,
     ) -> Result<()> {
@@ -221,7 +234,10 @@ impl Engine {
         let mut decoded = Vec::with_capacity(changes.len());
         let mut gone: HashSet<&str> = HashSet::new();
         let mut added: HashSet<&str> = HashSet::new();
-        for (key, bytes) in &changes {
+        for (key, slot) in changes.iter_mut() {
+            let key: &String = key;
+            // Taken: a memory decoded from a row moves into the engine.
+            let bytes = slot.take();
             let corrupt = |e: codec::CodecError| match Error::from(e) {
                 Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
                 other => other,
@@ -232,8 +248,13 @@ impl Engine {
                         gone.insert(id);
                         Record::Item(id, None, None)
                     }
-                    Some(bytes) => {
-                        let item = codec::decode_item(bytes).map_err(corrupt)?;
+                    Some(stored) => {
+                        let item = match stored {
+                            Stored::Bytes(bytes) => {
+                                Box::new(codec::decode_item(&bytes).map_err(corrupt)?)
+                            }
+                            Stored::Item(item) => item,
+                        };
                         if item.id != id {
                             return Err(Error::Corrupt(format!(
                                 "record `{key}` holds memory `{}`",
@@ -247,13 +268,14 @@ impl Engine {
                             )));
                         }
                         added.insert(id);
-                        Record::Item(id, Some(Box::new(item)), counted.and_then(Option::as_ref))
+                        Record::Item(id, Some(item), counted.and_then(Option::as_ref))
                     }
                 },
                 (None, Some(id)) => match bytes {
                     None => Record::Vector(id, None),
-                    Some(bytes) => {
-                        let vector = codec::decode_vector(bytes).map_err(corrupt)?;
+                    Some(Stored::Item(_)) => return Err(not_memory(key)),
+                    Some(Stored::Bytes(bytes)) => {
+                        let vector = codec::decode_vector(&bytes).map_err(corrupt)?;
                         let held = self.entries.contains_key(id) && !gone.contains(id);
                         if !held && !added.contains(id) {
                             return Err(Error::Corrupt(format!("record `{key}` has no memory")));
@@ -263,8 +285,9 @@ impl Engine {
                 },
                 _ if key.starts_with(FILE_PREFIX) => match bytes {
                     None => Record::File(key, None),
-                    Some(bytes) => {
-                        let file = codec::decode_file(bytes).map_err(corrupt)?;
+                    Some(Stored::Item(_)) => return Err(not_memory(key)),
+                    Some(Stored::Bytes(bytes)) => {
+                        let file = codec::decode_file(&bytes).map_err(corrupt)?;
                         if file.storage_key() != *key {
                             return Err(Error::Corrupt(format!(
                                 "record `{key}` holds file `{}` of another key",
@@ -335,4 +358,9 @@ impl Engine {
     pub fn lexical_index_has_term(&self, tenant: &Tenant, term: &str) -> bool {
         self.lexical.get(tenant).is_some_and(|ix| ix.has_term(term))
     }
+}
+
+/// A memory row found under a key that is not a memory's.
+fn not_memory(key: &str) -> Error {
+    Error::Corrupt(format!("record `{key}` is a memory row under another key"))
 }

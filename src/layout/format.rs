@@ -1,23 +1,27 @@
 //! The records of the segmented layout (`docs/format.md`, section 2.2): the
-//! manifest of format 4, which carries the log, and the segments. Both are
+//! manifest, which carries the log, and the segments. Both are
 //! records of [`crate::codec`] (magic, version, type, length, CRC-32); their
 //! payloads reuse the frame of `docs/format.md` section 3.1 for lists of
 //! records.
 
 use serde::{Deserialize, Serialize};
 
+use super::catalog::decode_catalog;
+use super::lexical::{decode_lexical, encode_lexical, LexicalPart};
 use crate::codec::{self, CodecError, RecordType};
 use crate::engine::Summary;
+use crate::item::MemoryItem;
 use crate::keys::{ITEM_PREFIX, SEGMENT_PREFIX};
-use super::lexical::{decode_lexical, encode_lexical, LexicalPart};
 use crate::storage::frame::{encode_frame, intact_frame_len, parse_frame, read_u32, Op};
 
 /// The format version of the segmented layout's first records (format 4):
 /// segments of records alone.
 pub(crate) const LAYOUT_VERSION: u16 = 4;
-/// The format version this build writes (format 5): segments carry the
-/// lexical part of their memories.
+/// Format 5: segments carry the lexical part of their memories.
 pub(crate) const INDEXED_VERSION: u16 = 5;
+/// The format version this build writes (format 6): segments also carry
+/// the catalog part, their memories as binary rows.
+pub(crate) const CATALOG_VERSION: u16 = 6;
 
 /// A segment as the manifest names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,8 +42,8 @@ pub(crate) struct SegmentRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct Header {
-    /// The manifest record's version: [`LAYOUT_VERSION`] or
-    /// [`INDEXED_VERSION`].
+    /// The manifest record's version: [`LAYOUT_VERSION`] to
+    /// [`CATALOG_VERSION`].
     pub(crate) format_version: u16,
     /// Number of `item/…` records in the store.
     pub(crate) item_count: u64,
@@ -60,7 +64,7 @@ impl Header {
     /// The header of a store holding what `summary` counts.
     pub(crate) fn new(summary: Summary, next_segment: u64, segments: Vec<SegmentRef>) -> Self {
         Header {
-            format_version: INDEXED_VERSION,
+            format_version: CATALOG_VERSION,
             item_count: summary.items,
             vector_count: summary.vectors,
             file_count: summary.files,
@@ -76,7 +80,7 @@ pub(crate) fn segment_key(number: u64) -> String {
     format!("{SEGMENT_PREFIX}{number:010}")
 }
 
-/// A manifest record of format 4: the header, then the log's frames.
+/// A manifest record: the header, then the log's frames.
 pub(crate) fn encode_manifest(header: &Header, log: &[Vec<u8>]) -> Vec<u8> {
     // Serializing our own plain data to JSON cannot fail.
     let json = serde_json::to_vec(header).unwrap_or_default();
@@ -91,7 +95,7 @@ pub(crate) fn encode_manifest(header: &Header, log: &[Vec<u8>]) -> Vec<u8> {
     codec::encode(RecordType::Manifest, header.format_version, &payload)
 }
 
-/// The header and the log frames of a manifest record of format 4.
+/// The header and the log frames of a manifest record.
 pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<(Header, Vec<&[u8]>), CodecError> {
     let (version, payload) = payload_of(bytes, RecordType::Manifest)?;
     let bad = |m: String| CodecError::Payload(m);
@@ -140,43 +144,67 @@ pub(crate) fn encode_records(records: &[(&str, &[u8])]) -> Vec<u8> {
     encode_frame(&ops).unwrap_or_default()
 }
 
-/// A segment record (format 5) holding `records`, sorted by key, and the
-/// lexical part of its memories (see [`encode_lexical`]).
+/// A segment record (format 6) holding `records`, sorted by key, the
+/// lexical part of its memories (see [`encode_lexical`]) and its catalog
+/// part (`super::catalog`): a memory whose record is empty here is the
+/// next row of `catalog`.
 pub(crate) fn encode_segment(
     records: &[(&str, &[u8])],
     lexical: &[(u32, Vec<(&str, u32)>)],
+    catalog: &[u8],
 ) -> Vec<u8> {
     let frame = encode_records(records);
     let part = encode_lexical(lexical);
-    let mut payload = Vec::with_capacity(4 + frame.len() + part.len());
-    // A frame is below 4 GiB (`encode_frame`).
+    let mut payload = Vec::with_capacity(8 + frame.len() + part.len() + catalog.len());
+    // A frame is below 4 GiB (`encode_frame`), and so is a part of its
+    // records.
     payload.extend_from_slice(&(frame.len() as u32).to_le_bytes());
     payload.extend_from_slice(&frame);
+    payload.extend_from_slice(&(part.len() as u32).to_le_bytes());
     payload.extend_from_slice(&part);
-    codec::encode(RecordType::Segment, INDEXED_VERSION, &payload)
+    payload.extend_from_slice(catalog);
+    codec::encode(RecordType::Segment, CATALOG_VERSION, &payload)
 }
 
 /// What a segment record holds.
 pub(crate) struct SegmentContents<'a> {
-    /// Its records, keys strictly ascending.
+    /// Its records, keys strictly ascending; a memory's record is empty
+    /// when its row is in `rows`.
     pub(crate) records: Vec<(&'a str, &'a [u8])>,
     /// The lexical part of its memories; `None` in a segment of format 4.
     pub(crate) lexical: Option<LexicalPart>,
+    /// The memories of its empty records, in their order (format 6).
+    pub(crate) rows: Vec<MemoryItem>,
+    /// The record's format version.
+    pub(crate) version: u16,
 }
 
-/// The records of a segment record, and its lexical part (format 5).
+/// Cuts `bytes` into a part of the u32 length it starts with and the rest.
+fn length_prefixed<'a>(bytes: &'a [u8], what: &str) -> Result<(&'a [u8], &'a [u8]), CodecError> {
+    let len = read_u32(bytes, 0)
+        .ok_or_else(|| CodecError::Payload(format!("segment without a {what} length")))?;
+    let end = 4usize
+        .checked_add(len as usize)
+        .filter(|&end| end <= bytes.len())
+        .ok_or_else(|| CodecError::Payload(format!("segment {what} runs past the record")))?;
+    Ok((&bytes[4..end], &bytes[end..]))
+}
+
+/// The records of a segment record, its lexical part (format 5 on) and
+/// its catalog part (format 6).
 pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecError> {
     let (version, payload) = payload_of(bytes, RecordType::Segment)?;
-    let (frame, part) = if version == LAYOUT_VERSION {
-        (payload, None)
-    } else {
-        let len = read_u32(payload, 0)
-            .ok_or_else(|| CodecError::Payload("segment without a frame length".into()))?;
-        let end = 4usize
-            .checked_add(len as usize)
-            .filter(|&end| end <= payload.len())
-            .ok_or_else(|| CodecError::Payload("segment frame runs past the record".into()))?;
-        (&payload[4..end], Some(&payload[end..]))
+    let (frame, lexical, catalog) = match version {
+        LAYOUT_VERSION => (payload, None, None),
+        INDEXED_VERSION => {
+            let (frame, part) = length_prefixed(payload, "frame")?;
+            (frame, Some(part), None)
+        }
+        _ => {
+            let (frame, rest) = length_prefixed(payload, "frame")?;
+            let (part, catalog) = length_prefixed(rest, "lexical part")?;
+            (frame, Some(part), Some(catalog))
+        }
     };
     if frame.is_empty() {
         return Err(CodecError::Payload("an empty segment".into()));
@@ -190,7 +218,7 @@ pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecE
             "segment keys are not strictly ascending".into(),
         ));
     }
-    let lexical = match part {
+    let lexical = match lexical {
         None => None,
         Some(part) => {
             let lexical = decode_lexical(part, records.len())?;
@@ -206,7 +234,31 @@ pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecE
             Some(lexical)
         }
     };
-    Ok(SegmentContents { records, lexical })
+    let empty = records.iter().filter(|(_, v)| v.is_empty()).count();
+    let rows = match catalog {
+        Some(part) => decode_catalog(part, empty)?,
+        None => Vec::new(),
+    };
+    let row_keys = records.iter().filter(|(_, v)| v.is_empty());
+    for ((key, _), item) in row_keys.zip(&rows) {
+        if key.strip_prefix(ITEM_PREFIX) != Some(item.id.as_str()) {
+            return Err(CodecError::Payload(format!(
+                "catalog part: the row of `{key}` holds memory `{}`",
+                item.id
+            )));
+        }
+    }
+    if rows.len() != empty {
+        return Err(CodecError::Payload(
+            "an empty record that no catalog row fills".into(),
+        ));
+    }
+    Ok(SegmentContents {
+        records,
+        lexical,
+        rows,
+        version,
+    })
 }
 
 /// The CRC-32 a record ends with (a record [`codec::decode`] accepted).
@@ -215,16 +267,16 @@ pub(crate) fn record_crc(bytes: &[u8]) -> u32 {
     read_u32(bytes, at).unwrap_or(0)
 }
 
-/// The version (4 or 5) and payload of a record of the segmented layout.
+/// The version (4 to 6) and payload of a record of the segmented layout.
 fn payload_of(bytes: &[u8], expected: RecordType) -> Result<(u16, &[u8]), CodecError> {
     let (found, payload) = codec::decode(bytes)?;
     if found != expected {
         return Err(CodecError::WrongType { expected, found });
     }
     let version = codec::record_version(bytes);
-    if !(LAYOUT_VERSION..=INDEXED_VERSION).contains(&version) {
+    if !(LAYOUT_VERSION..=CATALOG_VERSION).contains(&version) {
         return Err(CodecError::Payload(format!(
-            "a {expected:?} record of format {version}, expected {LAYOUT_VERSION} or {INDEXED_VERSION}"
+            "a {expected:?} record of format {version}, expected {LAYOUT_VERSION} to {CATALOG_VERSION}"
         )));
     }
     Ok((version, payload))
@@ -233,6 +285,7 @@ fn payload_of(bytes: &[u8], expected: RecordType) -> Result<(u16, &[u8]), CodecE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::catalog::encode_catalog;
 
     fn header() -> Header {
         Header::new(
@@ -260,7 +313,7 @@ mod tests {
         ];
         let record = encode_manifest(&header(), &log);
         assert_eq!(&record[..4], b"MNMO");
-        assert_eq!(codec::record_version(&record), 5);
+        assert_eq!(codec::record_version(&record), 6);
         assert_eq!(record[6], 2);
         let (decoded, frames) = decode_manifest(&record).unwrap();
         assert_eq!(decoded, header());
@@ -274,21 +327,21 @@ mod tests {
     fn segments_round_trip_and_refuse_disorder_and_damage() {
         let records = [("item/a", &b"one"[..]), ("item/b", &b"two"[..])];
         let lexical = [(1, vec![("two", 1)])];
-        let record = encode_segment(&records, &lexical);
+        let record = encode_segment(&records, &lexical, &encode_catalog(&[]));
         assert_eq!(record[6], 5);
-        assert_eq!(codec::record_version(&record), 5);
+        assert_eq!(codec::record_version(&record), 6);
         let decoded = decode_segment(&record).unwrap();
         assert_eq!(decoded.records, records);
         let docs = decoded.lexical.unwrap().docs;
         assert_eq!(docs.len(), 1);
         assert_eq!(docs[0].0, 1);
         assert_eq!(docs[0].1.iter().collect::<Vec<_>>(), [("two", 1)]);
-        let unsorted = encode_segment(&[records[1], records[0]], &[]);
+        let unsorted = encode_segment(&[records[1], records[0]], &[], &encode_catalog(&[]));
         assert!(decode_segment(&unsorted).is_err());
-        assert!(decode_segment(&encode_segment(&[], &[])).is_err());
+        assert!(decode_segment(&encode_segment(&[], &[], &encode_catalog(&[]))).is_err());
         // A doc must be a memory record.
         let file = [("file/x", &b"f"[..])];
-        assert!(decode_segment(&encode_segment(&file, &[(0, vec![])])).is_err());
+        assert!(decode_segment(&encode_segment(&file, &[(0, vec![])], &encode_catalog(&[]))).is_err());
         // A segment of format 4 is the frame alone, without a part.
         let old = codec::encode(RecordType::Segment, LAYOUT_VERSION, &encode_records(&records));
         let decoded = decode_segment(&old).unwrap();
@@ -302,6 +355,53 @@ mod tests {
         // A manifest is not a segment, nor the other way round.
         assert!(decode_segment(&encode_manifest(&header(), &[])).is_err());
         assert!(decode_manifest(&record).is_err());
+    }
+
+    #[test]
+    fn empty_memory_records_are_the_catalog_rows_in_order() {
+        let item = |id: &str| -> MemoryItem {
+            serde_json::from_value(serde_json::json!({
+                "id": id, "text": "t", "kind": "episodic",
+                "scope": {"userId": "u", "workspaceId": "w"}, "status": "approved",
+                "source": {"kind": "manual", "ref": ""}, "contentHash": "h",
+                "createdAt": "2023-11-14T22:13:20.000Z",
+                "updatedAt": "2023-11-14T22:13:20.000Z"
+            }))
+            .unwrap()
+        };
+        let (a, c) = (item("a"), item("c"));
+        let records = [
+            ("item/a", &b""[..]),
+            ("item/b", &b"json"[..]),
+            ("item/c", &b""[..]),
+            ("vec/a", &b"v"[..]),
+        ];
+        let record = encode_segment(&records, &[], &encode_catalog(&[&a, &c]));
+        let decoded = decode_segment(&record).unwrap();
+        assert_eq!(decoded.version, CATALOG_VERSION);
+        assert_eq!(decoded.records, records);
+        assert_eq!(decoded.rows, [a.clone(), c.clone()]);
+        // Rows out of order, one missing, one too many, an empty record
+        // that is not a memory's.
+        for catalog in [
+            encode_catalog(&[&c, &a]),
+            encode_catalog(&[&a]),
+            encode_catalog(&[&a, &c, &c]),
+        ] {
+            assert!(decode_segment(&encode_segment(&records, &[], &catalog)).is_err());
+        }
+        let vector = [("item/a", &b""[..]), ("vec/a", &b""[..])];
+        let catalog = encode_catalog(&[&a, &a]);
+        assert!(decode_segment(&encode_segment(&vector, &[], &catalog)).is_err());
+        // Before version 6 an empty record is not a row.
+        let old = codec::encode(RecordType::Segment, INDEXED_VERSION, &{
+            let frame = encode_records(&records);
+            let mut payload = (frame.len() as u32).to_le_bytes().to_vec();
+            payload.extend_from_slice(&frame);
+            payload.extend_from_slice(&encode_lexical(&[]));
+            payload
+        });
+        assert!(decode_segment(&old).is_err());
     }
 
     #[test]

@@ -20,6 +20,7 @@
 
 use std::sync::Arc;
 
+use super::varint::{put_varint, Reader};
 use crate::codec::CodecError;
 use crate::index::bm25::TermCounts;
 
@@ -46,21 +47,21 @@ pub(crate) fn encode_lexical(docs: &[(u32, Vec<(&str, u32)>)]) -> Vec<u8> {
     dictionary.sort_unstable();
     dictionary.dedup();
     let mut out = Vec::new();
-    put_varint(&mut out, dictionary.len() as u32);
+    put_varint(&mut out, dictionary.len() as u64);
     for term in &dictionary {
-        put_varint(&mut out, term.len() as u32);
+        put_varint(&mut out, term.len() as u64);
         out.extend_from_slice(term.as_bytes());
     }
-    put_varint(&mut out, docs.len() as u32);
+    put_varint(&mut out, docs.len() as u64);
     for (record, terms) in docs {
-        put_varint(&mut out, *record);
-        put_varint(&mut out, terms.len() as u32);
+        put_varint(&mut out, u64::from(*record));
+        put_varint(&mut out, terms.len() as u64);
         let mut previous = None;
         for &(term, frequency) in terms {
             // Every term of a doc is in the dictionary.
             let index = dictionary.binary_search(&term).unwrap_or(0) as u32;
-            put_varint(&mut out, previous.map_or(index, |p| index - p));
-            put_varint(&mut out, frequency);
+            put_varint(&mut out, u64::from(previous.map_or(index, |p| index - p)));
+            put_varint(&mut out, u64::from(frequency));
             previous = Some(index);
         }
     }
@@ -70,7 +71,7 @@ pub(crate) fn encode_lexical(docs: &[(u32, Vec<(&str, u32)>)]) -> Vec<u8> {
 /// Decodes a lexical part of a segment of `records` records.
 pub(crate) fn decode_lexical(bytes: &[u8], records: usize) -> Result<LexicalPart, CodecError> {
     let bad = |m: &str| CodecError::Payload(format!("lexical part: {m}"));
-    let mut reader = Reader { bytes, at: 0 };
+    let mut reader = Reader::new(bytes, "lexical part");
     let term_count = reader.varint()? as usize;
     // Each term takes at least two bytes: the count cannot ask for more
     // room than the part has.
@@ -126,53 +127,10 @@ pub(crate) fn decode_lexical(bytes: &[u8], records: usize) -> Result<LexicalPart
         }
         docs.push((record, TermCounts::new(dictionary.clone(), terms)));
     }
-    if reader.at != bytes.len() {
+    if !reader.done() {
         return Err(bad("bytes after the docs"));
     }
     Ok(LexicalPart { docs })
-}
-
-fn put_varint(out: &mut Vec<u8>, mut value: u32) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn varint(&mut self) -> Result<u32, CodecError> {
-        let mut value: u64 = 0;
-        for shift in 0..5 {
-            let byte = *self.bytes.get(self.at).ok_or_else(truncated)?;
-            self.at += 1;
-            value |= u64::from(byte & 0x7f) << (7 * shift);
-            if byte & 0x80 == 0 {
-                return u32::try_from(value)
-                    .map_err(|_| CodecError::Payload("lexical part: a varint past u32".into()));
-            }
-        }
-        Err(CodecError::Payload(
-            "lexical part: a varint of more than five bytes".into(),
-        ))
-    }
-
-    fn take(&mut self, len: usize) -> Result<&'a [u8], CodecError> {
-        let end = self.at.checked_add(len).filter(|&e| e <= self.bytes.len());
-        let end = end.ok_or_else(truncated)?;
-        let out = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(out)
-    }
-}
-
-fn truncated() -> CodecError {
-    CodecError::Payload("lexical part: truncated".into())
 }
 
 #[cfg(test)]

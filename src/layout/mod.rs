@@ -23,14 +23,17 @@
 //!   any version of it is rewritten without it, and the log drops it, so no
 //!   byte of it stays in storage.
 
+mod catalog;
 mod format;
 mod legacy;
 mod lexical;
+mod varint;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::codec::{self, CodecError};
-use crate::engine::{Config, Engine};
+use crate::engine::{Config, Engine, Stored};
+use crate::item::MemoryItem;
 use crate::error::{Error, Result};
 use crate::index::bm25::TermCounts;
 use crate::keys::{ITEM_PREFIX, MANIFEST_KEY};
@@ -78,9 +81,10 @@ struct Segment {
     info: SegmentRef,
     /// How many of its records are the newest version of their key.
     live: u32,
-    /// It carries a lexical part (format 5); a segment of format 4 does
-    /// not, and is rewritten with one when a commit has no other merge.
-    indexed: bool,
+    /// It is of the format this build writes (6: lexical and catalog
+    /// parts); a segment of an older format is rewritten in it when a
+    /// commit has no other merge.
+    current: bool,
 }
 
 /// Where the versions of one record are.
@@ -208,7 +212,7 @@ pub(crate) fn is_layout(manifest: &[u8]) -> bool {
 struct Contents {
     header: Header,
     layout: Layout,
-    records: Vec<(String, Vec<u8>)>,
+    records: Vec<(String, Stored)>,
     /// The memories' terms as the segments' lexical parts count them.
     counts: Counts,
 }
@@ -274,12 +278,12 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
         next_segment: header.next_segment,
         ..Layout::default()
     };
-    let mut current: HashMap<&str, &[u8]> = HashMap::new();
+    let mut current: HashMap<&str, Newest<'_>> = HashMap::new();
     let mut counts = Counts::new();
     layout.add_layers(&segments, &frames, &mut current, &mut counts)?;
     let records = current
         .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_vec()))
+        .map(|(k, v)| (k.to_string(), v.into_stored()))
         .collect();
     Ok(Read::Done(Contents {
         header,
@@ -332,7 +336,14 @@ pub async fn stored_records<S: AsyncStorage>(
     if let Some(bytes) = storage.get(MANIFEST_KEY).await?.filter(|m| is_layout(m)) {
         {
             return match read_contents(storage, &bytes).await? {
-                Read::Done(contents) => Ok(contents.records.into_iter().collect()),
+                Read::Done(contents) => Ok(contents
+                    .records
+                    .into_iter()
+                    .map(|(key, stored)| match stored {
+                        Stored::Bytes(bytes) => (key, bytes),
+                        Stored::Item(item) => (key, crate::codec::encode_item(&item)),
+                    })
+                    .collect()),
                 Read::Missing(key) => Err(Error::Corrupt(format!("`{key}` is missing"))),
             };
         }
@@ -351,7 +362,7 @@ pub(crate) struct CatchUp {
     pub(crate) layout: Layout,
     /// Each record key whose newest version changed, with its record, or
     /// `None` when it was deleted.
-    pub(crate) changes: Vec<(String, Option<Vec<u8>>)>,
+    pub(crate) changes: Vec<(String, Option<Stored>)>,
     /// The terms of the changed memories that new segments count.
     pub(crate) term_counts: Counts,
     /// The model of the store's embeddings.
@@ -419,12 +430,12 @@ impl Layout {
         // The newest version of every record the new segments or the log
         // hold: new segments are newer than every segment held, the log
         // newer than them all.
-        let mut newest: HashMap<&str, &[u8]> = HashMap::new();
+        let mut newest: HashMap<&str, Newest<'_>> = HashMap::new();
         let mut term_counts = Counts::new();
         layout.add_layers(&segments, &frames, &mut newest, &mut term_counts)?;
-        let mut changes: Vec<(String, Option<Vec<u8>>)> = newest
+        let mut changes: Vec<(String, Option<Stored>)> = newest
             .into_iter()
-            .map(|(k, v)| (k.to_string(), Some(v.to_vec())))
+            .map(|(k, v)| (k.to_string(), Some(v.into_stored())))
             .collect();
         for key in self.keys.keys() {
             if !layout.keys.contains_key(key) {
@@ -449,7 +460,7 @@ impl Layout {
         &mut self,
         segments: &'a [(SegmentRef, Vec<u8>)],
         frames: &[&'a [u8]],
-        newest: &mut HashMap<&'a str, &'a [u8]>,
+        newest: &mut HashMap<&'a str, Newest<'a>>,
         counts: &mut Counts,
     ) -> Result<()> {
         for (info, value) in segments {
@@ -461,9 +472,17 @@ impl Layout {
                 ));
             }
             let indexed = contents.lexical.is_some();
+            let current = contents.version == format::CATALOG_VERSION;
             let mut docs = contents.lexical.map(|l| l.docs).unwrap_or_default().into_iter().peekable();
+            let mut rows = contents.rows.into_iter().peekable();
             for (index, (key, record)) in contents.records.into_iter().enumerate() {
-                newest.insert(key, record);
+                // An empty record is the next catalog row (checked by
+                // `decode_segment`).
+                let version = match rows.next_if(|_| record.is_empty()) {
+                    Some(item) => Newest::Item(Box::new(item)),
+                    None => Newest::Bytes(record),
+                };
+                newest.insert(key, version);
                 let state = self.keys.entry(key.to_string()).or_default();
                 state.segments.push(info.number);
                 let doc = docs.next_if(|(i, _)| *i as usize == index).map(|(_, terms)| terms);
@@ -476,14 +495,14 @@ impl Layout {
             let segment = Segment {
                 info: *info,
                 live: 0,
-                indexed,
+                current,
             };
             self.segments.insert(info.number, segment);
         }
         for frame in frames {
             for (key, record) in records_of(frame)? {
                 counts.remove(key);
-                newest.insert(key, record);
+                newest.insert(key, Newest::Bytes(record));
                 self.keys.entry(key.to_string()).or_default().in_log = true;
                 self.log_keys.insert(key.to_string());
             }
@@ -610,12 +629,13 @@ impl Layout {
             next_segment: self.next_segment,
             ..Update::default()
         };
-        for chunk in chunks(&fresh) {
+        for chunk in chunks(&fresh, |key, record| segment_len(key, record, engine)) {
             let number = update.next_segment;
             update.next_segment += 1;
             let refs: Vec<(&str, &[u8])> =
                 chunk.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
-            let record = encode_segment(&refs, &lexical_docs(&refs, engine));
+            let (records, catalog) = catalog_rows(&refs, engine);
+            let record = encode_segment(&records, &lexical_docs(&refs, engine), &catalog);
             let info = SegmentRef {
                 number,
                 records: refs.len() as u32,
@@ -684,12 +704,12 @@ impl Layout {
             .into_values()
             .find(|numbers| numbers.len() >= MERGE_FANIN)
             .map(|numbers| numbers[..MERGE_FANIN].to_vec());
-        // Else the oldest segment of format 4: a store written before
-        // lexical parts gains them a segment per commit.
+        // Else the oldest segment of an older format: a store written
+        // before lexical or catalog parts gains them a segment per commit.
         merge.or_else(|| {
             self.segments
                 .values()
-                .find(|s| !s.indexed && !rewrite.contains(&s.info.number))
+                .find(|s| !s.current && !rewrite.contains(&s.info.number))
                 .map(|s| vec![s.info.number])
         })
     }
@@ -737,7 +757,7 @@ impl Layout {
             let segment = Segment {
                 info: *info,
                 live: 0,
-                indexed: true,
+                current: true,
             };
             self.segments.insert(info.number, segment);
             for key in keys {
@@ -789,18 +809,84 @@ fn lexical_docs<'a>(records: &[(&str, &[u8])], engine: &'a Engine) -> Vec<(u32, 
         .collect()
 }
 
+/// The records of a new segment and its catalog part: each memory whose
+/// row gives it back exactly has an empty record and a row, the others
+/// keep their JSON record (`catalog::rows_for`). `engine` holds every
+/// record a commit writes, as the commit leaves it.
+fn catalog_rows<'a>(records: &[(&'a str, &'a [u8])], engine: &Engine) -> (Vec<(&'a str, &'a [u8])>, Vec<u8>) {
+    let mut at = Vec::new();
+    let mut items: Vec<&MemoryItem> = Vec::new();
+    for (index, (key, _)) in records.iter().enumerate() {
+        let item = key.strip_prefix(ITEM_PREFIX).and_then(|id| engine.get(id).ok());
+        if let Some(item) = item {
+            at.push(index);
+            items.push(item);
+        }
+    }
+    let (fits, part) = catalog::rows_for(&items);
+    let mut out = records.to_vec();
+    for (index, fit) in at.into_iter().zip(fits) {
+        if fit {
+            out[index].1 = &[];
+        }
+    }
+    (out, part)
+}
+
+/// The newest version of a record while segments and the log are read:
+/// its bytes in a segment or the log, or the memory of a catalog row.
+enum Newest<'a> {
+    Bytes(&'a [u8]),
+    Item(Box<MemoryItem>),
+}
+
+impl Newest<'_> {
+    fn into_stored(self) -> Stored {
+        match self {
+            Newest::Bytes(bytes) => Stored::Bytes(bytes.to_vec()),
+            Newest::Item(item) => Stored::Item(item),
+        }
+    }
+}
+
 /// Bytes a record takes in a frame.
 fn record_len(key: &str, record: &[u8]) -> usize {
     9 + key.len() + record.len()
 }
 
+/// Bytes a record takes in a new segment, at most: a memory's empty
+/// record, its catalog row and its doc in the lexical part (each written
+/// as if alone: strings and terms it shares with other memories are
+/// counted whole), else its record. The segments a commit writes must be
+/// filled by what they take, or the size tiers of compaction would merge
+/// them again and again, and values must stay within the backends' limits.
+fn segment_len(key: &str, record: &[u8], engine: &Engine) -> usize {
+    let Some(id) = key.strip_prefix(ITEM_PREFIX) else {
+        return record_len(key, record);
+    };
+    let Ok(item) = engine.get(id) else {
+        return record_len(key, record);
+    };
+    // A term: its bytes and length in the dictionary, its index step and
+    // frequency in the doc (varints of at most five bytes each, two or
+    // three in practice).
+    let terms: usize = engine
+        .term_counts(id)
+        .map(|terms| terms.iter().map(|(term, _)| term.len() + 1 + 4).sum::<usize>() + 8)
+        .unwrap_or(0);
+    record_len(key, &[]) + catalog::row_len(item) + terms
+}
+
 /// `records` in key order, cut into segments of at most [`SEGMENT_BYTES`]
-/// (one record larger than that alone).
-fn chunks(records: &BTreeMap<String, Vec<u8>>) -> Vec<Vec<(&String, &Vec<u8>)>> {
+/// as `len` measures a record (one record larger than that alone).
+fn chunks(
+    records: &BTreeMap<String, Vec<u8>>,
+    len: impl Fn(&str, &[u8]) -> usize,
+) -> Vec<Vec<(&String, &Vec<u8>)>> {
     let mut out: Vec<Vec<(&String, &Vec<u8>)>> = Vec::new();
     let mut bytes = 0;
     for (key, record) in records {
-        let len = record_len(key, record);
+        let len = len(key, record);
         match out.last_mut() {
             Some(chunk) if bytes + len <= SEGMENT_BYTES => chunk.push((key, record)),
             _ => {
@@ -811,4 +897,47 @@ fn chunks(records: &BTreeMap<String, Vec<u8>>) -> Vec<Vec<(&String, &Vec<u8>)>> 
         bytes += len;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{MemoryInput, Txn};
+    use crate::env::FixedEnvironment;
+    use crate::item::{Scope, Timestamp};
+
+    /// Segments are filled by the bytes they take (rows, not the JSON
+    /// records rows replace): a segment written full is above the size of
+    /// the small tiers that compaction merges, so it is not merged again.
+    #[test]
+    fn segments_are_filled_by_what_their_rows_take() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let scope = Scope::workspace("alice", "home");
+        let inputs: Vec<MemoryInput> = (0..2400)
+            .map(|i| {
+                let words: Vec<String> = (0..70)
+                    .map(|j| format!("w{}", (i * 131 + j * 17) % 7919))
+                    .collect();
+                MemoryInput::new(format!("note {i}: {}", words.join(" ")), scope.clone())
+            })
+            .collect();
+        engine.ingest(inputs, &mut env, &mut Txn::default()).unwrap();
+        let plan = Layout::default().plan_all(&engine);
+        let sizes: Vec<usize> = plan
+            .batch
+            .ops()
+            .filter(|(key, _)| key.starts_with(crate::keys::SEGMENT_PREFIX))
+            .filter_map(|(_, value)| value.map(<[u8]>::len))
+            .collect();
+        assert!(sizes.len() >= 2, "{sizes:?}");
+        let (last, full) = sizes.split_last().unwrap();
+        assert!(*last <= SEGMENT_BYTES, "{sizes:?}");
+        for &size in full {
+            // Above the small tiers of compaction (half of it), within
+            // it plus the record's own framing.
+            assert!(size > SEGMENT_BYTES / 2 + SEGMENT_BYTES / 8, "{sizes:?}");
+            assert!(size <= SEGMENT_BYTES + 64, "{sizes:?}");
+        }
+    }
 }

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use memtide::codec::decoded_items;
 use memtide::env::FixedEnvironment;
 use memtide::storage::{FsStorage, KvStorage, MemoryStorage, Storage};
 use memtide::text::analysed_texts;
@@ -68,6 +69,17 @@ fn now<T>(call: impl std::future::Future<Output = memtide::Result<T>>) -> memtid
     block_on(call)?
 }
 
+/// How many memory records the log of `manifest` holds: each record's key
+/// (`item/…`) is in the frame as it is, and no text of these tests holds
+/// `item/`.
+fn log_memories(manifest: &[u8]) -> usize {
+    manifest.windows(5).filter(|w| w == b"item/").count()
+}
+
+fn storage_manifest(storage: &MemoryStorage) -> Vec<u8> {
+    storage.get("meta/manifest").unwrap().unwrap()
+}
+
 fn only_layout_keys<'a>(keys: impl Iterator<Item = &'a str>) -> bool {
     keys.into_iter()
         .all(|k| k == "meta/manifest" || k.starts_with("seg/"))
@@ -101,7 +113,7 @@ fn stores_of_formats_1_to_3_migrate_on_open_and_hold_the_same() {
             "{version}: {stored:?}"
         );
         let manifest = mem.storage().get("meta/manifest").unwrap().unwrap();
-        assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 5);
+        assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 6);
         drop(mem);
         let again = Memory::open(
             FsStorage::open(dir.path()).unwrap(),
@@ -466,12 +478,19 @@ fn opening_analyses_no_text_that_a_segment_holds() {
     mem.delete(&ids[3], false).unwrap();
     let storage = mem.storage().clone();
     assert!(!storage.scan("seg/").unwrap().is_empty());
-    let before = analysed_texts();
+    let before = (analysed_texts(), decoded_items());
     let reopened = Memory::open(storage, env(), Default::default()).unwrap();
     assert_eq!(
-        analysed_texts() - before,
+        analysed_texts() - before.0,
         0,
         "opening analysed a stored text"
+    );
+    // Format 6: the memories come from the segments' catalog rows; only
+    // the log's (the soft-deleted one) are decoded from JSON.
+    assert_eq!(
+        decoded_items() - before.1,
+        log_memories(&storage_manifest(reopened.storage())),
+        "opening decoded a segment's memory from JSON"
     );
     assert_eq!(contents(&reopened.export()), contents(&mem.export()));
     // A memory of the log is analysed on open: the log has no lexical part.
@@ -480,9 +499,12 @@ fn opening_analyses_no_text_that_a_segment_holds() {
         Scope::workspace("alice", "home"),
     )])
     .unwrap();
-    let before = analysed_texts();
+    let before = (analysed_texts(), decoded_items());
     Memory::open(mem.storage().clone(), env(), Default::default()).unwrap();
-    assert_eq!(analysed_texts() - before, 1);
+    assert_eq!(analysed_texts() - before.0, 1);
+    // The log: the soft-deleted memory and the new one.
+    assert_eq!(decoded_items() - before.1, 2);
+    assert_eq!(log_memories(&storage_manifest(mem.storage())), 2);
 }
 
 /// The oracle: a store indexed from its lexical parts answers every query
@@ -557,12 +579,12 @@ fn a_store_of_format_4_opens_and_gains_lexical_parts() {
     )]))
     .unwrap();
     let manifest = kv.map()["meta/manifest"].clone();
-    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 5);
+    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 6);
     for key in old_segments {
         assert!(!kv.map().contains_key(key), "{key} was not rewritten");
     }
     for (key, value) in kv.map().iter().filter(|(k, _)| k.starts_with("seg/")) {
-        assert_eq!(u16::from_le_bytes([value[4], value[5]]), 5, "{key}");
+        assert_eq!(u16::from_le_bytes([value[4], value[5]]), 6, "{key}");
     }
     let before = analysed_texts();
     let mut again = open_kv(&kv).unwrap();
@@ -581,5 +603,58 @@ fn a_store_of_format_4_opens_and_gains_lexical_parts() {
     assert_eq!(
         serde_json::to_value(now(again.retrieve(&dry)).unwrap()).unwrap(),
         serde_json::to_value(now(mem.retrieve(&first)).unwrap()).unwrap()
+    );
+}
+
+/// A store of format 5 (segments with lexical parts, embeddings in
+/// segments, as the build before catalog parts wrote it) opens and holds
+/// what its export says, with its model and embeddings; the next commit
+/// rewrites its segment in format 6, after which opening decodes only the
+/// log's memories from JSON.
+#[test]
+fn a_store_of_format_5_opens_and_gains_catalog_parts() {
+    let expected = contents(&std::fs::read_to_string(fixture("v5").join("export.json")).unwrap());
+    let pairs = fixture_pairs("v5");
+    let manifest = &pairs["meta/manifest"];
+    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 5);
+    let kv = kv_with(&pairs);
+    let old_segments: Vec<&String> = pairs.keys().filter(|k| k.starts_with("seg/")).collect();
+    assert!(!old_segments.is_empty());
+    let before = decoded_items();
+    let mut mem = open_kv(&kv).unwrap();
+    let first_open = decoded_items() - before;
+    assert_eq!(contents(&mem.export()), expected);
+    let stats = mem.stats(&Default::default());
+    assert_eq!(stats.model.as_deref(), Some("fixture-words-16"));
+    assert_eq!(stats.embedded, 10);
+    let scope = Scope::workspace("carol", "garden");
+    let mut query = RetrieveQuery::new("which bed got water", scope.clone());
+    query.dry_run = true;
+    let answer = serde_json::to_value(now(mem.retrieve(&query)).unwrap()).unwrap();
+    assert!(!answer.as_array().unwrap().is_empty());
+    now(mem.ingest(vec![MemoryInput::new(
+        "the shed key hangs by the door",
+        scope.clone(),
+    )]))
+    .unwrap();
+    for key in old_segments {
+        assert!(!kv.map().contains_key(key), "{key} was not rewritten");
+    }
+    for (key, value) in kv.map().iter().filter(|(k, _)| k.starts_with("seg/")) {
+        assert_eq!(u16::from_le_bytes([value[4], value[5]]), 6, "{key}");
+    }
+    let before = decoded_items();
+    let mut again = open_kv(&kv).unwrap();
+    let second_open = decoded_items() - before;
+    // Only the log's memories are decoded from JSON now, none of the
+    // segment's.
+    let in_log = log_memories(&kv.map()["meta/manifest"]);
+    assert_eq!(first_open, 90);
+    assert!(in_log < 30, "{in_log} memories in the log");
+    assert_eq!(second_open, in_log);
+    assert_eq!(contents(&again.export()), contents(&mem.export()));
+    assert_eq!(
+        serde_json::to_value(now(again.retrieve(&query)).unwrap()).unwrap(),
+        serde_json::to_value(now(mem.retrieve(&query)).unwrap()).unwrap()
     );
 }

@@ -2,7 +2,7 @@
 //! lexical part (`docs/format.md`, section 2.2; `src/layout/lexical.rs`).
 //!
 //! A store of a few memories, one soft-deleted, is written once with its
-//! memories in one segment of format 5; `data` replaces that segment's
+//! memories in one segment of format 6; `data` replaces that segment's
 //! lexical part, and the manifest is made to name the new segment (its
 //! length and CRC-32), so the part's decoder and the engine's checks of it
 //! run on every input.
@@ -15,18 +15,30 @@ use std::sync::OnceLock;
 
 use memtide::codec::{self, RecordType};
 use memtide::env::FixedEnvironment;
-use memtide::storage::{MemoryStorage, Storage};
+use memtide::storage::{Batch, MemoryStorage, Storage};
 use memtide::{Memory, MemoryInput, RetrieveQuery, Scope};
 
 use super::{assert_code, NOW};
 
 const MANIFEST: &str = "meta/manifest";
-const INDEXED_VERSION: u16 = 5;
+const CATALOG_VERSION: u16 = 6;
 
-/// The store, the key of its one segment, and that segment's payload up
-/// to its lexical part.
-fn base() -> &'static (MemoryStorage, String, Vec<u8>) {
-    static BASE: OnceLock<(MemoryStorage, String, Vec<u8>)> = OnceLock::new();
+/// The store of the `lexical` and `catalog` targets, the key of its one
+/// segment, and that segment's payload cut into its parts.
+pub(super) struct Base {
+    pub(super) storage: MemoryStorage,
+    pub(super) key: String,
+    /// The frame with its length.
+    pub(super) head: Vec<u8>,
+    pub(super) lexical: Vec<u8>,
+    pub(super) catalog: Vec<u8>,
+}
+
+/// See [`Base`]: memories with tags, a role, a speaker, a key, metadata,
+/// privacy markers, a pin, and a soft delete, so the catalog part holds
+/// every kind of row.
+pub(super) fn base() -> &'static Base {
+    static BASE: OnceLock<Base> = OnceLock::new();
     BASE.get_or_init(|| {
         let env = FixedEnvironment::new(NOW);
         let mut mem = Memory::open(MemoryStorage::new(), env, Default::default())
@@ -42,7 +54,19 @@ fn base() -> &'static (MemoryStorage, String, Vec<u8>) {
                     "the the and",
                     "x".repeat(400)
                 );
-                MemoryInput::new(text, scope.clone())
+                let mut input = MemoryInput::new(text, scope.clone().with_project("p"));
+                if i % 4 == 1 {
+                    input.tags = Some(vec!["house".into(), format!("t{}", i % 3)]);
+                    input.pinned = Some(true);
+                    input.speaker = Some("Caroline".into());
+                    input.role = Some(memtide::Role::User);
+                }
+                if i % 4 == 2 {
+                    input.key = Some(format!("key-{i}"));
+                    let metadata = serde_json::json!({"topic": "cafe", "n": i});
+                    input.metadata = metadata.as_object().cloned();
+                }
+                input
             })
             .collect();
         let ids: Vec<String> = mem
@@ -53,7 +77,7 @@ fn base() -> &'static (MemoryStorage, String, Vec<u8>) {
             .collect();
         mem.ingest(vec![MemoryInput::new("the the and", scope.clone())])
             .expect("a text without terms is stored");
-        mem.delete(&ids[1], false).expect("a soft delete");
+        mem.delete(&ids[4], false).expect("a soft delete");
         let storage = mem.storage().clone();
         let segment = storage
             .scan("seg/")
@@ -62,9 +86,18 @@ fn base() -> &'static (MemoryStorage, String, Vec<u8>) {
             .next()
             .expect("the memories fill a segment");
         let (_, payload) = codec::decode(&segment.1).expect("the segment decodes");
-        let frame_len = u32::from_le_bytes(payload[..4].try_into().unwrap_or([0; 4])) as usize;
-        let head = payload[..4 + frame_len].to_vec();
-        (storage, segment.0, head)
+        let u32_at = |at: usize| {
+            u32::from_le_bytes(payload[at..at + 4].try_into().unwrap_or([0; 4])) as usize
+        };
+        let frame_end = 4 + u32_at(0);
+        let lexical_end = frame_end + 4 + u32_at(frame_end);
+        Base {
+            storage,
+            key: segment.0,
+            head: payload[..frame_end].to_vec(),
+            lexical: payload[frame_end + 4..lexical_end].to_vec(),
+            catalog: payload[lexical_end..].to_vec(),
+        }
     })
 }
 
@@ -86,20 +119,28 @@ fn renamed(manifest: &[u8], key: &str, segment: &[u8]) -> Vec<u8> {
     let mut out = (json.len() as u32).to_le_bytes().to_vec();
     out.extend_from_slice(&json);
     out.extend_from_slice(&payload[4 + header_len..]);
-    codec::encode(RecordType::Manifest, INDEXED_VERSION, &out)
+    codec::encode(RecordType::Manifest, CATALOG_VERSION, &out)
 }
 
-/// See the module documentation.
-pub fn check(data: &[u8]) {
-    let (base, key, head) = base();
-    let mut payload = head.clone();
-    payload.extend_from_slice(data);
-    let segment = codec::encode(RecordType::Segment, INDEXED_VERSION, &payload);
-    let manifest = base.get(MANIFEST).ok().flatten().expect("the base has a manifest");
-    let mut storage = base.clone();
-    let mut batch = memtide::storage::Batch::new();
-    batch.put(MANIFEST, renamed(&manifest, key, &segment));
-    batch.put(key.clone(), segment);
+/// Opens the base store with its segment made of `lexical` and `catalog`,
+/// and checks what the module documentation says.
+pub(super) fn open_with(lexical: &[u8], catalog: &[u8]) {
+    let base = base();
+    let mut payload = base.head.clone();
+    payload.extend_from_slice(&(lexical.len() as u32).to_le_bytes());
+    payload.extend_from_slice(lexical);
+    payload.extend_from_slice(catalog);
+    let segment = codec::encode(RecordType::Segment, CATALOG_VERSION, &payload);
+    let manifest = base
+        .storage
+        .get(MANIFEST)
+        .ok()
+        .flatten()
+        .expect("the base has a manifest");
+    let mut storage = base.storage.clone();
+    let mut batch = Batch::new();
+    batch.put(MANIFEST, renamed(&manifest, &base.key, &segment));
+    batch.put(base.key.clone(), segment);
     storage.commit(&batch).expect("a memory store commits");
     let open = |storage: MemoryStorage| {
         Memory::open(storage, FixedEnvironment::new(NOW), Default::default())
@@ -111,7 +152,7 @@ pub fn check(data: &[u8]) {
             return;
         }
     };
-    let scope = Scope::workspace("alice", "home");
+    let scope = Scope::workspace("alice", "home").with_project("p");
     for query in ["harbour café", "東京", "weekdays 9"] {
         mem.retrieve(&RetrieveQuery::new(query, scope.clone()))
             .expect("a store that opened answers");
@@ -128,4 +169,9 @@ pub fn check(data: &[u8]) {
     let export = mem.export();
     let again = open(mem.storage().clone()).expect("a store written after opening reopens");
     assert_eq!(again.export(), export, "a reopen changed the store");
+}
+
+/// See the module documentation.
+pub fn check(data: &[u8]) {
+    open_with(data, &base().catalog);
 }

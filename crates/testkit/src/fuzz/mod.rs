@@ -37,6 +37,7 @@ targets!(
     codec,
     layout,
     lexical,
+    catalog,
     import,
     fs_log,
     kv_journal,

@@ -1,0 +1,563 @@
+//! The catalog part of a segment (`docs/format.md`, section 2.2): the
+//! segment's memories as binary rows, so that opening a store fills the
+//! engine's catalog without decoding JSON. A memory whose row the segment
+//! holds has an empty record in the segment's frame (the record's place
+//! and key); its row is the next one of the part.
+//!
+//! The part is made of the varints and strings of `super::varint`:
+//!
+//! - the dictionary: a varint `S`, then `S` strings, each used by the rows
+//!   below by index (scope fields, source references, speakers, tags);
+//! - the rows: a varint `R`, then `R` rows (see [`put_row`]).
+//!
+//! Every byte of the part must be used.
+//!
+//! A row holds each field of [`MemoryItem`] that retrieval filters or ranks
+//! on, in binary; the fields it does not hold in binary (merges, history,
+//! metadata, and any field added to [`MemoryItem`] later) go to the row's
+//! *rest*, a JSON object of them, present only when one is set. Adding a
+//! field that retrieval filters on is therefore correct without a change
+//! here, and fast once [`HANDLED`], [`put_row`] and [`read_row`] learn it
+//! (`docs/design.md`, "Where each kind of change goes"). A writer keeps a
+//! memory as a JSON record instead of a row whenever the row would not give
+//! back the same memory (`rows_for`).
+
+use std::collections::HashMap;
+
+use super::varint::{put_str, put_varint, Reader};
+use crate::codec::CodecError;
+use crate::item::{
+    Kind, LineRange, MemoryItem, Privacy, Role, Scope, Source, SourceKind, Status, Timestamp,
+};
+
+/// The JSON fields of a memory a row holds in binary; the others go to
+/// its rest.
+const HANDLED: [&str; 20] = [
+    "id",
+    "text",
+    "kind",
+    "scope",
+    "status",
+    "pinned",
+    "source",
+    "contentHash",
+    "role",
+    "speaker",
+    "tags",
+    "privacy",
+    "createdAt",
+    "updatedAt",
+    "lastUsedAt",
+    "usageCount",
+    "follows",
+    "deletedAt",
+    "sourceLines",
+    "key",
+];
+
+// The bits of a row's flags.
+const PINNED: u64 = 1;
+const PII: u64 = 1 << 1;
+const PRIVATE: u64 = 1 << 2;
+const RETENTION: u64 = 1 << 3;
+const LAST_USED: u64 = 1 << 4;
+const DELETED: u64 = 1 << 5;
+const FOLLOWS: u64 = 1 << 6;
+const SOURCE_LINES: u64 = 1 << 7;
+const KEY: u64 = 1 << 8;
+const PROJECT: u64 = 1 << 9;
+const CARD: u64 = 1 << 10;
+const SESSION: u64 = 1 << 11;
+const URI: u64 = 1 << 12;
+const SPEAKER: u64 = 1 << 13;
+/// The content hash is 64 lowercase hex digits, stored as its 32 bytes.
+const HASH_BYTES: u64 = 1 << 14;
+const REST: u64 = 1 << 15;
+const ALL_FLAGS: u64 = (1 << 16) - 1;
+
+const STATUSES: [Status; 3] = [Status::Approved, Status::Pending, Status::Rejected];
+const SOURCE_KINDS: [SourceKind; 5] = [
+    SourceKind::Message,
+    SourceKind::File,
+    SourceKind::Tool,
+    SourceKind::Import,
+    SourceKind::Manual,
+];
+const ROLES: [Role; 3] = [Role::User, Role::Assistant, Role::System];
+
+/// The catalog part holding `items`, in the order of their records.
+pub(crate) fn encode_catalog(items: &[&MemoryItem]) -> Vec<u8> {
+    let mut dictionary = Dictionary::default();
+    let mut rows = Vec::new();
+    put_varint(&mut rows, items.len() as u64);
+    for item in items {
+        put_row(&mut rows, item, &mut dictionary);
+    }
+    let mut out = Vec::with_capacity(rows.len() + dictionary.bytes);
+    put_varint(&mut out, dictionary.strings.len() as u64);
+    for s in &dictionary.strings {
+        put_str(&mut out, s);
+    }
+    out.extend_from_slice(&rows);
+    out
+}
+
+/// Bytes the row of `item` takes in a catalog part of its own (with the
+/// dictionary strings only it uses).
+pub(crate) fn row_len(item: &MemoryItem) -> usize {
+    encode_catalog(&[item]).len()
+}
+
+/// Which of `items` a catalog part gives back exactly (the others stay
+/// JSON records), and the part holding those: encoded, decoded and
+/// compared, so a field this codec does not know is never lost.
+pub(crate) fn rows_for(items: &[&MemoryItem]) -> (Vec<bool>, Vec<u8>) {
+    let part = encode_catalog(items);
+    let decoded = decode_catalog(&part, items.len()).unwrap_or_default();
+    let fits: Vec<bool> = (0..items.len())
+        .map(|i| decoded.get(i) == Some(items[i]))
+        .collect();
+    if fits.iter().all(|&f| f) {
+        return (fits, part);
+    }
+    let kept: Vec<&MemoryItem> = items
+        .iter()
+        .zip(&fits)
+        .filter(|(_, &f)| f)
+        .map(|(item, _)| *item)
+        .collect();
+    (fits, encode_catalog(&kept))
+}
+
+/// Decodes a catalog part that must hold `rows` rows.
+pub(crate) fn decode_catalog(bytes: &[u8], rows: usize) -> Result<Vec<MemoryItem>, CodecError> {
+    let mut reader = Reader::new(bytes, "catalog part");
+    let count = reader.varint64()?;
+    // Each string takes at least one byte.
+    if count > reader.remaining() as u64 {
+        return Err(reader.bad("more strings than bytes"));
+    }
+    let mut strings = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        strings.push(reader.str()?);
+    }
+    if reader.varint64()? != rows as u64 {
+        return Err(reader.bad("its row count differs from the segment's"));
+    }
+    let mut items = Vec::with_capacity(rows.min(reader.remaining()));
+    for _ in 0..rows {
+        items.push(read_row(&mut reader, &strings)?);
+    }
+    if !reader.done() {
+        return Err(reader.bad("bytes after the rows"));
+    }
+    Ok(items)
+}
+
+#[derive(Default)]
+struct Dictionary<'a> {
+    strings: Vec<&'a str>,
+    index: HashMap<&'a str, u64>,
+    bytes: usize,
+}
+
+impl<'a> Dictionary<'a> {
+    fn put(&mut self, out: &mut Vec<u8>, s: &'a str) {
+        let next = self.strings.len() as u64;
+        let index = *self.index.entry(s).or_insert(next);
+        if index == next {
+            self.strings.push(s);
+            self.bytes += s.len() + 2;
+        }
+        put_varint(out, index);
+    }
+}
+
+/// One row:
+///
+/// - `id` and `text` (strings);
+/// - four bytes: the kind (its index in [`Kind::ALL`]), the status
+///   (approved, pending, rejected), the source kind (message, file, tool,
+///   import, manual), the role (0 none, then user, assistant, system);
+/// - a varint of flags (the bits above; any other bit is an error);
+/// - the scope: dictionary indexes of the user, the workspace, and the
+///   project, card and session when their flags say so;
+/// - the source: the dictionary index of its reference, and of its URI
+///   (flag);
+/// - the content hash: 32 bytes (flag `HASH_BYTES`) or a string;
+/// - the speaker's dictionary index (flag); the tags: a varint count and
+///   their dictionary indexes; the retention days (flag, varint);
+/// - `createdAt` and `updatedAt`, 8 bytes each (milliseconds, signed,
+///   little-endian); `lastUsedAt` (flag, 8 bytes); `usageCount` (varint);
+/// - `follows` (flag, string); `deletedAt` (flag, 8 bytes); the source
+///   lines (flag, two varints); the caller key (flag, string);
+/// - the rest (flag): a string holding a JSON object of the other fields.
+fn put_row<'a>(out: &mut Vec<u8>, item: &'a MemoryItem, dictionary: &mut Dictionary<'a>) {
+    put_str(out, &item.id);
+    put_str(out, &item.text);
+    let position = |found: Option<usize>| found.unwrap_or(0) as u8;
+    out.push(position(Kind::ALL.iter().position(|k| *k == item.kind)));
+    out.push(position(STATUSES.iter().position(|s| *s == item.status)));
+    out.push(position(
+        SOURCE_KINDS.iter().position(|k| *k == item.source.kind),
+    ));
+    out.push(item.role.map_or(0, |r| {
+        position(ROLES.iter().position(|x| *x == r)) + 1
+    }));
+    let rest = rest_of(item);
+    let hash_bytes = hex_bytes(&item.content_hash);
+    let set = |on: bool, bit: u64| if on { bit } else { 0 };
+    let flags = set(item.pinned, PINNED)
+        | set(item.privacy.pii, PII)
+        | set(item.privacy.private, PRIVATE)
+        | set(item.privacy.retention_days.is_some(), RETENTION)
+        | set(item.last_used_at.is_some(), LAST_USED)
+        | set(item.deleted_at.is_some(), DELETED)
+        | set(item.follows.is_some(), FOLLOWS)
+        | set(item.source_lines.is_some(), SOURCE_LINES)
+        | set(item.key.is_some(), KEY)
+        | set(item.scope.project_id.is_some(), PROJECT)
+        | set(item.scope.card_id.is_some(), CARD)
+        | set(item.scope.session_id.is_some(), SESSION)
+        | set(item.source.uri.is_some(), URI)
+        | set(item.speaker.is_some(), SPEAKER)
+        | set(hash_bytes.is_some(), HASH_BYTES)
+        | set(rest.is_some(), REST);
+    put_varint(out, flags);
+    let scope = &item.scope;
+    dictionary.put(out, &scope.user_id);
+    dictionary.put(out, &scope.workspace_id);
+    for part in [&scope.project_id, &scope.card_id, &scope.session_id]
+        .into_iter()
+        .flatten()
+    {
+        dictionary.put(out, part);
+    }
+    dictionary.put(out, &item.source.reference);
+    if let Some(uri) = &item.source.uri {
+        dictionary.put(out, uri);
+    }
+    match hash_bytes {
+        Some(bytes) => out.extend_from_slice(&bytes),
+        None => put_str(out, &item.content_hash),
+    }
+    if let Some(speaker) = &item.speaker {
+        dictionary.put(out, speaker);
+    }
+    put_varint(out, item.tags.len() as u64);
+    for tag in &item.tags {
+        dictionary.put(out, tag);
+    }
+    if let Some(days) = item.privacy.retention_days {
+        put_varint(out, u64::from(days));
+    }
+    out.extend_from_slice(&item.created_at.0.to_le_bytes());
+    out.extend_from_slice(&item.updated_at.0.to_le_bytes());
+    if let Some(t) = item.last_used_at {
+        out.extend_from_slice(&t.0.to_le_bytes());
+    }
+    put_varint(out, item.usage_count);
+    if let Some(f) = &item.follows {
+        put_str(out, f);
+    }
+    if let Some(t) = item.deleted_at {
+        out.extend_from_slice(&t.0.to_le_bytes());
+    }
+    if let Some(lines) = item.source_lines {
+        put_varint(out, u64::from(lines.start));
+        put_varint(out, u64::from(lines.end));
+    }
+    if let Some(k) = &item.key {
+        put_str(out, k);
+    }
+    if let Some(rest) = rest {
+        put_str(out, &rest);
+    }
+}
+
+/// The fields of `item` a row does not hold in binary, as a JSON object,
+/// when it has any.
+fn rest_of(item: &MemoryItem) -> Option<String> {
+    let serde_json::Value::Object(mut fields) = serde_json::to_value(item).ok()? else {
+        return None;
+    };
+    for name in HANDLED {
+        fields.remove(name);
+    }
+    (!fields.is_empty()).then(|| serde_json::Value::Object(fields).to_string())
+}
+
+fn read_row(reader: &mut Reader<'_>, strings: &[&str]) -> Result<MemoryItem, CodecError> {
+    let id = reader.str()?.to_string();
+    let text = reader.str()?.to_string();
+    let mut pick = |what: &str, count: usize| -> Result<usize, CodecError> {
+        let b = reader.byte()? as usize;
+        if b < count {
+            Ok(b)
+        } else {
+            Err(CodecError::Payload(format!("catalog part: a bad {what}")))
+        }
+    };
+    let kind = Kind::ALL[pick("kind", Kind::ALL.len())?];
+    let status = STATUSES[pick("status", STATUSES.len())?];
+    let source_kind = SOURCE_KINDS[pick("source kind", SOURCE_KINDS.len())?];
+    let role = match pick("role", ROLES.len() + 1)? {
+        0 => None,
+        r => Some(ROLES[r - 1]),
+    };
+    let flags = reader.varint64()?;
+    if flags & !ALL_FLAGS != 0 {
+        return Err(reader.bad("unknown flags"));
+    }
+    let has = |bit: u64| flags & bit != 0;
+    let word = |reader: &mut Reader<'_>| -> Result<String, CodecError> {
+        let index = reader.varint64()?;
+        let s = usize::try_from(index).ok().and_then(|i| strings.get(i));
+        s.map(|s| s.to_string())
+            .ok_or_else(|| reader.bad("a string index past the dictionary"))
+    };
+    let optional_word = |reader: &mut Reader<'_>, bit: u64| -> Result<Option<String>, CodecError> {
+        if has(bit) {
+            word(reader).map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    let user_id = word(reader)?;
+    let workspace_id = word(reader)?;
+    let scope = Scope {
+        user_id,
+        workspace_id,
+        project_id: optional_word(reader, PROJECT)?,
+        card_id: optional_word(reader, CARD)?,
+        session_id: optional_word(reader, SESSION)?,
+    };
+    let source = Source {
+        kind: source_kind,
+        reference: word(reader)?,
+        uri: optional_word(reader, URI)?,
+    };
+    let content_hash = if has(HASH_BYTES) {
+        hex(reader.take(32)?)
+    } else {
+        reader.str()?.to_string()
+    };
+    let speaker = optional_word(reader, SPEAKER)?;
+    let tag_count = reader.varint64()?;
+    if tag_count > reader.remaining() as u64 {
+        return Err(reader.bad("more tags than bytes"));
+    }
+    let mut tags = Vec::with_capacity(tag_count as usize);
+    for _ in 0..tag_count {
+        tags.push(word(reader)?);
+    }
+    let retention_days = if has(RETENTION) {
+        Some(reader.varint()?)
+    } else {
+        None
+    };
+    let created_at = time(reader)?;
+    let updated_at = time(reader)?;
+    let last_used_at = if has(LAST_USED) {
+        Some(time(reader)?)
+    } else {
+        None
+    };
+    let usage_count = reader.varint64()?;
+    let follows = if has(FOLLOWS) {
+        Some(reader.str()?.to_string())
+    } else {
+        None
+    };
+    let deleted_at = if has(DELETED) {
+        Some(time(reader)?)
+    } else {
+        None
+    };
+    let source_lines = if has(SOURCE_LINES) {
+        let start = reader.varint()?;
+        let end = reader.varint()?;
+        Some(LineRange { start, end })
+    } else {
+        None
+    };
+    let key = if has(KEY) {
+        Some(reader.str()?.to_string())
+    } else {
+        None
+    };
+    let item = MemoryItem {
+        id,
+        text,
+        kind,
+        scope,
+        status,
+        pinned: has(PINNED),
+        source,
+        content_hash,
+        role,
+        speaker,
+        tags,
+        privacy: Privacy {
+            pii: has(PII),
+            private: has(PRIVATE),
+            retention_days,
+        },
+        created_at,
+        updated_at,
+        last_used_at,
+        usage_count,
+        merged_from: Vec::new(),
+        follows,
+        deleted_at,
+        source_lines,
+        key,
+        metadata: None,
+        history: Vec::new(),
+        superseded_at: None,
+        superseded_by: None,
+        supersedes: Vec::new(),
+        summary_of: Vec::new(),
+    };
+    if !has(REST) {
+        return Ok(item);
+    }
+    let rest = reader.str()?;
+    with_rest(item, rest).map_err(|m| reader.bad(&m))
+}
+
+/// `item` with the fields of `rest`, a JSON object of fields a row does
+/// not hold in binary.
+fn with_rest(item: MemoryItem, rest: &str) -> Result<MemoryItem, String> {
+    let rest: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(rest).map_err(|e| format!("its rest: {e}"))?;
+    let serde_json::Value::Object(mut fields) =
+        serde_json::to_value(&item).map_err(|e| e.to_string())?
+    else {
+        return Err("a memory is not a JSON object".into());
+    };
+    for (name, value) in rest {
+        if HANDLED.contains(&name.as_str()) {
+            return Err(format!("its rest holds `{name}`"));
+        }
+        fields.insert(name, value);
+    }
+    serde_json::from_value(serde_json::Value::Object(fields)).map_err(|e| format!("its rest: {e}"))
+}
+
+fn time(reader: &mut Reader<'_>) -> Result<Timestamp, CodecError> {
+    let bytes: [u8; 8] = reader
+        .take(8)?
+        .try_into()
+        .map_err(|_| reader.bad("truncated"))?;
+    Timestamp::from_millis(i64::from_le_bytes(bytes))
+        .map_err(|_| reader.bad("a time outside years 1..=9999"))
+}
+
+/// `bytes` as lowercase hex digits.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
+/// The 32 bytes of a content hash written as 64 lowercase hex digits.
+fn hex_bytes(hash: &str) -> Option<[u8; 32]> {
+    let digits = hash.as_bytes();
+    if digits.len() != 64 {
+        return None;
+    }
+    let nibble = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; 32];
+    for (i, pair) in digits.chunks_exact(2).enumerate() {
+        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain() -> MemoryItem {
+        serde_json::from_value(serde_json::json!({
+            "id": "m1", "text": "Carol: the shed key hangs by the door",
+            "kind": "episodic", "scope": {"userId": "carol", "workspaceId": "garden"},
+            "status": "approved", "pinned": false, "source": {"kind": "manual", "ref": ""},
+            "contentHash": "9d19118d641939e07e91bd8dec6a1d5380794462ec904c207cedb5ae609a31fb",
+            "tags": [], "privacy": {"pii": false, "private": false},
+            "createdAt": "2023-11-14T22:13:20.000Z", "updatedAt": "2023-11-14T22:13:20.000Z",
+            "usageCount": 0
+        }))
+        .unwrap()
+    }
+
+    /// Every field set, including those the rest holds.
+    fn full() -> MemoryItem {
+        serde_json::from_value(serde_json::json!({
+            "id": "m2", "text": "東京 note\nwith lines", "kind": "document",
+            "scope": {"userId": "u", "workspaceId": "w", "projectId": "p", "cardId": "c", "sessionId": "s"},
+            "status": "pending", "pinned": true,
+            "source": {"kind": "file", "ref": "/notes/a.md", "uri": "file:///notes/a.md"},
+            "contentHash": "not-hex", "role": "assistant", "speaker": "Caroline",
+            "tags": ["house", "garden", "house"],
+            "privacy": {"pii": true, "private": true, "retentionDays": 30},
+            "createdAt": "2023-11-14T22:13:20.000Z", "updatedAt": "2023-11-14T22:14:20.000Z",
+            "lastUsedAt": "2023-11-14T22:15:20.000Z", "usageCount": 18446744073709551615u64,
+            "mergedFrom": [{"source": {"kind": "manual", "ref": ""},
+                "mergedAt": "2023-11-14T22:14:20.000Z", "createdAt": "2023-11-14T22:14:20.000Z",
+                "text": "variant"}],
+            "follows": "m1", "deletedAt": "2023-11-14T22:16:20.000Z",
+            "sourceLines": {"start": 3, "end": 9}, "key": "k/1",
+            "metadata": {"a": [1, {"b": null}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn rows_give_back_every_field() {
+        let items = [plain(), full(), plain()];
+        let refs: Vec<&MemoryItem> = items.iter().collect();
+        let part = encode_catalog(&refs);
+        assert_eq!(decode_catalog(&part, 3).unwrap(), items);
+        assert!(decode_catalog(&part, 2).is_err());
+        // The scope's strings are written once.
+        let carol = part.windows(5).filter(|w| w == b"carol").count();
+        assert_eq!(carol, 1);
+        let (fits, again) = rows_for(&refs);
+        assert_eq!(fits, [true, true, true]);
+        assert_eq!(again, part);
+        assert!(decode_catalog(&encode_catalog(&[]), 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn damaged_parts_are_refused_without_panicking() {
+        let items = [plain(), full()];
+        let refs: Vec<&MemoryItem> = items.iter().collect();
+        let part = encode_catalog(&refs);
+        for end in 0..part.len() {
+            assert!(decode_catalog(&part[..end], 2).is_err(), "cut at {end}");
+        }
+        let mut longer = part.clone();
+        longer.push(0);
+        assert!(decode_catalog(&longer, 2).is_err());
+        for i in 0..part.len() {
+            for bit in 0..8 {
+                let mut bad = part.clone();
+                bad[i] ^= 1 << bit;
+                let _ = decode_catalog(&bad, 2);
+            }
+        }
+        // A rest may not hold a field the row holds.
+        assert!(with_rest(plain(), r#"{"text":"x"}"#).is_err());
+        assert!(with_rest(plain(), r#"{"unknown":1}"#).is_err());
+    }
+}
