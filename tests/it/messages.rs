@@ -1,13 +1,13 @@
 //! Chat messages as input (`ingest_messages`) and who said a memory (`role`,
 //! `speaker`): the messages' order is the memories' order when they share a
 //! time, the capture policies hold inside any part, retrieval filters by
-//! role, ranking matches the speaker field, the fields survive a reopen,
-//! and `update` corrects them.
+//! role, ranking matches the speaker field, injected entries name who said
+//! them, the fields survive a reopen, and `update` corrects them.
 
 use memtide::env::FixedEnvironment;
 use memtide::{
-    HistoryKind, IngestOutcome, IngestReason, ListQuery, Memory, MemoryInput, MemoryPatch,
-    MessageOptions, PartType, RetrieveQuery, Role, SourceKind, Timestamp,
+    HistoryKind, IngestOutcome, IngestReason, InjectQuery, ListQuery, Memory, MemoryInput,
+    MemoryPatch, MessageOptions, PartType, RetrieveQuery, Role, SourceKind, Timestamp,
 };
 use memtide_testkit::store::{open, records, scope, T0};
 use serde_json::{json, Value};
@@ -356,4 +356,31 @@ fn a_patch_refuses_a_bad_speaker_and_a_voice_for_a_file_chunk() {
         assert_eq!(err.code(), "INVALID_INPUT");
         assert!(err.to_string().contains("no role or speaker"), "{err}");
     }
+}
+
+#[test]
+fn injected_entries_name_who_said_them() {
+    let mut mem = open();
+    mem.ingest_messages(&conversation(), &MessageOptions::new(scope()))
+        .unwrap();
+    let retrieve = RetrieveQuery {
+        min_relevance: Some(0.0),
+        ..RetrieveQuery::new("greyhound Pixel sofa couch", scope())
+    };
+    let query = InjectQuery::new(retrieve, 1_000);
+    let block = mem.inject(&query).unwrap().block;
+    // Caroline by name, the assistant by role, the unnamed user by nothing.
+    assert!(
+        block.contains(") Caroline: I adopted a greyhound named Pixel"),
+        "{block}"
+    );
+    assert!(
+        block.contains(") assistant: Pixel is a lovely name"),
+        "{block}"
+    );
+    assert!(
+        block.contains(") assistant: Greyhounds are famous couch potatoes."),
+        "{block}"
+    );
+    assert!(block.contains(") She sleeps on the sofa."), "{block}");
 }
