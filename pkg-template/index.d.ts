@@ -482,6 +482,10 @@ export interface MemoryPatch {
   metadata?: Metadata;
   /** `true` soft-deletes, `false` restores. */
   deleted?: boolean;
+  /** Who said it. */
+  role?: Role;
+  /** The speaker's name; `""` removes it. */
+  speaker?: string;
 }
 
 export interface Stats {

@@ -101,7 +101,8 @@ rust_tests "browser tests (headless Chromium)" bash scripts/test-browser.sh --no
 node_tests "node tests of the npm package" tests/js/
 check "pack the npm package and install it into the test apps" bash scripts/pack-apps.sh
 # Node, Vite (dev and build), webpack, Wrangler, Deno and Next.js apps, built
-# with the real tools and run where their users run them; and the storage
+# with the real tools and run where their users run them; the AI SDK and
+# LangGraph integrations in Node and in Chromium; and the storage
 # adapters' conformance suite in Node, workerd (KV, Durable Objects) and Deno.
 node_tests "apps using the installed package (tests/apps)" tests/apps/*.test.mjs
 rust_tests "deno tests (examples/deno)" bash scripts/test-deno.sh

@@ -95,6 +95,8 @@ pub fn changes(
         ("privacy", before.privacy != after.privacy),
         ("source", before.source != after.source),
         ("metadata", before.metadata != after.metadata),
+        ("role", before.role != after.role),
+        ("speaker", before.speaker != after.speaker),
         ("createdAt", before.created_at != after.created_at),
     ];
     let fields: Vec<String> = content

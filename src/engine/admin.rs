@@ -11,7 +11,7 @@ use super::{DeleteAllResult, Engine, ListPage, ListQuery, MemoryPatch, Stats};
 use crate::codec::{self, FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::index::Bm25Index;
-use crate::item::{validate_item_id, MemoryItem, Scope, ScopeFilter, Status, Timestamp};
+use crate::item::{validate_id, validate_item_id, MemoryItem, Scope, ScopeFilter, Status, Timestamp};
 use crate::metadata;
 use crate::text;
 
@@ -81,15 +81,17 @@ impl Engine {
         now: Timestamp,
         txn: &mut Txn,
     ) -> Result<MemoryItem> {
-        let mut item = self.get(id)?.clone();
+        let before = self.get(id)?.clone();
+        let mut item = before.clone();
         if let Some((path, _)) = item.file_location() {
-            if patch.text.is_some() || patch.source.is_some() {
+            // A chunk holds a file's words: nobody said them.
+            let voiced = patch.role.is_some() || patch.speaker.is_some();
+            if patch.text.is_some() || patch.source.is_some() || voiced {
                 return Err(Error::invalid(format!(
-                    "memory `{id}` is a chunk of file `{path}`: its text and source change with the file"
+                    "memory `{id}` is a chunk of file `{path}`: its text and source change with the file, and it has no role or speaker"
                 )));
             }
         }
-        let mut new_vector = None;
         if let Some(raw) = &patch.text {
             self.check_text_size("text", raw)?;
             let text = match text_to_store(raw, self.config.secrets)? {
@@ -115,10 +117,6 @@ impl Engine {
                         "the new text is identical to memory `{other}` in the same scope"
                     )));
                 }
-            }
-            if text != item.text {
-                let said = text::said_text(&text, item.speaker.as_deref());
-                new_vector = Some(self.embed(&[said.as_ref()])?.and_then(|mut v| v.pop()));
             }
             item.text = text;
             item.content_hash = hash;
@@ -149,16 +147,34 @@ impl Engine {
             self.check_metadata(&metadata)?;
             item.metadata = metadata::normalize(Some(metadata));
         }
+        if let Some(role) = patch.role {
+            item.role = Some(role);
+        }
+        match patch.speaker.as_deref() {
+            Some("") => item.speaker = None,
+            Some(speaker) => {
+                validate_id("speaker", speaker)?;
+                item.speaker = Some(speaker.to_string());
+            }
+            None => {}
+        }
         match patch.deleted {
             Some(true) if item.deleted_at.is_none() => item.deleted_at = Some(now),
             Some(false) => item.deleted_at = None,
             _ => {}
         }
+        // A memory is embedded as said (`text::said_text`: its speaker's
+        // name, then its text), so a new text or speaker gets a fresh
+        // embedding (or loses its stale one).
+        let new_vector = if item.text != before.text || item.speaker != before.speaker {
+            let said = text::said_text(&item.text, item.speaker.as_deref());
+            Some(self.embed(&[said.as_ref()])?.and_then(|mut v| v.pop()))
+        } else {
+            None
+        };
         item.updated_at = now;
-        let before = self.get(id)?.clone();
         self.record_history(&before, &mut item, now);
         self.write(txn, id, Some(item.clone()));
-        // A changed text gets a fresh embedding (or loses its stale one).
         if let Some(vector) = new_vector {
             if vector.is_some() || self.embeddings.contains_key(id) {
                 self.write_vector(txn, id, vector);

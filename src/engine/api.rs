@@ -550,6 +550,10 @@ pub struct MemoryPatch {
     pub metadata: Option<Metadata>,
     /// `true` soft-deletes, `false` restores a soft-deleted memory.
     pub deleted: Option<bool>,
+    /// Who said it (`user`, `assistant`, `system`).
+    pub role: Option<Role>,
+    /// The speaker's name (`""` removes it).
+    pub speaker: Option<String>,
 }
 
 /// A listing request.

@@ -87,8 +87,11 @@ impl Engine {
             if !same_context {
                 self.unindex_vector(*d);
             }
+            // A memory is indexed by its text and its speaker's name
+            // (`text::said_terms`).
             let unchanged_text = new.as_ref().is_some_and(|n| {
                 n.text == item.text
+                    && n.speaker == item.speaker
                     && n.scope.tenant() == item.scope.tenant()
                     && n.is_deleted() == item.is_deleted()
             });

@@ -6,13 +6,18 @@
 // (LangGraph publishes no validation suite for stores: its
 // @langchain/langgraph-checkpoint-validation checks checkpoint savers
 // only); and the examples of docs/integrations/langgraph.md run as written.
+// The graph's scenario (langgraph/scenario.mjs) runs in Chromium too, in
+// tests/apps/integrations.test.mjs.
+// Run: bash scripts/pack-apps.sh && node --test tests/apps/langgraph.test.mjs
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFile, rm, writeFile } from "node:fs/promises";
 
 import { Memory } from "memtide";
 import { MemoryStore } from "memtide/langgraph";
-import { Annotation, BaseStore, END, InMemoryStore, START, StateGraph } from "@langchain/langgraph";
+import { BaseStore, InMemoryStore } from "@langchain/langgraph";
+import { runGraph } from "./langgraph/scenario.mjs";
+import { judgeGraph } from "./langgraph/judge.mjs";
 
 /** A storage adapter over a Map, so a test can reopen a store and read its bytes. */
 function mapStorage() {
@@ -45,52 +50,7 @@ test("MemoryStore is a BaseStore that refuses what is not a memtide Memory", asy
 
 test("a graph writes memories in one run and reads them in a later run, after a reopen", async () => {
   const storage = mapStorage();
-  const State = Annotation.Root({
-    userId: Annotation(),
-    remember: Annotation(),
-    question: Annotation(),
-    recalled: Annotation(),
-  });
-  const build = (store) => new StateGraph(State)
-    .addNode("write", async (state, config) => {
-      if (state.remember) {
-        const namespace = ["memories", state.userId];
-        const existing = await config.store.search(namespace, { limit: 100 });
-        await config.store.put(namespace, `fact-${existing.length + 1}`, { text: state.remember, source: "chat" });
-      }
-      return {};
-    })
-    .addNode("recall", async (state, config) => {
-      const hits = await config.store.search(["memories", state.userId], { query: state.question, limit: 1 });
-      return { recalled: hits.map((h) => ({ text: h.value.text, key: h.key, score: h.score })) };
-    })
-    .addEdge(START, "write")
-    .addEdge("write", "recall")
-    .addEdge("recall", END)
-    .compile({ store });
-
-  const memory = await Memory.open({ storage });
-  const graph = build(new MemoryStore({ memory, index: { fields: ["text"] } }));
-  await graph.invoke({ userId: "alice", remember: "Alice's sister Mara lives in Lisbon.", question: "where does Mara live" });
-  await graph.invoke({ userId: "alice", remember: "Alice is allergic to peanuts.", question: "peanuts" });
-  await graph.invoke({ userId: "bob", remember: "Bob's sister lives in Oslo.", question: "sister" });
-  await memory.close();
-
-  const reopened = await Memory.open({ storage });
-  const later = build(new MemoryStore({ memory: reopened, index: { fields: ["text"] } }));
-  const out = await later.invoke({ userId: "alice", question: "Which city does Mara live in?" });
-  assert.equal(out.recalled.length, 1);
-  assert.equal(out.recalled[0].text, "Alice's sister Mara lives in Lisbon.");
-  assert.equal(out.recalled[0].key, "fact-1");
-  assert.ok(out.recalled[0].score > 0 && out.recalled[0].score <= 1);
-  const bob = await later.invoke({ userId: "bob", question: "Lisbon sister" });
-  assert.deepEqual(bob.recalled.map((r) => r.text), ["Bob's sister lives in Oslo."], "namespaces stay apart");
-  // The items are memtide memories: keyed, with the value as metadata.
-  const [fact] = (await reopened.list({ scope: { userId: "langgraph", metadata: { source: "chat" } }, limit: 10 })).items
-    .filter((m) => m.key === "fact-2");
-  assert.equal(fact.scope.projectId, "memories:alice");
-  assert.deepEqual(fact.metadata, { text: "Alice is allergic to peanuts.", source: "chat" });
-  await reopened.close();
+  judgeGraph(await runGraph(() => Memory.open({ storage })));
 });
 
 /** The operations both stores run, one step at a time. */

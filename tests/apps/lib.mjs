@@ -63,12 +63,12 @@ export async function serve(dir) {
 }
 
 /**
- * Loads the app at `url` in a fresh Chromium profile, then reloads it, and
- * returns what the page left in `window.memtideApp` each time. A page that
- * fails before it gets there (a module that does not load) rejects with the
- * page's error.
+ * Loads the app at `url` in a fresh Chromium profile, then reloads it
+ * `times - 1` times, and returns what the page left in `window.memtideApp`
+ * each time. A page that fails before it gets there (a module that does not
+ * load) rejects with the page's error.
  */
-export async function visitTwice(url) {
+export async function visit(url, times) {
   const browser = await launchChromium();
   try {
     const page = await (await browser.newContext()).newPage();
@@ -78,8 +78,8 @@ export async function visitTwice(url) {
     const pageError = new Promise((_, reject) => { failed = reject; });
     page.on("pageerror", (e) => failed(new Error(`page error: ${e.stack ?? e}\n${problems.join("\n")}`)));
     const outcomes = [];
-    for (const load of [() => page.goto(url), () => page.reload()]) {
-      await load();
+    for (let load = 0; load < times; load += 1) {
+      await (load === 0 ? page.goto(url) : page.reload());
       // Only a guard against a hang: a working app answers in seconds.
       const outcome = page.waitForFunction(() => window.memtideApp, null, { timeout: 180_000 }).then((h) => h.jsonValue());
       outcomes.push(await Promise.race([outcome, pageError]));
@@ -89,6 +89,9 @@ export async function visitTwice(url) {
     await browser.close();
   }
 }
+
+/** Loads the app at `url`, then reloads it: see `visit`. */
+export const visitTwice = (url) => visit(url, 2);
 
 /** The outcomes of a working browser app: stored on the first visit, found again after the reload. */
 export const remembered = [{ before: 0, hits: [text] }, { before: 1, hits: [text] }];

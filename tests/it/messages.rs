@@ -1,12 +1,13 @@
 //! Chat messages as input (`ingest_messages`) and who said a memory (`role`,
 //! `speaker`): the messages' order is the memories' order when they share a
 //! time, the capture policies hold inside any part, retrieval filters by
-//! role, ranking matches the speaker field, and the fields survive a reopen.
+//! role, ranking matches the speaker field, injected entries name who said
+//! them, the fields survive a reopen, and `update` corrects them.
 
 use memtide::env::FixedEnvironment;
 use memtide::{
-    IngestOutcome, IngestReason, ListQuery, Memory, MemoryInput, MessageOptions, PartType,
-    RetrieveQuery, Role, SourceKind, Timestamp,
+    HistoryKind, IngestOutcome, IngestReason, InjectQuery, ListQuery, Memory, MemoryInput,
+    MemoryPatch, MessageOptions, PartType, RetrieveQuery, Role, SourceKind, Timestamp,
 };
 use memtide_testkit::store::{open, records, scope, T0};
 use serde_json::{json, Value};
@@ -223,4 +224,165 @@ fn exports_of_memories_that_record_a_speaker_are_version_3_and_round_trip() {
         .items
         .iter()
         .any(|i| i.speaker.as_deref() == Some("Caroline")));
+}
+
+#[test]
+fn a_patch_corrects_who_said_a_memory_and_retrieval_follows() {
+    let mut mem = open();
+    let said = MemoryInput {
+        role: Some(Role::User),
+        speaker: Some("Caroline".to_string()),
+        ..MemoryInput::new("I repaint my bike every spring.", scope())
+    };
+    let id = mem.ingest(vec![said]).unwrap()[0].id.clone().unwrap();
+    let hits = |mem: &mut memtide_testkit::store::Mem, text: &str, roles| -> Vec<String> {
+        let query = RetrieveQuery {
+            roles,
+            dry_run: true,
+            ..RetrieveQuery::new(text, scope())
+        };
+        mem.retrieve(&query)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.item.id)
+            .collect()
+    };
+    assert_eq!(hits(&mut mem, "Caroline", None), [id.as_str()]);
+
+    let patch = MemoryPatch {
+        role: Some(Role::Assistant),
+        speaker: Some("Melanie".to_string()),
+        ..MemoryPatch::default()
+    };
+    let item = mem.update(&id, patch).unwrap();
+    assert_eq!(
+        (item.role, item.speaker.as_deref()),
+        (Some(Role::Assistant), Some("Melanie"))
+    );
+    let last = mem.history(&id).unwrap().pop().unwrap();
+    assert_eq!(last.event, HistoryKind::Updated);
+    assert_eq!(last.fields, ["role", "speaker"]);
+    // The speaker's name is among the terms the memory is indexed by: the
+    // new name finds it, the old one no more, before and after a reopen
+    // (which reads the terms a segment stored).
+    let check = |mem: &mut memtide_testkit::store::Mem| {
+        assert_eq!(hits(mem, "Melanie", None), [id.as_str()]);
+        assert!(hits(mem, "Caroline", None).is_empty());
+        assert_eq!(
+            hits(mem, "bike", Some(vec![Role::Assistant])),
+            [id.as_str()]
+        );
+        assert!(hits(mem, "bike", Some(vec![Role::User])).is_empty());
+    };
+    check(&mut mem);
+    let mut mem = Memory::open(
+        mem.into_storage(),
+        FixedEnvironment::new(Timestamp(T0)),
+        Default::default(),
+    )
+    .unwrap();
+    check(&mut mem);
+    assert_eq!(mem.get(&id).unwrap(), item);
+
+    // `""` removes the speaker; the role stays.
+    let cleared = MemoryPatch {
+        speaker: Some(String::new()),
+        ..MemoryPatch::default()
+    };
+    let item = mem.update(&id, cleared).unwrap();
+    assert_eq!((item.role, item.speaker), (Some(Role::Assistant), None));
+    assert!(hits(&mut mem, "Melanie", None).is_empty());
+    assert_eq!(mem.history(&id).unwrap().pop().unwrap().fields, ["speaker"]);
+    // Naming the same speaker again changes nothing and records nothing.
+    let events = mem.history(&id).unwrap().len();
+    mem.update(
+        &id,
+        MemoryPatch {
+            role: Some(Role::Assistant),
+            ..MemoryPatch::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(mem.history(&id).unwrap().len(), events);
+}
+
+#[test]
+fn a_patch_refuses_a_bad_speaker_and_a_voice_for_a_file_chunk() {
+    let mut mem = open();
+    let id = mem
+        .ingest(vec![MemoryInput::new("The tide turns at noon.", scope())])
+        .unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    let before = records(mem.storage());
+    for bad in ["bad\u{7}name", &"x".repeat(10_000)] {
+        let patch = MemoryPatch {
+            speaker: Some(bad.to_string()),
+            role: Some(Role::User),
+            ..MemoryPatch::default()
+        };
+        assert_eq!(mem.update(&id, patch).unwrap_err().code(), "INVALID_INPUT");
+    }
+    assert_eq!(
+        records(mem.storage()),
+        before,
+        "a refused patch writes nothing"
+    );
+    assert_eq!(mem.get(&id).unwrap().role, None);
+
+    mem.sync_file(
+        &scope(),
+        "notes/MEMORY.md",
+        "# Notes\n\nThe boat is moored at pier 4.\n",
+    )
+    .unwrap();
+    let chunk = mem
+        .list(&ListQuery::default())
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|i| i.text.contains("pier 4"))
+        .unwrap();
+    for patch in [
+        MemoryPatch {
+            role: Some(Role::User),
+            ..MemoryPatch::default()
+        },
+        MemoryPatch {
+            speaker: Some("Caroline".to_string()),
+            ..MemoryPatch::default()
+        },
+    ] {
+        let err = mem.update(&chunk.id, patch).unwrap_err();
+        assert_eq!(err.code(), "INVALID_INPUT");
+        assert!(err.to_string().contains("no role or speaker"), "{err}");
+    }
+}
+
+#[test]
+fn injected_entries_name_who_said_them() {
+    let mut mem = open();
+    mem.ingest_messages(&conversation(), &MessageOptions::new(scope()))
+        .unwrap();
+    let retrieve = RetrieveQuery {
+        min_relevance: Some(0.0),
+        ..RetrieveQuery::new("greyhound Pixel sofa couch", scope())
+    };
+    let query = InjectQuery::new(retrieve, 1_000);
+    let block = mem.inject(&query).unwrap().block;
+    // Caroline by name, the assistant by role, the unnamed user by nothing.
+    assert!(
+        block.contains(") Caroline: I adopted a greyhound named Pixel"),
+        "{block}"
+    );
+    assert!(
+        block.contains(") assistant: Pixel is a lovely name"),
+        "{block}"
+    );
+    assert!(
+        block.contains(") assistant: Greyhounds are famous couch potatoes."),
+        "{block}"
+    );
+    assert!(block.contains(") She sleeps on the sofa."), "{block}");
 }

@@ -1,6 +1,7 @@
 //! The engine's semantic layer with a small deterministic embedder (so these
 //! tests need no model file): hybrid retrieval, persisted embeddings, model
-//! changes, re-embedding on edits, the semantic near-duplicate gate.
+//! changes, re-embedding on edits (of the text or the speaker), the
+//! semantic near-duplicate gate.
 //! `tests/portable/embed_golden.rs` covers the real MiniLM.
 
 use std::sync::Arc;
@@ -221,6 +222,61 @@ fn edits_re_embed_and_hard_deletes_erase_the_vector() {
             .items,
         0
     );
+}
+
+/// The stored vector record of the one memory `mem` holds that says `text`
+/// with `speaker` (ingested so, in a store of its own, when `mem` is `None`).
+fn said_vector(
+    mem: Option<&Memory<MemoryStorage, FixedEnvironment>>,
+    text: &str,
+    speaker: Option<&str>,
+) -> Vec<u8> {
+    let fresh;
+    let mem = match mem {
+        Some(mem) => mem,
+        None => {
+            let mut other = open(MemoryStorage::new());
+            other.set_embedder(model("concepts-v1")).unwrap();
+            let input = MemoryInput {
+                speaker: speaker.map(str::to_string),
+                ..MemoryInput::new(text, ws())
+            };
+            other.ingest(vec![input]).unwrap();
+            fresh = other;
+            &fresh
+        }
+    };
+    let mut vectors: Vec<Vec<u8>> = records(mem.storage())
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("vec/"))
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(vectors.len(), 1);
+    vectors.remove(0)
+}
+
+#[test]
+fn a_new_speaker_re_embeds_the_memory_as_said_by_them() {
+    let text = "We drove the sedan to the coast";
+    let mut mem = open(MemoryStorage::new());
+    mem.set_embedder(model("concepts-v1")).unwrap();
+    let input = MemoryInput {
+        speaker: Some("Caroline".into()),
+        ..MemoryInput::new(text, ws())
+    };
+    let id = mem.ingest(vec![input]).unwrap().remove(0).id.unwrap();
+    let caroline = said_vector(Some(&mem), text, Some("Caroline"));
+    assert_eq!(caroline, said_vector(None, text, Some("Caroline")));
+    for speaker in [Some("Melanie"), None] {
+        let patch = MemoryPatch {
+            speaker: Some(speaker.unwrap_or_default().to_string()),
+            ..Default::default()
+        };
+        mem.update(&id, patch).unwrap();
+        let stored = said_vector(Some(&mem), text, speaker);
+        assert_ne!(stored, caroline);
+        assert_eq!(stored, said_vector(None, text, speaker), "{speaker:?}");
+    }
 }
 
 /// The record format version of the stored record `key`.

@@ -461,6 +461,12 @@ test("a conversation is ingested from chat messages, with who said each part", a
   const hits = store.retrieve(retrieveQuery("bike", home, { roles: ["user"] }));
   assert.deepEqual(hits.map((h) => h.item.id), [items[0].id]);
   assert.equal(store.list(listQuery({ roles: ["assistant"] })).items.length, 2);
+  // A patch corrects who said it; the role filter and the history follow.
+  const fixed = store.update(items[0].id, { role: "assistant", speaker: "Bot" });
+  assert.deepEqual([fixed.role, fixed.speaker], ["assistant", "Bot"]);
+  assert.equal(store.list(listQuery({ roles: ["assistant"] })).items.length, 3);
+  assert.deepEqual(store.history(items[0].id).at(-1).fields, ["role", "speaker"]);
+  assert.equal(store.update(items[0].id, { speaker: "" }).speaker, undefined);
   const bad = errorOf(() => store.ingestMessages("[{\"role\": \"narrator\"}]", { scope: home }));
   assert.equal(bad.code, "invalid-input");
   assert.match(bad.message, /messages\[0\]: role/);

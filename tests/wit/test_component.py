@@ -250,6 +250,8 @@ def patch(**extra):
         source=None,
         metadata=None,
         deleted=None,
+        role=None,
+        speaker=None,
     )
     fields.update(extra)
     return record(**fields)

@@ -549,6 +549,8 @@ fn memory_patch(patch: w::MemoryPatch) -> memtide::Result<MemoryPatch> {
         source: patch.source.map(Into::into),
         metadata: metadata(patch.metadata, "metadata")?,
         deleted: patch.deleted,
+        role: patch.role.map(Into::into),
+        speaker: patch.speaker,
     })
 }
 

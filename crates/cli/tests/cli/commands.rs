@@ -1043,6 +1043,25 @@ fn ingest_messages_reads_a_conversation_and_list_filters_by_role() {
     assert_eq!(users[0]["speaker"], "Caroline");
     assert_eq!(users[0]["role"], "user");
 
+    // `update` corrects who said it; the role filter and the history follow.
+    let fixed = &ok(
+        store,
+        &["update", "m000001"],
+        r#"{"role":"assistant","speaker":"Melanie"}"#,
+    )[0];
+    assert_eq!(
+        (&fixed["role"], &fixed["speaker"]),
+        (&json!("assistant"), &json!("Melanie"))
+    );
+    assert!(ok(store, &["list", "--role", "user"], "").is_empty());
+    let history = ok(store, &["history", "m000001"], "");
+    assert_eq!(
+        history.last().unwrap()["fields"],
+        json!(["role", "speaker"])
+    );
+    let err = fails(store, &["update", "m000001"], r#"{"role":"narrator"}"#);
+    assert!(err.starts_with("error[INVALID_INPUT]: "), "{err}");
+
     let err = fails(
         store,
         &args,
