@@ -43,7 +43,9 @@ test("a conversation of mixed shapes becomes memories in order, with who said th
   const fixed = await again.update(items[1].id, { role: "user", speaker: "Ingrid" });
   assert.deepEqual([fixed.role, fixed.speaker], ["user", "Ingrid"]);
   assert.equal((await again.list({ roles: ["user"] })).items.length, 3);
-  assert.deepEqual((await again.retrieve({ text: "Ingrid", scope })).map((h) => h.item.id).sort(), [items[1].id, items[2].id].sort());
+  // The two said by or naming Ingrid come first (a turn next to them may follow, with a share of their score).
+  const ingrid = (await again.retrieve({ text: "Ingrid", scope })).map((h) => h.item.id);
+  assert.deepEqual(ingrid.slice(0, 2).sort(), [items[1].id, items[2].id].sort());
   assert.deepEqual((await again.history(items[1].id)).at(-1).fields, ["role", "speaker"]);
   assert.equal((await again.update(items[1].id, { speaker: "" })).speaker, undefined);
   await assert.rejects(again.update(items[1].id, { role: "narrator" }), (e) => e instanceof MemtideError && e.code === "INVALID_INPUT");
