@@ -17,15 +17,21 @@ use serde::Serialize;
 use memtide::env::{Environment, FixedEnvironment, SystemEnvironment};
 
 use memtide::storage::FsStorage;
+
+mod plumbing;
+
 use memtide::{
     parse_operations, Admission, Config, Error, HotFileSync, InjectQuery, Kind, ListQuery, Memory,
     MemoryInput, MemoryPatch, MessageOptions, OperationsRequest, PartType, RetrieveHit,
     RetrieveQuery, Role, Scope, ScopeFilter, ScoreBreakdown, Source, Status, SummaryInput,
     SummaryQuery, Timestamp,
 };
-
-/// Largest standard input accepted, in bytes.
-const MAX_STDIN_BYTES: usize = 256 * 1024 * 1024;
+#[cfg(feature = "semantic")]
+use plumbing::embed;
+use plumbing::{
+    check_lines, parse_json_lines, parse_object, print_json, read_limited, read_text_file,
+    read_text_file_or_empty, stored_path, write_file_atomically, Failure, Line, MAX_STDIN_BYTES,
+};
 
 /// Long-term memory for LLM chat clients, over a directory store.
 ///
@@ -464,27 +470,6 @@ fn parse_wire<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     serde_json::from_value(serde_json::Value::String(text.to_string())).map_err(|e| e.to_string())
 }
 
-/// Why a command failed.
-#[derive(Debug)]
-enum Failure {
-    /// The library refused the operation.
-    Memtide(Error),
-    /// Reading stdin or writing stdout failed.
-    Io(io::Error),
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Self {
-        Failure::Memtide(e)
-    }
-}
-
-impl From<io::Error> for Failure {
-    fn from(e: io::Error) -> Self {
-        Failure::Io(e)
-    }
-}
-
 /// One retrieval hit as printed by `retrieve`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -916,165 +901,6 @@ fn run<E: Environment>(
     }
     Ok(())
 }
-
-/// The path a file given on the command line is stored under: as given,
-/// with `\` as `/` and without leading `./`.
-fn stored_path(file: &Path) -> String {
-    let path = file.to_string_lossy().replace('\\', "/");
-    let mut trimmed = path.as_str();
-    while let Some(rest) = trimmed.strip_prefix("./") {
-        trimmed = rest;
-    }
-    trimmed.to_string()
-}
-
-/// Reads a UTF-8 text file.
-fn read_text_file(file: &Path) -> Result<String, Failure> {
-    let bytes = std::fs::read(file)?;
-    String::from_utf8(bytes)
-        .map_err(|e| Error::invalid(format!("{} is not UTF-8 text: {e}", file.display())).into())
-}
-
-/// Reads a UTF-8 text file; a missing file reads as empty.
-fn read_text_file_or_empty(file: &Path) -> Result<String, Failure> {
-    match read_text_file(file) {
-        Err(Failure::Io(e)) if e.kind() == ErrorKind::NotFound => Ok(String::new()),
-        other => other,
-    }
-}
-
-/// Replaces `file` with `text` through a temporary file and a rename, so a
-/// reader never sees half of it.
-fn write_file_atomically(file: &Path, text: &str) -> Result<(), Failure> {
-    let mut temporary = file.as_os_str().to_owned();
-    temporary.push(".memtide-tmp");
-    let temporary = PathBuf::from(temporary);
-    std::fs::write(&temporary, text)?;
-    std::fs::rename(&temporary, file)?;
-    Ok(())
-}
-
-/// Texts embedded per call of the model; each call sorts its texts by length
-/// and runs them in bounded sub-batches, so this only bounds the output held.
-#[cfg(feature = "semantic")]
-const EMBED_CHUNK: usize = 1024;
-
-/// One line of `embed`'s input.
-#[cfg(feature = "semantic")]
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EmbedRequest {
-    text: String,
-}
-
-/// The line `embed` prints per input.
-#[cfg(feature = "semantic")]
-#[derive(Serialize)]
-struct EmbedOutput<'a> {
-    ids: Vec<u32>,
-    embedding: &'a [f32],
-}
-
-/// Embeds every text of `input` (JSON Lines, all parsed before the model
-/// loads) with the model in `model_dir`.
-#[cfg(feature = "semantic")]
-fn embed(model_dir: &Path, input: &mut dyn Read, out: &mut dyn Write) -> Result<(), Failure> {
-    use memtide::embed::{Embedder, MiniLm};
-
-    let lines: Vec<Line<EmbedRequest>> = parse_json_lines(&read_limited(input, MAX_STDIN_BYTES)?)?;
-    let texts: Vec<String> = lines.into_iter().map(|line| line.value.text).collect();
-    let model = MiniLm::from_dir(model_dir)?;
-    for chunk in texts.chunks(EMBED_CHUNK) {
-        let chunk: Vec<&str> = chunk.iter().map(String::as_str).collect();
-        let embeddings = model.embed_batch(&chunk)?;
-        for (text, embedding) in chunk.iter().zip(&embeddings) {
-            let ids = model.token_ids(text);
-            print_json(out, &EmbedOutput { ids, embedding })?;
-        }
-    }
-    Ok(())
-}
-
-/// Reads all of `input`, refusing more than `limit` bytes.
-fn read_limited(input: &mut dyn Read, limit: usize) -> Result<Vec<u8>, Failure> {
-    let mut bytes = Vec::new();
-    input.take(limit as u64 + 1).read_to_end(&mut bytes)?;
-    if bytes.len() > limit {
-        return Err(Error::TooLarge {
-            what: "standard input".into(),
-            size: bytes.len(),
-            limit,
-        }
-        .into());
-    }
-    Ok(bytes)
-}
-
-/// One parsed request and the 1-based line it came from.
-struct Line<T> {
-    number: usize,
-    value: T,
-}
-
-/// Checks every parsed line with `check` before anything runs, naming the
-/// first bad line; returns the values.
-fn check_lines<T>(
-    lines: Vec<Line<T>>,
-    check: impl Fn(&T) -> Result<(), Error>,
-) -> Result<Vec<T>, Error> {
-    lines
-        .into_iter()
-        .map(|line| {
-            check(&line.value).map_err(|e| e.at(&format!("line {}", line.number)))?;
-            Ok(line.value)
-        })
-        .collect()
-}
-
-/// Parses JSON Lines, skipping blank lines; the first bad line fails the
-/// whole input with `line N: …` (1-based, blank lines counted).
-fn parse_json_lines<T: DeserializeOwned>(bytes: &[u8]) -> Result<Vec<Line<T>>, Error> {
-    let mut values = Vec::new();
-    for (index, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let value = serde_json::from_slice(line).map_err(|e| {
-            // Each line is its own document: drop serde's "at line 1".
-            let full = e.to_string();
-            let location = format!(" at line {} column {}", e.line(), e.column());
-            let message = full.strip_suffix(&location).unwrap_or(&full);
-            Error::invalid(format!(
-                "line {}: {message} at column {}",
-                index + 1,
-                e.column()
-            ))
-        })?;
-        values.push(Line {
-            number: index + 1,
-            value,
-        });
-    }
-    Ok(values)
-}
-
-/// Prints one value as a compact JSON line.
-/// Standard input as one JSON object of type `T`.
-fn parse_object<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Failure> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        Error::invalid(format!(
-            "standard input is not the JSON object expected: {e}"
-        ))
-        .into()
-    })
-}
-
-fn print_json(out: &mut dyn Write, value: &impl Serialize) -> Result<(), Failure> {
-    serde_json::to_writer(&mut *out, value).map_err(io::Error::from)?;
-    out.write_all(b"\n")?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1082,26 +908,5 @@ mod tests {
     #[test]
     fn the_argument_definitions_are_consistent() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn stdin_beyond_the_limit_is_refused() {
-        assert_eq!(read_limited(&mut &b"abcd"[..], 4).unwrap(), b"abcd");
-        match read_limited(&mut &b"abcde"[..], 4) {
-            Err(Failure::Memtide(e)) => assert_eq!(e.code(), "TOO_LARGE"),
-            other => panic!("expected TOO_LARGE, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn json_lines_skip_blank_lines_and_name_the_bad_line() {
-        let lines = parse_json_lines::<u32>(b"1\n\n  \r\n2\n").unwrap();
-        let numbered: Vec<(usize, u32)> = lines.iter().map(|l| (l.number, l.value)).collect();
-        assert_eq!(numbered, [(1, 1), (4, 2)]);
-        let error = parse_json_lines::<u32>(b"1\n\n[\n4").err().unwrap();
-        assert_eq!(error.code(), "INVALID_INPUT");
-        let message = error.to_string();
-        assert!(message.contains("line 3: "), "{message}");
-        assert!(!message.contains("at line 1"), "{message}");
     }
 }
