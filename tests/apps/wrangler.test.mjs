@@ -36,5 +36,15 @@ test("the bundle `wrangler deploy` would upload works in workerd", async (t) => 
   const response = await mf.dispatchFetch("http://127.0.0.1/");
   const body = await response.text();
   assert.equal(response.status, 200, body);
-  assert.deepEqual(JSON.parse(body).hits, [text]);
+  const seen = JSON.parse(body);
+  assert.deepEqual(seen.hits, [text]);
+  // Curation in workerd: the changed preference supersedes the old one,
+  // which leaves retrieval but stays in history; the summary covers the live memories.
+  const [[cortado], [flatWhite]] = seen.added;
+  assert.deepEqual(seen.superseded, [{ id: cortado, by: flatWhite }]);
+  assert.deepEqual(seen.coffee, ["Takes their coffee as a flat white"]);
+  assert.deepEqual(seen.history, [["created", null], ["superseded", flatWhite]]);
+  assert.equal(seen.summary.kind, "summary");
+  assert.equal(seen.summary.sources, 2);
+  assert.doesNotMatch(seen.summary.text, /cortado/);
 });
