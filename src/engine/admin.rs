@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::ingest::{detects_pii, text_to_store, Captured};
+use super::ingest::detects_pii;
 use super::txn::Txn;
 use super::{DeleteAllResult, Engine, ListPage, ListQuery, MemoryPatch, Stats};
 use crate::codec::{self, FORMAT_VERSION};
@@ -93,20 +93,7 @@ impl Engine {
             }
         }
         if let Some(raw) = &patch.text {
-            self.check_text_size("text", raw)?;
-            let text = match text_to_store(raw, self.config.secrets)? {
-                Captured::Text(t) => t,
-                Captured::NoMemory => {
-                    return Err(Error::invalid(
-                        "text asks not to be remembered (<no-memory>)",
-                    ))
-                }
-                Captured::OnlyPrivate => {
-                    return Err(Error::invalid(
-                        "text is empty after removing <private> spans",
-                    ))
-                }
-            };
+            let text = self.text_that_must_be_stored(raw)?;
             let hash = text::content_hash(&text);
             if let Some(other) = self
                 .by_hash

@@ -300,6 +300,22 @@ impl Engine {
         Ok(())
     }
 
+    /// The stored form of a text that must be stored (an update's, a
+    /// summary's): refused when too large, when it asks not to be
+    /// remembered, or when nothing is left but private spans.
+    pub(super) fn text_that_must_be_stored(&self, raw: &str) -> Result<String> {
+        self.check_text_size("text", raw)?;
+        match text_to_store(raw, self.config.secrets)? {
+            Captured::Text(t) => Ok(t),
+            Captured::NoMemory => Err(Error::invalid(
+                "text asks not to be remembered (<no-memory>)",
+            )),
+            Captured::OnlyPrivate => Err(Error::invalid(
+                "text is empty after removing <private> spans",
+            )),
+        }
+    }
+
     /// Validates everything of an input but its text's content; returns the
     /// cleaned tags.
     fn validate_fields(&self, input: &MemoryInput) -> Result<Vec<String>> {

@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ingest::{detects_pii, text_to_store, Captured};
+use super::ingest::detects_pii;
 use super::txn::Txn;
 use super::Engine;
 use crate::env::Environment;
@@ -99,7 +99,7 @@ impl Engine {
                 "limit must be between 1 and {cap}"
             )));
         }
-        let within = within(scope);
+        let within = ScopeFilter::from(scope);
         let mut memories: Vec<MemoryItem> = Vec::new();
         for (_, id) in self.by_created.iter().rev() {
             if memories.len() == limit {
@@ -142,20 +142,7 @@ impl Engine {
         txn: &mut Txn,
     ) -> Result<MemoryItem> {
         input.scope.validate()?;
-        self.check_text_size("text", &input.text)?;
-        let text = match text_to_store(&input.text, self.config.secrets)? {
-            Captured::Text(t) => t,
-            Captured::NoMemory => {
-                return Err(Error::invalid(
-                    "text asks not to be remembered (<no-memory>)",
-                ))
-            }
-            Captured::OnlyPrivate => {
-                return Err(Error::invalid(
-                    "text is empty after removing <private> spans",
-                ))
-            }
-        };
+        let text = self.text_that_must_be_stored(&input.text)?;
         let mut sources = input.sources;
         sources.sort();
         sources.dedup();
@@ -171,7 +158,7 @@ impl Engine {
             });
         }
         let now = env.now();
-        let within = within(&input.scope);
+        let within = ScopeFilter::from(&input.scope);
         let mut newest = Timestamp(i64::MIN);
         let mut pii = detects_pii(&text, self.config.secrets);
         let mut expires: Option<Timestamp> = None;
@@ -341,7 +328,7 @@ impl Engine {
                     self.config.limits.max_results
                 )));
             }
-            let within = within(scope);
+            let within = ScopeFilter::from(scope);
             for source in sources {
                 let fits = self
                     .entries
@@ -367,17 +354,5 @@ impl Engine {
             && !item.is_file_chunk()
             && item.status == Status::Approved
             && !item.is_deleted()
-    }
-}
-
-/// The filter selecting the memories within `scope`: each field it sets.
-fn within(scope: &Scope) -> ScopeFilter {
-    ScopeFilter {
-        user_id: Some(scope.user_id.clone()),
-        workspace_id: Some(scope.workspace_id.clone()),
-        project_id: scope.project_id.clone(),
-        card_id: scope.card_id.clone(),
-        session_id: scope.session_id.clone(),
-        metadata: None,
     }
 }

@@ -145,7 +145,7 @@ impl Model {
     /// The memories a summary of `scope` may list: live, approved, within
     /// the scope, not summaries.
     pub(super) fn summarizable(&self, scope: &Scope) -> Vec<String> {
-        let within = within(scope);
+        let within = ScopeFilter::from(scope);
         self.items
             .iter()
             .filter(|(_, item)| {
@@ -376,7 +376,7 @@ impl Model {
         }
         // Each imported summary's sources are stored, within its scope.
         for item in snapshot.values() {
-            let within = within(&item.scope);
+            let within = ScopeFilter::from(&item.scope);
             let stored = |source: &String| {
                 next.items
                     .get(source)
@@ -388,17 +388,5 @@ impl Model {
         }
         *self = next;
         Some((added, replaced, merged))
-    }
-}
-
-/// The filter selecting the memories within `scope`.
-fn within(scope: &Scope) -> ScopeFilter {
-    ScopeFilter {
-        user_id: Some(scope.user_id.clone()),
-        workspace_id: Some(scope.workspace_id.clone()),
-        project_id: scope.project_id.clone(),
-        card_id: scope.card_id.clone(),
-        session_id: scope.session_id.clone(),
-        metadata: None,
     }
 }
