@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 
 import { Memory } from "../../dist/memtide/node.js";
 import { MEMORY_TOOL, runTurn, textOf } from "../../dist/memtide/anthropic.js";
+import { typeErrors } from "./typecheck.mjs";
 
 const alice = { userId: "alice", workspaceId: "chat" };
 const listing = "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:";
@@ -199,10 +200,6 @@ test("bad options are a TypeError before any request", async () => {
 });
 
 test("anthropic.d.ts types a turn as the loop returns it", async () => {
-  const ts = (await import("typescript")).default;
-  const { mkdtemp, writeFile } = await import("node:fs/promises");
-  const { tmpdir } = await import("node:os");
-  const { join } = await import("node:path");
   const { fileURLToPath } = await import("node:url");
   const memory = await Memory.open({ storage: "memory" });
   await memory.ingest({ text: "Alice drinks cortados.", scope: alice });
@@ -228,14 +225,5 @@ const next: Promise<Turn> = runTurn({ memory, scope: { userId: "a", workspaceId:
 const text: string = textOf(turn.response.content);
 export { request, turn, sent, tool, next, text };
 `;
-  const dir = await mkdtemp(join(tmpdir(), "memtide-anthropic-"));
-  const file = join(dir, "check.ts");
-  await writeFile(file, source);
-  const program = ts.createProgram([file], {
-    strict: true, noEmit: true, exactOptionalPropertyTypes: true, skipLibCheck: false,
-    target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
-    lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
-  });
-  const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
-  assert.deepEqual(problems, []);
+  assert.deepEqual(await typeErrors("check.ts", source), []);
 });

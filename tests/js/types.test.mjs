@@ -6,13 +6,10 @@
 // are checked the same way against the input types.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import ts from "typescript";
 
 import { Memory } from "../../dist/memtide/node.js";
+import { typeErrors } from "./typecheck.mjs";
 
 const declarations = fileURLToPath(new URL("../../pkg-template/index.d.ts", import.meta.url));
 
@@ -153,20 +150,7 @@ export {
   supersedingInput, superseding, supersededItems, supersededHistory, operations, remembered,
 };
 `;
-  const dir = await mkdtemp(join(tmpdir(), "memtide-types-"));
-  const file = join(dir, "check.ts");
-  await writeFile(file, source);
-  const program = ts.createProgram([file], {
-    strict: true, noEmit: true, exactOptionalPropertyTypes: true, skipLibCheck: false,
-    target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
-    lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
-  });
-  const problems = ts.getPreEmitDiagnostics(program).map((d) => {
-    const where = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : undefined;
-    const line = where ? source.split("\n")[where.line]?.slice(0, 80) : "";
-    return `${ts.flattenDiagnosticMessageText(d.messageText, "\n")}${where ? ` (check.ts:${where.line + 1}: ${line})` : ""}`;
-  });
-  assert.deepEqual(problems, []);
+  assert.deepEqual(await typeErrors("check.ts", source), []);
 });
 
 test("the adapters' declarations (memtide/fs, cloudflare-kv, deno-kv, durable-object) satisfy StorageAdapter", async () => {
@@ -186,16 +170,7 @@ const options: OpenOptions[] = all.map((storage) => ({ storage }));
 const part: number = PART_BYTES;
 export { options, part };
 `;
-  const dir = await mkdtemp(join(tmpdir(), "memtide-types-"));
-  const file = join(dir, "adapters.ts");
-  await writeFile(file, source);
-  const program = ts.createProgram([file], {
-    strict: true, noEmit: true, exactOptionalPropertyTypes: true, skipLibCheck: false,
-    target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
-    lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
-  });
-  const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
-  assert.deepEqual(problems, []);
+  assert.deepEqual(await typeErrors("adapters.ts", source), []);
 });
 
 test("memtide/worker's and memtide/model's declarations type a page's use of them", async () => {
@@ -223,14 +198,5 @@ export async function page(worker: SharedWorker | Worker, signal: AbortSignal): 
 }
 export function script(): void { serve(); }
 `;
-  const dir = await mkdtemp(join(tmpdir(), "memtide-types-"));
-  const file = join(dir, "worker.ts");
-  await writeFile(file, source);
-  const program = ts.createProgram([file], {
-    strict: true, noEmit: true, exactOptionalPropertyTypes: true, skipLibCheck: false,
-    target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
-    lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
-  });
-  const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
-  assert.deepEqual(problems, []);
+  assert.deepEqual(await typeErrors("worker.ts", source), []);
 });
