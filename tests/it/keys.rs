@@ -1,12 +1,11 @@
 //! Metadata and its filters, caller keys with `upsert`, and each memory's
 //! history (`docs/design.md`, "Keys, metadata and history").
 
-use memtide::storage::MemoryStorage;
 use memtide::{
     Error, HistoryKind, IngestOutcome, ListQuery, Memory, MemoryInput, MemoryPatch, Metadata,
     RetrieveQuery, ScopeFilter, Status,
 };
-use memtide_testkit::store::{open, records, scope, Mem};
+use memtide_testkit::store::{contains, open, record_bytes, records, scope, Mem};
 use serde_json::{json, Value};
 
 fn meta(v: Value) -> Metadata {
@@ -29,19 +28,6 @@ fn with_meta(text: &str, metadata: Value) -> MemoryInput {
         metadata: Some(meta(metadata)),
         ..MemoryInput::new(text, scope())
     }
-}
-
-fn stored_bytes(storage: &MemoryStorage) -> Vec<u8> {
-    records(storage)
-        .into_iter()
-        .flat_map(|(k, v)| k.into_bytes().into_iter().chain(v))
-        .collect()
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
 }
 
 fn reopen(mem: Mem) -> Mem {
@@ -111,7 +97,7 @@ fn metadata_filters_retrieve_list_export_and_delete_all() {
     assert_eq!(deleted.deleted, 2);
     assert!(mem.get(&ids[0]).is_err() && mem.get(&ids[1]).is_err());
     assert!(mem.get(&ids[2]).is_ok() && mem.get(&ids[3]).is_ok());
-    let bytes = stored_bytes(mem.storage());
+    let bytes = record_bytes(mem.storage());
     assert!(!contains(&bytes, "festival") && !contains(&bytes, "string is red"));
 }
 
@@ -275,10 +261,10 @@ fn history_records_changes_without_texts_survives_reopen_and_dies_with_a_hard_de
     assert_eq!(history[4].pinned, Some(true));
     let mut mem = mem;
     // The replaced text is erased at once: history names the field only.
-    let bytes = stored_bytes(mem.storage());
+    let bytes = record_bytes(mem.storage());
     assert!(!contains(&bytes, "4411") && contains(&bytes, "9922"));
     mem.delete(&id, true).unwrap();
-    let bytes = stored_bytes(mem.storage());
+    let bytes = record_bytes(mem.storage());
     assert!(!contains(&bytes, "4411") && !contains(&bytes, "9922"));
     assert_eq!(mem.history(&id).unwrap_err().code(), "NOT_FOUND");
 }

@@ -9,7 +9,7 @@ use memtide::{
     Error, IngestOutcome, IngestReason, InjectFormat, InjectQuery, Kind, Memory, MemoryInput,
     MemoryPatch, Privacy, RetrieveQuery, Scope, ScopeFilter, Status, Timestamp,
 };
-use memtide_testkit::store::{legacy_store, open, records, scope, Mem, T0};
+use memtide_testkit::store::{contains, legacy_store, open, records, scope, stored_bytes, Mem, T0};
 
 fn add(mem: &mut Mem, input: MemoryInput) -> String {
     let r = mem.ingest(vec![input]).unwrap().remove(0);
@@ -30,19 +30,6 @@ fn dry(text: &str, scope: Scope) -> RetrieveQuery {
         dry_run: true,
         ..RetrieveQuery::new(text, scope)
     }
-}
-
-fn stored_bytes(storage: &MemoryStorage) -> Vec<u8> {
-    storage
-        .entries()
-        .flat_map(|(k, v)| k.bytes().chain(v.iter().copied()))
-        .collect()
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
 }
 
 // ----- policy 1: what retrieval and injection may return ------------------------

@@ -9,7 +9,7 @@ use memtide::{
     Config, Error, IngestOutcome, IngestReason, Memory, MemoryInput, Privacy, RetentionConfig,
     RetrieveQuery, Scope, ScopeFilter, Timestamp,
 };
-use memtide_testkit::store::{open, records, scope, Mem, T0};
+use memtide_testkit::store::{contains, open, records, scope, stored_bytes, Mem, T0};
 
 const DAY: i64 = Timestamp::DAY_MS;
 
@@ -35,18 +35,8 @@ fn add(mem: &mut Mem, text: &str, scope: Scope) -> String {
     r.id.unwrap()
 }
 
-/// Every stored byte, across records and the layout's segments and log.
-fn stored(mem: &Mem) -> Vec<u8> {
-    mem.storage()
-        .entries()
-        .flat_map(|(k, v)| k.bytes().chain(v.iter().copied()))
-        .collect()
-}
-
 fn holds(mem: &Mem, text: &str) -> bool {
-    stored(mem)
-        .windows(text.len())
-        .any(|w| w == text.as_bytes())
+    contains(&stored_bytes(mem.storage()), text)
 }
 
 fn found(mem: &mut Mem, query: &str, scope: Scope) -> usize {

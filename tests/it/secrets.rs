@@ -9,7 +9,7 @@ use memtide::text;
 use memtide::{
     Config, InjectQuery, Memory, MemoryInput, RetrieveQuery, ScopeFilter, SecretsConfig, Timestamp,
 };
-use memtide_testkit::store::{open, scope, Mem, T0};
+use memtide_testkit::store::{contains, open, scope, stored_bytes, Mem, T0};
 
 /// One credential of each kind, with the words around it that must stay.
 const SECRETS: &[(&str, &str)] = &[
@@ -28,19 +28,6 @@ const SECRETS: &[(&str, &str)] = &[
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     ),
 ];
-
-fn stored_bytes(storage: &MemoryStorage) -> Vec<u8> {
-    storage
-        .entries()
-        .flat_map(|(k, v)| k.bytes().chain(v.iter().copied()))
-        .collect()
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
-}
 
 /// Everything a caller can read back: retrieval, injection and export.
 fn outputs(mem: &mut Mem, query: &str) -> String {

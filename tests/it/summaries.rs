@@ -7,7 +7,7 @@ use memtide::{
     Config, Error, HistoryKind, Kind, Memory, MemoryInput, MemoryPatch, Privacy, RetrieveQuery,
     Scope, ScopeFilter, Status, SummaryInput, SummaryQuery, Timestamp,
 };
-use memtide_testkit::store::{open, scope, Mem, T0};
+use memtide_testkit::store::{contains, open, scope, stored_bytes, Mem, T0};
 
 fn session(id: &str) -> Scope {
     Scope {
@@ -23,17 +23,8 @@ fn add(mem: &mut Mem, text: &str, scope: Scope) -> String {
         .unwrap()
 }
 
-fn stored(mem: &Mem) -> Vec<u8> {
-    mem.storage()
-        .entries()
-        .flat_map(|(k, v)| k.bytes().chain(v.iter().copied()))
-        .collect()
-}
-
 fn holds(mem: &Mem, text: &str) -> bool {
-    stored(mem)
-        .windows(text.len())
-        .any(|w| w == text.as_bytes())
+    contains(&stored_bytes(mem.storage()), text)
 }
 
 fn summary(scope: Scope, text: &str, sources: &[&String]) -> SummaryInput {
@@ -172,7 +163,7 @@ fn bad_sources_are_refused_and_change_nothing() {
     let s = mem
         .store_summary(summary(session("s1"), "A trip.", &[&a]))
         .unwrap();
-    let before = stored(&mem);
+    let before = stored_bytes(mem.storage());
     let missing = "01HZZZZZZZZZZZZZZZZZZZZZZZ".to_string();
     let bad = "not an id!".to_string();
     for (input, code) in [
@@ -197,7 +188,11 @@ fn bad_sources_are_refused_and_change_nothing() {
         let err = mem.store_summary(input.clone()).unwrap_err();
         assert_eq!(err.code(), code, "{input:?}: {err}");
     }
-    assert_eq!(stored(&mem), before, "refused calls changed nothing");
+    assert_eq!(
+        stored_bytes(mem.storage()),
+        before,
+        "refused calls changed nothing"
+    );
     let private = mem
         .ingest(vec![MemoryInput {
             privacy: Some(Privacy {
@@ -210,20 +205,20 @@ fn bad_sources_are_refused_and_change_nothing() {
         .id
         .clone()
         .unwrap();
-    let before = stored(&mem);
+    let before = stored_bytes(mem.storage());
     let err = mem
         .store_summary(summary(session("s1"), "x", &[&private]))
         .unwrap_err();
     assert!(err.to_string().contains("is private"), "{err}");
-    assert_eq!(stored(&mem), before);
+    assert_eq!(stored_bytes(mem.storage()), before);
     mem.delete(&a, false).unwrap();
-    let before_soft = stored(&mem);
+    let before_soft = stored_bytes(mem.storage());
     assert!(before != before_soft);
     let err = mem
         .store_summary(summary(session("s1"), "x", &[&a]))
         .unwrap_err();
     assert!(matches!(err, Error::InvalidInput(_)), "{err}");
-    assert_eq!(stored(&mem), before_soft);
+    assert_eq!(stored_bytes(mem.storage()), before_soft);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use memtide::{
     parse_operations, HistoryKind, IngestOutcome, InjectQuery, ListQuery, MemoryInput, Operation,
     OperationsRequest, RetrieveQuery, Scope,
 };
-use memtide_testkit::store::{open, records, scope, Mem};
+use memtide_testkit::store::{contains, open, record_bytes, records, scope, Mem};
 use proptest::prelude::*;
 
 fn coffee(text: &str, supersede: bool) -> MemoryInput {
@@ -43,19 +43,6 @@ fn listed(mem: &Mem, include_superseded: bool) -> Vec<String> {
         .into_iter()
         .map(|i| i.id)
         .collect()
-}
-
-fn stored_bytes(mem: &Mem) -> Vec<u8> {
-    records(mem.storage())
-        .into_iter()
-        .flat_map(|(k, v)| k.into_bytes().into_iter().chain(v))
-        .collect()
-}
-
-fn holds(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
 }
 
 /// A store where "cortado" (key `coffee`) was superseded by "flat white".
@@ -200,8 +187,8 @@ fn a_hard_delete_of_either_side_erases_it_and_unlinks_the_other() {
     // The old side.
     let (mut mem, old, new) = changed_coffee();
     mem.delete(&old, true).unwrap();
-    let bytes = stored_bytes(&mem);
-    assert!(!holds(&bytes, &old) && !holds(&bytes, "cortado"));
+    let bytes = record_bytes(mem.storage());
+    assert!(!contains(&bytes, &old) && !contains(&bytes, "cortado"));
     let successor = mem.get(&new).unwrap();
     assert!(successor.supersedes.is_empty());
     assert!(mem.history(&new).unwrap().iter().all(|e| e.other.is_none()));
@@ -213,8 +200,8 @@ fn a_hard_delete_of_either_side_erases_it_and_unlinks_the_other() {
     // The new side: the old fact stays superseded, not brought back.
     let (mut mem, old, new) = changed_coffee();
     mem.delete(&new, true).unwrap();
-    let bytes = stored_bytes(&mem);
-    assert!(!holds(&bytes, &new) && !holds(&bytes, "flat white"));
+    let bytes = record_bytes(mem.storage());
+    assert!(!contains(&bytes, &new) && !contains(&bytes, "flat white"));
     let predecessor = mem.get(&old).unwrap();
     assert!(predecessor.is_superseded() && predecessor.superseded_by.is_none());
     assert!(mem.history(&old).unwrap().iter().all(|e| e.other.is_none()));

@@ -36,6 +36,30 @@ pub fn records(storage: &impl memtide::storage::Storage) -> BTreeMap<String, Vec
         .expect("the store's records read")
 }
 
+/// Every byte `storage` holds, keys and values, as stored (segments, the
+/// log, records): where an erasure test looks for a text.
+pub fn stored_bytes(storage: &MemoryStorage) -> Vec<u8> {
+    storage
+        .entries()
+        .flat_map(|(k, v)| k.bytes().chain(v.iter().copied()))
+        .collect()
+}
+
+/// The keys and bytes of every record `storage` holds ([`records`]).
+pub fn record_bytes(storage: &impl memtide::storage::Storage) -> Vec<u8> {
+    records(storage)
+        .into_iter()
+        .flat_map(|(k, v)| k.into_bytes().into_iter().chain(v))
+        .collect()
+}
+
+/// Whether `needle` occurs in `haystack`.
+pub fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
 /// A store of formats 1 to 3 holding `records` under keys of their own,
 /// with the manifest those builds wrote (counts and digest): what builds
 /// before the segmented layout left behind.
