@@ -489,20 +489,28 @@ async fn a_deleted_value_is_erased<B: Backend>() {
     assert_erased(&store.reopen().await, MARKER).await;
 }
 
+/// The engine over `store`, with the default configuration and a fixed
+/// clock: what the cases that go through the engine open and reopen.
+async fn engine<B: Backend>(store: B) -> memtide::AsyncMemory<B, memtide::env::FixedEnvironment> {
+    memtide::AsyncMemory::open(
+        store,
+        memtide::env::FixedEnvironment::new(memtide::Timestamp(1_700_000_000_000)),
+        memtide::Config::default(),
+    )
+    .await
+    .unwrap()
+}
+
 /// The engine over the backend: a hard delete of a summary's source
 /// erases the summary in the same commit, so no byte of either text
 /// remains, in any version the layout wrote (`docs/memory-model.md`,
 /// "Summaries").
 async fn a_summary_is_erased_with_its_source<B: Backend>() {
-    use memtide::env::FixedEnvironment;
-    use memtide::{AsyncMemory, Config, MemoryInput, Scope, SummaryInput, Timestamp};
+    use memtide::{MemoryInput, Scope, SummaryInput};
     const SOURCE: &str = "summarize-me-7c2e source";
     const SUMMARY: &str = "digest-4b9d summary";
     let scope = Scope::workspace("alice", "home");
-    let env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
-    let mut mem = AsyncMemory::open(B::fresh().await, env, Config::default())
-        .await
-        .unwrap();
+    let mut mem = engine(B::fresh().await).await;
     let ids: Vec<String> = mem
         .ingest(vec![
             MemoryInput::new(format!("the {SOURCE} text"), scope.clone()),
@@ -534,13 +542,7 @@ async fn a_summary_is_erased_with_its_source<B: Backend>() {
     assert!(!found(&after, SOURCE) && !found(&after, SUMMARY));
     let store = store.reopen().await;
     assert!(!found(&store.raw_contents().await, SUMMARY));
-    let reopened = AsyncMemory::open(
-        store,
-        FixedEnvironment::new(Timestamp(1_700_000_000_000)),
-        Config::default(),
-    )
-    .await
-    .unwrap();
+    let reopened = engine(store).await;
     assert_eq!(reopened.stats(&Default::default()).items, 1);
 }
 
@@ -548,14 +550,10 @@ async fn a_summary_is_erased_with_its_source<B: Backend>() {
 /// expired memory's text remains, in any version the layout wrote
 /// (`docs/memory-model.md`, "Expiry and erasure").
 async fn an_expired_memory_is_erased_by_purge<B: Backend>() {
-    use memtide::env::FixedEnvironment;
-    use memtide::{AsyncMemory, Config, MemoryInput, MemoryPatch, Privacy, Scope, Timestamp};
+    use memtide::{MemoryInput, MemoryPatch, Privacy, Scope, Timestamp};
     const MARKER: &str = "expire-me-3f1a9c marker";
     let scope = Scope::workspace("alice", "home");
-    let env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
-    let mut mem = AsyncMemory::open(B::fresh().await, env, Config::default())
-        .await
-        .unwrap();
+    let mut mem = engine(B::fresh().await).await;
     let expiring = MemoryInput {
         privacy: Some(Privacy {
             retention_days: Some(1),
@@ -590,13 +588,7 @@ async fn an_expired_memory_is_erased_by_purge<B: Backend>() {
     assert!(!found(mem.storage().raw_contents().await));
     let store = mem.into_storage().reopen().await;
     assert!(!found(store.raw_contents().await));
-    let reopened = AsyncMemory::open(
-        store,
-        FixedEnvironment::new(Timestamp(1_700_000_000_000)),
-        Config::default(),
-    )
-    .await
-    .unwrap();
+    let reopened = engine(store).await;
     assert_eq!(reopened.stats(&Default::default()).items, 1);
 }
 
@@ -605,15 +597,11 @@ async fn an_expired_memory_is_erased_by_purge<B: Backend>() {
 /// either's id, in any version the layout wrote (`docs/memory-model.md`,
 /// "Supersession").
 async fn either_side_of_a_supersession_is_erased_by_a_hard_delete<B: Backend>() {
-    use memtide::env::FixedEnvironment;
-    use memtide::{AsyncMemory, Config, IngestOutcome, MemoryInput, Scope, Timestamp};
+    use memtide::{IngestOutcome, MemoryInput, Scope};
     const OLD: &str = "cortado-7d21e0 marker";
     const NEW: &str = "flat-white-9b44c2 marker";
     let scope = Scope::workspace("alice", "home");
-    let env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
-    let mut mem = AsyncMemory::open(B::fresh().await, env, Config::default())
-        .await
-        .unwrap();
+    let mut mem = engine(B::fresh().await).await;
     let keyed = |text: &str| MemoryInput {
         key: Some("coffee".into()),
         supersede: Some(true),
@@ -648,13 +636,7 @@ async fn either_side_of_a_supersession_is_erased_by_a_hard_delete<B: Backend>() 
     assert!(
         !found(&blobs, OLD) && !found(&blobs, NEW) && !found(&blobs, &old) && !found(&blobs, &new)
     );
-    let reopened = AsyncMemory::open(
-        store,
-        FixedEnvironment::new(Timestamp(1_700_000_000_000)),
-        Config::default(),
-    )
-    .await
-    .unwrap();
+    let reopened = engine(store).await;
     assert_eq!(reopened.stats(&Default::default()).items, 1);
 }
 
