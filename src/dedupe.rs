@@ -1,9 +1,10 @@
 //! Duplicate handling (`docs/design.md`, "Policies", 4).
 //!
 //! Exact duplicates (same normalized text, so the same `contentHash`, in the
-//! same scope) never create a second item: they merge into the existing one.
+//! same scope, said by the same speaker: `engine/duplicate.rs`) never create
+//! a second item: they merge into the existing one.
 //! Near-duplicates are found deterministically among the memories of the
-//! same scope (`find_near_duplicate`) by two gates: the
+//! same scope and speaker (`find_near_duplicate`) by two gates: the
 //! lexical gate (Jaccard similarity of the analysed term sets ≥
 //! `lexicalThreshold`) or, when both memories have embeddings, the semantic
 //! gate (cosine ≥ `semanticThreshold` *and* Jaccard ≥
@@ -284,7 +285,7 @@ mod tests {
 
     use super::*;
     use crate::embed::Embedder;
-    use crate::engine::{Config, Engine, MemoryInput, Txn};
+    use crate::engine::{Config, Engine, MemoryInput, Txn, Voice};
     use crate::env::{Environment, FixedEnvironment};
     use crate::error::Result;
     use crate::item::{Kind, Scope, Status};
@@ -470,12 +471,13 @@ mod tests {
     }
 
     /// The near-duplicate `find_near_duplicate` must find, by brute force:
-    /// among every live memory of exactly `scope`, not a file chunk, of the
-    /// same polarity, the one passing a gate with the highest (overlap,
-    /// cosine), then the smaller id.
+    /// among every live memory of exactly `scope` said by `speaker`, not a
+    /// file chunk, of the same polarity, the one passing a gate with the
+    /// highest (overlap, cosine), then the smaller id.
     fn brute_force_near_duplicate(
         engine: &Engine,
         scope: &Scope,
+        speaker: Option<&str>,
         text: &str,
         vector: Option<&[f32]>,
     ) -> Option<String> {
@@ -488,6 +490,7 @@ mod tests {
             .items()
             .filter(|item| {
                 &item.scope == scope
+                    && item.speaker.as_deref() == speaker
                     && !item.is_deleted()
                     && !item.is_superseded()
                     && !item.is_file_chunk()
@@ -519,15 +522,18 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
         #[test]
         fn the_near_duplicate_found_is_the_best_of_all_memories(
-            memories in proptest::collection::vec((words(), 0..2usize, proptest::bool::weighted(0.2)), 0..14),
+            memories in proptest::collection::vec((words(), 0..2usize, 0..3usize, proptest::bool::weighted(0.2)), 0..14),
             probe in words(),
             probe_scope in 0..2usize,
+            probe_speaker in 0..3usize,
             lexical_threshold in proptest::sample::select(vec![0.4f32, 0.6, 0.85, 1.0, 2.0]),
             semantic_threshold in proptest::sample::select(vec![0.5f32, 0.9, 2.0]),
             semantic_lexical_threshold in proptest::sample::select(vec![0.0f32, 0.3, 0.6]),
             semantic in proptest::bool::ANY,
         ) {
             let scopes = [Scope::workspace("u", "w"), Scope::workspace("u", "w").with_session("s")];
+            // Two people's words are never near-duplicates of each other.
+            let speakers = [None, Some("Caroline"), Some("Melanie")];
             let config = Config {
                 near_duplicate: NearDuplicateConfig {
                     lexical_threshold,
@@ -546,8 +552,11 @@ mod tests {
             if semantic {
                 engine.attach_embedder(Arc::new(WordCounts), &mut txn).unwrap();
             }
-            for (text, scope, deleted) in memories {
-                let input = MemoryInput::new(text, scopes[scope].clone());
+            for (text, scope, speaker, deleted) in memories {
+                let input = MemoryInput {
+                    speaker: speakers[speaker].map(str::to_string),
+                    ..MemoryInput::new(text, scopes[scope].clone())
+                };
                 let result = engine.ingest(vec![input], &mut env, &mut txn).unwrap().remove(0);
                 if let (true, Some(id)) = (deleted, result.id) {
                     let now = env.now();
@@ -557,9 +566,11 @@ mod tests {
             let vector = engine.embed(&[probe.as_str()]).unwrap().map(|mut v| v.remove(0));
             let terms = text::terms(&probe);
             let scope = &scopes[probe_scope];
+            let speaker = speakers[probe_speaker];
+            let voice = Voice::of(None, speaker);
             proptest::prop_assert_eq!(
-                engine.find_near_duplicate(scope, &probe, &terms, vector.as_deref()),
-                brute_force_near_duplicate(&engine, scope, &probe, vector.as_deref())
+                engine.find_near_duplicate(scope, &voice, &probe, &terms, vector.as_deref()),
+                brute_force_near_duplicate(&engine, scope, speaker, &probe, vector.as_deref())
             );
         }
     }

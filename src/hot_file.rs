@@ -166,7 +166,10 @@ fn listed_positions(
     let mut positions = HashMap::new();
     for (position, bullet) in bullets(document)?.into_iter().flatten().enumerate() {
         let by_text = match text_to_store(&bullet.text, engine.config().secrets) {
-            Ok(Captured::Text(text)) => engine.find_text(scope, &text).map(|item| item.id.clone()),
+            // A bullet names nobody: it is the text the user wrote.
+            Ok(Captured::Text(text)) => engine
+                .find_text(scope, None, None, &text)
+                .map(|item| item.id.clone()),
             _ => None,
         };
         let listed = by_text
@@ -306,7 +309,7 @@ pub fn read_back(
                 let same_text = item.text == text;
                 let was_pinned = item.pinned;
                 let other = engine
-                    .find_text(scope, &text)
+                    .find_text(scope, item.role, item.speaker.as_deref(), &text)
                     .filter(|other| other.id != id)
                     .map(|other| other.id.clone());
                 match other {

@@ -5,13 +5,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::duplicate::{DuplicateKey, Voice};
 use super::ingest::detects_pii;
 use super::txn::Txn;
 use super::{DeleteAllResult, Engine, ListPage, ListQuery, MemoryPatch, Stats};
 use crate::codec::{self, FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::index::Bm25Index;
-use crate::item::{validate_id, validate_item_id, MemoryItem, Scope, ScopeFilter, Status, Timestamp};
+use crate::item::{
+    validate_id, validate_item_id, MemoryItem, Role, Scope, ScopeFilter, Status, Timestamp,
+};
 use crate::metadata;
 use crate::text;
 
@@ -25,12 +28,23 @@ impl Engine {
             .ok_or_else(|| Error::NotFound(id.to_string()))
     }
 
-    /// The live memory of exactly `scope` whose text is `normalized` (in
-    /// stored form), if any; chunks of files are not found.
-    pub fn find_text(&self, scope: &Scope, normalized: &str) -> Option<&MemoryItem> {
-        let id = self
-            .by_hash
-            .get(&(self.scope_key(scope), text::content_hash(normalized)))?;
+    /// The memory of exactly `scope` whose text is `normalized` (in stored
+    /// form), said by `speaker` in `role` (see `duplicate.rs` for when two
+    /// are the same voice), if any; soft-deleted ones included, chunks of
+    /// files, keyed, superseded memories and summaries not.
+    pub fn find_text(
+        &self,
+        scope: &Scope,
+        role: Option<Role>,
+        speaker: Option<&str>,
+        normalized: &str,
+    ) -> Option<&MemoryItem> {
+        let key = DuplicateKey::new(
+            self.scope_key(scope),
+            Voice::of(role, speaker),
+            &text::content_hash(normalized),
+        );
+        let id = self.by_hash.get(&key)?;
         self.entries.get(id).map(|e| &e.item)
     }
 
@@ -94,19 +108,8 @@ impl Engine {
         }
         if let Some(raw) = &patch.text {
             let text = self.text_that_must_be_stored(raw)?;
-            let hash = text::content_hash(&text);
-            if let Some(other) = self
-                .by_hash
-                .get(&(self.scope_key(&item.scope), hash.clone()))
-            {
-                if other != id {
-                    return Err(Error::invalid(format!(
-                        "the new text is identical to memory `{other}` in the same scope"
-                    )));
-                }
-            }
+            item.content_hash = text::content_hash(&text);
             item.text = text;
-            item.content_hash = hash;
         }
         if let Some(kind) = patch.kind {
             item.kind = kind;
@@ -144,6 +147,22 @@ impl Engine {
                 item.speaker = Some(speaker.to_string());
             }
             None => {}
+        }
+        // A new text or voice must not make the memory another one's exact
+        // duplicate (one memory per text, scope and voice).
+        if item.content_hash != before.content_hash
+            || Voice::of(item.role, item.speaker.as_deref())
+                != Voice::of(before.role, before.speaker.as_deref())
+        {
+            if let Some(other) = self
+                .by_hash
+                .get(&DuplicateKey::of(self.scope_key(&item.scope), &item))
+                .filter(|other| *other != id)
+            {
+                return Err(Error::invalid(format!(
+                    "the memory would become identical to memory `{other}`: the same text, said by the same speaker, in the same scope"
+                )));
+            }
         }
         match patch.deleted {
             Some(true) if item.deleted_at.is_none() => item.deleted_at = Some(now),

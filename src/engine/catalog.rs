@@ -1,5 +1,5 @@
 //! The catalog: every memory, the doc number it holds in the indexes, and
-//! the secondary keys over the memories (content hash, caller key, creation
+//! the secondary keys over the memories (content hash and voice, caller key, creation
 //! time, scope and time, followers, pinned ids, the shared scopes, the per-tenant
 //! lexical indexes, each file's chunks, each scope's summary and the
 //! summaries of each source). `Engine::set` is the only code that
@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use super::duplicate::DuplicateKey;
 use super::txn::{Txn, Undo};
 use super::Engine;
 use crate::env::{parse_ulid, Environment};
@@ -41,12 +42,12 @@ impl Engine {
         let old = self.entries.remove(id);
         let mut doc = None;
         if let Some(Entry { item, doc: d }) = old.as_deref() {
-            let key = (self.scope_key(&item.scope), item.content_hash.clone());
+            let key = DuplicateKey::of(self.scope_key(&item.scope), item);
             if self.by_hash.get(&key).map(String::as_str) == Some(id) {
                 self.by_hash.remove(&key);
             }
             self.by_created.remove(&(item.created_at.0, id.to_string()));
-            let (scope, ..) = key;
+            let scope = key.into_scope();
             self.by_scope_time
                 .remove(&(scope.clone(), item.created_at.0, id.to_string()));
             if let Some(k) = &item.key {
@@ -159,7 +160,7 @@ impl Engine {
                 } else {
                     let scope = self.intern_scope(&item.scope);
                     self.by_hash
-                        .insert((scope.clone(), item.content_hash.clone()), id.to_string());
+                        .insert(DuplicateKey::of(scope.clone(), &item), id.to_string());
                     self.by_scope_time
                         .insert((scope, item.created_at.0, id.to_string()));
                 }
@@ -308,6 +309,6 @@ mod tests {
         assert!(engine.scopes.is_empty() && engine.by_hash.is_empty());
         engine.rollback(txn);
         assert_eq!(engine.scopes.len(), 2, "a rollback brings both back");
-        assert!(engine.find_text(&bob, "bob owns a red bicycle").is_some());
+        assert!(engine.find_text(&bob, None, None, "bob owns a red bicycle").is_some());
     }
 }

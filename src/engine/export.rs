@@ -32,6 +32,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::duplicate::DuplicateKey;
 use super::files::FileKey;
 use super::{text_to_store, Captured, Engine, IngestReason, Txn};
 use crate::dedupe::Duplicate;
@@ -175,7 +176,7 @@ impl Engine {
             if !item.summary_of.is_empty() {
                 self.check_imported_summary_scope(&item)?;
             }
-            let hash_key = (self.scope_key(&item.scope), item.content_hash.clone());
+            let hash_key = DuplicateKey::of(self.scope_key(&item.scope), &item);
             // Chunks belong to their file and never merge; a superseded
             // memory is an old version, imported as it is.
             let existing_same_text = self
@@ -241,7 +242,7 @@ impl Engine {
         Ok(items
             .into_iter()
             .map(|item| {
-                let held = (self.scope_key(&item.scope), item.content_hash);
+                let held = DuplicateKey::of(self.scope_key(&item.scope), &item);
                 let embed = self.embedder().is_some() && !self.by_hash.contains_key(&held);
                 embed.then_some(item.text)
             })

@@ -5,6 +5,7 @@
 //! chooses them) and stored with the memory it follows in its conversation
 //! (`docs/design.md`, "Data flow").
 
+use super::duplicate::{DuplicateKey, Voice};
 use super::txn::Txn;
 use super::{Engine, IngestOutcome, IngestReason, IngestResult, MemoryInput};
 use crate::dedupe::{self, Duplicate, NearDuplicateAction, Neighbourhood};
@@ -192,7 +193,8 @@ impl Engine {
         };
 
         // A keyed memory is the caller's record: never merged by text.
-        let hash_key = (self.scope_key(&input.scope), content_hash.clone());
+        let voice = Voice::of(input.role, input.speaker.as_deref());
+        let hash_key = DuplicateKey::new(self.scope_key(&input.scope), voice.clone(), &content_hash);
         if let Some(existing) = self.by_hash.get(&hash_key).filter(|_| !keyed).cloned() {
             return self.merge_duplicate(&existing, duplicate, IngestReason::Duplicate, now, txn);
         }
@@ -201,7 +203,7 @@ impl Engine {
             None
         } else {
             let terms = text::said_terms(&text, input.speaker.as_deref());
-            self.find_near_duplicate(&input.scope, &text, &terms, vector.as_deref())
+            self.find_near_duplicate(&input.scope, &voice, &text, &terms, vector.as_deref())
         };
         if let Some(similar) = &similar {
             if self.config.near_duplicate.action == NearDuplicateAction::Merge {
@@ -386,11 +388,13 @@ impl Engine {
         }
     }
 
-    /// The most similar live memory of exactly `scope` that passes the
-    /// near-duplicate gates, as [`dedupe::find_near_duplicate`] chooses it.
+    /// The most similar live memory of exactly `scope` said in `voice`
+    /// that passes the near-duplicate gates, as
+    /// [`dedupe::find_near_duplicate`] chooses it.
     pub(crate) fn find_near_duplicate(
         &self,
         scope: &Scope,
+        voice: &Voice,
         text: &str,
         terms: &[String],
         vector: Option<&[f32]>,
@@ -398,6 +402,7 @@ impl Engine {
         let memories = ScopeMemories {
             engine: self,
             scope,
+            voice,
             tenant: scope.tenant(),
         };
         dedupe::find_near_duplicate(&self.config.near_duplicate, &memories, text, terms, vector)
@@ -479,12 +484,13 @@ impl Engine {
     }
 }
 
-/// The memories a new memory of `scope` may be a near-duplicate of: the
-/// live ones of exactly that scope that are not chunks of a file, with the
-/// indexes of their tenant.
+/// The memories a new memory of `scope` said in `voice` may be a
+/// near-duplicate of: the live ones of exactly that scope and voice that
+/// are not chunks of a file, with the indexes of their tenant.
 struct ScopeMemories<'a> {
     engine: &'a Engine,
     scope: &'a Scope,
+    voice: &'a Voice,
     tenant: Tenant,
 }
 
@@ -499,6 +505,7 @@ impl Neighbourhood for ScopeMemories<'_> {
             .map(|e| &e.item)
             .filter(|item| {
                 &item.scope == self.scope
+                    && self.voice.said(item)
                     && !item.is_deleted()
                     && !item.is_superseded()
                     && !item.is_file_chunk()

@@ -15,6 +15,7 @@
 //! - `api`: the requests and answers of the operations ([`Config`],
 //!   [`MemoryInput`], [`RetrieveQuery`], [`Stats`], …);
 //! - `catalog`: the memories and the secondary keys kept in step with them;
+//! - `duplicate`: the key of exact duplicates (scope, voice, text);
 //! - `vectors`: embeddings, the model, the context vectors of ranking;
 //! - `txn`: the undo log, rollback, and the records a write changed;
 //! - `ingest`: ingest, input validation, deduplication, threading;
@@ -36,6 +37,7 @@
 mod admin;
 mod api;
 mod catalog;
+mod duplicate;
 mod export;
 mod files;
 mod ingest;
@@ -55,6 +57,8 @@ pub use api::{
 };
 pub use summary::{SummaryContext, SummaryInput, SummaryQuery};
 pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
+#[cfg(test)]
+pub(crate) use duplicate::Voice;
 pub(crate) use ingest::{text_to_store, Captured};
 pub use txn::{Summary, Txn};
 
@@ -70,6 +74,7 @@ use crate::index::bm25::TermCounts;
 use crate::index::{Bm25Index, VectorIndex};
 use crate::item::{MemoryItem, Scope, Tenant};
 use catalog::Entry;
+use duplicate::DuplicateKey;
 use files::FileKey;
 use vectors::StoredVector;
 
@@ -103,7 +108,9 @@ pub struct Engine {
     /// Each scope of a memory in `by_hash`, `by_key`, `by_scope_time` or `by_summary`,
     /// once: their keys share it.
     scopes: HashSet<Arc<Scope>>,
-    by_hash: HashMap<(Arc<Scope>, String), String>,
+    /// The memory holding each text of a scope said in a voice
+    /// (`duplicate.rs`): what an exact duplicate merges into.
+    by_hash: HashMap<DuplicateKey, String>,
     /// The memory holding each caller key of a scope.
     by_key: HashMap<(Arc<Scope>, String), String>,
     by_created: BTreeSet<(i64, String)>,

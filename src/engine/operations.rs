@@ -266,7 +266,9 @@ impl Engine {
                     ));
                 }
             }
-        } else if self.find_text(&old.scope, &text).is_some_and(MemoryItem::is_deleted) {
+        } else if self
+            .find_text(&old.scope, old.role, old.speaker.as_deref(), &text)
+            .is_some_and(MemoryItem::is_deleted) {
             return Err(refuse(i, "the new text is one the user deleted"));
         }
         Ok(Step::Update {

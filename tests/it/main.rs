@@ -25,6 +25,7 @@ mod relevance;
 mod retention;
 mod secrets;
 mod semantic;
+mod speakers;
 mod summaries;
 mod supersede;
 mod vector_index;

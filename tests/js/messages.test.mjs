@@ -86,3 +86,25 @@ test("bad messages and options are INVALID_INPUT and store nothing", async () =>
   assert.equal((await mem.stats()).items, 0);
   await mem.close();
 });
+
+test("two speakers saying the same words are two memories; the same speaker again merges, after a reopen too", async () => {
+  const storage = mapAdapter();
+  let mem = await Memory.open({ storage });
+  const said = (name) => ({ role: "user", name, content: "I love hiking" });
+  const results = await mem.ingestMessages([said("Caroline"), said("Melanie"), said("Caroline")], { scope });
+  assert.deepEqual(results.map((r) => [r.outcome, r.reason]), [["added", undefined], ["added", undefined], ["merged", "duplicate"]]);
+  assert.equal(results[2].id, results[0].id);
+  const items = await Promise.all(results.slice(0, 2).map((r) => mem.get(r.id)));
+  assert.deepEqual(items.map((i) => i.speaker), ["Caroline", "Melanie"]);
+  const hits = await mem.retrieve({ text: "hiking", scope, dryRun: true });
+  assert.deepEqual(new Set(hits.map((h) => h.item.speaker)), new Set(["Caroline", "Melanie"]));
+  // A speaker's patch that would make a second copy of a voice is refused.
+  await assert.rejects(mem.update(results[1].id, { speaker: "Caroline" }), (e) => e instanceof MemtideError && e.code === "INVALID_INPUT");
+  await mem.close();
+
+  mem = await Memory.open({ storage });
+  const again = await mem.ingestMessages([said("Melanie"), { role: "user", content: "I love hiking" }], { scope });
+  assert.deepEqual(again.map((r) => [r.outcome, r.id === results[1].id]), [["merged", true], ["added", false]]);
+  assert.equal((await mem.stats()).items, 3);
+  await mem.close();
+});
