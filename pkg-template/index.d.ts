@@ -96,10 +96,20 @@ export interface MemoryInput {
   supersede?: boolean;
 }
 
+/** What `deleteAll` did. */
+export interface DeleteAllResult {
+  /** The memories the filter matched and the summaries deleted with their sources. */
+  deleted: number;
+  /** Whether they were erased (hard) or suppressed (soft). */
+  hard: boolean;
+  /** Of `deleted`, the summaries the filter did not match, deleted because one of their sources was. */
+  summaries: number;
+}
+
 /** What happened to a memory (`history`). */
 export type HistoryKind =
   | "created" | "merged" | "updated" | "replaced" | "status" | "pinned" | "deleted" | "restored"
-  | "superseded" | "supersedes";
+  | "superseded" | "supersedes" | "withdrawn";
 
 /** One event of a memory's history, oldest first. */
 export interface HistoryEvent {
@@ -901,8 +911,12 @@ export class Memory {
   update(id: string, patch: MemoryPatch): Promise<MemoryItem>;
   /** Soft delete by default (the text stays suppressed); `hard` erases every stored byte of it. */
   delete(id: string, options?: { hard?: boolean }): Promise<void>;
-  /** Deletes what the filter selects (`scope.userId` is required). */
-  deleteAll(options: { scope: ScopeFilter; hard?: boolean }): Promise<{ deleted: number; hard: boolean }>;
+  /**
+   * Deletes what the filter selects (`scope.userId` is required), with the
+   * summaries that follow their sources (counted in `summaries` when the
+   * filter does not select them).
+   */
+  deleteAll(options: { scope: ScopeFilter; hard?: boolean }): Promise<DeleteAllResult>;
   /**
    * Erases every expired memory (its `retentionDays` or the config's
    * `retention` passed) with every stored byte of its text. A store with a

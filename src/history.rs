@@ -38,6 +38,9 @@ pub enum HistoryKind {
     Superseded,
     /// It took the place of an older memory (`other`).
     Supersedes,
+    /// A summary soft-deleted because one of its sources was: it is
+    /// restored when all its sources are live again.
+    Withdrawn,
 }
 
 /// One event of a memory's history.
@@ -133,6 +136,23 @@ pub fn changes(
         _ => {}
     }
     events
+}
+
+/// Whether a soft-deleted memory was withdrawn with a source (its last
+/// deletion event is `withdrawn`) rather than deleted on its own.
+pub fn is_withdrawn(item: &MemoryItem) -> bool {
+    item.is_deleted()
+        && item
+            .history
+            .iter()
+            .rev()
+            .find(|e| {
+                matches!(
+                    e.event,
+                    HistoryKind::Deleted | HistoryKind::Withdrawn | HistoryKind::Restored
+                )
+            })
+            .is_some_and(|e| e.event == HistoryKind::Withdrawn)
 }
 
 /// Appends `events` to the memory's stored history, keeping the newest

@@ -232,12 +232,27 @@ impl Engine {
         if filter.user_id.is_none() {
             return Err(Error::invalid("deleteAll needs at least scope.userId"));
         }
-        let ids: Vec<String> = self
+        let mut matched: Vec<&MemoryItem> = self
             .entries
             .values()
-            .filter(|e| filter.matches_item(&e.item) && (hard || !e.item.is_deleted()))
-            .map(|e| e.item.id.clone())
+            .map(|e| &e.item)
+            .filter(|item| filter.matches_item(item) && (hard || !item.is_deleted()))
             .collect();
+        // The summaries the filter selects first: deleted by the caller,
+        // not withdrawn with a source, so restoring a source later does
+        // not bring them back.
+        matched.sort_by_key(|item| item.summary_of.is_empty());
+        let ids: Vec<String> = matched.into_iter().map(|item| item.id.clone()).collect();
+        // What a hard delete erases, or a soft one suppresses: the
+        // matched memories and the summaries that follow them out.
+        let present = |engine: &Self| {
+            engine
+                .entries
+                .values()
+                .filter(|e| hard || !e.item.is_deleted())
+                .count()
+        };
+        let before = present(self);
         for id in &ids {
             // A summary erased with its source is already gone.
             if self.entries.contains_key(id) {
@@ -248,9 +263,11 @@ impl Engine {
         if hard {
             self.remove_files_where(|scope| filter.matches_files_of(scope), txn);
         }
+        let deleted = before.saturating_sub(present(self));
         Ok(DeleteAllResult {
-            deleted: ids.len(),
+            deleted,
             hard,
+            summaries: deleted.saturating_sub(ids.len()),
         })
     }
 

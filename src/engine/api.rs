@@ -600,10 +600,15 @@ pub struct ListPage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeleteAllResult {
-    /// Memories deleted by this call.
+    /// Memories deleted by this call: those the filter matched and the
+    /// summaries deleted with their sources.
     pub deleted: usize,
     /// Whether they were erased (hard) or suppressed (soft).
     pub hard: bool,
+    /// Of `deleted`, the summaries the filter did not match, deleted
+    /// because one of their sources was (a workspace's summary of a
+    /// session's memories, for a filter naming the session).
+    pub summaries: usize,
 }
 
 /// What `purgeExpired` did.

@@ -6,9 +6,11 @@
 //!
 //! A summary may repeat what its sources say, so it follows them
 //! ([`Engine::follow_sources`], called by every write): when a source is
-//! erased (hard delete, purge, deleteAll) or its text replaced, the
-//! summary is erased in the same commit, so a hard delete still leaves no
-//! byte; when a source is soft-deleted, the summary is soft-deleted too.
+//! erased (hard delete, purge, deleteAll), its text replaced or it is
+//! superseded, the summary is erased in the same commit, so a hard delete
+//! still leaves no byte and no summary keeps an old value; when a source
+//! is soft-deleted, the summary is withdrawn (soft-deleted, a `withdrawn`
+//! event), and restored when all its sources are live again.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +19,7 @@ use super::txn::Txn;
 use super::Engine;
 use crate::env::Environment;
 use crate::error::{Error, Result};
-use crate::history;
+use crate::history::{self, HistoryEvent, HistoryKind};
 use crate::item::{
     validate_item_id, Kind, MemoryItem, Privacy, Scope, ScopeFilter, Source, SourceKind, Status,
     Timestamp,
@@ -71,10 +73,13 @@ pub struct SummaryContext {
 
 /// What a write did to a memory that summaries list as a source.
 enum Change {
-    /// Erased, or its text replaced: the summaries go.
+    /// Erased, its text replaced, or superseded: the summaries go.
     Erased,
     /// Soft-deleted at this time: the summaries are withdrawn too.
     Withdrawn(Timestamp),
+    /// Restored at this time: the summaries withdrawn with a source come
+    /// back once all their sources are live.
+    Restored(Timestamp),
 }
 
 impl Engine {
@@ -263,8 +268,9 @@ impl Engine {
     }
 
     /// Makes the summaries listing `id` follow what a write did to it
-    /// (`previous` its item before): erased with it or with its old text,
-    /// withdrawn with it. Called by [`Engine::write`].
+    /// (`previous` its item before): erased with it, with its old text or
+    /// when it is superseded (a summary must not keep an old value),
+    /// withdrawn with it, restored with it. Called by [`Engine::write`].
     pub(super) fn follow_sources(&mut self, id: &str, previous: &MemoryItem, txn: &mut Txn) {
         let Some(summaries) = self.summaries.get(id).cloned() else {
             return;
@@ -272,8 +278,10 @@ impl Engine {
         let change = match self.entries.get(id).map(|e| &e.item) {
             None => Change::Erased,
             Some(now) if now.text != previous.text => Change::Erased,
-            Some(now) => match now.deleted_at {
-                Some(at) if !previous.is_deleted() => Change::Withdrawn(at),
+            Some(now) if now.is_superseded() && !previous.is_superseded() => Change::Erased,
+            Some(now) => match (now.deleted_at, previous.is_deleted()) {
+                (Some(at), false) => Change::Withdrawn(at),
+                (None, true) => Change::Restored(now.updated_at),
                 _ => return,
             },
         };
@@ -292,14 +300,43 @@ impl Engine {
                     if before.is_deleted() {
                         continue;
                     }
-                    let mut withdrawn = before.clone();
+                    let mut withdrawn = before;
                     withdrawn.deleted_at = Some(at);
                     withdrawn.updated_at = at;
-                    self.record_history(&before, &mut withdrawn, at);
+                    let event = HistoryEvent::new(HistoryKind::Withdrawn, at);
+                    history::record(
+                        &mut withdrawn,
+                        vec![event],
+                        self.config.limits.max_history_events,
+                    );
                     self.write(txn, &summary, Some(withdrawn));
+                }
+                Change::Restored(at) => {
+                    let Some(before) = self.entries.get(&summary).map(|e| e.item.clone()) else {
+                        continue;
+                    };
+                    // A summary deleted on its own stays deleted.
+                    if !history::is_withdrawn(&before) || !self.sources_are_live(&before) {
+                        continue;
+                    }
+                    let mut restored = before.clone();
+                    restored.deleted_at = None;
+                    restored.updated_at = at;
+                    self.record_history(&before, &mut restored, at);
+                    self.write(txn, &summary, Some(restored));
                 }
             }
         }
+    }
+
+    /// Whether every source of `summary` is stored, not soft-deleted and
+    /// not superseded.
+    fn sources_are_live(&self, summary: &MemoryItem) -> bool {
+        summary.summary_of.iter().all(|source| {
+            self.entries
+                .get(source)
+                .is_some_and(|e| !e.item.is_deleted() && !e.item.is_superseded())
+        })
     }
 
     /// Refuses, for `import`, a summary of a scope that holds another.

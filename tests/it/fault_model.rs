@@ -44,9 +44,9 @@ use memtide::storage::{
     AsyncStorage, Batch, Expect, KvStorage, MemoryStorage, Snapshot, Storage, StorageError,
 };
 use memtide::{
-    AsyncMemory, Config, Error, IngestOutcome, IngestReason, Kind, ListQuery, MemoryInput,
-    MemoryItem, MemoryPatch, Operation, OperationsRequest, RetrieveQuery, Scope, ScopeFilter,
-    Source, SourceKind, Status, SummaryInput, Timestamp,
+    AsyncMemory, Config, Error, HistoryKind, IngestOutcome, IngestReason, Kind, ListQuery,
+    MemoryInput, MemoryItem, MemoryPatch, Operation, OperationsRequest, RetrieveQuery, Scope,
+    ScopeFilter, Source, SourceKind, Status, SummaryInput, Timestamp,
 };
 use memtide_testkit::block_on;
 use memtide_testkit::faults::{MapKv, Trigger};
@@ -435,7 +435,7 @@ impl<F: Faulty + Default> Run<F> {
                 let expected = model.delete_all(&filter, *hard);
                 let result = block_on(self.mem.delete_all(&filter, *hard));
                 if let Ok(done) = &result {
-                    assert_eq!(done.deleted, expected, "deleteAll count");
+                    assert_eq!((done.deleted, done.summaries), expected, "deleteAll counts");
                 }
                 (result.map(drop), true)
             }

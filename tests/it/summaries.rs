@@ -1,11 +1,14 @@
 //! Summaries (`docs/memory-model.md`, "Summaries"): one per scope, linked
 //! to its sources, replaced in place, and erased with any source a hard
-//! delete, a purge or a new text erases, in the same commit.
+//! delete, a purge, a new text or a supersession erases, in the same
+//! commit; withdrawn with a soft-deleted source and restored with it;
+//! counted by `deleteAll`.
 
 use memtide::env::FixedEnvironment;
 use memtide::{
-    Config, Error, HistoryKind, Kind, Memory, MemoryInput, MemoryPatch, Privacy, RetrieveQuery,
-    Scope, ScopeFilter, Status, SummaryInput, SummaryQuery, Timestamp,
+    Config, Error, HistoryKind, Kind, Memory, MemoryInput, MemoryPatch, Operation,
+    OperationsRequest, Privacy, RetrieveQuery, Scope, ScopeFilter, Status, SummaryInput,
+    SummaryQuery, Timestamp,
 };
 use memtide_testkit::store::{contains, open, scope, stored_bytes, Mem, T0};
 
@@ -293,7 +296,7 @@ fn erasing_a_source_erases_its_summaries_in_the_same_commit() {
         .history(&s.id)
         .unwrap()
         .iter()
-        .any(|e| e.event == HistoryKind::Deleted));
+        .any(|e| e.event == HistoryKind::Withdrawn));
     // deleteAll erases sources and summaries alike, without tripping on
     // a summary already gone with its source.
     let d = add(&mut mem, "lunch was at noon", session("s3"));
@@ -484,4 +487,173 @@ fn an_import_whose_summary_lists_its_sources_out_of_order_or_a_summary_is_refuse
     let err = fresh.import(&reseal(&mut doc)).unwrap_err();
     assert!(err.to_string().contains("is a summary"), "{err}");
     assert_eq!(fresh.stats(&ScopeFilter::default()).items, 0);
+}
+
+#[test]
+fn superseding_a_source_erases_its_summaries_so_no_old_value_stays() {
+    let mut mem = open();
+    let coffee = add(&mut mem, "I take my coffee as a cortado", scope());
+    let city = add(&mut mem, "I live in Porto", scope());
+    let other = add(&mut mem, "the cat needs a vet visit", session("s1"));
+    let ws = mem
+        .store_summary(summary(
+            scope(),
+            "Cortado drinker in Porto.",
+            &[&coffee, &city],
+        ))
+        .unwrap();
+    let s1 = mem
+        .store_summary(summary(session("s1"), "Vet visit due.", &[&other]))
+        .unwrap();
+    // An extractor's `update` supersedes the coffee: the summary saying
+    // "cortado" goes in the same commit, the other scope's stays.
+    let done = mem
+        .apply_operations(OperationsRequest {
+            scope: scope(),
+            allowed: vec![coffee.clone()],
+            operations: vec![serde_json::from_value::<Operation>(serde_json::json!(
+                {"op": "update", "id": coffee, "text": "I take my coffee as a flat white"}
+            ))
+            .unwrap()],
+        })
+        .unwrap();
+    assert_eq!(done.superseded.len(), 1);
+    assert!(matches!(mem.get(&ws.id), Err(Error::NotFound(_))));
+    assert!(
+        !holds(&mem, "Cortado drinker"),
+        "no byte of the old summary"
+    );
+    assert!(
+        mem.get(&coffee).unwrap().is_superseded(),
+        "the source stays readable"
+    );
+    assert!(mem.get(&s1.id).is_ok());
+    assert!(context(&mem, scope()).previous.is_none());
+
+    // `upsert` with `supersede` of a keyed source does the same.
+    let keyed = |text: &str| MemoryInput {
+        key: Some("drink".into()),
+        supersede: Some(true),
+        ..MemoryInput::new(text, session("s2"))
+    };
+    let tea = mem.upsert(vec![keyed("prefers green tea")]).unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    let drinks = mem
+        .store_summary(summary(session("s2"), "Drinks green tea.", &[&tea]))
+        .unwrap();
+    mem.upsert(vec![keyed("prefers black coffee")]).unwrap();
+    assert!(mem.get(&tea).unwrap().is_superseded());
+    assert!(mem.get(&drinks.id).is_err());
+    assert!(!holds(&mem, "Drinks green tea."));
+
+    // A reopened store agrees.
+    let mem = Memory::open(
+        mem.into_storage(),
+        FixedEnvironment::new(Timestamp(T0)),
+        Config::default(),
+    )
+    .unwrap();
+    assert!(mem.get(&ws.id).is_err() && mem.get(&drinks.id).is_err());
+    assert!(mem.get(&s1.id).is_ok());
+}
+
+#[test]
+fn delete_all_counts_the_summaries_it_deletes_with_their_sources() {
+    for hard in [false, true] {
+        let mut mem = open();
+        let a = add(&mut mem, "the door code is 4417", session("s1"));
+        let b = add(&mut mem, "the flight leaves on Friday", session("s2"));
+        // The workspace's summary is outside a filter naming session s1;
+        // the session's summary is inside it.
+        let ws = mem
+            .store_summary(summary(scope(), "Door 4417, Friday.", &[&a, &b]))
+            .unwrap();
+        let s1 = mem
+            .store_summary(summary(session("s1"), "Door 4417.", &[&a]))
+            .unwrap();
+        let filter = ScopeFilter {
+            session_id: Some("s1".into()),
+            ..ScopeFilter::from(&scope())
+        };
+        let result = mem.delete_all(&filter, hard).unwrap();
+        assert_eq!(
+            (result.deleted, result.summaries, result.hard),
+            (3, 1, hard),
+            "a, its session's summary, and the workspace's summary with it"
+        );
+        for id in [&a, &s1.id, &ws.id] {
+            match mem.get(id) {
+                Ok(item) => assert!(!hard && item.is_deleted(), "{id}"),
+                Err(e) => assert!(hard && matches!(e, Error::NotFound(_)), "{id}"),
+            }
+        }
+        assert!(!mem.get(&b).unwrap().is_deleted());
+        // Nothing left to delete: nothing counted.
+        let again = mem.delete_all(&filter, hard).unwrap();
+        assert_eq!((again.deleted, again.summaries), (0, 0));
+    }
+}
+
+#[test]
+fn restoring_sources_restores_the_summaries_withdrawn_with_them() {
+    let mut mem = open();
+    let a = add(&mut mem, "the door code is 4417", scope());
+    let b = add(&mut mem, "the flight leaves on Friday", scope());
+    let c = add(&mut mem, "the cat needs a vet visit", session("s1"));
+    let ws = mem
+        .store_summary(summary(scope(), "Door 4417, Friday.", &[&a, &b]))
+        .unwrap();
+    let s1 = mem
+        .store_summary(summary(session("s1"), "Vet visit due.", &[&c]))
+        .unwrap();
+    let restore = MemoryPatch {
+        deleted: Some(false),
+        ..MemoryPatch::default()
+    };
+    mem.delete(&a, false).unwrap();
+    mem.delete(&b, false).unwrap();
+    assert!(mem.get(&ws.id).unwrap().is_deleted());
+    // One source back: the summary still repeats the other, deleted one.
+    mem.update(&a, restore.clone()).unwrap();
+    assert!(mem.get(&ws.id).unwrap().is_deleted());
+    // Both back: so is the summary, with a `restored` event.
+    mem.update(&b, restore.clone()).unwrap();
+    let back = mem.get(&ws.id).unwrap();
+    assert!(!back.is_deleted());
+    let events: Vec<HistoryKind> = mem
+        .history(&ws.id)
+        .unwrap()
+        .iter()
+        .map(|e| e.event)
+        .collect();
+    assert!(
+        events.ends_with(&[HistoryKind::Withdrawn, HistoryKind::Restored]),
+        "{events:?}"
+    );
+    let hits = mem
+        .retrieve(&RetrieveQuery {
+            dry_run: true,
+            ..RetrieveQuery::new("door 4417 Friday", scope())
+        })
+        .unwrap();
+    assert!(hits.iter().any(|h| h.item.id == ws.id));
+
+    // A summary the user deleted on its own stays deleted when a source
+    // comes back.
+    mem.delete(&s1.id, false).unwrap();
+    mem.delete(&c, false).unwrap();
+    mem.update(&c, restore).unwrap();
+    assert!(mem.get(&s1.id).unwrap().is_deleted());
+
+    // A reopened store agrees.
+    let mem = Memory::open(
+        mem.into_storage(),
+        FixedEnvironment::new(Timestamp(T0)),
+        Config::default(),
+    )
+    .unwrap();
+    assert!(!mem.get(&ws.id).unwrap().is_deleted());
+    assert!(mem.get(&s1.id).unwrap().is_deleted());
 }

@@ -326,6 +326,6 @@ test("soft delete, deleteAll and the injected clock", async () => {
   assert.equal((await mem.ingest({ text: "Buy oat milk.", scope: home }))[0].outcome, "skipped");
   await mem.ingest({ text: "Work note.", scope: work });
   assert.deepEqual(await mem.deleteAll({ scope: { userId: "alice", workspaceId: "work" }, hard: true }),
-    { deleted: 1, hard: true });
+    { deleted: 1, hard: true, summaries: 0 });
   assert.equal((await mem.stats({ userId: "alice", workspaceId: "work" })).items, 0);
 });

@@ -107,3 +107,35 @@ test("nothing to summarize, a null summary and a bad summarizer change nothing",
   );
   assert.equal((await mem.list({ kinds: ["summary"] })).items.length, 0);
 });
+
+test("a superseded source erases its summary; deleteAll counts the summaries that go with their sources; a restore brings a withdrawn summary back", async () => {
+  const storage = mapAdapter();
+  const mem = await Memory.open({ storage });
+  const ws = scope;
+  const [coffee] = await mem.ingest({ text: "I take my coffee as a cortado.", scope: ws });
+  const old = await mem.storeSummary({ scope: ws, text: "Drinks cortados.", sources: [coffee.id] });
+  const done = await mem.applyOperations({
+    scope: ws,
+    allowed: [coffee.id],
+    reply: JSON.stringify([{ op: "update", id: coffee.id, text: "I take my coffee as a flat white." }]),
+  });
+  assert.equal(done.superseded[0].id, coffee.id);
+  await assert.rejects(mem.get(old.id), (e) => e instanceof MemtideError && e.code === "NOT_FOUND");
+  assert.ok(!storedText(storage).includes("Drinks cortados."), "no byte of the old summary");
+
+  // A workspace summary of a session's turns is outside a filter naming the session.
+  const turns = await conversation(mem);
+  const ids = turns.map((t) => t.id);
+  const summary = await mem.storeSummary({ scope: ws, text: "A June trip to Lisbon.", sources: ids });
+  const result = await mem.deleteAll({ scope: { ...scope, sessionId: "s1" } });
+  assert.deepEqual(result, { deleted: 4, hard: false, summaries: 1 });
+  const withdrawn = await mem.get(summary.id);
+  assert.ok(withdrawn.deletedAt);
+  assert.equal((await mem.history(summary.id)).at(-1).event, "withdrawn");
+  for (const [i, id] of ids.entries()) {
+    await mem.update(id, { deleted: false });
+    assert.equal(Boolean((await mem.get(summary.id)).deletedAt), i < ids.length - 1, `after restoring ${i + 1}`);
+  }
+  assert.equal((await mem.history(summary.id)).at(-1).event, "restored");
+  await mem.close();
+});

@@ -149,7 +149,7 @@ test("every verb round-trips through the component", async () => {
   assert.deepEqual(copy.get(coffee), store.get(coffee));
   assert.deepEqual(copy.import(exported), { added: 0, replaced: 3, merged: 0, files: 0 });
 
-  assert.deepEqual(store.deleteAll({ userId: "alice", workspaceId: "work" }, true), { deleted: 1, hard: true });
+  assert.deepEqual(store.deleteAll({ userId: "alice", workspaceId: "work" }, true), { deleted: 1, hard: true, summaries: 0 });
   assert.equal(errorOf(() => store.get(launch)).code, "not-found");
   assert.equal(store.refresh(), false, "nobody else wrote");
   assert.ok([...storage.map.keys()].every((k) => !k.startsWith("journal/")), "no journal left behind");

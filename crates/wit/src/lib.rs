@@ -799,6 +799,7 @@ impl From<HistoryEvent> for w::HistoryEvent {
                 HistoryKind::Restored => w::HistoryKind::Restored,
                 HistoryKind::Superseded => w::HistoryKind::Superseded,
                 HistoryKind::Supersedes => w::HistoryKind::Supersedes,
+                HistoryKind::Withdrawn => w::HistoryKind::Withdrawn,
             },
             at: event.at.to_rfc3339(),
             fields: event.fields,
@@ -976,6 +977,7 @@ impl From<DeleteAllResult> for w::DeleteAllResult {
         w::DeleteAllResult {
             deleted: count(result.deleted),
             hard: result.hard,
+            summaries: count(result.summaries),
         }
     }
 }

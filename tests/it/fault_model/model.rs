@@ -18,6 +18,9 @@ pub(super) struct ModelItem {
     pub(super) superseded: bool,
     /// For a summary: its sources, ascending.
     pub(super) summary_of: Vec<String>,
+    /// Soft-deleted with one of its sources (a summary), not on its own:
+    /// restored when all its sources are live again.
+    pub(super) withdrawn: bool,
 }
 
 impl ModelItem {
@@ -33,6 +36,7 @@ impl ModelItem {
             merges: item.merged_from.len(),
             superseded: item.superseded_at.is_some(),
             summary_of: item.summary_of.clone(),
+            withdrawn: item.is_deleted() && last_deletion(item) == Some(HistoryKind::Withdrawn),
         }
     }
 
@@ -50,6 +54,16 @@ impl ModelItem {
         self.pinned |= pinned;
         self.merges += 1;
     }
+}
+
+/// The last event of `item` that deleted or restored it.
+fn last_deletion(item: &MemoryItem) -> Option<HistoryKind> {
+    item.history.iter().rev().map(|e| e.event).find(|e| {
+        matches!(
+            e,
+            HistoryKind::Deleted | HistoryKind::Withdrawn | HistoryKind::Restored
+        )
+    })
 }
 
 /// The expected outcome of one ingested input.
@@ -108,35 +122,55 @@ impl Model {
 
     /// Soft-deletes a memory; the summaries listing it are withdrawn too.
     pub(super) fn soft_delete(&mut self, id: &str) {
-        let Some(item) = self.items.get_mut(id) else {
+        let Some(before) = self.items.get(id).cloned() else {
             return;
         };
-        if item.deleted {
+        if before.deleted {
             return;
         }
-        item.deleted = true;
-        for summary in self.summaries_of(id) {
-            if let Some(s) = self.items.get_mut(&summary) {
-                s.deleted = true;
-            }
+        if let Some(item) = self.items.get_mut(id) {
+            item.deleted = true;
+            item.withdrawn = false;
         }
+        self.follow(id, &before);
+    }
+
+    /// Whether every source of `summary` is stored, not deleted and not
+    /// superseded.
+    fn sources_live(&self, summary: &ModelItem) -> bool {
+        summary.summary_of.iter().all(|s| {
+            self.items
+                .get(s)
+                .is_some_and(|s| !s.deleted && !s.superseded)
+        })
     }
 
     /// What a write of `id` from `before` to its present state does to the
-    /// summaries listing it: a new text erases them, a soft delete
-    /// withdraws them.
+    /// summaries listing it: a new text or a supersession erases them, a
+    /// soft delete withdraws them, a restore brings back those withdrawn
+    /// whose sources are all live.
     pub(super) fn follow(&mut self, id: &str, before: &ModelItem) {
         let Some(now) = self.items.get(id).cloned() else {
             return;
         };
-        if now.text != before.text {
+        if now.text != before.text || (now.superseded && !before.superseded) {
             for summary in self.summaries_of(id) {
                 self.erase(&summary);
             }
         } else if now.deleted && !before.deleted {
             for summary in self.summaries_of(id) {
-                if let Some(s) = self.items.get_mut(&summary) {
+                if let Some(s) = self.items.get_mut(&summary).filter(|s| !s.deleted) {
                     s.deleted = true;
+                    s.withdrawn = true;
+                }
+            }
+        } else if !now.deleted && before.deleted {
+            for summary in self.summaries_of(id) {
+                let back =
+                    self.items[&summary].withdrawn && self.sources_live(&self.items[&summary]);
+                if let Some(s) = self.items.get_mut(&summary).filter(|_| back) {
+                    s.deleted = false;
+                    s.withdrawn = false;
                 }
             }
         }
@@ -199,6 +233,7 @@ impl Model {
                 merges: 0,
                 superseded: false,
                 summary_of: sources,
+                withdrawn: false,
             },
         );
     }
@@ -249,6 +284,7 @@ impl Model {
                         merges: 0,
                         superseded: false,
                         summary_of: Vec::new(),
+                        withdrawn: false,
                     },
                 );
                 Expected::Added
@@ -276,8 +312,9 @@ impl Model {
         if let Some(tags) = &patch.tags {
             item.tags = tags.clone();
         }
-        if let Some(deleted) = patch.deleted {
+        if let Some(deleted) = patch.deleted.filter(|d| *d != item.deleted) {
             item.deleted = deleted;
+            item.withdrawn = false;
         }
         if let Some(text) = &patch.text {
             self.retire(old_text);
@@ -297,25 +334,40 @@ impl Model {
         if old.deleted || old.superseded || !old.summary_of.is_empty() {
             return false;
         }
+        let before = old.clone();
         old.superseded = true;
         let successor = ModelItem {
             text: text.to_string(),
             deleted: false,
             merges: 0,
             superseded: false,
-            ..old.clone()
+            ..before.clone()
         };
+        self.follow(id, &before);
         self.add(new_id, successor);
         true
     }
 
-    pub(super) fn delete_all(&mut self, filter: &ScopeFilter, hard: bool) -> usize {
-        let ids: Vec<String> = self
+    /// `deleteAll`: the memories deleted (matched, and summaries deleted
+    /// with their sources) and, of them, the summaries not matched.
+    pub(super) fn delete_all(&mut self, filter: &ScopeFilter, hard: bool) -> (usize, usize) {
+        let present = |model: &Model| {
+            model
+                .items
+                .values()
+                .filter(|item| hard || !item.deleted)
+                .count()
+        };
+        // The summaries it selects first: deleted by the caller, not
+        // withdrawn with a source.
+        let mut matched: Vec<(&String, &ModelItem)> = self
             .items
             .iter()
             .filter(|(_, item)| filter.matches(&item.scope) && (hard || !item.deleted))
-            .map(|(id, _)| id.clone())
             .collect();
+        matched.sort_by_key(|(_, item)| item.summary_of.is_empty());
+        let ids: Vec<String> = matched.into_iter().map(|(id, _)| id.clone()).collect();
+        let before = present(self);
         for id in &ids {
             if hard {
                 self.erase(id);
@@ -323,7 +375,8 @@ impl Model {
                 self.soft_delete(id);
             }
         }
-        ids.len()
+        let deleted = before - present(self);
+        (deleted, deleted - ids.len())
     }
 
     /// Imports a snapshot of an earlier model (an export is sorted by id):

@@ -451,7 +451,10 @@ fn delete_soft_then_hard_and_delete_all_by_scope() {
         &["delete-all", "--user", "u", "--workspace", "w"],
         "",
     );
-    assert_eq!(result, [json!({"deleted": 2, "hard": false})]);
+    assert_eq!(
+        result,
+        [json!({"deleted": 2, "hard": false, "summaries": 0})]
+    );
     assert_eq!(ids(&ok(store, &["list"], "")), ["m000004"]);
     let other = ok(store, &["list", "--workspace", "w2"], "");
     assert_eq!(other[0]["text"], "delta");
@@ -462,7 +465,10 @@ fn delete_soft_then_hard_and_delete_all_by_scope() {
         &["delete-all", "--user", "u", "--workspace", "w", "--hard"],
         "",
     );
-    assert_eq!(erased, [json!({"deleted": 2, "hard": true})]);
+    assert_eq!(
+        erased,
+        [json!({"deleted": 2, "hard": true, "summaries": 0})]
+    );
     assert_eq!(
         ids(&ok(store, &["list", "--include-deleted"], "")),
         ["m000004"]
