@@ -101,6 +101,9 @@ function call(c, mem, plain) {
         await probe(opened, c.name);
         await opened.close();
       };
+    case "applyOperations": return bytes ? "n/a" : () => mem.applyOperations(value());
+    case "storeSummary": return bytes ? "n/a" : () => mem.storeSummary(value());
+    case "summaryContext": return bytes ? "n/a" : () => mem.summaryContext(value());
     default: throw new Error(`unknown op ${c.op}`);
   }
 }

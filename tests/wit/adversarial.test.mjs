@@ -241,6 +241,21 @@ function run(c, { Store, store, plain }) {
         const opened = Store.open(jsonText());
         probe(opened, c.name);
       };
+    case "applyOperations":
+      return () => {
+        const v = record(value(), ["scope", "allowed", "reply"], "request");
+        return store.applyOperations(witScope(v.scope), opt(strings)(v.allowed, "allowed") ?? [], str(v.reply, "reply"));
+      };
+    case "storeSummary":
+      return () => {
+        const v = record(value(), ["scope", "text", "sources"], "summary");
+        return store.storeSummary({ scope: witScope(v.scope), text: str(v.text, "text"), sources: strings(v.sources, "sources") });
+      };
+    case "summaryContext":
+      return () => {
+        const v = record(value(), ["scope", "limit", "includePii"], "query");
+        return store.summaryContext({ scope: witScope(v.scope), limit: opt(u32)(v.limit, "limit"), includePii: flag(v.includePii, "includePii") });
+      };
     default: throw new Error(`unknown op ${c.op}`);
   }
 }

@@ -34,8 +34,9 @@ use sha2::{Digest, Sha256};
 use memtide::env::FixedEnvironment;
 use memtide::storage::{MemoryStorage, Storage};
 use memtide::{
-    Config, InjectQuery, ListQuery, Memory, MemoryInput, MemoryPatch, Privacy, RetrieveQuery,
-    Scope, ScopeFilter, Status, Timestamp,
+    parse_operations, Config, InjectQuery, ListQuery, Memory, MemoryInput, MemoryPatch,
+    OperationsRequest, Privacy, RetrieveQuery, Scope, ScopeFilter, Status, SummaryInput,
+    SummaryQuery, Timestamp,
 };
 use memtide_testkit::store::{records, scope};
 
@@ -108,6 +109,9 @@ fn fixture() -> Fixture {
         "memoryTool",
         "readHotFile",
         "config",
+        "applyOperations",
+        "storeSummary",
+        "summaryContext",
     ];
     for case in &fixture.cases {
         assert!(known.contains(&case.op.as_str()), "{}: op", case.name);
@@ -216,6 +220,17 @@ struct FileRequest {
     path: String,
     #[serde(alias = "document")]
     content: String,
+}
+
+/// `{scope, allowed?, reply}`, the JS bindings' `applyOperations` request:
+/// the model's reply as text, parsed by the surface.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OperationsCall {
+    scope: Scope,
+    #[serde(default)]
+    allowed: Vec<String>,
+    reply: String,
 }
 
 // ----- the seeded store ------------------------------------------------------
@@ -511,6 +526,20 @@ fn try_rust(
                 Err(e) => Outcome::Code(e.code().to_string()),
             }
         }
+        "applyOperations" => {
+            let call: OperationsCall = parse(&case.input())?;
+            let limit = mem.config().limits.max_operations_bytes;
+            match parse_operations(&call.reply, limit) {
+                Ok(operations) => code_of(mem.apply_operations(OperationsRequest {
+                    scope: call.scope,
+                    allowed: call.allowed,
+                    operations,
+                })),
+                Err(e) => Outcome::Code(e.code().to_string()),
+            }
+        }
+        "storeSummary" => code_of(mem.store_summary(parse::<SummaryInput>(&case.input())?)),
+        "summaryContext" => code_of(mem.summary_context(&parse::<SummaryQuery>(&case.input())?)),
         op => panic!("unknown op {op}"),
     })
 }

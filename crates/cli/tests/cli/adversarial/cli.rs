@@ -274,6 +274,18 @@ impl Cli {
                 args.extend(scope_args(&scope));
                 run(args, b"")
             }
+            "applyOperations" => {
+                let call: OperationsCall =
+                    serde_json::from_str(&case.input()).map_err(|_| Outcome::Inexpressible)?;
+                let mut args = vec!["apply-ops".to_string()];
+                args.extend(scope_args(&call.scope));
+                for id in call.allowed {
+                    args.extend(["--allow".to_string(), id]);
+                }
+                run(args, call.reply.as_bytes())
+            }
+            "storeSummary" => run(vec!["store-summary".into()], &stdin()),
+            "summaryContext" => run(vec!["summary-context".into()], &stdin()),
             // Lists, settings: the CLI takes no JSON for them.
             "list" | "config" => return Err(Outcome::Inexpressible),
             op => panic!("unknown op {op}"),
