@@ -29,7 +29,9 @@
 //!    a time word
 //!    ([`mentions_time`]) are scaled by `1 − T`. A query naming a month
 //!    ("in July", "on 13 October, 2023", [`named_months`]) asks about that
-//!    month: memories neither created in it nor naming it are scaled by
+//!    month: memories neither created in it, nor naming it, nor pointing
+//!    to a day of it with a relative date ("last week" said on 3 July,
+//!    [`crate::relative_time`]) are scaled by
 //!    `1 − T` too (once, whichever applies). The factor orders; it is left
 //!    out of the relevance (a memory is no less about the question for
 //!    lacking a date).
@@ -390,13 +392,18 @@ pub fn named_months(text: &str) -> Vec<u8> {
     months
 }
 
-/// True when a memory was created in one of `months` or names one.
+/// True when a memory was created in one of `months`, names one, or
+/// points to a day in one with a relative date ("last week",
+/// [`crate::relative_time`]).
 fn in_months(item: &MemoryItem, months: &[u8]) -> bool {
     let created = time::OffsetDateTime::from_unix_timestamp(item.created_at.0.div_euclid(1000))
         .map(|t| u8::from(t.month()))
         .ok();
     created.is_some_and(|m| months.contains(&m))
         || named_months(&item.text).iter().any(|m| months.contains(m))
+        || crate::relative_time::resolved_months(&item.text, item.created_at.0)
+            .iter()
+            .any(|m| months.contains(m))
 }
 
 /// True when a text holds a time word ([`TIME_WORDS`]) or a year (four
@@ -817,6 +824,24 @@ mod tests {
         let hits = order("What may Melanie have painted?");
         assert_eq!(hits[0].0, "b");
         assert!(hits.iter().all(|h| h.1 == 1.0));
+
+        // Said on 15 July: "two weeks ago" is 1 July, "last month" June.
+        let weeks_ago = at("d", "Melanie: two weeks ago we painted", 1_689_422_400_000);
+        let last_month = at("e", "Melanie: last month we painted", 1_689_422_400_000);
+        let time_factor = |query: &str, item: &MemoryItem| {
+            let candidate = Candidate {
+                item,
+                lexical: 1.0,
+                coverage: 0.5,
+                semantic: None,
+            };
+            rank(query, &in_scope(), [candidate], 1.0, &RankParams::default(), 1)[0]
+                .0
+                .time_factor
+        };
+        assert_eq!(time_factor("What did Melanie paint in June?", &last_month), 1.0);
+        assert!((time_factor("What did Melanie paint in May?", &last_month) - 0.7).abs() < 1e-6);
+        assert!((time_factor("What did Melanie paint in June?", &weeks_ago) - 0.7).abs() < 1e-6);
 
         assert_eq!(named_months("on 8 May, 2023"), [5]);
         assert_eq!(named_months("May 23 and June"), [5, 6]);
