@@ -663,6 +663,8 @@ export interface Config {
     threadGapMinutes: number;
     /** Share of a conversation turn's score (a message, or a memory with a role or speaker) the turns next to it inherit (default 0.5; 0 turns it off). */
     neighbourShare: number;
+    /** Weight of the share of the query's terms a memory holds (idf-weighted) beside its normalized BM25 score (default 0.2; 0 turns it off). */
+    coverageWeight: number;
   }>;
   /** How synced files are cut into chunks. */
   chunking?: Partial<{
