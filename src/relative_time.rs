@@ -1,4 +1,4 @@
-//! Relative dates: "yesterday", "last week", "two weeks ago", "next
+//! Relative dates: "yesterday", "last week", "two weekends ago", "next
 //! month", "last Friday" resolved against the time a memory was made, so a
 //! question naming a month (`crate::rank`, month match) finds what was said
 //! about that month in other words ("we went camping last week", said on 3
@@ -122,7 +122,7 @@ fn ago(before: &[&str]) -> Option<Shift> {
     })?;
     match *unit {
         "day" | "days" => Some(Shift::Days(-count)),
-        "week" | "weeks" => Some(Shift::Days(-7 * count)),
+        "week" | "weeks" | "weekend" | "weekends" => Some(Shift::Days(-7 * count)),
         "month" | "months" => Some(Shift::Months(-count)),
         _ => None,
     }
@@ -153,6 +153,7 @@ mod tests {
         assert_eq!(at("two weeks ago I ran"), [6]);
         assert_eq!(at("a couple of months ago, in fact"), [5]);
         assert_eq!(at("3 days ago"), [6]);
+        assert_eq!(at("we went camping two weekends ago"), [6]);
         assert_eq!(at("Next month I'm having an art show"), [8]);
         assert_eq!(at("this past weekend was insane"), [6]);
         assert_eq!(at("tomorrow, and last month too"), [7, 6]);
