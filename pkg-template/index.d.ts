@@ -355,7 +355,7 @@ export interface ScoreBreakdown {
   semantic?: number;
   /** The idf-weighted share of the query's terms the memory holds, 0..=1. */
   coverage: number;
-  /** Fused lexical and semantic score. */
+  /** Fused lexical (normalized BM25 plus `rank.coverageWeight` × coverage) and semantic score. */
   combined: number;
   /** True when inherited from the question this memory answers or from a neighbour (`rank.neighbourShare`). */
   inherited: boolean;

@@ -147,7 +147,8 @@ pub struct ScoreBreakdown {
     /// The idf-weighted share of the query's terms the memory holds, in
     /// `0..=1`.
     pub coverage: f32,
-    /// Step 1: the fused lexical and semantic score.
+    /// Step 1: the fused lexical (normalized BM25 plus `C` times the
+    /// coverage) and semantic score.
     pub combined: f32,
     /// Step 2: true when the score was inherited from the question this
     /// memory answers or from a neighbour.
