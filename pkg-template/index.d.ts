@@ -365,7 +365,7 @@ export interface ScoreBreakdown {
   semantic?: number;
   /** The idf-weighted share of the query's terms the memory holds, 0..=1. */
   coverage: number;
-  /** Fused lexical and semantic score. */
+  /** Fused lexical (normalized BM25 plus `rank.coverageWeight` × coverage) and semantic score. */
   combined: number;
   /** True when inherited from the question this memory answers or from a neighbour (`rank.neighbourShare`). */
   inherited: boolean;
@@ -673,6 +673,8 @@ export interface Config {
     threadGapMinutes: number;
     /** Share of a conversation turn's score (a message, or a memory with a role or speaker) the turns next to it inherit (default 0.5; 0 turns it off). */
     neighbourShare: number;
+    /** Weight of the share of the query's terms a memory holds (idf-weighted) beside its normalized BM25 score (default 0.2; 0 turns it off). */
+    coverageWeight: number;
   }>;
   /** How synced files are cut into chunks. */
   chunking?: Partial<{

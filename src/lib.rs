@@ -73,6 +73,7 @@ internal! {
     operations;
     policy;
     rank;
+    relative_time;
     retention;
     text;
 }

@@ -4,9 +4,14 @@
 //! neighbour, or the reply that follows a matching question) is scored in
 //! four steps, with the parameters of [`RankParams`]:
 //!
-//! 1. **Fusion** — `f(i) = W · bm25(i) / max bm25 + (1 − W) · max(0, cos(q, i))`.
-//!    BM25 is normalized by the best BM25 score of the query, the cosine is
-//!    used raw. Without an embedding model `W = 1` (lexical only).
+//! 1. **Fusion** — `f(i) = W · ℓ(i) + (1 − W) · max(0, cos(q, i))`, with the
+//!    lexical evidence `ℓ(i) = bm25(i) / max bm25 + C · c(i)`. BM25 is
+//!    normalized by the best BM25 score of the query, the cosine is used
+//!    raw; `c(i)` is the idf-weighted share of the query's distinct terms
+//!    the memory holds (see "Relevance"). BM25 favours a short turn holding
+//!    one rare query term over a turn holding all of them; the coverage
+//!    term gives back to a memory that matches more of what was asked.
+//!    Without an embedding model `W = 1` (lexical only).
 //! 2. **Answer inheritance** — conversations answer questions in the next
 //!    turn ("How long have you been married?" / "5 years already!"): when the
 //!    memory `i` [follows](crate::MemoryItem::follows) a memory `p` whose text
@@ -29,7 +34,9 @@
 //!    a time word
 //!    ([`mentions_time`]) are scaled by `1 − T`. A query naming a month
 //!    ("in July", "on 13 October, 2023", [`named_months`]) asks about that
-//!    month: memories neither created in it nor naming it are scaled by
+//!    month: memories neither created in it, nor naming it, nor pointing
+//!    to a day of it with a relative date ("last week" said on 3 July,
+//!    [`crate::relative_time`]) are scaled by
 //!    `1 − T` too (once, whichever applies). The factor orders; it is left
 //!    out of the relevance (a memory is no less about the question for
 //!    lacking a date).
@@ -106,6 +113,9 @@ pub struct RankParams {
     /// turns next to it inherit: the one it follows and those following it
     /// (default 0.5; 0 turns it off).
     pub neighbour_share: f32,
+    /// `C`: weight of the query coverage beside the normalized BM25 score
+    /// in step 1 (default 0.2; 0 turns it off).
+    pub coverage_weight: f32,
 }
 
 impl Default for RankParams {
@@ -118,6 +128,7 @@ impl Default for RankParams {
             scope_boost: 0.1,
             thread_gap_minutes: 30,
             neighbour_share: 0.5,
+            coverage_weight: 0.2,
         }
     }
 }
@@ -136,7 +147,8 @@ pub struct ScoreBreakdown {
     /// The idf-weighted share of the query's terms the memory holds, in
     /// `0..=1`.
     pub coverage: f32,
-    /// Step 1: the fused lexical and semantic score.
+    /// Step 1: the fused lexical (normalized BM25 plus `C` times the
+    /// coverage) and semantic score.
     pub combined: f32,
     /// Step 2: true when the score was inherited from the question this
     /// memory answers or from a neighbour.
@@ -193,7 +205,7 @@ pub(crate) fn rank<'a>(
                 lexical: c.lexical,
                 coverage: c.coverage,
                 semantic: c.semantic,
-                combined: combine(c.lexical, bm25_max, c.semantic, params),
+                combined: combine(c.lexical, bm25_max, c.coverage, c.semantic, params),
                 evidence: evidence(c.coverage, c.semantic, params),
             };
             (c.item.id.as_str(), scored)
@@ -321,18 +333,26 @@ pub fn evidence(coverage: f32, semantic: Option<f32>, params: &RankParams) -> f3
     r.clamp(0.0, 1.0)
 }
 
-/// Step 1 for one memory: `bm25_max` is the query's best BM25 score.
-pub fn combine(lexical: f32, bm25_max: f32, semantic: Option<f32>, params: &RankParams) -> f32 {
+/// Step 1 for one memory: `bm25_max` is the query's best BM25 score,
+/// `coverage` the idf-weighted share of the query's terms the memory holds.
+pub fn combine(
+    lexical: f32,
+    bm25_max: f32,
+    coverage: f32,
+    semantic: Option<f32>,
+    params: &RankParams,
+) -> f32 {
     let normalized = if bm25_max > 0.0 {
         lexical / bm25_max
     } else {
         0.0
     };
+    let lexical = normalized + params.coverage_weight.max(0.0) * coverage;
     match semantic {
-        None => normalized,
+        None => lexical,
         Some(cos) => {
             let w = params.lexical_weight.clamp(0.0, 1.0);
-            w * normalized + (1.0 - w) * cos.max(0.0)
+            w * lexical + (1.0 - w) * cos.max(0.0)
         }
     }
 }
@@ -390,13 +410,18 @@ pub fn named_months(text: &str) -> Vec<u8> {
     months
 }
 
-/// True when a memory was created in one of `months` or names one.
+/// True when a memory was created in one of `months`, names one, or
+/// points to a day in one with a relative date ("last week",
+/// [`crate::relative_time`]).
 fn in_months(item: &MemoryItem, months: &[u8]) -> bool {
     let created = time::OffsetDateTime::from_unix_timestamp(item.created_at.0.div_euclid(1000))
         .map(|t| u8::from(t.month()))
         .ok();
     created.is_some_and(|m| months.contains(&m))
         || named_months(&item.text).iter().any(|m| months.contains(m))
+        || crate::relative_time::resolved_months(&item.text, item.created_at.0)
+            .iter()
+            .any(|m| months.contains(m))
 }
 
 /// True when a text holds a time word ([`TIME_WORDS`]) or a year (four
@@ -564,11 +589,12 @@ mod tests {
         let hits = rank(query, &in_scope(), candidates(), 2.0, &params, 10);
         let ids: Vec<&str> = hits.iter().map(|(_, item)| item.id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "c"], "a score of 0 is dropped");
+        // Step 1: 2 / 2 + C · 0.5 for the question, inherited by the answer.
         let (answer_score, _) = hits[1];
-        assert!(answer_score.inherited && answer_score.fused == 1.0);
+        assert!(answer_score.inherited && (answer_score.fused - 1.1).abs() < 1e-6);
         let (other_score, _) = hits[2];
         assert!((other_score.speaker_factor - 0.7).abs() < 1e-6);
-        assert!((other_score.fused - 0.35).abs() < 1e-6);
+        assert!((other_score.fused - 0.7 * (0.5 + 0.2 * 0.25)).abs() < 1e-6);
         // Relevance: the coverage, inherited by the answer, scaled by the
         // speaker factor like the score, and not max-normalized.
         assert!((hits[0].0.relevance - 0.5).abs() < 1e-6);
@@ -610,7 +636,8 @@ mod tests {
         // "a" and "c" tie and break by id; "d" is two steps away.
         assert_eq!(ids, ["b", "a", "c"], "one step only: {got:?}");
         for (_, fused, relevance, inherited) in &got[1..] {
-            assert!((fused - 0.5).abs() < 1e-6 && (relevance - 0.4).abs() < 1e-6);
+            // Half of "b"'s 2 / 2 + C · 0.8.
+            assert!((fused - 0.58).abs() < 1e-6 && (relevance - 0.4).abs() < 1e-6);
             assert!(inherited);
         }
         let off = RankParams {
@@ -634,7 +661,7 @@ mod tests {
             .map(|(item, lexical)| Candidate {
                 item,
                 lexical,
-                coverage: 0.5,
+                coverage: lexical / 4.0,
                 semantic: None,
             });
         let ids: Vec<String> = rank("hiking", &in_scope(), candidates, 2.0, &p, 10)
@@ -818,6 +845,24 @@ mod tests {
         assert_eq!(hits[0].0, "b");
         assert!(hits.iter().all(|h| h.1 == 1.0));
 
+        // Said on 15 July: "two weeks ago" is 1 July, "last month" June.
+        let weeks_ago = at("d", "Melanie: two weeks ago we painted", 1_689_422_400_000);
+        let last_month = at("e", "Melanie: last month we painted", 1_689_422_400_000);
+        let time_factor = |query: &str, item: &MemoryItem| {
+            let candidate = Candidate {
+                item,
+                lexical: 1.0,
+                coverage: 0.5,
+                semantic: None,
+            };
+            rank(query, &in_scope(), [candidate], 1.0, &RankParams::default(), 1)[0]
+                .0
+                .time_factor
+        };
+        assert_eq!(time_factor("What did Melanie paint in June?", &last_month), 1.0);
+        assert!((time_factor("What did Melanie paint in May?", &last_month) - 0.7).abs() < 1e-6);
+        assert!((time_factor("What did Melanie paint in June?", &weeks_ago) - 0.7).abs() < 1e-6);
+
         assert_eq!(named_months("on 8 May, 2023"), [5]);
         assert_eq!(named_months("May 23 and June"), [5, 6]);
         assert_eq!(named_months("in may"), [5]);
@@ -844,13 +889,45 @@ mod tests {
     #[test]
     fn fusion_normalizes_bm25_and_weights_the_cosine() {
         let p = RankParams::default();
-        assert_eq!(combine(2.0, 4.0, None, &p), 0.5);
-        assert!((combine(2.0, 4.0, Some(0.5), &p) - (0.4 * 0.5 + 0.6 * 0.5)).abs() < 1e-6);
+        assert_eq!(combine(2.0, 4.0, 0.0, None, &p), 0.5);
+        assert!((combine(2.0, 4.0, 0.0, Some(0.5), &p) - (0.4 * 0.5 + 0.6 * 0.5)).abs() < 1e-6);
         assert!(
-            (combine(0.0, 4.0, Some(-0.3), &p)).abs() < 1e-6,
+            (combine(0.0, 4.0, 0.0, Some(-0.3), &p)).abs() < 1e-6,
             "negative cosines count as 0"
         );
-        assert_eq!(combine(1.0, 0.0, None, &p), 0.0);
+        assert_eq!(combine(1.0, 0.0, 0.0, None, &p), 0.0);
+    }
+
+    #[test]
+    fn a_memory_holding_more_of_the_query_gains_over_a_short_partial_match() {
+        // BM25 ranks the short turn with the rarest query term first; the
+        // other holds every term of the query.
+        let partial = memory("a", "Melanie: pottery!", None);
+        let full = memory("b", "Melanie: my kids and I made bowls in our pottery class", None);
+        let candidates = || {
+            [(&partial, 2.0, 0.5), (&full, 1.9, 1.0)].map(|(item, lexical, coverage)| Candidate {
+                item,
+                lexical,
+                coverage,
+                semantic: None,
+            })
+        };
+        let first = |params: &RankParams| {
+            rank("pottery class kids", &in_scope(), candidates(), 2.0, params, 10)[0]
+                .1
+                .id
+                .clone()
+        };
+        let p = RankParams::default();
+        assert_eq!(first(&p), "b");
+        let off = RankParams {
+            coverage_weight: 0.0,
+            ..p
+        };
+        assert_eq!(first(&off), "a", "without the coverage, BM25 alone");
+        // With a model the coverage is part of the lexical side, weighted W.
+        let hybrid = combine(1.9, 2.0, 1.0, Some(0.5), &p);
+        assert!((hybrid - (0.4 * (0.95 + 0.2) + 0.6 * 0.5)).abs() < 1e-6);
     }
 
     #[test]

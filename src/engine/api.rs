@@ -99,7 +99,8 @@ impl Config {
     /// Checks the numeric settings: every weight and threshold is finite
     /// (JSON cannot carry `NaN` or infinities, but `1e39` becomes an
     /// infinite `f32`, and Rust callers can pass anything), BM25's `k1`, the
-    /// answer inheritance and the scope boost are not negative, and BM25's
+    /// answer inheritance, the scope boost and the coverage weight are not
+    /// negative, and BM25's
     /// `b`, the lexical weight and the speaker and time penalties lie in
     /// `0..=1`.
     /// Non-finite settings would make every score `NaN`. Fails with
@@ -139,6 +140,12 @@ impl Config {
                 self.rank.neighbour_share,
                 Some(0.0),
                 Some(1.0),
+            ),
+            (
+                "rank.coverageWeight",
+                self.rank.coverage_weight,
+                Some(0.0),
+                None,
             ),
             (
                 "nearDuplicate.lexicalThreshold",

@@ -16,8 +16,9 @@ fn session_dates_parse() {
 /// Lexical retrieval must stay above the plain BM25 reference (recall@5 =
 /// 0.505, `docs/design.md`, "Ranking"), in each conversation as on the whole
 /// dev set, find an evidence session among its first five for most
-/// questions, and keep what time match gains at 1 and the neighbour share
-/// and month match at 10; the last measured figures are in the README.
+/// questions, and keep what time match and query coverage gain at 1, query
+/// coverage at 5, and the neighbour share, month match and query coverage
+/// at 10; the last measured figures are in the README.
 #[test]
 fn lexical_recall_stays_above_the_bm25_reference() {
     let json = std::fs::read_to_string(concat!(
@@ -43,9 +44,11 @@ fn lexical_recall_stays_above_the_bm25_reference() {
         recall.session_at5
     );
     // Time match (`memtide::rank`) lifted recall@1 from 0.442 to 0.472;
-    // the neighbour share and month match recall@10 from 0.745 to 0.759.
-    assert!(recall.at1 >= 0.46, "recall@1 fell to {:.3}", recall.at1);
-    assert!(recall.at10 >= 0.755, "recall@10 fell to {:.3}", recall.at10);
+    // the neighbour share and month match recall@10 from 0.745 to 0.759;
+    // query coverage recall@1/5/10 to 0.494/0.701/0.762.
+    assert!(recall.at1 >= 0.49, "recall@1 fell to {:.3}", recall.at1);
+    assert!(recall.at5 >= 0.70, "recall@5 fell to {:.3}", recall.at5);
+    assert!(recall.at10 >= 0.76, "recall@10 fell to {:.3}", recall.at10);
 }
 
 /// Speakers recorded in the `speaker` field rank at least as well as the
@@ -155,6 +158,11 @@ fn hybrid_recall_reaches_the_targets() {
     );
     assert!(hybrid.at5 >= 0.65, "recall@5 {:.3}", hybrid.at5);
     assert!(hybrid.at10 >= 0.75, "recall@10 {:.3}", hybrid.at10);
+    // What the ranking reached on dev with query coverage: 0.735 / 0.806.
+    assert!(
+        hybrid.at5 >= 0.73 && hybrid.at10 >= 0.8,
+        "below the last measured figures"
+    );
     assert!(hybrid.at5 > lexical.at5 && hybrid.at10 > lexical.at10);
     assert!(
         hybrid.session_at5 >= 0.9,

@@ -178,3 +178,48 @@ fn memories_by_the_named_speaker_rank_first() {
         [caroline, melanie]
     );
 }
+
+/// Query coverage (`rank.coverageWeight`): a memory holding every term of
+/// the query gains on one holding only the rarest, through the engine's
+/// own BM25 and coverage; 0 turns it off and a negative weight is refused.
+#[test]
+fn holding_more_of_the_query_gains_and_the_weight_is_checked() {
+    let open_with = |coverage_weight: f32| {
+        let mut config = memtide::Config::default();
+        config.rank.coverage_weight = coverage_weight;
+        memtide::Memory::open(
+            memtide::storage::MemoryStorage::new(),
+            memtide::env::FixedEnvironment::new(Timestamp(T0)),
+            config,
+        )
+    };
+    let ratio = |coverage_weight: f32| {
+        let mut mem = open_with(coverage_weight).unwrap();
+        let texts = [
+            "pottery!",
+            "my kids and I made bowls in our pottery class",
+            "the kids had a music class",
+            "the kids liked the art class",
+        ];
+        let ids: Vec<String> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| say(&mut mem, text, T0 + 3_600_000 * i as i64, chat()))
+            .collect();
+        let query = RetrieveQuery {
+            dry_run: true,
+            explain: true,
+            ..RetrieveQuery::new("pottery class kids", chat())
+        };
+        let hits = mem.retrieve(&query).unwrap();
+        let score = |id: &str| hits.iter().find(|h| h.item.id == id).unwrap().score;
+        let full = hits.iter().find(|h| h.item.id == ids[1]).unwrap();
+        let explain = full.explain.unwrap();
+        assert_eq!(explain.coverage, 1.0);
+        score(&ids[1]) / score(&ids[0])
+    };
+    let (on, off) = (ratio(0.2), ratio(0.0));
+    assert!(on > off, "with coverage {on}, without {off}");
+    let refused = open_with(-0.5).err().map(|e| e.code());
+    assert_eq!(refused, Some("INVALID_INPUT"));
+}

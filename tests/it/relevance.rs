@@ -65,11 +65,13 @@ fn relevance_is_bounded_absolute_and_monotone_in_the_query_terms_held() {
     let unheard = relevance_of(&mut mem, "support group trombone", "support group");
     assert_eq!(full, 1.0);
     assert!(partial < full && unheard < full, "{partial} {unheard}");
+    // The score is relative to the query's best match, but for the share
+    // of the query held (`rank.coverageWeight`): it moves far less.
     let score = |mem: &mut Mem, text: &str| mem.retrieve(&query(text)).unwrap()[0].score;
-    assert_eq!(
-        score(&mut mem, "support group"),
-        score(&mut mem, "support group trombone"),
-        "the score is relative to the query's best match"
+    let kept = score(&mut mem, "support group trombone") / score(&mut mem, "support group");
+    assert!(
+        kept < 1.0 && kept > unheard,
+        "score kept {kept}, relevance {unheard}"
     );
 }
 
