@@ -275,7 +275,7 @@ pub(crate) fn rank<'a>(
             } else {
                 1.0
             };
-                        let scope_multiplier =
+            let scope_multiplier =
                 scope_multiplier(item.scope.specificity_from(scope), params.scope_boost);
             let breakdown = ScoreBreakdown {
                 lexical: c.lexical,
