@@ -129,7 +129,13 @@ pub(crate) fn find_near_duplicate(
     let lexical = memories.lexical();
     let term_set = lexical.map(|ix| ix.term_set(terms));
     let polarity = negated(text);
-    let min_overlap = cfg.min_overlap();
+    // Without a vector only the lexical gate can pass: its threshold
+    // bounds the docs to compare, far fewer than the semantic gate's would.
+    let min_overlap = match vector {
+        Some(_) => cfg.min_overlap(),
+        None if cfg.lexical_threshold.is_nan() => f32::INFINITY,
+        None => cfg.lexical_threshold.max(0.0),
+    };
     let passing = |doc: u32| -> Option<((f32, f32), &str)> {
         // The overlap comes from the index's term lists when it holds
         // the doc (the sets `text::said_terms` gives its text and speaker); most docs

@@ -80,7 +80,14 @@ function coldRows(cold) {
   const r = row(`cold start ${n} (IndexedDB, Chromium): page load → first answer`, "Orama + saved index in IndexedDB", cold.memtide.ms, cold.orama.ms, ms, "lower");
   r.memtide = withRange(ms, cold.memtide.ms, cold.memtide.samples);
   r.other = withRange(ms, cold.orama.ms, cold.orama.samples);
-  return [r];
+  const rows = [r];
+  // Runs of before 2026-11-26 have no stages.
+  if (cold.memtide.breakdown && cold.orama.breakdown) {
+    const stages = (b) => `${ms(b.script)} + ${ms(b.import)} + ${ms(b.compile)} + ${ms(b.open)} + ${ms(b.answer)}`;
+    rows.push({ figure: `cold start ${n}: page → script + import + .wasm + open + answer (medians)`, peer: "Orama",
+      memtide: stages(cold.memtide.breakdown), other: stages(cold.orama.breakdown), ratio: "", target: "", status: "" });
+  }
+  return rows;
 }
 
 const plain = (figure, memtide, target = "", status = "") => ({ figure, peer: "", memtide, other: "", ratio: "", target, status });

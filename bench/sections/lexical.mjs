@@ -19,8 +19,8 @@ const SCOPE = { userId: "bench", workspaceId: "main" };
 const STOP = new Set(STOPWORDS);
 
 const ENGINES = {
-  async memtide() {
-    const { Memory } = await import(path.join(PACKAGE_DIR, "node.js"));
+  async memtide(pkg = PACKAGE_DIR) {
+    const { Memory } = await import(path.join(pkg, "node.js"));
     let memory;
     return {
       async build(texts) {
@@ -49,13 +49,19 @@ const ENGINES = {
   },
 };
 
-async function measure({ engine, size, queries, builds }) {
+async function measure({ engine, size, queries, builds, pkg }) {
   const corpus = memoryCorpus(size, queries);
-  const instance = await ENGINES[engine]();
+  const instance = await ENGINES[engine](pkg && path.resolve(pkg));
+  const cpuBefore = process.cpuUsage();
   const buildMs = await sampleMs(() => instance.build(corpus.texts), { warmup: 0, runs: builds });
+  const cpu = process.cpuUsage(cpuBefore);
+  // CPU time of the process (user + system) per build: the figure that
+  // load on a shared machine inflates least.
+  const buildCpuMs = (cpu.user + cpu.system) / 1000 / builds;
   const latencies = await sampleMs((i) => instance.search(corpus.queries[i % queries].text),
     { warmup: Math.max(5, queries / 10), runs: queries });
-  return { engine, size, buildMs: median(buildMs), p50: median(latencies), p95: percentile(latencies, 95) };
+  return { engine, size, pkg, buildMs: median(buildMs), buildRangeMs: [Math.min(...buildMs), Math.max(...buildMs)],
+    buildCpuMs, p50: median(latencies), p95: percentile(latencies, 95) };
 }
 
 export function runLexical({ size, queries, builds, log }) {
@@ -65,6 +71,9 @@ export function runLexical({ size, queries, builds, log }) {
   });
 }
 
+// Standalone, one engine at one size (JSON): node bench/sections/lexical.mjs
+// --engine memtide|minisearch --size N --queries Q --builds B [--pkg DIR]
+// (--pkg: another build of the package, e.g. an older one, for memtide).
 if (isMain(import.meta.url)) {
   console.log(JSON.stringify(await measure(parseArgs(process.argv.slice(2)))));
 }

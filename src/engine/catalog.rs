@@ -255,7 +255,19 @@ impl Engine {
     /// [`Engine::set`] that records the undo step.
     /// Summaries listing the memory follow it ([`Engine::follow_sources`]).
     pub(super) fn write(&mut self, txn: &mut Txn, id: &str, new: Option<MemoryItem>) {
-        let previous = self.set(id, new);
+        self.write_counted(txn, id, new, None);
+    }
+
+    /// [`Engine::write`] given the new item's terms as counted already
+    /// (see [`Engine::set_counted`]).
+    pub(super) fn write_counted(
+        &mut self,
+        txn: &mut Txn,
+        id: &str,
+        new: Option<MemoryItem>,
+        counts: Option<&TermCounts>,
+    ) {
+        let previous = self.set_counted(id, new, counts);
         let source = previous
             .as_ref()
             .filter(|_| self.summaries.contains_key(id))

@@ -11,6 +11,7 @@ use super::{Engine, IngestOutcome, IngestReason, IngestResult, MemoryInput};
 use crate::dedupe::{self, Duplicate, NearDuplicateAction, Neighbourhood};
 use crate::env::Environment;
 use crate::error::{Error, Result};
+use crate::index::bm25::TermCounts;
 use crate::index::Bm25Index;
 use crate::item::{validate_id, MemoryItem, Scope, Source, Tenant, Timestamp};
 use crate::metadata;
@@ -62,6 +63,27 @@ pub(crate) fn text_to_store(raw: &str, secrets: SecretsConfig) -> Result<Capture
 /// ([`text::has_pii`]), as `secrets.markPii` asks.
 pub(crate) fn detects_pii(text: &str, secrets: SecretsConfig) -> bool {
     secrets.mark_pii && text::has_pii(text)
+}
+
+/// The distinct terms of a memory's `terms` with their frequencies, in
+/// ascending byte order: what [`Bm25Index::insert`] counts of them, so
+/// indexing the counts gives the same index.
+fn counted(mut terms: Vec<String>) -> TermCounts {
+    terms.sort_unstable();
+    let mut dictionary: Vec<Box<str>> = Vec::new();
+    let mut counts: Vec<(u32, u32)> = Vec::new();
+    for term in terms {
+        match (dictionary.last(), counts.last_mut()) {
+            (Some(last), Some((_, frequency))) if **last == *term => {
+                *frequency = frequency.saturating_add(1);
+            }
+            _ => {
+                counts.push((dictionary.len() as u32, 1));
+                dictionary.push(term.into_boxed_str());
+            }
+        }
+    }
+    TermCounts::new(dictionary.into(), counts)
 }
 
 impl Engine {
@@ -199,12 +221,12 @@ impl Engine {
             return self.merge_duplicate(&existing, duplicate, IngestReason::Duplicate, now, txn);
         }
 
-        let similar = if keyed {
-            None
-        } else {
-            let terms = text::said_terms(&text, input.speaker.as_deref());
-            self.find_near_duplicate(&input.scope, &voice, &text, &terms, vector.as_deref())
-        };
+        // The terms the memory is compared by are those it is indexed by:
+        // analysed once.
+        let terms = (!keyed).then(|| text::said_terms(&text, input.speaker.as_deref()));
+        let similar = terms.as_ref().and_then(|terms| {
+            self.find_near_duplicate(&input.scope, &voice, &text, terms, vector.as_deref())
+        });
         if let Some(similar) = &similar {
             if self.config.near_duplicate.action == NearDuplicateAction::Merge {
                 let duplicate = Duplicate {
@@ -256,7 +278,7 @@ impl Engine {
             supersedes: Vec::new(),
             summary_of: Vec::new(),
         };
-        self.write(txn, &id, Some(item));
+        self.write_counted(txn, &id, Some(item), terms.map(counted).as_ref());
         if vector.is_some() {
             self.write_vector(txn, &id, vector);
         }

@@ -278,6 +278,20 @@ fn put_row<'a>(out: &mut Vec<u8>, item: &'a MemoryItem, dictionary: &mut Diction
 /// The fields of `item` a row does not hold in binary, as a JSON object,
 /// when it has any.
 fn rest_of(item: &MemoryItem) -> Option<String> {
+    // Most memories set none of the fields below, the ones a row does not
+    // hold that this build knows: they then need no JSON of the memory. A
+    // field added later that this list lacks is still kept: its memory's
+    // row does not give it back, so `rows_for` keeps a JSON record.
+    let rest_set = !item.merged_from.is_empty()
+        || item.metadata.is_some()
+        || !item.history.is_empty()
+        || item.superseded_at.is_some()
+        || item.superseded_by.is_some()
+        || !item.supersedes.is_empty()
+        || !item.summary_of.is_empty();
+    if !rest_set {
+        return None;
+    }
     let serde_json::Value::Object(mut fields) = serde_json::to_value(item).ok()? else {
         return None;
     };

@@ -29,6 +29,7 @@ mod legacy;
 mod lexical;
 mod varint;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::codec::{self, CodecError};
@@ -575,12 +576,14 @@ impl Layout {
                 log.push(encode_records(&kept));
             }
         }
-        // New segments' records, by key.
-        let mut fresh: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        // New segments' records, by key; `None` for a memory the engine
+        // holds, whose JSON record is made only if its catalog row does not
+        // give it back.
+        let mut fresh: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
         let put_bytes: usize = puts.iter().map(|(k, v)| record_len(k, v)).sum();
         if put_bytes > DIRECT_BYTES {
             for (key, record) in &puts {
-                fresh.insert(key.to_string(), record.to_vec());
+                fresh.insert(key.to_string(), Some(record.to_vec()));
             }
         } else if !puts.is_empty() {
             log.push(encode_records(&puts));
@@ -589,7 +592,7 @@ impl Layout {
         if log_bytes > LOG_BYTES || log.len() > LOG_FRAMES {
             for frame in log.drain(..) {
                 for (key, record) in records_of(&frame).unwrap_or_default() {
-                    fresh.insert(key.to_string(), record.to_vec());
+                    fresh.insert(key.to_string(), Some(record.to_vec()));
                 }
             }
         }
@@ -608,10 +611,14 @@ impl Layout {
         if !rewrite.is_empty() {
             for (key, state) in &self.keys {
                 let live_here = state.live_segment().is_some_and(|n| rewrite.contains(&n));
-                if live_here && !touched.contains(key.as_str()) {
-                    if let Some(record) = engine.record(key) {
-                        fresh.insert(key.clone(), record);
-                    }
+                if !live_here || touched.contains(key.as_str()) {
+                    continue;
+                }
+                let held = key.strip_prefix(ITEM_PREFIX).is_some_and(|id| engine.get(id).is_ok());
+                if held {
+                    fresh.insert(key.clone(), None);
+                } else if let Some(record) = engine.record(key) {
+                    fresh.insert(key.clone(), Some(record));
                 }
             }
         }
@@ -629,23 +636,25 @@ impl Layout {
             next_segment: self.next_segment,
             ..Update::default()
         };
-        for chunk in chunks(&fresh, |key, record| segment_len(key, record, engine)) {
+        let written: Vec<Fresh> = fresh
+            .iter()
+            .filter_map(|(key, record)| Fresh::new(key, record.as_deref(), engine))
+            .collect();
+        for chunk in chunks(written) {
             let number = update.next_segment;
             update.next_segment += 1;
-            let refs: Vec<(&str, &[u8])> =
-                chunk.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
-            let (records, catalog) = catalog_rows(&refs, engine);
-            let record = encode_segment(&records, &lexical_docs(&refs, engine), &catalog);
+            let keys: Vec<String> = chunk.iter().map(|f| f.key.to_string()).collect();
+            let (records, lexical, catalog) = segment_parts(chunk);
+            let records: Vec<(&str, &[u8])> = records.iter().map(|(k, v)| (*k, &**v)).collect();
+            let record = encode_segment(&records, &lexical, &catalog);
             let info = SegmentRef {
                 number,
-                records: refs.len() as u32,
+                records: records.len() as u32,
                 bytes: record.len() as u64,
                 crc32: format::record_crc(&record),
             };
             batch.put(segment_key(number), record);
-            update
-                .added
-                .push((info, chunk.iter().map(|(k, _)| k.to_string()).collect()));
+            update.added.push((info, keys));
         }
         for number in &update.removed {
             batch.delete(segment_key(*number));
@@ -795,42 +804,106 @@ fn tier(bytes: u64) -> u32 {
     tier
 }
 
-/// The lexical part of a new segment of `records`: each memory's terms
-/// as `engine` indexes them (the engine holds every record a commit
-/// writes, as the commit leaves it).
-fn lexical_docs<'a>(records: &[(&str, &[u8])], engine: &'a Engine) -> Vec<(u32, Vec<(&'a str, u32)>)> {
-    records
-        .iter()
-        .enumerate()
-        .filter_map(|(index, (key, _))| {
-            let id = key.strip_prefix(ITEM_PREFIX)?;
-            Some((index as u32, engine.term_counts(id)?))
-        })
-        .collect()
+/// A record a commit writes to a new segment, with what its memory (if it
+/// is one that `engine` holds) puts in the segment's parts: its catalog
+/// row and its terms as the lexical index holds them (the engine holds
+/// every record a commit writes, as the commit leaves it).
+struct Fresh<'a> {
+    key: &'a str,
+    record: Body<'a>,
+    item: Option<&'a MemoryItem>,
+    terms: Option<Vec<(&'a str, u32)>>,
+    /// Bytes it takes in the segment, at most ([`Fresh::new`]).
+    len: usize,
 }
 
-/// The records of a new segment and its catalog part: each memory whose
-/// row gives it back exactly has an empty record and a row, the others
-/// keep their JSON record (`catalog::rows_for`). `engine` holds every
-/// record a commit writes, as the commit leaves it.
-fn catalog_rows<'a>(records: &[(&'a str, &'a [u8])], engine: &Engine) -> (Vec<(&'a str, &'a [u8])>, Vec<u8>) {
-    let mut at = Vec::new();
+impl<'a> Fresh<'a> {
+    /// The record of `key`. Its length is at most what it adds to a
+    /// segment: a memory's empty record, its catalog row and its doc in
+    /// the lexical part (each written as if alone: strings and terms it
+    /// shares with other memories are counted whole), else its record.
+    /// The segments a commit writes must be filled by what they take, or
+    /// the size tiers of compaction would merge them again and again, and
+    /// values must stay within the backends' limits.
+    /// `None` when `record` is `None` (the engine's memory of `key`) and
+    /// the engine holds no such memory.
+    fn new(key: &'a str, record: Option<&'a [u8]>, engine: &'a Engine) -> Option<Self> {
+        let id = key.strip_prefix(ITEM_PREFIX);
+        let item = id.and_then(|id| engine.get(id).ok());
+        let terms = id.and_then(|id| engine.term_counts(id));
+        let record = match (record, item) {
+            (Some(record), _) => Body::Record(record),
+            (None, Some(item)) => Body::Item(item),
+            (None, None) => return None,
+        };
+        let len = match item {
+            // A term: its bytes and length in the dictionary, its index
+            // step and frequency in the doc (varints of at most five bytes
+            // each, two or three in practice).
+            Some(item) => {
+                let terms: usize = terms
+                    .as_ref()
+                    .map(|terms| terms.iter().map(|(term, _)| term.len() + 1 + 4).sum::<usize>() + 8)
+                    .unwrap_or(0);
+                record_len(key, &[]) + catalog::row_len(item) + terms
+            }
+            None => match record {
+                Body::Record(bytes) => record_len(key, bytes),
+                Body::Item(_) => record_len(key, &[]),
+            },
+        };
+        Some(Fresh {
+            key,
+            record,
+            item,
+            terms,
+            len,
+        })
+    }
+}
+
+/// The record a new segment holds for a key, unless a catalog row stands
+/// for it.
+enum Body<'a> {
+    Record(&'a [u8]),
+    /// A memory the engine holds, whose JSON record is made only if its
+    /// row does not give it back.
+    Item(&'a MemoryItem),
+}
+
+/// The parts of a new segment of `chunk`: its records, its lexical part
+/// (each memory's terms) and its catalog part. Each memory whose row
+/// gives it back exactly has an empty record and a row; the others keep
+/// their JSON record (`catalog::rows_for`).
+#[allow(clippy::type_complexity)]
+fn segment_parts<'a>(
+    chunk: Vec<Fresh<'a>>,
+) -> (Vec<(&'a str, Cow<'a, [u8]>)>, Vec<(u32, Vec<(&'a str, u32)>)>, Vec<u8>) {
+    let mut lexical = Vec::new();
     let mut items: Vec<&MemoryItem> = Vec::new();
-    for (index, (key, _)) in records.iter().enumerate() {
-        let item = key.strip_prefix(ITEM_PREFIX).and_then(|id| engine.get(id).ok());
-        if let Some(item) = item {
-            at.push(index);
+    for (index, fresh) in chunk.iter().enumerate() {
+        if let Some(item) = fresh.item {
             items.push(item);
+        }
+        if let Some(terms) = &fresh.terms {
+            lexical.push((index as u32, terms.clone()));
         }
     }
     let (fits, part) = catalog::rows_for(&items);
-    let mut out = records.to_vec();
-    for (index, fit) in at.into_iter().zip(fits) {
-        if fit {
-            out[index].1 = &[];
-        }
-    }
-    (out, part)
+    let mut fits = fits.into_iter();
+    let records = chunk
+        .into_iter()
+        .map(|fresh| {
+            let fit = fresh.item.is_some() && fits.next().unwrap_or(false);
+            let record = match fresh.record {
+                _ if fit => Cow::Borrowed(&[][..]),
+                Body::Record(bytes) => Cow::Borrowed(bytes),
+                Body::Item(item) => Cow::Owned(codec::encode_item(item)),
+            };
+            (fresh.key, record)
+        })
+        .collect();
+    (records, lexical, part)
 }
 
 /// The newest version of a record while segments and the log are read:
@@ -854,43 +927,18 @@ fn record_len(key: &str, record: &[u8]) -> usize {
     9 + key.len() + record.len()
 }
 
-/// Bytes a record takes in a new segment, at most: a memory's empty
-/// record, its catalog row and its doc in the lexical part (each written
-/// as if alone: strings and terms it shares with other memories are
-/// counted whole), else its record. The segments a commit writes must be
-/// filled by what they take, or the size tiers of compaction would merge
-/// them again and again, and values must stay within the backends' limits.
-fn segment_len(key: &str, record: &[u8], engine: &Engine) -> usize {
-    let Some(id) = key.strip_prefix(ITEM_PREFIX) else {
-        return record_len(key, record);
-    };
-    let Ok(item) = engine.get(id) else {
-        return record_len(key, record);
-    };
-    // A term: its bytes and length in the dictionary, its index step and
-    // frequency in the doc (varints of at most five bytes each, two or
-    // three in practice).
-    let terms: usize = engine
-        .term_counts(id)
-        .map(|terms| terms.iter().map(|(term, _)| term.len() + 1 + 4).sum::<usize>() + 8)
-        .unwrap_or(0);
-    record_len(key, &[]) + catalog::row_len(item) + terms
-}
-
 /// `records` in key order, cut into segments of at most [`SEGMENT_BYTES`]
-/// as `len` measures a record (one record larger than that alone).
-fn chunks(
-    records: &BTreeMap<String, Vec<u8>>,
-    len: impl Fn(&str, &[u8]) -> usize,
-) -> Vec<Vec<(&String, &Vec<u8>)>> {
-    let mut out: Vec<Vec<(&String, &Vec<u8>)>> = Vec::new();
+/// as [`Fresh::new`] measures a record (one record larger than that
+/// alone).
+fn chunks(records: Vec<Fresh<'_>>) -> Vec<Vec<Fresh<'_>>> {
+    let mut out: Vec<Vec<Fresh>> = Vec::new();
     let mut bytes = 0;
-    for (key, record) in records {
-        let len = len(key, record);
+    for fresh in records {
+        let len = fresh.len;
         match out.last_mut() {
-            Some(chunk) if bytes + len <= SEGMENT_BYTES => chunk.push((key, record)),
+            Some(chunk) if bytes + len <= SEGMENT_BYTES => chunk.push(fresh),
             _ => {
-                out.push(vec![(key, record)]);
+                out.push(vec![fresh]);
                 bytes = 0;
             }
         }

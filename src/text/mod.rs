@@ -27,7 +27,7 @@ pub use terms::analysed_texts;
 pub use terms::{said_terms, said_text, term_overlap, terms};
 
 use sha2::{Digest, Sha256};
-use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::{is_nfc, UnicodeNormalization};
 
 /// Normalizes text for storage and hashing.
 ///
@@ -48,7 +48,14 @@ pub fn normalize(raw: &str) -> String {
     // Characters are cleaned before composing: removing a zero-width character
     // after NFC could leave a letter next to a combining mark that a second
     // pass would compose, breaking idempotence.
-    let composed: String = clean_chars(raw).nfc().collect();
+    let cleaned = clean_chars(raw);
+    // Most texts are NFC already (all ASCII ones are): composing them would
+    // copy each character through the normalizer for nothing.
+    let composed = if is_nfc(&cleaned) {
+        cleaned
+    } else {
+        cleaned.nfc().collect()
+    };
     let mut out = String::with_capacity(composed.len());
     let mut blank_pending = false;
     for line in composed.split('\n') {

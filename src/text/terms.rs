@@ -117,11 +117,15 @@ fn push_word(out: &mut Vec<String>, word: &mut String) {
     if word.is_empty() {
         return;
     }
-    let folded: String = word
-        .to_lowercase()
-        .nfd()
-        .filter(|&c| !is_combining_mark(c))
-        .collect();
+    // An ASCII word has no accent to fold: lowercasing it is all.
+    let folded: String = if word.is_ascii() {
+        word.to_ascii_lowercase()
+    } else {
+        word.to_lowercase()
+            .nfd()
+            .filter(|&c| !is_combining_mark(c))
+            .collect()
+    };
     word.clear();
     if folded.is_empty() || folded.len() > MAX_TERM_BYTES || is_stopword(&folded) {
         return;
