@@ -14,8 +14,8 @@
 //! The layout is chosen for heap per memory (`docs/speed.md`, "Heap per
 //! memory"): a posting is 6 bytes (a `u32` slot and a `u16` frequency), a
 //! doc's length is kept once in its slot rather than in every posting, a
-//! doc's terms are `u32` ids, and a term's text is allocated once, shared
-//! by the dictionary's map and its slot.
+//! doc's term ids are LEB128 deltas, and a term's text is allocated once,
+//! shared by the dictionary's map and its slot.
 //!
 //! A term frequency saturates at `u16::MAX`, and a doc's length is the sum
 //! of its saturated frequencies, so that a doc rebuilt from
@@ -86,8 +86,11 @@ struct TermSlot {
 struct DocEntry {
     doc: u32,
     len: u32,
-    /// Its distinct terms' ids, ascending.
-    term_ids: Box<[u32]>,
+    /// Its distinct terms' ids, ascending, as unsigned LEB128 deltas (the
+    /// first id, then each id minus the one before): [`term_ids`] reads
+    /// them. Ids are allocated densely, so most take one or two bytes
+    /// rather than four.
+    term_ids: Box<[u8]>,
 }
 
 /// The distinct terms of a text as ids of one [`Bm25Index`] (see
@@ -227,7 +230,7 @@ impl Bm25Index {
         self.docs[slot as usize] = DocEntry {
             doc,
             len,
-            term_ids: term_ids.into_boxed_slice(),
+            term_ids: encode_ids(&term_ids),
         };
         self.slots.insert(doc, slot);
     }
@@ -242,10 +245,8 @@ impl Bm25Index {
     /// byte order; `None` when `doc` is not indexed.
     pub fn doc_terms(&self, doc: u32) -> Option<Vec<(&str, u32)>> {
         let (slot, entry) = self.entry(doc)?;
-        let mut terms: Vec<(&str, u32)> = entry
-            .term_ids
-            .iter()
-            .filter_map(|&id| {
+        let mut terms: Vec<(&str, u32)> = term_ids(&entry.term_ids)
+            .filter_map(|id| {
                 let term = &self.terms[id as usize];
                 let at = term
                     .postings
@@ -266,7 +267,7 @@ impl Bm25Index {
         let entry = std::mem::take(&mut self.docs[slot as usize]);
         self.free_slots.push(slot);
         self.total_len -= u64::from(entry.len);
-        for id in entry.term_ids {
+        for id in term_ids(&entry.term_ids) {
             let term = &mut self.terms[id as usize];
             if let Ok(at) = term
                 .postings
@@ -342,8 +343,8 @@ impl Bm25Index {
     /// analysing the doc's text again; `None` when `doc` is not indexed.
     pub fn overlap(&self, doc: u32, set: &TermSet) -> Option<f32> {
         let (_, entry) = self.entry(doc)?;
-        let shared = common_count(&entry.term_ids, &set.known);
-        let union = set.distinct + entry.term_ids.len() - shared;
+        let shared = common_count(term_ids(&entry.term_ids), &set.known);
+        let union = set.distinct + id_count(&entry.term_ids) - shared;
         Some(if union == 0 {
             0.0
         } else {
@@ -429,10 +430,15 @@ impl Bm25Index {
         if weights.total <= 0.0 {
             return 0.0;
         }
+        // Both ascending: a merge.
+        let mut ids = term_ids(&entry.term_ids).peekable();
         let held: f64 = weights
             .known
             .iter()
-            .filter(|(id, _)| entry.term_ids.binary_search(id).is_ok())
+            .filter(|(id, _)| {
+                while ids.next_if(|held| held < id).is_some() {}
+                ids.next_if_eq(id).is_some()
+            })
             .map(|(_, weight)| weight)
             .sum();
         (held / weights.total).clamp(0.0, 1.0) as f32
@@ -489,20 +495,65 @@ impl Bm25Index {
 }
 
 /// How many values two ascending lists have in common (a merge).
-fn common_count(a: &[u32], b: &[u32]) -> usize {
-    let (mut i, mut j, mut common) = (0, 0, 0);
-    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
-        match x.cmp(y) {
-            Ordering::Less => i += 1,
+fn common_count(a: impl Iterator<Item = u32>, b: &[u32]) -> usize {
+    let mut a = a.peekable();
+    let (mut j, mut common) = (0, 0);
+    while let (Some(&x), Some(&y)) = (a.peek(), b.get(j)) {
+        match x.cmp(&y) {
+            Ordering::Less => {
+                a.next();
+            }
             Ordering::Greater => j += 1,
             Ordering::Equal => {
                 common += 1;
-                i += 1;
+                a.next();
                 j += 1;
             }
         }
     }
     common
+}
+
+/// Ascending ids as a doc keeps them: unsigned LEB128 deltas.
+fn encode_ids(ids: &[u32]) -> Box<[u8]> {
+    let mut out = Vec::with_capacity(ids.len());
+    let mut previous = 0;
+    for &id in ids {
+        let mut delta = id - previous;
+        previous = id;
+        while delta >= 0x80 {
+            out.push((delta & 0x7f) as u8 | 0x80);
+            delta >>= 7;
+        }
+        out.push(delta as u8);
+    }
+    out.into_boxed_slice()
+}
+
+/// The ids [`encode_ids`] encoded, ascending.
+fn term_ids(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    let mut at = 0;
+    let mut previous = 0u32;
+    std::iter::from_fn(move || {
+        let (mut delta, mut shift) = (0u32, 0u32);
+        loop {
+            let byte = *bytes.get(at)?;
+            at += 1;
+            delta |= u32::from(byte & 0x7f).checked_shl(shift).unwrap_or(0);
+            if byte < 0x80 {
+                break;
+            }
+            shift += 7;
+        }
+        previous = previous.wrapping_add(delta);
+        Some(previous)
+    })
+}
+
+/// How many ids [`encode_ids`] encoded: one byte of each has its high bit
+/// clear.
+fn id_count(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&byte| byte < 0x80).count()
 }
 
 /// The slots listed in at least `required` (≥ 1) of `lists` (each sorted
@@ -684,6 +735,17 @@ mod tests {
             assert_eq!(rebuilt.search(&query), index.search(&query));
         }
         assert_eq!(rebuilt.term_count(), index.term_count());
+    }
+
+    #[test]
+    fn term_ids_round_trip_as_deltas() {
+        let ids = [0, 1, 127, 128, 300, 16_383, 16_384, 1 << 21, u32::MAX];
+        let bytes = encode_ids(&ids);
+        assert_eq!(term_ids(&bytes).collect::<Vec<_>>(), ids);
+        assert_eq!(id_count(&bytes), ids.len());
+        // Dense ids take a byte each.
+        assert_eq!(encode_ids(&[3, 4, 9, 100]).len(), 4);
+        assert_eq!(term_ids(&[]).count(), 0);
     }
 
     #[test]
