@@ -128,9 +128,10 @@ pub struct Engine {
     embeddings: HashMap<String, StoredVector>,
     /// Per tenant, the context vectors of its live memories (see
     /// [`crate::rank`]): the embedding plus the one of the memory it follows.
-    vectors: HashMap<Tenant, VectorIndex>,
-    /// Docs present in `vectors`, with their tenant.
-    vector_docs: HashMap<u32, Tenant>,
+    vectors: HashMap<Arc<Tenant>, VectorIndex>,
+    /// Docs present in `vectors`, with their tenant: the allocation of
+    /// `vectors`' key, shared rather than two strings per doc.
+    vector_docs: HashMap<u32, Arc<Tenant>>,
     /// The model the stored embeddings come from.
     model_id: Option<String>,
     embedder: Option<Arc<dyn Embedder>>,

@@ -92,6 +92,10 @@ impl Engine {
         };
         let tenant = entry.item.scope.tenant();
         let doc = entry.doc;
+        let tenant = match self.vectors.get_key_value(&tenant) {
+            Some((held, _)) => held.clone(),
+            None => Arc::new(tenant),
+        };
         let index = self
             .vectors
             .entry(tenant.clone())

@@ -1,11 +1,26 @@
 //! An incremental inverted index scored with Okapi BM25.
 //!
 //! The index interns every term to an id; each term id owns a posting list of
-//! `(doc, term frequency)` sorted by doc. Each doc remembers its length (its
-//! number of terms, repeats included) and its distinct term ids, so removing a
-//! doc deletes exactly its postings; the total length is kept incrementally
-//! for the average doc length. A term whose last posting goes is dropped from
-//! the dictionary. Inserts and removals never rebuild anything.
+//! `(doc slot, term frequency)` sorted by slot. Each doc holds a slot of the
+//! index's own (doc numbers are the engine's, shared by every tenant's
+//! index, so they are sparse in any one index; slots are dense) that
+//! remembers its doc number, its length (its number of terms, repeats
+//! included) and its distinct term ids, so removing a doc deletes exactly
+//! its postings; the total length is kept incrementally for the average doc
+//! length. A term whose last posting goes is dropped from the dictionary,
+//! and a freed slot or term id is reused. Inserts and removals never
+//! rebuild anything.
+//!
+//! The layout is chosen for heap per memory (`docs/speed.md`, "Heap per
+//! memory"): a posting is 6 bytes (a `u32` slot and a `u16` frequency), a
+//! doc's length is kept once in its slot rather than in every posting, a
+//! doc's term ids are LEB128 deltas, and a term's text is allocated once,
+//! shared by the dictionary's map and its slot.
+//!
+//! A term frequency saturates at `u16::MAX`, and a doc's length is the sum
+//! of its saturated frequencies, so that a doc rebuilt from
+//! [`Bm25Index::doc_terms`] scores exactly as the doc it was read from.
+//! (The analyser caps a memory's text far below that many repeats.)
 //!
 //! # Scoring
 //!
@@ -46,29 +61,36 @@ impl Default for Bm25Params {
 /// counts in a dense array (a byte per doc) rather than by sorting.
 const DENSE_RANGE_PER_POSTING: usize = 32;
 
-/// One doc in a term's posting list.
+/// One doc in a term's posting list. Packed to 6 bytes: there is one per
+/// distinct term of every doc, the index's largest part.
 #[derive(Debug, Clone, Copy)]
+#[repr(C, packed(2))]
 struct Posting {
-    doc: u32,
-    term_frequency: u32,
-    /// The doc's length, copied here so scoring needs no doc lookup.
-    doc_len: u32,
+    /// The doc's slot in [`Bm25Index`]'s `docs`.
+    slot: u32,
+    term_frequency: u16,
 }
 
-/// A term of the dictionary with its posting list (sorted by doc). A free
+/// A term of the dictionary with its posting list (sorted by slot). A free
 /// slot has an empty term and no postings.
 #[derive(Debug, Clone, Default)]
 struct TermSlot {
-    term: String,
+    /// The same allocation as the dictionary map's key.
+    term: Arc<str>,
     postings: Vec<Posting>,
 }
 
-/// What the index remembers about a doc.
-#[derive(Debug, Clone)]
+/// What the index remembers about a doc, in the doc's slot. A free slot
+/// is unreachable: no posting and no doc number leads to it.
+#[derive(Debug, Clone, Default)]
 struct DocEntry {
+    doc: u32,
     len: u32,
-    /// Its distinct terms' ids, ascending.
-    term_ids: Box<[usize]>,
+    /// Its distinct terms' ids, ascending, as unsigned LEB128 deltas (the
+    /// first id, then each id minus the one before): [`term_ids`] reads
+    /// them. Ids are allocated densely, so most take one or two bytes
+    /// rather than four.
+    term_ids: Box<[u8]>,
 }
 
 /// The distinct terms of a text as ids of one [`Bm25Index`] (see
@@ -76,7 +98,7 @@ struct DocEntry {
 #[derive(Debug, Clone)]
 pub struct TermSet {
     /// Ids of the terms the index holds, sorted.
-    known: Vec<usize>,
+    known: Vec<u32>,
     /// Number of distinct terms, held or not.
     distinct: usize,
 }
@@ -99,7 +121,7 @@ impl TermSet {
 #[derive(Debug, Clone, Default)]
 pub struct QueryWeights {
     /// The ids of the terms the index holds with their idf, ascending.
-    known: Vec<(usize, f64)>,
+    known: Vec<(u32, f64)>,
     /// The idf of every distinct query term, held or not.
     total: f64,
 }
@@ -134,10 +156,13 @@ impl TermCounts {
 #[derive(Debug, Clone, Default)]
 pub struct Bm25Index {
     params: Bm25Params,
-    term_ids: HashMap<String, usize>,
-    slots: Vec<TermSlot>,
-    free_slots: Vec<usize>,
-    docs: HashMap<u32, DocEntry>,
+    term_ids: HashMap<Arc<str>, u32>,
+    terms: Vec<TermSlot>,
+    free_terms: Vec<u32>,
+    /// The slot in `docs` of each doc the index holds.
+    slots: HashMap<u32, u32>,
+    docs: Vec<DocEntry>,
+    free_slots: Vec<u32>,
     total_len: u64,
 }
 
@@ -173,50 +198,61 @@ impl Bm25Index {
         counts: impl IntoIterator<Item = (&'a str, u32)>,
     ) {
         self.remove(doc);
-        let counts: Vec<(&str, u32)> = counts.into_iter().collect();
-        let len = counts
-            .iter()
-            .fold(0u32, |len, &(_, tf)| len.saturating_add(tf));
-        let mut term_ids = Vec::with_capacity(counts.len());
+        let slot = match self.free_slots.pop() {
+            Some(slot) => slot,
+            None => {
+                self.docs.push(DocEntry::default());
+                // Slots stay below the doc numbers' range: one per doc.
+                u32::try_from(self.docs.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
+        let mut len = 0u32;
+        let mut term_ids = Vec::new();
         for (term, term_frequency) in counts {
+            let term_frequency = u16::try_from(term_frequency).unwrap_or(u16::MAX);
+            len = len.saturating_add(u32::from(term_frequency));
             let id = self.intern(term);
-            let postings = &mut self.slots[id].postings;
-            let at = postings.partition_point(|posting| posting.doc < doc);
+            let postings = &mut self.terms[id as usize].postings;
+            // Slots are handed out in ascending order while nothing is
+            // removed (as when a store opens): then this is a push.
+            let at = postings.partition_point(|posting| posting.slot < slot);
             postings.insert(
                 at,
                 Posting {
-                    doc,
+                    slot,
                     term_frequency,
-                    doc_len: len,
                 },
             );
             term_ids.push(id);
         }
         term_ids.sort_unstable();
         self.total_len += u64::from(len);
-        self.docs.insert(
+        self.docs[slot as usize] = DocEntry {
             doc,
-            DocEntry {
-                len,
-                term_ids: term_ids.into_boxed_slice(),
-            },
-        );
+            len,
+            term_ids: encode_ids(&term_ids),
+        };
+        self.slots.insert(doc, slot);
+    }
+
+    /// The entry of `doc`, if indexed, with its slot.
+    fn entry(&self, doc: u32) -> Option<(u32, &DocEntry)> {
+        let slot = *self.slots.get(&doc)?;
+        Some((slot, self.docs.get(slot as usize)?))
     }
 
     /// The distinct terms of `doc` with their frequencies, in ascending
     /// byte order; `None` when `doc` is not indexed.
     pub fn doc_terms(&self, doc: u32) -> Option<Vec<(&str, u32)>> {
-        let entry = self.docs.get(&doc)?;
-        let mut terms: Vec<(&str, u32)> = entry
-            .term_ids
-            .iter()
-            .filter_map(|&id| {
-                let slot = &self.slots[id];
-                let at = slot
+        let (slot, entry) = self.entry(doc)?;
+        let mut terms: Vec<(&str, u32)> = term_ids(&entry.term_ids)
+            .filter_map(|id| {
+                let term = &self.terms[id as usize];
+                let at = term
                     .postings
-                    .binary_search_by_key(&doc, |posting| posting.doc)
+                    .binary_search_by_key(&slot, |posting| posting.slot)
                     .ok()?;
-                Some((slot.term.as_str(), slot.postings[at].term_frequency))
+                Some((&*term.term, u32::from(term.postings[at].term_frequency)))
             })
             .collect();
         terms.sort_unstable();
@@ -225,22 +261,24 @@ impl Bm25Index {
 
     /// Removes a doc and every posting of it; returns whether it was present.
     pub fn remove(&mut self, doc: u32) -> bool {
-        let Some(entry) = self.docs.remove(&doc) else {
+        let Some(slot) = self.slots.remove(&doc) else {
             return false;
         };
+        let entry = std::mem::take(&mut self.docs[slot as usize]);
+        self.free_slots.push(slot);
         self.total_len -= u64::from(entry.len);
-        for id in entry.term_ids {
-            let slot = &mut self.slots[id];
-            if let Ok(at) = slot
+        for id in term_ids(&entry.term_ids) {
+            let term = &mut self.terms[id as usize];
+            if let Ok(at) = term
                 .postings
-                .binary_search_by_key(&doc, |posting| posting.doc)
+                .binary_search_by_key(&slot, |posting| posting.slot)
             {
-                slot.postings.remove(at);
+                term.postings.remove(at);
             }
-            if slot.postings.is_empty() {
-                self.term_ids.remove(&slot.term);
-                *slot = TermSlot::default();
-                self.free_slots.push(id);
+            if term.postings.is_empty() {
+                self.term_ids.remove(&term.term);
+                *term = TermSlot::default();
+                self.free_terms.push(id);
             }
         }
         true
@@ -249,12 +287,12 @@ impl Bm25Index {
     /// Every doc matching at least one query term, scored, best first (ties:
     /// smaller doc id first). A term repeated in the query counts once.
     pub fn search(&self, query_terms: &[String]) -> Vec<(u32, f32)> {
-        if self.docs.is_empty() {
+        if self.slots.is_empty() {
             return Vec::new();
         }
         let k1 = f64::from(self.params.k1);
         let b = f64::from(self.params.b);
-        let doc_count = self.docs.len() as f64;
+        let doc_count = self.slots.len() as f64;
         // Only docs with postings are scored, and those have a length of at
         // least one, so `avg_len` is positive whenever it is used.
         let avg_len = self.total_len as f64 / doc_count;
@@ -264,22 +302,23 @@ impl Bm25Index {
             if !seen.insert(term.as_str()) {
                 continue;
             }
-            let Some(&id) = self.term_ids.get(term) else {
+            let Some(&id) = self.term_ids.get(term.as_str()) else {
                 continue;
             };
-            let postings = &self.slots[id].postings;
+            let postings = &self.terms[id as usize].postings;
             let doc_frequency = postings.len() as f64;
             let idf = (1.0 + (doc_count - doc_frequency + 0.5) / (doc_frequency + 0.5)).ln();
             for posting in postings {
+                let slot = posting.slot;
                 let tf = f64::from(posting.term_frequency);
-                let length_norm = k1 * (1.0 - b + b * f64::from(posting.doc_len) / avg_len);
-                *scores.entry(posting.doc).or_insert(0.0) +=
-                    idf * tf * (k1 + 1.0) / (tf + length_norm);
+                let doc_len = self.docs[slot as usize].len;
+                let length_norm = k1 * (1.0 - b + b * f64::from(doc_len) / avg_len);
+                *scores.entry(slot).or_insert(0.0) += idf * tf * (k1 + 1.0) / (tf + length_norm);
             }
         }
         let mut ranked: Vec<(u32, f32)> = scores
             .into_iter()
-            .map(|(doc, score)| (doc, score as f32))
+            .map(|(slot, score)| (self.docs[slot as usize].doc, score as f32))
             .collect();
         ranked.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
         ranked
@@ -288,7 +327,7 @@ impl Bm25Index {
     /// The distinct terms of a text, for [`Bm25Index::overlap`].
     pub fn term_set(&self, terms: &[String]) -> TermSet {
         let distinct: HashSet<&str> = terms.iter().map(String::as_str).collect();
-        let mut known: Vec<usize> = distinct
+        let mut known: Vec<u32> = distinct
             .iter()
             .filter_map(|term| self.term_ids.get(*term).copied())
             .collect();
@@ -303,9 +342,9 @@ impl Bm25Index {
     /// [`crate::text::term_overlap`] gives for their term lists, without
     /// analysing the doc's text again; `None` when `doc` is not indexed.
     pub fn overlap(&self, doc: u32, set: &TermSet) -> Option<f32> {
-        let entry = self.docs.get(&doc)?;
-        let shared = common_count(&entry.term_ids, &set.known);
-        let union = set.distinct + entry.term_ids.len() - shared;
+        let (_, entry) = self.entry(doc)?;
+        let shared = common_count(term_ids(&entry.term_ids), &set.known);
+        let union = set.distinct + id_count(&entry.term_ids) - shared;
         Some(if union == 0 {
             0.0
         } else {
@@ -336,7 +375,7 @@ impl Bm25Index {
         let mut lists: Vec<&[Posting]> = set
             .known
             .iter()
-            .map(|&id| self.slots[id].postings.as_slice())
+            .map(|&id| self.terms[id as usize].postings.as_slice())
             .collect();
         lists.sort_by_key(|postings| postings.len());
         let mut counted = known - min_shared + 1;
@@ -346,7 +385,12 @@ impl Bm25Index {
             counted += 1;
         }
         let required = min_shared - (known - counted);
-        Some(docs_in_at_least(&lists[..counted], required))
+        let mut docs: Vec<u32> = slots_in_at_least(&lists[..counted], required)
+            .into_iter()
+            .map(|slot| self.docs[slot as usize].doc)
+            .collect();
+        docs.sort_unstable();
+        Some(docs)
     }
 
     /// The query's distinct terms weighted by their idf, for
@@ -355,14 +399,14 @@ impl Bm25Index {
     /// evidence too), without the `n_t = 0` idf, which in a store of a few
     /// memories outweighs every held term several times over.
     pub fn query_weights(&self, query_terms: &[String]) -> QueryWeights {
-        let doc_count = self.docs.len() as f64;
+        let doc_count = self.slots.len() as f64;
         let idf = |n: f64| (1.0 + (doc_count - n + 0.5) / (n + 0.5)).ln();
         let distinct: HashSet<&str> = query_terms.iter().map(String::as_str).collect();
         let mut known = Vec::new();
         let mut total = 0.0;
         for term in distinct {
             let (id, n) = match self.term_ids.get(term) {
-                Some(&id) => (Some(id), self.slots[id].postings.len() as f64),
+                Some(&id) => (Some(id), self.terms[id as usize].postings.len() as f64),
                 None => (None, 1.0),
             };
             let weight = idf(n);
@@ -380,16 +424,21 @@ impl Bm25Index {
     /// Unlike the BM25 score it is not relative to the query's best match,
     /// so it can be compared across queries.
     pub fn coverage(&self, doc: u32, weights: &QueryWeights) -> f32 {
-        let Some(entry) = self.docs.get(&doc) else {
+        let Some((_, entry)) = self.entry(doc) else {
             return 0.0;
         };
         if weights.total <= 0.0 {
             return 0.0;
         }
+        // Both ascending: a merge.
+        let mut ids = term_ids(&entry.term_ids).peekable();
         let held: f64 = weights
             .known
             .iter()
-            .filter(|(id, _)| entry.term_ids.binary_search(id).is_ok())
+            .filter(|(id, _)| {
+                while ids.next_if(|held| held < id).is_some() {}
+                ids.next_if_eq(id).is_some()
+            })
             .map(|(_, weight)| weight)
             .sum();
         (held / weights.total).clamp(0.0, 1.0) as f32
@@ -397,13 +446,13 @@ impl Bm25Index {
 
     /// Number of indexed docs.
     pub fn doc_count(&self) -> usize {
-        self.docs.len()
+        self.slots.len()
     }
 
 #[cfg(any(test, feature = "testing"))]
     /// Whether `doc` is indexed.
     pub fn contains(&self, doc: u32) -> bool {
-        self.docs.contains_key(&doc)
+        self.slots.contains_key(&doc)
     }
 
     /// Number of distinct terms with at least one posting.
@@ -417,41 +466,47 @@ impl Bm25Index {
         self.term_ids.contains_key(term)
     }
 
-    /// The id of `term`, adding it to the dictionary (reusing a free slot) if
+    /// The id of `term`, adding it to the dictionary (reusing a free id) if
     /// it is new.
-    fn intern(&mut self, term: &str) -> usize {
+    fn intern(&mut self, term: &str) -> u32 {
         if let Some(&id) = self.term_ids.get(term) {
             return id;
         }
         let slot = TermSlot {
-            term: term.to_owned(),
+            term: Arc::from(term),
             postings: Vec::new(),
         };
-        let id = match self.free_slots.pop() {
+        let key = slot.term.clone();
+        let id = match self.free_terms.pop() {
             Some(id) => {
-                self.slots[id] = slot;
+                self.terms[id as usize] = slot;
                 id
             }
             None => {
-                self.slots.push(slot);
-                self.slots.len() - 1
+                self.terms.push(slot);
+                // Fewer terms than postings, and postings are counted in
+                // `u32` by the doc lengths.
+                u32::try_from(self.terms.len() - 1).unwrap_or(u32::MAX)
             }
         };
-        self.term_ids.insert(term.to_owned(), id);
+        self.term_ids.insert(key, id);
         id
     }
 }
 
 /// How many values two ascending lists have in common (a merge).
-fn common_count(a: &[usize], b: &[usize]) -> usize {
-    let (mut i, mut j, mut common) = (0, 0, 0);
-    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
-        match x.cmp(y) {
-            Ordering::Less => i += 1,
+fn common_count(a: impl Iterator<Item = u32>, b: &[u32]) -> usize {
+    let mut a = a.peekable();
+    let (mut j, mut common) = (0, 0);
+    while let (Some(&x), Some(&y)) = (a.peek(), b.get(j)) {
+        match x.cmp(&y) {
+            Ordering::Less => {
+                a.next();
+            }
             Ordering::Greater => j += 1,
             Ordering::Equal => {
                 common += 1;
-                i += 1;
+                a.next();
                 j += 1;
             }
         }
@@ -459,44 +514,82 @@ fn common_count(a: &[usize], b: &[usize]) -> usize {
     common
 }
 
-/// The docs listed in at least `required` (≥ 1) of `lists` (each sorted
-/// by doc), in ascending order. Counts in a dense array over the docs'
-/// range when that range is small next to the postings walked (doc numbers
-/// are allocated densely), otherwise by sorting the walked docs.
-fn docs_in_at_least(lists: &[&[Posting]], required: usize) -> Vec<u32> {
+/// Ascending ids as a doc keeps them: unsigned LEB128 deltas.
+fn encode_ids(ids: &[u32]) -> Box<[u8]> {
+    let mut out = Vec::with_capacity(ids.len());
+    let mut previous = 0;
+    for &id in ids {
+        let mut delta = id - previous;
+        previous = id;
+        while delta >= 0x80 {
+            out.push((delta & 0x7f) as u8 | 0x80);
+            delta >>= 7;
+        }
+        out.push(delta as u8);
+    }
+    out.into_boxed_slice()
+}
+
+/// The ids [`encode_ids`] encoded, ascending.
+fn term_ids(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    let mut at = 0;
+    let mut previous = 0u32;
+    std::iter::from_fn(move || {
+        let (mut delta, mut shift) = (0u32, 0u32);
+        loop {
+            let byte = *bytes.get(at)?;
+            at += 1;
+            delta |= u32::from(byte & 0x7f).checked_shl(shift).unwrap_or(0);
+            if byte < 0x80 {
+                break;
+            }
+            shift += 7;
+        }
+        previous = previous.wrapping_add(delta);
+        Some(previous)
+    })
+}
+
+/// How many ids [`encode_ids`] encoded: one byte of each has its high bit
+/// clear.
+fn id_count(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&byte| byte < 0x80).count()
+}
+
+/// The slots listed in at least `required` (≥ 1) of `lists` (each sorted
+/// by slot), in no particular order. Counts in a dense array over the
+/// slots' range when that range is small next to the postings walked
+/// (slots are allocated densely), otherwise by sorting the walked slots.
+fn slots_in_at_least(lists: &[&[Posting]], required: usize) -> Vec<u32> {
     let walked: usize = lists.iter().map(|p| p.len()).sum();
-    let Some(end) = lists.iter().filter_map(|p| p.last()).map(|p| p.doc).max() else {
+    let Some(end) = lists.iter().filter_map(|p| p.last()).map(|p| p.slot).max() else {
         return Vec::new();
     };
     // Counts saturate; a requirement past the counter's range is clamped,
     // which can only list more docs.
     let required = u8::try_from(required).unwrap_or(u8::MAX);
     let range = end as usize + 1;
-    let mut docs = Vec::new();
+    let mut slots = Vec::new();
     if range <= walked.saturating_mul(DENSE_RANGE_PER_POSTING) {
         let mut counts = vec![0u8; range];
         for posting in lists.iter().flat_map(|p| p.iter()) {
-            let count = &mut counts[posting.doc as usize];
+            let slot = posting.slot;
+            let count = &mut counts[slot as usize];
             *count = count.saturating_add(1);
             if *count == required {
-                docs.push(posting.doc);
+                slots.push(slot);
             }
         }
-        docs.sort_unstable();
     } else {
-        docs.extend(
-            lists
-                .iter()
-                .flat_map(|p| p.iter().map(|posting| posting.doc)),
-        );
-        docs.sort_unstable();
-        docs = docs
+        slots.extend(lists.iter().flat_map(|p| p.iter().map(|posting| posting.slot)));
+        slots.sort_unstable();
+        slots = slots
             .chunk_by(|a, b| a == b)
             .filter(|run| run.len() >= usize::from(required))
             .map(|run| run[0])
             .collect();
     }
-    docs
+    slots
 }
 
 #[cfg(test)]
@@ -642,6 +735,67 @@ mod tests {
             assert_eq!(rebuilt.search(&query), index.search(&query));
         }
         assert_eq!(rebuilt.term_count(), index.term_count());
+    }
+
+    #[test]
+    fn term_ids_round_trip_as_deltas() {
+        let ids = [0, 1, 127, 128, 300, 16_383, 16_384, 1 << 21, u32::MAX];
+        let bytes = encode_ids(&ids);
+        assert_eq!(term_ids(&bytes).collect::<Vec<_>>(), ids);
+        assert_eq!(id_count(&bytes), ids.len());
+        // Dense ids take a byte each.
+        assert_eq!(encode_ids(&[3, 4, 9, 100]).len(), 4);
+        assert_eq!(term_ids(&[]).count(), 0);
+    }
+
+    #[test]
+    fn a_posting_is_six_bytes() {
+        // The index's largest part: one per distinct term of every doc.
+        assert_eq!(std::mem::size_of::<Posting>(), 6);
+    }
+
+    #[test]
+    fn frequencies_saturate_and_a_rebuilt_doc_scores_the_same() {
+        let mut index = Bm25Index::default();
+        index.insert_counts(4, [("many", 70_000), ("one", 1)]);
+        index.insert(9, &strings(&["many", "two", "two"]));
+        assert_eq!(index.doc_terms(4), Some(vec![("many", 65_535), ("one", 1)]));
+        let mut rebuilt = Bm25Index::default();
+        for doc in [4, 9] {
+            rebuilt.insert_counts(doc, index.doc_terms(doc).unwrap());
+        }
+        for query in [&["many"][..], &["one", "two"]] {
+            let query = strings(query);
+            assert_eq!(rebuilt.search(&query), index.search(&query));
+        }
+        // The length is the saturated one: 65,535 + 1 against 3.
+        let avg = (65_536.0 + 3.0) / 2.0;
+        let idf = (1.0f64 + 1.5 / 1.5).ln();
+        let norm = 1.2 * (0.25 + 0.75 * 65_536.0 / avg);
+        let want = idf * 2.2 / (1.0 + norm);
+        let got = index.search(&strings(&["one"]));
+        assert_eq!(got.len(), 1);
+        assert!((f64::from(got[0].1) - want).abs() < 1e-6, "{got:?} vs {want}");
+    }
+
+    #[test]
+    fn sparse_doc_numbers_reuse_dense_slots() {
+        let mut index = Bm25Index::default();
+        index.insert(4_000_000_000, &strings(&["apple"]));
+        index.insert(7, &strings(&["apple", "banana"]));
+        assert!(index.remove(4_000_000_000));
+        index.insert(123_456, &strings(&["banana"]));
+        // The freed slot went to the new doc: two slots for two docs.
+        assert_eq!(index.docs.len(), 2);
+        assert_eq!(
+            index.search(&strings(&["banana"])).iter().map(|r| r.0).collect::<Vec<_>>(),
+            // The shorter doc first.
+            vec![123_456, 7]
+        );
+        let set = index.term_set(&strings(&["banana"]));
+        assert_eq!(index.docs_sharing(&set, 1), Some(vec![7, 123_456]));
+        assert_eq!(index.overlap(123_456, &set), Some(1.0));
+        assert_eq!(index.overlap(4_000_000_000, &set), None);
     }
 
     #[test]

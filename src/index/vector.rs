@@ -332,6 +332,12 @@ impl Int8Vector {
 /// The unit vector along `vector`; `None` when it is all zeros or has a
 /// non-finite component. Divides by the largest component first so the sum
 /// of squares can neither overflow nor underflow.
+/// A row or segment number as a [`Location`] holds it: each is below the
+/// number of docs the index holds, and docs are `u32`.
+fn row_number(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 fn normalize(vector: &[f32]) -> Option<Vec<f32>> {
     if vector.iter().any(|x| !x.is_finite()) {
         return None;
@@ -541,8 +547,10 @@ fn rank_order(x: &(u32, f32), y: &(u32, f32)) -> std::cmp::Ordering {
 /// Where a doc's row is.
 #[derive(Debug, Clone, Copy)]
 enum Location {
-    Tail(usize),
-    Segment { segment: usize, row: usize },
+    // `u32` rows and segments: a doc number is a `u32`, so no index holds
+    // more rows; the doc map holds one location per vector (12 bytes, not 24).
+    Tail(u32),
+    Segment { segment: u32, row: u32 },
 }
 
 /// A cosine-similarity index over `u32` docs: an exactly scanned tail plus
@@ -597,7 +605,7 @@ impl VectorIndex {
         self.tail.push(&Int8Vector::quantize(&unit));
         self.tail_docs.push(doc);
         self.locations
-            .insert(doc, Location::Tail(self.tail_docs.len() - 1));
+            .insert(doc, Location::Tail(row_number(self.tail_docs.len() - 1)));
         if self.tail_docs.len() >= self.params.segment_threshold {
             self.compact();
         }
@@ -609,14 +617,16 @@ impl VectorIndex {
         match self.locations.remove(&doc) {
             None => false,
             Some(Location::Tail(row)) => {
+                let row = row as usize;
                 self.tail.swap_remove(row);
                 self.tail_docs.swap_remove(row);
                 if let Some(&moved) = self.tail_docs.get(row) {
-                    self.locations.insert(moved, Location::Tail(row));
+                    self.locations.insert(moved, Location::Tail(row_number(row)));
                 }
                 true
             }
             Some(Location::Segment { segment, row }) => {
+                let (segment, row) = (segment as usize, row as usize);
                 let held = &mut self.segments[segment];
                 held.live[row] = false;
                 held.dead += 1;
@@ -730,8 +740,8 @@ impl VectorIndex {
                 self.locations.insert(
                     doc,
                     Location::Segment {
-                        segment: index,
-                        row,
+                        segment: row_number(index),
+                        row: row_number(row),
                     },
                 );
             }
@@ -760,6 +770,11 @@ impl std::fmt::Debug for VectorIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_location_in_the_doc_map_is_sixteen_bytes() {
+        assert_eq!(size_of::<(u32, Location)>(), 16);
+    }
 
     // The test kit's seeded generator: it holds no memtide types, so unit
     // tests can use it (the kit's other parts see a second copy of the crate).
