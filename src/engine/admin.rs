@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::catalog::Id;
 use super::ingest::detects_pii;
 use super::txn::Txn;
 use super::{DeleteAllResult, Engine, ListPage, ListQuery, MemoryPatch, Stats};
@@ -30,8 +31,8 @@ impl Engine {
     pub fn find_text(&self, scope: &Scope, normalized: &str) -> Option<&MemoryItem> {
         let id = self
             .by_hash
-            .get(&(self.scope_key(scope), text::content_hash(normalized)))?;
-        self.entries.get(id).map(|e| &e.item)
+            .get(&self.hash_key(scope, &text::content_hash(normalized)))?;
+        self.entries.get(&**id).map(|e| &e.item)
     }
 
     /// Lists memories newest first, filtered, one page at a time.
@@ -54,7 +55,7 @@ impl Engine {
             None => self.by_created.range(..),
         };
         for (created, id) in range.rev() {
-            let Some(entry) = self.entries.get(id) else {
+            let Some(entry) = self.entries.get(&**id) else {
                 continue;
             };
             let item = &entry.item;
@@ -97,9 +98,9 @@ impl Engine {
             let hash = text::content_hash(&text);
             if let Some(other) = self
                 .by_hash
-                .get(&(self.scope_key(&item.scope), hash.clone()))
+                .get(&self.hash_key(&item.scope, &hash))
             {
-                if other != id {
+                if **other != *id {
                     return Err(Error::invalid(format!(
                         "the new text is identical to memory `{other}` in the same scope"
                     )));
@@ -180,7 +181,7 @@ impl Engine {
             // Erasing leaves no trace: the memories that followed this one
             // forget the link.
             for follower in self.followers.get(id).cloned().unwrap_or_default() {
-                if let Some(entry) = self.entries.get(&follower) {
+                if let Some(entry) = self.entries.get(&*follower) {
                     let mut unlinked = entry.item.clone();
                     unlinked.follows = None;
                     self.write(txn, &follower, Some(unlinked));
@@ -278,7 +279,7 @@ impl Engine {
                 .by_kind
                 .entry(item.kind.as_str().to_string())
                 .or_default() += 1;
-            stats.stored_bytes += codec::encode_item(item).len();
+            stats.stored_bytes += codec::item_record_len(item);
             if let Some(vector) = self.embeddings.get(&item.id) {
                 stats.embedded += 1;
                 stats.stored_bytes += vector.record_len();
@@ -312,10 +313,10 @@ fn list_matches(item: &MemoryItem, q: &ListQuery) -> bool {
         && q.until.is_none_or(|u| item.created_at < u)
 }
 
-fn parse_cursor(cursor: &str) -> Result<(i64, String)> {
+fn parse_cursor(cursor: &str) -> Result<(i64, Id)> {
     let bad = || Error::invalid("cursor is not one returned by list");
     let (ms, id) = cursor.split_once(':').ok_or_else(bad)?;
     let ms: i64 = ms.parse().map_err(|_| bad())?;
     validate_item_id(id).map_err(|_| bad())?;
-    Ok((ms, id.to_string()))
+    Ok((ms, Id::from(id)))
 }

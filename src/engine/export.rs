@@ -175,14 +175,14 @@ impl Engine {
             if !item.summary_of.is_empty() {
                 self.check_imported_summary_scope(&item)?;
             }
-            let hash_key = (self.scope_key(&item.scope), item.content_hash.clone());
+            let hash_key = self.hash_key(&item.scope, &item.content_hash);
             // Chunks belong to their file and never merge; a superseded
             // memory is an old version, imported as it is.
             let existing_same_text = self
                 .by_hash
                 .get(&hash_key)
                 .filter(|other| {
-                    **other != item.id
+                    ***other != *item.id
                         && !item.is_file_chunk()
                         && item.key.is_none()
                         && !item.is_superseded()
@@ -241,7 +241,7 @@ impl Engine {
         Ok(items
             .into_iter()
             .map(|item| {
-                let held = (self.scope_key(&item.scope), item.content_hash);
+                let held = self.hash_key(&item.scope, &item.content_hash);
                 let embed = self.embedder().is_some() && !self.by_hash.contains_key(&held);
                 embed.then_some(item.text)
             })

@@ -5,6 +5,7 @@
 //! chooses them) and stored with the memory it follows in its conversation
 //! (`docs/design.md`, "Data flow").
 
+use super::catalog::Id;
 use super::txn::Txn;
 use super::{Engine, IngestOutcome, IngestReason, IngestResult, MemoryInput};
 use crate::dedupe::{self, Duplicate, NearDuplicateAction, Neighbourhood};
@@ -192,7 +193,7 @@ impl Engine {
         };
 
         // A keyed memory is the caller's record: never merged by text.
-        let hash_key = (self.scope_key(&input.scope), content_hash.clone());
+        let hash_key = self.hash_key(&input.scope, &content_hash);
         if let Some(existing) = self.by_hash.get(&hash_key).filter(|_| !keyed).cloned() {
             return self.merge_duplicate(&existing, duplicate, IngestReason::Duplicate, now, txn);
         }
@@ -409,22 +410,18 @@ impl Engine {
     fn thread_predecessor(&self, scope: &Scope, created_at: Timestamp) -> Option<String> {
         let gap = i64::from(self.config.rank.thread_gap_minutes) * 60_000;
         let scope = self.scope_key(scope);
-        let from = (
-            scope.clone(),
-            created_at.0.saturating_sub(gap),
-            String::new(),
-        );
-        let to = (scope, created_at.0.saturating_add(1), String::new());
+        let from = (scope.clone(), created_at.0.saturating_sub(gap), Id::from(""));
+        let to = (scope, created_at.0.saturating_add(1), Id::from(""));
         self.by_scope_time
             .range(from..to)
             .rev()
             .map(|(_, _, id)| id)
             .find(|id| {
                 self.entries
-                    .get(*id)
+                    .get(&***id)
                     .is_some_and(|e| !e.item.is_deleted() && !e.item.is_superseded())
             })
-            .cloned()
+            .map(|id| id.to_string())
     }
 
     pub(super) fn clean_tags(&self, tags: Vec<String>) -> Result<Vec<String>> {
