@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::duplicate::{DuplicateKey, Voice};
+use super::catalog::Id;
 use super::ingest::detects_pii;
 use super::txn::Txn;
 use super::{DeleteAllResult, Engine, ListPage, ListQuery, MemoryPatch, Stats};
@@ -45,7 +46,7 @@ impl Engine {
             &text::content_hash(normalized),
         );
         let id = self.by_hash.get(&key)?;
-        self.entries.get(id).map(|e| &e.item)
+        self.entries.get(&**id).map(|e| &e.item)
     }
 
     /// Lists memories newest first, filtered, one page at a time.
@@ -68,7 +69,7 @@ impl Engine {
             None => self.by_created.range(..),
         };
         for (created, id) in range.rev() {
-            let Some(entry) = self.entries.get(id) else {
+            let Some(entry) = self.entries.get(&**id) else {
                 continue;
             };
             let item = &entry.item;
@@ -157,7 +158,7 @@ impl Engine {
             if let Some(other) = self
                 .by_hash
                 .get(&DuplicateKey::of(self.scope_key(&item.scope), &item))
-                .filter(|other| *other != id)
+                .filter(|other| &***other != id)
             {
                 return Err(Error::invalid(format!(
                     "the memory would become identical to memory `{other}`: the same text, said by the same speaker, in the same scope"
@@ -199,7 +200,7 @@ impl Engine {
             // Erasing leaves no trace: the memories that followed this one
             // forget the link.
             for follower in self.followers.get(id).cloned().unwrap_or_default() {
-                if let Some(entry) = self.entries.get(&follower) {
+                if let Some(entry) = self.entries.get(&*follower) {
                     let mut unlinked = entry.item.clone();
                     unlinked.follows = None;
                     self.write(txn, &follower, Some(unlinked));
@@ -314,7 +315,7 @@ impl Engine {
                 .by_kind
                 .entry(item.kind.as_str().to_string())
                 .or_default() += 1;
-            stats.stored_bytes += codec::encode_item(item).len();
+            stats.stored_bytes += codec::item_record_len(item);
             if let Some(vector) = self.embeddings.get(&item.id) {
                 stats.embedded += 1;
                 stats.stored_bytes += vector.record_len();
@@ -348,10 +349,10 @@ fn list_matches(item: &MemoryItem, q: &ListQuery) -> bool {
         && q.until.is_none_or(|u| item.created_at < u)
 }
 
-fn parse_cursor(cursor: &str) -> Result<(i64, String)> {
+fn parse_cursor(cursor: &str) -> Result<(i64, Id)> {
     let bad = || Error::invalid("cursor is not one returned by list");
     let (ms, id) = cursor.split_once(':').ok_or_else(bad)?;
     let ms: i64 = ms.parse().map_err(|_| bad())?;
     validate_item_id(id).map_err(|_| bad())?;
-    Ok((ms, id.to_string()))
+    Ok((ms, Id::from(id)))
 }

@@ -6,6 +6,7 @@
 //! changes a memory, and it moves every key with it, so a new key is added
 //! there and stays in step by construction.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::duplicate::DuplicateKey;
@@ -15,7 +16,47 @@ use crate::env::{parse_ulid, Environment};
 use crate::index::bm25::TermCounts;
 use crate::index::Bm25Index;
 use crate::item::{validate_item_id, MemoryItem, Scope};
+use crate::layout::catalog::hex_bytes;
 use crate::text;
+
+/// A memory's id as the catalog's keys hold it: one allocation shared by
+/// every map and set that names the memory (`doc_owner`, `by_hash`,
+/// `by_key`, `by_created`, `by_scope_time`, `followers`), where each used
+/// to hold a copy of its own. (`entries` keeps `String` keys, which the
+/// engine's many lookups by `&String` need.)
+pub(super) type Id = Arc<str>;
+
+/// The engine's hash maps and sets hash with foldhash rather than the
+/// standard library's SipHash, which took a tenth of the CPU time of
+/// opening a large store (`docs/speed.md`, "Heap per memory"). Their keys
+/// are ids, caller keys, content hashes and scopes, some of which callers
+/// choose: foldhash's per-map random seed means a caller cannot precompute
+/// colliding keys, though it is not a keyed cryptographic hash; the worst a
+/// caller who found collisions could do is slow down operations on the
+/// store it already writes to, within the ingest limits on ids and keys.
+pub(super) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+/// See [`FastMap`].
+pub(super) type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
+
+/// A content hash as a key of `by_hash`: the 32 bytes of the 64 lowercase
+/// hex digits the engine writes, else (a hash an imported memory brought)
+/// its text, so that two keys are equal exactly when the hashes are. The
+/// bytes take 33 bytes inline where the hex digits took a 64-byte
+/// allocation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum ContentKey {
+    Sha256([u8; 32]),
+    Other(Box<str>),
+}
+
+impl ContentKey {
+    pub(super) fn of(hash: &str) -> ContentKey {
+        match hex_bytes(hash) {
+            Some(bytes) => ContentKey::Sha256(bytes),
+            None => ContentKey::Other(hash.into()),
+        }
+    }
+}
 
 /// One memory and its doc number in the lexical and vector indexes.
 pub(super) struct Entry {
@@ -39,20 +80,28 @@ impl Engine {
         new: Option<MemoryItem>,
         counts: Option<&TermCounts>,
     ) -> Option<MemoryItem> {
-        let old = self.entries.remove(id);
+        let (old_key, old) = match self.entries.remove_entry(id) {
+            Some((key, entry)) => (Some(key), Some(entry)),
+            None => (None, None),
+        };
         let mut doc = None;
+        // The id's shared copy: the old entry's, else a new one.
+        let handle = old
+            .as_ref()
+            .and_then(|e| self.doc_owner.get(e.doc as usize)?.clone())
+            .unwrap_or_else(|| Id::from(id));
         if let Some(Entry { item, doc: d }) = old.as_deref() {
             let key = DuplicateKey::of(self.scope_key(&item.scope), item);
-            if self.by_hash.get(&key).map(String::as_str) == Some(id) {
+            if self.by_hash.get(&key).map(|h| &**h) == Some(id) {
                 self.by_hash.remove(&key);
             }
-            self.by_created.remove(&(item.created_at.0, id.to_string()));
+            self.by_created.remove(&(item.created_at.0, handle.clone()));
             let scope = key.into_scope();
             self.by_scope_time
-                .remove(&(scope.clone(), item.created_at.0, id.to_string()));
+                .remove(&(scope.clone(), item.created_at.0, handle.clone()));
             if let Some(k) = &item.key {
                 let key = (scope.clone(), k.clone());
-                if self.by_key.get(&key).map(String::as_str) == Some(id) {
+                if self.by_key.get(&key).map(|h| &**h) == Some(id) {
                     self.by_key.remove(&key);
                 }
             }
@@ -72,7 +121,7 @@ impl Engine {
             self.release_scope(scope);
             if let Some(prev) = &item.follows {
                 if let Some(list) = self.followers.get_mut(prev) {
-                    list.retain(|f| f != id);
+                    list.retain(|f| &**f != id);
                     if list.is_empty() {
                         self.followers.remove(prev);
                     }
@@ -114,7 +163,7 @@ impl Engine {
                 }
                 let (d, already_indexed) = match doc {
                     Some(state) => state,
-                    None => (self.allocate_doc(id), false),
+                    None => (self.allocate_doc(&handle), false),
                 };
                 if !item.is_deleted() && !already_indexed {
                     let index = self
@@ -156,26 +205,26 @@ impl Engine {
                     // Keyed memories are the caller's records: found by
                     // key, never by text, and in no conversation thread.
                     let scope = self.intern_scope(&item.scope);
-                    self.by_key.insert((scope, k.clone()), id.to_string());
+                    self.by_key.insert((scope, k.clone()), handle.clone());
                 } else {
                     let scope = self.intern_scope(&item.scope);
                     self.by_hash
-                        .insert(DuplicateKey::of(scope.clone(), &item), id.to_string());
+                        .insert(DuplicateKey::of(scope.clone(), &item), handle.clone());
                     self.by_scope_time
-                        .insert((scope, item.created_at.0, id.to_string()));
+                        .insert((scope, item.created_at.0, handle.clone()));
                 }
-                self.by_created.insert((item.created_at.0, id.to_string()));
+                self.by_created.insert((item.created_at.0, handle.clone()));
                 if let Some(prev) = &item.follows {
                     self.followers
                         .entry(prev.clone())
                         .or_default()
-                        .push(id.to_string());
+                        .push(handle.clone());
                 }
                 if item.pinned {
                     self.pinned.insert(id.to_string());
                 }
-                self.entries
-                    .insert(id.to_string(), Box::new(Entry { item, doc: d }));
+                let key = old_key.unwrap_or_else(|| id.to_string());
+                self.entries.insert(key, Box::new(Entry { item, doc: d }));
                 self.index_vector(id);
             }
             None => {
@@ -215,14 +264,14 @@ impl Engine {
         }
     }
 
-    fn allocate_doc(&mut self, id: &str) -> u32 {
+    fn allocate_doc(&mut self, id: &Id) -> u32 {
         match self.free_docs.pop() {
             Some(d) => {
-                self.doc_owner[d as usize] = Some(id.to_string());
+                self.doc_owner[d as usize] = Some(id.clone());
                 d
             }
             None => {
-                self.doc_owner.push(Some(id.to_string()));
+                self.doc_owner.push(Some(id.clone()));
                 (self.doc_owner.len() - 1) as u32
             }
         }
@@ -230,7 +279,7 @@ impl Engine {
 
     pub(super) fn entry_of(&self, doc: u32) -> Option<&Entry> {
         let id = self.doc_owner.get(doc as usize)?.as_ref()?;
-        self.entries.get(id).map(Box::as_ref)
+        self.entries.get(&**id).map(Box::as_ref)
     }
 
     pub(super) fn fresh_id(&self, env: &mut dyn Environment) -> String {
@@ -284,9 +333,49 @@ impl Engine {
 mod tests {
     use std::sync::Arc;
 
+    use super::ContentKey;
     use crate::engine::{Config, Engine, MemoryInput, Txn};
     use crate::env::{Environment, FixedEnvironment};
     use crate::item::{Scope, Timestamp};
+
+    #[test]
+    fn a_memory_id_is_one_allocation_shared_by_the_keys() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let mut txn = Txn::default();
+        let scope = Scope::workspace("u", "w");
+        let inputs = vec![
+            MemoryInput::new("the first of a thread", scope.clone()),
+            MemoryInput::new("the second of a thread", scope.clone()),
+        ];
+        engine.ingest(inputs, &mut env, &mut txn).unwrap();
+        let first = engine.doc_owner[0].clone().unwrap();
+        let second = engine.doc_owner[1].clone().unwrap();
+        assert_eq!(engine.followers[&*first].len(), 1, "the second follows the first");
+        // doc_owner, by_hash, by_created, by_scope_time, this handle; the
+        // second also in the first's followers.
+        assert_eq!(Arc::strong_count(&first), 5);
+        assert_eq!(Arc::strong_count(&second), 6);
+        let now = env.now();
+        let mut txn = Txn::default();
+        engine.delete(&second, true, now, &mut txn).unwrap();
+        assert_eq!(Arc::strong_count(&second), 1, "erasing drops every key");
+        engine.rollback(txn);
+        let back = engine.doc_owner[1].clone().unwrap();
+        assert_eq!(back, second);
+        assert_eq!(Arc::strong_count(&back), 6, "a rollback brings them back");
+    }
+
+    #[test]
+    fn content_keys_are_equal_exactly_when_the_hashes_are() {
+        let hex = "9d19118d641939e07e91bd8dec6a1d5380794462ec904c207cedb5ae609a31fb";
+        assert!(matches!(ContentKey::of(hex), ContentKey::Sha256(_)));
+        assert!(ContentKey::of(hex) == ContentKey::of(hex));
+        assert!(ContentKey::of(hex) != ContentKey::of(&hex.to_uppercase()));
+        assert!(ContentKey::of(hex) != ContentKey::of(&hex[1..]));
+        assert!(ContentKey::of("not-hex") == ContentKey::of("not-hex"));
+        assert!(ContentKey::of("not-hex") != ContentKey::of("not-hex2"));
+    }
 
     #[test]
     fn scope_keys_share_one_copy_per_scope_and_drop_it_with_the_last_memory() {

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use super::catalog::ContentKey;
 use crate::item::{MemoryItem, Role, Scope};
 
 /// Who said a text, as duplicates tell texts apart: the speaker's name
@@ -48,7 +49,7 @@ impl Voice {
 pub(super) struct DuplicateKey {
     scope: Arc<Scope>,
     voice: Voice,
-    hash: String,
+    hash: ContentKey,
 }
 
 impl DuplicateKey {
@@ -58,7 +59,7 @@ impl DuplicateKey {
         DuplicateKey {
             scope,
             voice,
-            hash: hash.to_string(),
+            hash: ContentKey::of(hash),
         }
     }
 

@@ -183,7 +183,7 @@ impl Engine {
                 .by_hash
                 .get(&hash_key)
                 .filter(|other| {
-                    **other != item.id
+                    ***other != *item.id
                         && !item.is_file_chunk()
                         && item.key.is_none()
                         && !item.is_superseded()

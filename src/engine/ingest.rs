@@ -6,6 +6,7 @@
 //! (`docs/design.md`, "Data flow").
 
 use super::duplicate::{DuplicateKey, Voice};
+use super::catalog::Id;
 use super::txn::Txn;
 use super::{Engine, IngestOutcome, IngestReason, IngestResult, MemoryInput};
 use crate::dedupe::{self, Duplicate, NearDuplicateAction, Neighbourhood};
@@ -436,22 +437,18 @@ impl Engine {
     fn thread_predecessor(&self, scope: &Scope, created_at: Timestamp) -> Option<String> {
         let gap = i64::from(self.config.rank.thread_gap_minutes) * 60_000;
         let scope = self.scope_key(scope);
-        let from = (
-            scope.clone(),
-            created_at.0.saturating_sub(gap),
-            String::new(),
-        );
-        let to = (scope, created_at.0.saturating_add(1), String::new());
+        let from = (scope.clone(), created_at.0.saturating_sub(gap), Id::from(""));
+        let to = (scope, created_at.0.saturating_add(1), Id::from(""));
         self.by_scope_time
             .range(from..to)
             .rev()
             .map(|(_, _, id)| id)
             .find(|id| {
                 self.entries
-                    .get(*id)
+                    .get(&***id)
                     .is_some_and(|e| !e.item.is_deleted() && !e.item.is_superseded())
             })
-            .cloned()
+            .map(|id| id.to_string())
     }
 
     pub(super) fn clean_tags(&self, tags: Vec<String>) -> Result<Vec<String>> {

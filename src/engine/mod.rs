@@ -62,7 +62,7 @@ pub(crate) use duplicate::Voice;
 pub(crate) use ingest::{text_to_store, Captured};
 pub use txn::{Summary, Txn};
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::codec;
@@ -73,7 +73,7 @@ use crate::files::StoredFile;
 use crate::index::bm25::TermCounts;
 use crate::index::{Bm25Index, VectorIndex};
 use crate::item::{MemoryItem, Scope, Tenant};
-use catalog::Entry;
+use catalog::{Entry, FastMap, FastSet, Id};
 use duplicate::DuplicateKey;
 use files::FileKey;
 use vectors::StoredVector;
@@ -102,36 +102,36 @@ pub struct Engine {
     /// Boxed: an `Entry` holds a whole memory, and a table holds up to
     /// twice the entries it has while it doubles, so boxing keeps the table
     /// small when it grows (`docs/speed.md`, "Heap per memory").
-    entries: HashMap<String, Box<Entry>>,
-    doc_owner: Vec<Option<String>>,
+    entries: FastMap<String, Box<Entry>>,
+    doc_owner: Vec<Option<Id>>,
     free_docs: Vec<u32>,
     /// Each scope of a memory in `by_hash`, `by_key`, `by_scope_time` or `by_summary`,
     /// once: their keys share it.
-    scopes: HashSet<Arc<Scope>>,
+    scopes: FastSet<Arc<Scope>>,
     /// The memory holding each text of a scope said in a voice
     /// (`duplicate.rs`): what an exact duplicate merges into.
-    by_hash: HashMap<DuplicateKey, String>,
+    by_hash: FastMap<DuplicateKey, Id>,
     /// The memory holding each caller key of a scope.
-    by_key: HashMap<(Arc<Scope>, String), String>,
-    by_created: BTreeSet<(i64, String)>,
-    by_scope_time: BTreeSet<(Arc<Scope>, i64, String)>,
-    followers: HashMap<String, Vec<String>>,
+    by_key: FastMap<(Arc<Scope>, String), Id>,
+    by_created: BTreeSet<(i64, Id)>,
+    by_scope_time: BTreeSet<(Arc<Scope>, i64, Id)>,
+    followers: FastMap<String, Vec<Id>>,
     pinned: BTreeSet<String>,
     /// The largest ULID among the ids ever held: new ids are made after it
     /// (`Environment::new_id`), so memories that share a timestamp
     /// keep the order they came in, across instances too.
     newest_ulid: Option<String>,
-    lexical: HashMap<Tenant, Bm25Index>,
+    lexical: FastMap<Tenant, Bm25Index>,
     // Embeddings: changed only by `set_vector` (vectors.rs), which keeps
     // the vector indexes in step.
     /// Own embedding of each memory that has one (key `vec/<id>`).
-    embeddings: HashMap<String, StoredVector>,
+    embeddings: FastMap<String, StoredVector>,
     /// Per tenant, the context vectors of its live memories (see
     /// [`crate::rank`]): the embedding plus the one of the memory it follows.
-    vectors: HashMap<Arc<Tenant>, VectorIndex>,
+    vectors: FastMap<Arc<Tenant>, VectorIndex>,
     /// Docs present in `vectors`, with their tenant: the allocation of
     /// `vectors`' key, shared rather than two strings per doc.
-    vector_docs: HashMap<u32, Arc<Tenant>>,
+    vector_docs: FastMap<u32, Arc<Tenant>>,
     /// The model the stored embeddings come from.
     model_id: Option<String>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -146,9 +146,9 @@ pub struct Engine {
     /// The chunks of each file (memories with `sourceLines`), by file.
     file_chunks: HashMap<FileKey, BTreeSet<String>>,
     /// The summary `summarize` keeps for each scope (one per exact scope).
-    by_summary: HashMap<Arc<Scope>, String>,
+    by_summary: FastMap<Arc<Scope>, String>,
     /// The summaries that list each memory among their sources.
-    summaries: HashMap<String, Vec<String>>,
+    summaries: FastMap<String, Vec<String>>,
 }
 
 impl Engine {
@@ -156,28 +156,28 @@ impl Engine {
     pub fn new(config: Config) -> Self {
         Engine {
             config,
-            entries: HashMap::new(),
+            entries: FastMap::default(),
             doc_owner: Vec::new(),
             free_docs: Vec::new(),
-            scopes: HashSet::new(),
-            by_hash: HashMap::new(),
-            by_key: HashMap::new(),
+            scopes: FastSet::default(),
+            by_hash: FastMap::default(),
+            by_key: FastMap::default(),
             by_created: BTreeSet::new(),
             by_scope_time: BTreeSet::new(),
-            followers: HashMap::new(),
+            followers: FastMap::default(),
             pinned: BTreeSet::new(),
             newest_ulid: None,
-            lexical: HashMap::new(),
-            embeddings: HashMap::new(),
-            vectors: HashMap::new(),
-            vector_docs: HashMap::new(),
+            lexical: FastMap::default(),
+            embeddings: FastMap::default(),
+            vectors: FastMap::default(),
+            vector_docs: FastMap::default(),
             model_id: None,
             embedder: None,
             prepared: HashMap::new(),
             files: BTreeMap::new(),
             file_chunks: HashMap::new(),
-            by_summary: HashMap::new(),
-            summaries: HashMap::new(),
+            by_summary: FastMap::default(),
+            summaries: FastMap::default(),
         }
     }
 
@@ -240,8 +240,8 @@ impl Engine {
             (Some(_), Some(_)) => a.0.cmp(&b.0),
         });
         let mut decoded = Vec::with_capacity(changes.len());
-        let mut gone: HashSet<&str> = HashSet::new();
-        let mut added: HashSet<&str> = HashSet::new();
+        let mut gone: FastSet<&str> = FastSet::default();
+        let mut added: FastSet<&str> = FastSet::default();
         for (key, slot) in changes.iter_mut() {
             let key: &String = key;
             // Taken: a memory decoded from a row moves into the engine.

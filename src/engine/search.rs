@@ -157,7 +157,8 @@ impl Engine {
                 .get(&source.id)
                 .into_iter()
                 .flatten()
-                .chain(previous)
+                .map(|id| &**id)
+                .chain(previous.map(String::as_str))
             {
                 if let Some(entry) = self.entries.get(near) {
                     if policy::check(&entry.item, &vis).is_ok() {

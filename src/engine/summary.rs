@@ -110,7 +110,7 @@ impl Engine {
             if memories.len() == limit {
                 break;
             }
-            let Some(entry) = self.entries.get(id) else {
+            let Some(entry) = self.entries.get(&**id) else {
                 continue;
             };
             let item = &entry.item;

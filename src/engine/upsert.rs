@@ -65,7 +65,7 @@ impl Engine {
     pub fn holder_of_key(&self, scope: &Scope, key: &str) -> Option<String> {
         self.by_key
             .get(&(self.scope_key(scope), key.to_string()))
-            .cloned()
+            .map(|id| id.to_string())
     }
 
     /// Refuses metadata larger than `maxMetadataBytes`.

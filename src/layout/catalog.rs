@@ -480,7 +480,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// The 32 bytes of a content hash written as 64 lowercase hex digits.
-fn hex_bytes(hash: &str) -> Option<[u8; 32]> {
+pub(crate) fn hex_bytes(hash: &str) -> Option<[u8; 32]> {
     let digits = hash.as_bytes();
     if digits.len() != 64 {
         return None;
@@ -550,6 +550,18 @@ mod tests {
         assert_eq!(fits, [true, true, true]);
         assert_eq!(again, part);
         assert!(decode_catalog(&encode_catalog(&[]), 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_record_length_is_counted_without_encoding_it() {
+        let mut keyed = plain();
+        keyed.key = Some("k".to_string());
+        for item in [plain(), full(), keyed] {
+            assert_eq!(
+                crate::codec::item_record_len(&item),
+                crate::codec::encode_item(&item).len()
+            );
+        }
     }
 
     #[test]

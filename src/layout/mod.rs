@@ -23,7 +23,7 @@
 //!   any version of it is rewritten without it, and the log drops it, so no
 //!   byte of it stays in storage.
 
-mod catalog;
+pub(crate) mod catalog;
 mod format;
 mod legacy;
 mod lexical;

@@ -18,6 +18,7 @@ use memtide::env::{Environment, FixedEnvironment, SystemEnvironment};
 
 use memtide::storage::FsStorage;
 
+mod open;
 mod plumbing;
 
 use memtide::{
@@ -26,6 +27,7 @@ use memtide::{
     RetrieveQuery, Role, Scope, ScopeFilter, ScoreBreakdown, Source, Status, SummaryInput,
     SummaryQuery, Timestamp,
 };
+use open::OpenStore;
 #[cfg(feature = "semantic")]
 use plumbing::embed;
 use plumbing::{
@@ -653,8 +655,12 @@ fn open_store<E: Environment>(
     target: Target<'_>,
     env: E,
     uses_model: bool,
-) -> Result<Memory<FsStorage, E>, Error> {
-    let mut memory = Memory::open(FsStorage::open(target.store)?, env, target.config.clone())?;
+) -> Result<OpenStore<E>, Error> {
+    let mut memory = OpenStore::new(Memory::open(
+        FsStorage::open(target.store)?,
+        env,
+        target.config.clone(),
+    )?);
     #[cfg(feature = "semantic")]
     if let (true, Some(dir)) = (uses_model, target.model) {
         let model = memtide::embed::MiniLm::from_dir(dir)?;

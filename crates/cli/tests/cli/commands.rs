@@ -529,6 +529,29 @@ fn export_imports_into_a_fresh_store_and_stats_count() {
     assert!(stderr.starts_with("error["), "{stderr}");
 }
 
+/// A command leaves the engine's memory to the operating system at exit
+/// (`crates/cli/src/open.rs`) but still releases the store: its `LOCK` is
+/// gone after success and after failure alike.
+#[test]
+fn every_command_releases_the_store_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let lock = store.join("LOCK");
+    ok(
+        store,
+        &["ingest"],
+        &inputs(&[("the lock goes with the process", "w")]),
+    );
+    assert!(!lock.exists(), "after ingest");
+    assert_eq!(ok(store, &["stats"], "")[0]["items"], 1);
+    assert!(!lock.exists(), "after stats");
+    fails(store, &["get", "m999999"], "");
+    assert!(!lock.exists(), "after a failed command");
+    let hits = ok(store, &["retrieve"], &query("lock", json!({})));
+    assert_eq!(hits[0]["results"].as_array().map(Vec::len), Some(1));
+    assert!(!lock.exists(), "after retrieve");
+}
+
 #[test]
 fn a_second_process_sees_the_first_ones_data() {
     let dir = tempfile::tempdir().unwrap();
