@@ -386,7 +386,7 @@ class ComponentTest(unittest.TestCase):
         self.assertEqual(plain(copy.get(coffee)), plain(store.get(coffee)))
 
         deleted = store.delete_all(scope_filter("alice", "work"), True)
-        self.assertEqual(plain(deleted), {"deleted": 1, "hard": True})
+        self.assertEqual(plain(deleted), {"deleted": 1, "hard": True, "summaries": 0})
         self.assertFalse(store.refresh())
         self.assertFalse(any(k.startswith("journal/") for k in storage.data))
         store.close()

@@ -1059,8 +1059,11 @@ fn ingest_messages_reads_a_conversation_and_list_filters_by_role() {
         "assistant",
     ]);
     let results = ok(store, &with_tools, &conversation);
-    assert_eq!(results.len(), 2, "the text merged, the call added");
-    assert_eq!(results[0]["outcome"], "merged");
+    // The text, now said by Bot, is another voice than the unnamed
+    // assistant's: a memory of its own, not a duplicate.
+    assert_eq!(results.len(), 2, "the text and the call added");
+    assert_eq!(results[0]["outcome"], "added");
+    assert_ne!(results[0]["id"], "m000002");
     assert_eq!(results[1]["part"], 1);
     let call = &ok(store, &["get", results[1]["id"].as_str().unwrap()], "")[0];
     assert_eq!(call["text"], "tool call note: {\"bike\":true}");
