@@ -213,16 +213,19 @@ impl Bm25Index {
             len = len.saturating_add(u32::from(term_frequency));
             let id = self.intern(term);
             let postings = &mut self.terms[id as usize].postings;
+            let posting = Posting {
+                slot,
+                term_frequency,
+            };
             // Slots are handed out in ascending order while nothing is
-            // removed (as when a store opens): then this is a push.
-            let at = postings.partition_point(|posting| posting.slot < slot);
-            postings.insert(
-                at,
-                Posting {
-                    slot,
-                    term_frequency,
-                },
-            );
+            // removed (as when a store opens): then this is a push, without
+            // the search.
+            if postings.last().is_none_or(|last| last.slot < slot) {
+                postings.push(posting);
+            } else {
+                let at = postings.partition_point(|posting| posting.slot < slot);
+                postings.insert(at, posting);
+            }
             term_ids.push(id);
         }
         term_ids.sort_unstable();
