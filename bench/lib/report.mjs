@@ -87,6 +87,13 @@ function coldRows(cold) {
     rows.push({ figure: `cold start ${n}: page → script + import + .wasm + open + answer (medians)`, peer: "Orama",
       memtide: stages(cold.memtide.breakdown), other: stages(cold.orama.breakdown), ratio: "", target: "", status: "" });
   }
+  // Runs of before the second session of 2026-11-26 have no cache figures.
+  const fromCache = cold.memtide.wasmFromCache;
+  if (fromCache?.length) {
+    const fetched = cold.memtide.breakdown.fetch;
+    rows.push(plain(`cold start ${n}: memtide's .wasm from the HTTP cache; its response's end after the import; V8 code cache entries`,
+      `${fromCache.filter(Boolean).length} of ${fromCache.length} visits; ${fetched === undefined ? "–" : ms(fetched)}; ${cold.memtide.wasmCodeCacheEntries}`));
+  }
   return rows;
 }
 

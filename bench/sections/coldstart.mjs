@@ -7,10 +7,18 @@
 // browser's cache after the first run). The page is given the query's text:
 // making the corpus again (its vectors) is no part of a cold start, yet
 // took most of the figure until 2026-11-26 (docs/benchmarks.md).
+//
+// Each engine gets its own browser profile on disk, as a returning user's
+// browser has: an incognito context (playwright's `newContext`) keeps its
+// HTTP cache in memory, where no entry may be larger than an eighth of the
+// cache, so the 9 MiB .wasm was downloaded again on every visit, and it
+// keeps no code cache and IndexedDB only in memory (docs/speed.md, "Issue
+// 21: cold start in Chromium").
 import http from "node:http";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
-import { launchChromium } from "../lib/chromium.mjs";
+import { launchChromiumProfile } from "../lib/chromium.mjs";
 import { BENCH_DIR, PACKAGE_DIR } from "../lib/paths.mjs";
 import { memoryCorpus } from "../lib/corpus.mjs";
 import { median } from "../lib/stats.mjs";
@@ -53,6 +61,14 @@ async function serve() {
   return server;
 }
 
+/** Files in the profile's code cache of compiled WebAssembly (V8 writes
+ * one for a module once enough of its code was optimized). */
+function wasmCodeCacheEntries(profile) {
+  const dir = path.join(profile, "Default", "Code Cache", "wasm");
+  if (!fs.existsSync(dir)) return 0;
+  return fs.readdirSync(dir).filter((name) => /^[0-9a-f]+_\d+$/.test(name)).length;
+}
+
 async function visit(context, base, query) {
   const page = await context.newPage();
   try {
@@ -68,17 +84,20 @@ async function visit(context, base, query) {
 
 export async function runColdStart({ size, runs, log }) {
   const server = await serve();
-  const browser = await launchChromium();
   const base = `http://127.0.0.1:${server.address().port}`;
   const query = memoryCorpus(size, 1).queries[0].text;
+  const profiles = [];
   try {
     const results = {};
     for (const engine of ["memtide", "orama"]) {
-      const context = await browser.newContext();
+      const profile = fs.mkdtempSync(path.join(os.tmpdir(), "memtide-bench-cold-"));
+      profiles.push(profile);
+      const context = await launchChromiumProfile(profile);
       log(`cold start: ${engine}, storing ${size} memories`);
       const { stored } = await visit(context, base, { engine, phase: "populate", size });
       const samples = [];
       const stages = [];
+      const wasmFromCache = [];
       // The first cold visit warms the HTTP cache and is not counted.
       for (let i = 0; i <= runs; i++) {
         const { ms, hits, stages: at } = await visit(context, base, { engine, phase: "cold", size, query });
@@ -86,25 +105,41 @@ export async function runColdStart({ size, runs, log }) {
         if (i > 0) {
           samples.push(ms);
           stages.push(at);
+          if (at.wasmFromCache !== undefined) wasmFromCache.push(at.wasmFromCache);
         }
       }
       // The median time of each stage: page load → the script runs, →
-      // the engine's code is imported, → memtide's .wasm is compiled (Orama
-      // has none), → the store is open, → the answer.
+      // the engine's code is imported, → memtide's .wasm is fetched
+      // (its response's end) and compiled (Orama has none), → the store is
+      // open, → the answer.
       const stage = (end, start) => median(stages.map((at) => (at[end] ?? at[start]) - at[start]));
       const breakdown = {
         script: median(stages.map((at) => at.started)),
         import: stage("imported", "started"),
         compile: stage("compiled", "imported"),
+        fetch: spanMedian(stages, "wasmFetched", "imported"),
         open: median(stages.map((at) => at.opened - (at.compiled ?? at.imported))),
         answer: median(stages.map((at, i) => samples[i] - at.opened)),
       };
       results[engine] = { stored, ms: median(samples), samples, breakdown };
+      if (engine === "memtide") {
+        // Whether each counted visit took the .wasm from the HTTP cache,
+        // and whether V8 kept its compiled code.
+        results[engine].wasmFromCache = wasmFromCache;
+        results[engine].wasmCodeCacheEntries = wasmCodeCacheEntries(profile);
+      }
       await context.close();
     }
     return { size, runs, ...results };
   } finally {
-    await browser.close();
     server.close();
+    for (const profile of profiles) fs.rmSync(profile, { recursive: true, force: true });
   }
+}
+
+/** The median time from stage `start` to stage `end`, over the visits that
+ * have `end`; `undefined` when none does. */
+function spanMedian(stages, end, start) {
+  const spans = stages.filter((at) => at[end] !== undefined).map((at) => at[end] - at[start]);
+  return spans.length ? median(spans) : undefined;
 }

@@ -51,6 +51,13 @@ const ENGINES = {
       // Fetching and compiling the .wasm, apart from opening the store.
       await init();
       mark("compiled");
+      // When the .wasm's response ended, and whether it came from the HTTP
+      // cache (nothing transferred).
+      const wasm = performance.getEntriesByType("resource").find((e) => e.name.endsWith(".wasm"));
+      if (wasm) {
+        stages.wasmFetched = wasm.responseEnd;
+        stages.wasmFromCache = wasm.transferSize === 0;
+      }
       const memory = await Memory.open({ storage: "indexeddb", name: MEMTIDE_DB });
       mark("opened");
       return (await memory.retrieve({ text: query, scope: SCOPE, limit: 10, dryRun: true })).length;
