@@ -4,7 +4,7 @@
 // IndexedDB storage across a page reload, fetchModel's progress and its
 // Cache API copy on the second load, two tabs on one database, Markdown
 // files and the memory tool loop of memtide/anthropic kept in
-// IndexedDB, and errors.
+// IndexedDB, errors, and that the .wasm is compiled while it downloads.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
@@ -20,6 +20,20 @@ const page = `<!doctype html><meta charset="utf-8"><title>memtide package test</
   window.memtide = { Memory, MemtideError, fetchModel };
   document.title = "ready";
 </script>`;
+// Records each call of WebAssembly's compiling functions (and the kind of
+// its first argument) before the package is imported.
+const compileWatch = `<!doctype html><meta charset="utf-8"><title>compile watch</title>
+<script type="module">
+  window.compileCalls = [];
+  for (const name of ["instantiateStreaming", "compileStreaming", "instantiate", "compile"]) {
+    const original = WebAssembly[name];
+    WebAssembly[name] = function (...args) {
+      window.compileCalls.push([name, args[0]?.constructor?.name]);
+      return original.apply(this, args);
+    };
+  }
+  document.title = "ready";
+</script>`;
 
 let site;
 let base;
@@ -30,6 +44,7 @@ const openTab = (context) => site.openTab(context);
 before(async () => {
   site = await servePackage(async (path) => {
     if (path === "/") return page;
+    if (path === "/compile-watch") return compileWatch;
     if (path.startsWith("/model/")) return readFile(`${modelDir}/${path.slice(7)}`);
     return undefined;
   });
@@ -192,5 +207,32 @@ test("errors in the browser are MemtideErrors with codes", async () => {
     return codes;
   });
   assert.deepEqual(codes, ["INVALID_INPUT", "INVALID_INPUT", "NOT_FOUND", "CLOSED"]);
+  await context.close();
+});
+
+test("the browser entry compiles the .wasm while it downloads (streaming), fetched once", async () => {
+  const context = await browser.newContext();
+  const tab = await context.newPage();
+  tab.on("pageerror", (e) => console.error("page error:", e));
+  const warnings = [];
+  tab.on("console", (m) => m.type() === "warning" && warnings.push(m.text()));
+  await tab.goto(`${base}compile-watch`);
+  await tab.waitForFunction(() => document.title === "ready");
+  const before = requests.filter((path) => path.endsWith(".wasm")).length;
+  const found = await tab.evaluate(async () => {
+    const { Memory } = await import("/dist/memtide/browser.js");
+    const mem = await Memory.open({ storage: "memory" });
+    await mem.ingest({ text: "The ferns want water on Sundays.", scope: { userId: "a", workspaceId: "b" } });
+    const hits = await mem.retrieve({ text: "ferns", scope: { userId: "a", workspaceId: "b" } });
+    await mem.close();
+    return hits.length;
+  });
+  assert.equal(found, 1);
+  // A Response handed to instantiateStreaming, never the bytes to
+  // instantiate: wasm-bindgen's glue falls back to the bytes (with a
+  // warning) when the server's content type is not application/wasm.
+  assert.deepEqual(await tab.evaluate(() => window.compileCalls), [["instantiateStreaming", "Response"]]);
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(requests.filter((path) => path.endsWith(".wasm")).slice(before), ["/dist/memtide/wasm/memtide_bg.wasm"]);
   await context.close();
 });
