@@ -240,7 +240,7 @@ async fn fetch_segments<S: AsyncStorage>(
     header: &Header,
     wanted: &[u64],
 ) -> Result<Read<Vec<(SegmentRef, Vec<u8>)>>> {
-    let mut segments = Vec::with_capacity(wanted.len());
+    let mut infos = Vec::with_capacity(wanted.len());
     let mut previous = None;
     for info in &header.segments {
         if previous.is_some_and(|p| p >= info.number) || info.number >= header.next_segment {
@@ -250,11 +250,24 @@ async fn fetch_segments<S: AsyncStorage>(
             )));
         }
         previous = Some(info.number);
-        if !wanted.contains(&info.number) {
-            continue;
+        if wanted.contains(&info.number) {
+            infos.push(*info);
         }
-        let key = segment_key(info.number);
-        let Some(value) = storage.get(&key).await? else {
+    }
+    // All in one request: IndexedDB reads them in one transaction.
+    let keys: Vec<String> = infos.iter().map(|info| segment_key(info.number)).collect();
+    let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let values = storage.get_many(&key_refs).await?;
+    if values.len() != keys.len() {
+        return Err(Error::Storage(format!(
+            "the storage returned {} values for {} segment keys",
+            values.len(),
+            keys.len()
+        )));
+    }
+    let mut segments = Vec::with_capacity(infos.len());
+    for ((info, key), value) in infos.into_iter().zip(keys).zip(values) {
+        let Some(value) = value else {
             return Ok(Read::Missing(key));
         };
         if value.len() as u64 != info.bytes || format::record_crc(&value) != info.crc32 {
@@ -262,7 +275,7 @@ async fn fetch_segments<S: AsyncStorage>(
                 "`{key}` is not the segment the manifest names"
             )));
         }
-        segments.push((*info, value));
+        segments.push((info, value));
     }
     Ok(Read::Done(segments))
 }

@@ -11,8 +11,9 @@
 //! same contract for hosts whose storage answers later (IndexedDB, an injected
 //! JavaScript object): every [`Storage`] is also an [`AsyncStorage`], and
 //! [`crate::AsyncMemory`] drives either. The engine never calls storage in
-//! the middle of an operation, so opening needs one `scan` per prefix and one
-//! `get`, and each write one `commit`. [`KvStorage`] builds an
+//! the middle of an operation, so opening a store of the segmented layout
+//! needs one `get` (the manifest) and one [`AsyncStorage::get_many`] (the
+//! segments it names), and each write one `commit`. [`KvStorage`] builds an
 //! [`AsyncStorage`] from a store that only has single-key writes, using a
 //! roll-forward journal for atomicity.
 //!
@@ -253,6 +254,18 @@ pub trait AsyncStorage {
         batch: &Batch,
         expect: Option<Expect<'_>>,
     ) -> Result<(), StorageError>;
+
+    /// The value of each key in `keys`, in their order (`None` for an
+    /// absent key). The default reads them one `get` at a time; a backend
+    /// whose reads travel (IndexedDB's transactions, a network store)
+    /// overrides it to issue them together.
+    async fn get_many(&self, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>, StorageError> {
+        let mut values = Vec::with_capacity(keys.len());
+        for key in keys {
+            values.push(self.get(key).await?);
+        }
+        Ok(values)
+    }
 }
 
 /// A synchronous backend is owned by its one writer, so the expectation is a

@@ -66,3 +66,65 @@ test("two instances on one database keep both writers' memories", async () => {
   assert.equal((await reopened.stats()).items, 21, "nothing lost on disk either");
   await reopened.close();
 });
+
+/** The keys of database `name` that start with `prefix`. */
+async function storedKeys(name, prefix) {
+  const db = await new Promise((resolve, reject) => {
+    const request = indexedDB.open(name);
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+  try {
+    const keys = await new Promise((resolve, reject) => {
+      const request = db.transaction("kv").objectStore("kv").getAllKeys();
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+    return keys.filter((key) => key.startsWith(prefix));
+  } finally {
+    db.close();
+  }
+}
+
+test("opening reads the manifest, then every segment in one transaction", async () => {
+  const name = freshName();
+  const mem = await Memory.open({ name });
+  // Each ingest is larger than the log holds (64 KiB), so it folds into a
+  // segment of its own. Distinct words keep the memories apart (no
+  // near-duplicate merging).
+  const words = ["fern", "kettle", "harbor", "violin", "ledger", "quartz", "maple", "tunnel", "saffron", "orbit", "pebble", "lantern"];
+  const text = (batch, i) => `Batch ${batch} entry ${i}: ` +
+    Array.from({ length: 12 }, (_, k) => `${words[(i * 7 + k * 5 + batch) % words.length]}${(i * 31 + k * 17 + batch * 13) % 997}`).join(" ");
+  for (let batch = 0; batch < 3; batch++) {
+    await mem.ingest(Array.from({ length: 300 }, (_, i) => ({ text: text(batch, i), scope })));
+  }
+  assert.equal((await mem.stats()).items, 900);
+  await mem.close();
+  const segments = await storedKeys(name, "seg/");
+  assert.ok(segments.length >= 3, `the store holds ${segments.length} segments`);
+
+  const counts = { readonly: 0, readwrite: 0, gets: 0 };
+  const { transaction } = IDBDatabase.prototype;
+  const { get } = IDBObjectStore.prototype;
+  IDBDatabase.prototype.transaction = function (stores, mode, ...rest) {
+    counts[mode ?? "readonly"] += 1;
+    return transaction.call(this, stores, mode, ...rest);
+  };
+  IDBObjectStore.prototype.get = function (...args) {
+    counts.gets += 1;
+    return get.apply(this, args);
+  };
+  let reopened;
+  try {
+    reopened = await Memory.open({ name });
+  } finally {
+    IDBDatabase.prototype.transaction = transaction;
+    IDBObjectStore.prototype.get = get;
+  }
+  // One transaction for the manifest, one for all the segments it names.
+  assert.deepEqual(counts, { readonly: 2, readwrite: 0, gets: 1 + segments.length });
+  assert.equal((await reopened.stats()).items, 900);
+  const hits = await reopened.retrieve({ text: text(2, 123), scope, dryRun: true });
+  assert.equal(hits[0].item.text, text(2, 123));
+  await reopened.close();
+});

@@ -158,7 +158,9 @@ async fn commit<B: Backend>(store: &mut B, batch: &Batch) -> Result<(), StorageE
     store.commit(batch, None).await
 }
 
-/// Asserts the store holds exactly `model`, through both `scan` and `get`.
+/// Asserts the store holds exactly `model`, through `scan`, `get` and
+/// `get_many` (every key, with an absent one among them, in a scrambled
+/// order).
 async fn assert_holds<B: Backend>(store: &B, model: &BTreeMap<String, Vec<u8>>) {
     let expected: Pairs = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(store.scan("").await.unwrap(), expected);
@@ -169,6 +171,13 @@ async fn assert_holds<B: Backend>(store: &B, model: &BTreeMap<String, Vec<u8>>) 
             "key {key}"
         );
     }
+    let absent = "get-many/absent";
+    assert!(!model.contains_key(absent));
+    let mut asked: Vec<&str> = model.keys().map(String::as_str).rev().collect();
+    asked.insert(asked.len() / 2, absent);
+    let values: Vec<Option<Vec<u8>>> = asked.iter().map(|k| model.get(*k).cloned()).collect();
+    assert_eq!(store.get_many(&asked).await.unwrap(), values);
+    assert!(store.get_many(&[]).await.unwrap().is_empty());
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

@@ -6,6 +6,9 @@
 //! * key: the memtide key, a JavaScript string (out-of-line key, no key path);
 //! * value: the key's bytes, a `Uint8Array` (an `ArrayBuffer` is read too).
 //!
+//! A `get_many` (the segments an open reads) or a snapshot is one
+//! `readonly` transaction with every request issued at once.
+//!
 //! A commit is one `readwrite` transaction (durability `"strict"` where the
 //! browser knows the option). The commit's [`Expect`]ation is read and
 //! compared inside that transaction, in the request's `success` callback, and
@@ -405,6 +408,25 @@ impl AsyncStorage for IndexedDbStorage {
             pairs.push(finish_scan(scan, prefix).await?);
         }
         Ok((pairs, finish_get(value, key).await?))
+    }
+
+    /// Every read in one readonly transaction, all issued before the first
+    /// is awaited: the browser serves them together, from one state of the
+    /// store, instead of one transaction (and one round trip) per key.
+    async fn get_many(&self, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>, StorageError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let store = self.read_store("reading keys from IndexedDB")?;
+        let pending = keys
+            .iter()
+            .map(|key| issue_get(&store, key))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut values = Vec::with_capacity(keys.len());
+        for (pending, key) in pending.into_iter().zip(keys) {
+            values.push(finish_get(pending, key).await?);
+        }
+        Ok(values)
     }
 
     async fn commit(

@@ -259,6 +259,14 @@ impl AsyncStorage for HostStorage {
             HostStorage::IndexedDb(s) => s.commit(batch, expect).await,
         }
     }
+
+    async fn get_many(&self, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>, StorageError> {
+        match self {
+            HostStorage::Memory(s) => AsyncStorage::get_many(s, keys).await,
+            HostStorage::Adapter(s) => s.get_many(keys).await,
+            HostStorage::IndexedDb(s) => s.get_many(keys).await,
+        }
+    }
 }
 
 /// Opens the storage the `storage` option names: `"indexeddb"` (the default
