@@ -66,7 +66,9 @@ export async function serve(dir) {
  * Loads the app at `url` in a fresh Chromium profile, then reloads it
  * `times - 1` times, and returns what the page left in `window.memtideApp`
  * each time. A page that fails before it gets there (a module that does not
- * load) rejects with the page's error.
+ * load) rejects with the page's error; so does a page whose .wasm was not
+ * compiled while it downloaded (wasm-bindgen's glue warns when it falls
+ * back to the bytes: a server that does not send `application/wasm`).
  */
 export async function visit(url, times) {
   const browser = await launchChromium();
@@ -77,6 +79,8 @@ export async function visit(url, times) {
     let failed;
     const pageError = new Promise((_, reject) => { failed = reject; });
     page.on("pageerror", (e) => failed(new Error(`page error: ${e.stack ?? e}\n${problems.join("\n")}`)));
+    page.on("console", (m) => m.type() === "warning" && m.text().includes("instantiateStreaming") &&
+      failed(new Error(`the .wasm was not compiled while it downloaded: ${m.text()}`)));
     const outcomes = [];
     for (let load = 0; load < times; load += 1) {
       await (load === 0 ? page.goto(url) : page.reload());
