@@ -137,6 +137,19 @@ ${nativeParagraph(results)}## What each section measures
    value and \`load\`s it) and answers the first query. The figure is the
    page's \`performance.now()\` when the answer is in (from navigation start,
    code and .wasm from the HTTP cache; the first visit is not counted).
+   The bench's server sends cache headers (\`cache-control\`,
+   \`last-modified\`), as a site serves its assets, so Chromium may keep
+   code and compiled .wasm between visits; the page is given the query's
+   text. Each visit also reports its stages: page load → the page's script
+   runs, → the engine's code is imported, → memtide's .wasm is fetched and
+   compiled (\`init()\`; Orama has none), → the store is open, → the answer.
+   Each engine's visits run in a browser profile of its own on disk, as a
+   returning visitor's browser keeps its HTTP cache, code cache and
+   IndexedDB (before the second session of 2026-11-26 they ran in an
+   in-memory context, which downloaded the 9 MiB .wasm again on every
+   visit); memtide's row also tells whether each counted visit took the
+   .wasm from the HTTP cache, when its response ended, and how many
+   entries V8's wasm code cache holds afterwards.
    Texts only, no model on either side (its load is section 1's figure).
 5. **Footprint** (\`bench/sections/footprint.mjs\`). \`dist/memtide\`'s .wasm raw
    and gzipped (level 9, no model inside) against onnxruntime-web's
