@@ -597,6 +597,31 @@ fn delete_all_counts_the_summaries_it_deletes_with_their_sources() {
 }
 
 #[test]
+fn delete_all_counts_a_summary_of_many_selected_sources_once() {
+    let mut mem = open();
+    let a = add(&mut mem, "the door code is 4417", session("s1"));
+    let b = add(&mut mem, "the flight leaves on Friday", session("s1"));
+    let c = add(&mut mem, "the cat needs a vet visit", session("s2"));
+    let both = mem
+        .store_summary(summary(scope(), "Door 4417, Friday.", &[&a, &b]))
+        .unwrap();
+    let filter = ScopeFilter {
+        session_id: Some("s1".into()),
+        ..ScopeFilter::from(&scope())
+    };
+    // Soft: a, b, and the summary withdrawn with them, counted once.
+    let soft = mem.delete_all(&filter, false).unwrap();
+    assert_eq!((soft.deleted, soft.summaries), (3, 1));
+    assert!(mem.get(&both.id).unwrap().is_deleted());
+    // Hard: the soft-deleted sources are selected again and the withdrawn
+    // summary, outside the filter, is erased with them.
+    let hard = mem.delete_all(&filter, true).unwrap();
+    assert_eq!((hard.deleted, hard.summaries), (3, 1));
+    assert!(matches!(mem.get(&both.id), Err(Error::NotFound(_))));
+    assert!(!mem.get(&c).unwrap().is_deleted());
+}
+
+#[test]
 fn restoring_sources_restores_the_summaries_withdrawn_with_them() {
     let mut mem = open();
     let a = add(&mut mem, "the door code is 4417", scope());
