@@ -352,7 +352,10 @@ impl Engine {
 
     /// Refuses, for `import` once its memories are written, a summary
     /// whose sources are not ascending and distinct, too many, neither
-    /// stored nor imported, outside its scope, or summaries.
+    /// stored nor imported, outside its scope, summaries, or superseded:
+    /// superseding a source erases its summaries, so a summary of an old
+    /// version of a fact is one no store holds ([`Engine::store_summary`]
+    /// refuses such a source too).
     pub(super) fn check_imported_summaries(
         &self,
         summaries: &[(String, Scope, Vec<String>)],
@@ -374,6 +377,15 @@ impl Engine {
                 if !fits {
                     return Err(Error::invalid(format!(
                         "memory `{id}` summarizes memory `{source}`, which is not a stored memory of its scope or is a summary"
+                    )));
+                }
+                if self
+                    .entries
+                    .get(source)
+                    .is_some_and(|e| e.item.is_superseded())
+                {
+                    return Err(Error::invalid(format!(
+                        "memory `{id}` summarizes memory `{source}`, which is superseded"
                     )));
                 }
             }

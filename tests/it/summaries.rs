@@ -38,6 +38,14 @@ fn summary(scope: Scope, text: &str, sources: &[&String]) -> SummaryInput {
     }
 }
 
+/// The export `doc` as a document, its items' checksum recomputed.
+fn reseal(doc: &mut serde_json::Value) -> String {
+    use sha2::{Digest, Sha256};
+    let items = serde_json::to_string(&doc["items"]).unwrap();
+    doc["checksum"] = format!("{:x}", Sha256::digest(items.as_bytes())).into();
+    serde_json::to_string(doc).unwrap()
+}
+
 fn context(mem: &Mem, scope: Scope) -> memtide::SummaryContext {
     mem.summary_context(&SummaryQuery {
         scope,
@@ -442,7 +450,6 @@ fn b(mem: &mut Mem) -> String {
 
 #[test]
 fn an_import_whose_summary_lists_its_sources_out_of_order_or_a_summary_is_refused() {
-    use sha2::{Digest, Sha256};
     let mut mem = open();
     let a = add(&mut mem, "we planned the trip to Lisbon", session("s1"));
     let b = add(&mut mem, "the flight leaves on Friday", session("s1"));
@@ -453,11 +460,6 @@ fn an_import_whose_summary_lists_its_sources_out_of_order_or_a_summary_is_refuse
     ))
     .unwrap();
     let mut doc: serde_json::Value = serde_json::from_str(&mem.export()).unwrap();
-    let reseal = |doc: &mut serde_json::Value| {
-        let items = serde_json::to_string(&doc["items"]).unwrap();
-        doc["checksum"] = format!("{:x}", Sha256::digest(items.as_bytes())).into();
-        serde_json::to_string(doc).unwrap()
-    };
     // Resealed unchanged, the export imports.
     assert!(open().import(&reseal(&mut doc)).is_ok());
     for item in doc["items"].as_array_mut().unwrap() {
@@ -487,6 +489,59 @@ fn an_import_whose_summary_lists_its_sources_out_of_order_or_a_summary_is_refuse
     let err = fresh.import(&reseal(&mut doc)).unwrap_err();
     assert!(err.to_string().contains("is a summary"), "{err}");
     assert_eq!(fresh.stats(&ScopeFilter::default()).items, 0);
+}
+
+#[test]
+fn an_import_whose_summary_lists_a_superseded_memory_is_refused() {
+    let mut mem = open();
+    let coffee = add(&mut mem, "I take my coffee as a cortado", scope());
+    let city = add(&mut mem, "I live in Porto", scope());
+    let ws = mem
+        .store_summary(summary(
+            scope(),
+            "Cortado drinker in Porto.",
+            &[&coffee, &city],
+        ))
+        .unwrap();
+    let export = mem.export();
+    // The same export, but the coffee superseded (as an extractor's update
+    // leaves it, which would have erased the summary).
+    let mut doc: serde_json::Value = serde_json::from_str(&export).unwrap();
+    for item in doc["items"].as_array_mut().unwrap() {
+        if item["id"] == coffee.as_str() {
+            item["supersededAt"] = item["updatedAt"].clone();
+        }
+    }
+    let stale = reseal(&mut doc);
+    let mut fresh = open();
+    let err = fresh.import(&stale).unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+    assert!(err.to_string().contains("is superseded"), "{err}");
+    assert_eq!(
+        fresh.stats(&ScopeFilter::default()).items,
+        0,
+        "nothing imported"
+    );
+    // Into the store that holds the summary, nothing changes either.
+    let before = mem.export();
+    let err = mem.import(&stale).unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+    assert_eq!(mem.export(), before);
+    assert!(!mem.get(&coffee).unwrap().is_superseded());
+    // Without the summary, the superseded memory imports as it is.
+    let mut doc: serde_json::Value = serde_json::from_str(&stale).unwrap();
+    doc["items"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|item| item["id"] != ws.id.as_str());
+    doc["itemCount"] = 2.into();
+    let mut fresh = open();
+    fresh.import(&reseal(&mut doc)).unwrap();
+    assert!(fresh.get(&coffee).unwrap().is_superseded());
+    // And the unchanged export imports with its summary.
+    let mut fresh = open();
+    fresh.import(&export).unwrap();
+    assert_eq!(fresh.get(&ws.id).unwrap().summary_of.len(), 2);
 }
 
 #[test]
