@@ -329,6 +329,7 @@ mod tests {
             superseded_by: None,
             supersedes: Vec::new(),
             summary_of: Vec::new(),
+            withdrawn: false,
         }
     }
 

@@ -584,6 +584,12 @@ pub struct MemoryItem {
     /// (`docs/memory-model.md`, "Summaries").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub summary_of: Vec<String>,
+    /// For a summary soft-deleted because one of its sources was: it comes
+    /// back when all its sources are live again (`docs/memory-model.md`,
+    /// "Summaries"). Set only while `deletedAt` is. A mark of its own, not
+    /// read from `history`, whose oldest events are dropped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub withdrawn: bool,
 }
 
 impl MemoryItem {
@@ -611,7 +617,7 @@ impl MemoryItem {
 
     /// True when the record holds a field of version 5 records
     /// (`docs/format.md`, section 2.1): a key, metadata, history, who said
-    /// it, a supersession link or the sources of a summary.
+    /// it, a supersession link, the sources of a summary or its withdrawal.
     pub fn uses_v5_fields(&self) -> bool {
         self.key.is_some()
             || self.metadata.is_some()
@@ -621,6 +627,7 @@ impl MemoryItem {
             || self.superseded_at.is_some()
             || !self.supersedes.is_empty()
             || !self.summary_of.is_empty()
+            || self.withdrawn
     }
 
     /// The place this chunk of a file holds, when it is one: the file's path

@@ -167,7 +167,10 @@ impl Engine {
         }
         match patch.deleted {
             Some(true) if item.deleted_at.is_none() => item.deleted_at = Some(now),
-            Some(false) => item.deleted_at = None,
+            Some(false) => {
+                item.deleted_at = None;
+                item.withdrawn = false;
+            }
             _ => {}
         }
         // A memory is embedded as said (`text::said_text`: its speaker's

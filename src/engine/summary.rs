@@ -246,6 +246,7 @@ impl Engine {
             superseded_by: None,
             supersedes: Vec::new(),
             summary_of: sources,
+            withdrawn: false,
         };
         if let Some(before) = &previous {
             // What the app set on the summary stays: pin, tags, metadata,
@@ -302,6 +303,7 @@ impl Engine {
                     }
                     let mut withdrawn = before;
                     withdrawn.deleted_at = Some(at);
+                    withdrawn.withdrawn = true;
                     withdrawn.updated_at = at;
                     let event = HistoryEvent::new(HistoryKind::Withdrawn, at);
                     history::record(
@@ -321,6 +323,7 @@ impl Engine {
                     }
                     let mut restored = before.clone();
                     restored.deleted_at = None;
+                    restored.withdrawn = false;
                     restored.updated_at = at;
                     self.record_history(&before, &mut restored, at);
                     self.write(txn, &summary, Some(restored));

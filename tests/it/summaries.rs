@@ -677,6 +677,105 @@ fn delete_all_counts_a_summary_of_many_selected_sources_once() {
 }
 
 #[test]
+fn a_summary_withdrawn_more_events_ago_than_its_history_keeps_still_comes_back() {
+    let mut mem = open();
+    let a = add(&mut mem, "the door code is 4417", scope());
+    let c = add(&mut mem, "the cat needs a vet visit", session("s1"));
+    let ws = mem
+        .store_summary(summary(scope(), "Door 4417.", &[&a]))
+        .unwrap();
+    let s1 = mem
+        .store_summary(summary(session("s1"), "Vet visit due.", &[&c]))
+        .unwrap();
+    let patch = |pinned: Option<bool>, deleted: Option<bool>| MemoryPatch {
+        pinned,
+        deleted,
+        ..MemoryPatch::default()
+    };
+    mem.delete(&a, false).unwrap();
+    mem.delete(&c, false).unwrap();
+    let withdrawn = mem.get(&ws.id).unwrap();
+    assert!(withdrawn.is_deleted() && withdrawn.withdrawn);
+    // More events than the history keeps (32 by default): the `withdrawn`
+    // event drops out of it.
+    for i in 0..40 {
+        mem.update(&ws.id, patch(Some(i % 2 == 0), None)).unwrap();
+    }
+    let events = mem.history(&ws.id).unwrap();
+    assert!(
+        events.iter().all(|e| e.event != HistoryKind::Withdrawn),
+        "{events:?}"
+    );
+    // The other summary: restored by the user, then deleted on its own.
+    mem.update(&s1.id, patch(None, Some(false))).unwrap();
+    assert!(
+        !mem.get(&s1.id).unwrap().withdrawn,
+        "a restore clears the mark"
+    );
+    mem.delete(&s1.id, false).unwrap();
+    // The mark is stored: a reopened store still knows.
+    let mut mem = Memory::open(
+        mem.into_storage(),
+        FixedEnvironment::new(Timestamp(T0)),
+        Config::default(),
+    )
+    .unwrap();
+    assert!(mem.get(&ws.id).unwrap().withdrawn);
+    mem.update(&a, patch(None, Some(false))).unwrap();
+    mem.update(&c, patch(None, Some(false))).unwrap();
+    let back = mem.get(&ws.id).unwrap();
+    assert!(!back.is_deleted() && !back.withdrawn);
+    let events = mem.history(&ws.id).unwrap();
+    assert_eq!(events.last().map(|e| e.event), Some(HistoryKind::Restored));
+    assert!(
+        mem.get(&s1.id).unwrap().is_deleted(),
+        "deleted on its own: stays deleted"
+    );
+}
+
+#[test]
+fn an_import_may_mark_only_a_soft_deleted_summary_withdrawn() {
+    let mut mem = open();
+    let a = add(&mut mem, "the door code is 4417", scope());
+    let ws = mem
+        .store_summary(summary(scope(), "Door 4417.", &[&a]))
+        .unwrap();
+    mem.delete(&a, false).unwrap();
+    let export = mem.export();
+    // The withdrawn summary round-trips with its mark.
+    let mut fresh = open();
+    fresh.import(&export).unwrap();
+    assert!(fresh.get(&ws.id).unwrap().withdrawn);
+    fresh
+        .update(
+            &a,
+            MemoryPatch {
+                deleted: Some(false),
+                ..MemoryPatch::default()
+            },
+        )
+        .unwrap();
+    assert!(!fresh.get(&ws.id).unwrap().is_deleted());
+    // The mark on a live summary, or on a memory that is not a summary,
+    // is refused.
+    for (id, drop_deletion) in [(&ws.id, true), (&a, false)] {
+        let mut doc: serde_json::Value = serde_json::from_str(&export).unwrap();
+        for item in doc["items"].as_array_mut().unwrap() {
+            if item["id"] == id.as_str() {
+                item["withdrawn"] = true.into();
+                if drop_deletion {
+                    item.as_object_mut().unwrap().remove("deletedAt");
+                }
+            }
+        }
+        let mut fresh = open();
+        let err = fresh.import(&reseal(&mut doc)).unwrap_err();
+        assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+        assert!(err.to_string().contains("withdrawn"), "{err}");
+    }
+}
+
+#[test]
 fn restoring_sources_restores_the_summaries_withdrawn_with_them() {
     let mut mem = open();
     let a = add(&mut mem, "the door code is 4417", scope());
