@@ -10,7 +10,7 @@ use memtide::{
     OperationsRequest, Privacy, RetrieveQuery, Scope, ScopeFilter, Status, SummaryInput,
     SummaryQuery, Timestamp,
 };
-use memtide_testkit::store::{contains, open, scope, stored_bytes, Mem, T0};
+use memtide_testkit::store::{contains, open, reopen, scope, stored_bytes, Mem, T0};
 
 fn session(id: &str) -> Scope {
     Scope {
@@ -388,13 +388,7 @@ fn a_summary_survives_reopen_export_and_import() {
         .store_summary(summary(session("s1"), "A Lisbon trip.", &[&a]))
         .unwrap();
     let export = mem.export();
-    let storage = mem.into_storage();
-    let mut reopened = Memory::open(
-        storage,
-        FixedEnvironment::new(Timestamp(T0)),
-        Config::default(),
-    )
-    .unwrap();
+    let mut reopened = reopen(mem);
     assert_eq!(reopened.get(&s.id).unwrap().summary_of, vec![a.clone()]);
     // The reopened store knows the link: erasing the source erases it.
     reopened.delete(&a, true).unwrap();
@@ -604,12 +598,7 @@ fn superseding_a_source_erases_its_summaries_so_no_old_value_stays() {
     assert!(!holds(&mem, "Drinks green tea."));
 
     // A reopened store agrees.
-    let mem = Memory::open(
-        mem.into_storage(),
-        FixedEnvironment::new(Timestamp(T0)),
-        Config::default(),
-    )
-    .unwrap();
+    let mem = reopen(mem);
     assert!(mem.get(&ws.id).is_err() && mem.get(&drinks.id).is_err());
     assert!(mem.get(&s1.id).is_ok());
 }
@@ -714,12 +703,7 @@ fn a_summary_withdrawn_more_events_ago_than_its_history_keeps_still_comes_back()
     );
     mem.delete(&s1.id, false).unwrap();
     // The mark is stored: a reopened store still knows.
-    let mut mem = Memory::open(
-        mem.into_storage(),
-        FixedEnvironment::new(Timestamp(T0)),
-        Config::default(),
-    )
-    .unwrap();
+    let mut mem = reopen(mem);
     assert!(mem.get(&ws.id).unwrap().withdrawn);
     mem.update(&a, patch(None, Some(false))).unwrap();
     mem.update(&c, patch(None, Some(false))).unwrap();
@@ -827,12 +811,7 @@ fn restoring_sources_restores_the_summaries_withdrawn_with_them() {
     assert!(mem.get(&s1.id).unwrap().is_deleted());
 
     // A reopened store agrees.
-    let mem = Memory::open(
-        mem.into_storage(),
-        FixedEnvironment::new(Timestamp(T0)),
-        Config::default(),
-    )
-    .unwrap();
+    let mem = reopen(mem);
     assert!(!mem.get(&ws.id).unwrap().is_deleted());
     assert!(mem.get(&s1.id).unwrap().is_deleted());
 }
