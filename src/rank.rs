@@ -508,7 +508,7 @@ pub fn compare(a: &RankKey<'_>, b: &RankKey<'_>) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::item::{Kind, Privacy, Source, SourceKind, Status, Timestamp};
+    use crate::item::{Kind, Source, SourceKind, Timestamp};
 
     fn in_scope() -> Scope {
         Scope::workspace("u", "w")
@@ -516,34 +516,9 @@ mod tests {
 
     fn memory(id: &str, text: &str, follows: Option<&str>) -> MemoryItem {
         MemoryItem {
-            id: id.into(),
-            text: text.into(),
             kind: Kind::Episodic,
-            scope: Scope::workspace("u", "w"),
-            status: Status::Approved,
-            pinned: false,
-            source: Source::default(),
-            content_hash: String::new(),
-            role: None,
-            speaker: None,
-            tags: vec![],
-            privacy: Privacy::default(),
-            created_at: Timestamp(0),
-            updated_at: Timestamp(0),
-            last_used_at: None,
-            usage_count: 0,
-            merged_from: vec![],
             follows: follows.map(str::to_string),
-            deleted_at: None,
-            source_lines: None,
-            key: None,
-            metadata: None,
-            history: Vec::new(),
-            superseded_at: None,
-            superseded_by: None,
-            supersedes: Vec::new(),
-            summary_of: Vec::new(),
-            withdrawn: false,
+            ..MemoryItem::example(id, text)
         }
     }
 
