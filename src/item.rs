@@ -695,40 +695,20 @@ pub fn validate_item_id(id: &str) -> Result<()> {
 
 #[cfg(test)]
 impl MemoryItem {
-    /// A memory for unit tests: `text` as the user's fact of the scope
-    /// `u`/`w`, approved, made at the epoch, every optional field unset.
+    /// A memory for unit tests: `text` as a fact of the scope `u`/`w`,
+    /// approved, made at the epoch, every optional field unset.
     /// Tests set what they need with `..MemoryItem::example(id, text)`.
     pub(crate) fn example(id: &str, text: &str) -> MemoryItem {
-        MemoryItem {
-            id: id.to_string(),
-            text: text.to_string(),
-            kind: Kind::Fact,
-            scope: Scope::workspace("u", "w"),
-            status: Status::Approved,
-            pinned: false,
-            source: Source::default(),
-            content_hash: String::new(),
-            role: None,
-            speaker: None,
-            tags: Vec::new(),
-            privacy: Privacy::default(),
-            created_at: Timestamp(0),
-            updated_at: Timestamp(0),
-            last_used_at: None,
-            usage_count: 0,
-            merged_from: Vec::new(),
-            follows: None,
-            deleted_at: None,
-            source_lines: None,
-            key: None,
-            metadata: None,
-            history: Vec::new(),
-            superseded_at: None,
-            superseded_by: None,
-            supersedes: Vec::new(),
-            summary_of: Vec::new(),
-            withdrawn: false,
-        }
+        // Read from JSON as a stored record is, so that a field added
+        // later takes its default here instead of needing a line.
+        let epoch = Timestamp(0);
+        serde_json::from_value(serde_json::json!({
+            "id": id, "text": text, "kind": Kind::Fact,
+            "scope": Scope::workspace("u", "w"), "status": Status::Approved,
+            "source": Source::default(), "contentHash": "",
+            "createdAt": epoch, "updatedAt": epoch,
+        }))
+        .expect("the fields every memory has")
     }
 }
 

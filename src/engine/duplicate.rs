@@ -116,17 +116,13 @@ mod tests {
     use crate::env::{Environment, FixedEnvironment};
     use crate::item::Timestamp;
 
-    /// A memory said by `speaker` in `role`, read from JSON so that it
-    /// takes every later field's default.
+    /// A memory said by `speaker` in `role`.
     fn said(role: Option<Role>, speaker: Option<&str>) -> MemoryItem {
-        serde_json::from_value(serde_json::json!({
-            "id": "m", "text": "I love hiking", "kind": "fact",
-            "scope": {"userId": "u", "workspaceId": "w"}, "status": "approved",
-            "source": {"kind": "message", "ref": "r"}, "contentHash": "h",
-            "createdAt": "2024-05-01T10:00:00Z", "updatedAt": "2024-05-01T10:00:00Z",
-            "role": role, "speaker": speaker,
-        }))
-        .unwrap()
+        MemoryItem {
+            role,
+            speaker: speaker.map(str::to_string),
+            ..MemoryItem::example("m", "I love hiking")
+        }
     }
 
     #[test]
