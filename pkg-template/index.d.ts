@@ -195,6 +195,11 @@ export interface MemoryItem {
    * soft-deletes it.
    */
   summaryOf?: string[];
+  /**
+   * For a summary soft-deleted because one of its sources was (absent
+   * otherwise): it comes back when all its sources are live again.
+   */
+  withdrawn?: boolean;
 }
 
 /** What a summarizer reads (`Memory.summaryContext`). */

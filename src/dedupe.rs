@@ -294,20 +294,11 @@ mod tests {
     use crate::engine::{Config, Engine, MemoryInput, Txn, Voice};
     use crate::env::{Environment, FixedEnvironment};
     use crate::error::Result;
-    use crate::item::{Kind, Scope, Status};
+    use crate::item::{Scope, Status};
 
     fn item() -> MemoryItem {
         MemoryItem {
-            id: "a".into(),
-            text: "t".into(),
-            kind: Kind::Fact,
-            scope: Scope::workspace("u", "w"),
             status: Status::Pending,
-            pinned: false,
-            source: Source::default(),
-            content_hash: String::new(),
-            role: None,
-            speaker: None,
             tags: vec!["x".into()],
             privacy: Privacy {
                 pii: false,
@@ -316,19 +307,7 @@ mod tests {
             },
             created_at: Timestamp(100),
             updated_at: Timestamp(100),
-            last_used_at: None,
-            usage_count: 0,
-            merged_from: vec![],
-            follows: None,
-            deleted_at: None,
-            source_lines: None,
-            key: None,
-            metadata: None,
-            history: Vec::new(),
-            superseded_at: None,
-            superseded_by: None,
-            supersedes: Vec::new(),
-            summary_of: Vec::new(),
+            ..MemoryItem::example("a", "t")
         }
     }
 

@@ -138,12 +138,13 @@ pub fn changes(
     events
 }
 
-/// Whether a soft-deleted memory was withdrawn with a source (its last
-/// deletion event is `withdrawn`) rather than deleted on its own.
+/// Whether a soft-deleted memory was withdrawn with a source (marked
+/// `withdrawn`) rather than deleted on its own.
 pub fn is_withdrawn(item: &MemoryItem) -> bool {
-    item.is_deleted()
-        && item
-            .history
+    // A summary withdrawn by a build before the `withdrawn` mark has only
+    // its history to say so: its last deletion event is `withdrawn`.
+    let withdrawn_before_the_mark = || {
+        item.history
             .iter()
             .rev()
             .find(|e| {
@@ -153,6 +154,8 @@ pub fn is_withdrawn(item: &MemoryItem) -> bool {
                 )
             })
             .is_some_and(|e| e.event == HistoryKind::Withdrawn)
+    };
+    item.is_deleted() && (item.withdrawn || withdrawn_before_the_mark())
 }
 
 /// Appends `events` to the memory's stored history, keeping the newest
@@ -176,4 +179,47 @@ pub fn of(item: &MemoryItem) -> Vec<HistoryEvent> {
     events.extend(item.history.iter().cloned());
     events.sort_by_key(|e| e.at);
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A summary soft-deleted with `history` (event names), and the mark
+    /// when `marked`, read from JSON as a store holds it.
+    fn deleted_summary(events: &[&str], marked: bool) -> MemoryItem {
+        let history: Vec<_> = events
+            .iter()
+            .map(|e| serde_json::json!({"event": e, "at": "2024-05-02T10:00:00Z"}))
+            .collect();
+        let mut item = serde_json::json!({
+            "id": "s", "text": "A summary.", "kind": "summary",
+            "scope": {"userId": "u", "workspaceId": "w"}, "status": "approved",
+            "source": {"kind": "manual", "ref": "summary"}, "contentHash": "h",
+            "createdAt": "2024-05-01T10:00:00Z", "updatedAt": "2024-05-02T10:00:00Z",
+            "deletedAt": "2024-05-02T10:00:00Z", "summaryOf": ["a"], "history": history,
+        });
+        if marked {
+            item["withdrawn"] = true.into();
+        }
+        serde_json::from_value(item).unwrap()
+    }
+
+    #[test]
+    fn withdrawn_is_the_mark_or_for_older_stores_the_last_deletion_event() {
+        // The mark holds once its event has dropped out of the history.
+        assert!(is_withdrawn(&deleted_summary(&["pinned"; 32], true)));
+        // Written before the mark: the history decides.
+        assert!(is_withdrawn(&deleted_summary(&["withdrawn", "pinned"], false)));
+        assert!(!is_withdrawn(&deleted_summary(
+            &["withdrawn", "restored", "deleted"],
+            false
+        )));
+        assert!(!is_withdrawn(&deleted_summary(&["deleted"], false)));
+        assert!(!is_withdrawn(&deleted_summary(&["pinned"; 32], false)));
+        // A live memory is withdrawn from nothing.
+        let mut live = deleted_summary(&["withdrawn"], true);
+        live.deleted_at = None;
+        assert!(!is_withdrawn(&live));
+    }
 }

@@ -413,7 +413,7 @@ fn escape_into(out: &mut String, text: &str, format: InjectFormat, line_break: O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::item::{Kind, Privacy, Scope, Source, Status, Timestamp};
+    use crate::item::{Kind, Source, Timestamp};
     use crate::text::tokens::EstimatedTokens;
     use proptest::prelude::*;
 
@@ -445,33 +445,12 @@ mod tests {
 
     fn item_with(id: &str, text: &str, kind: Kind, created_at: Timestamp) -> MemoryItem {
         MemoryItem {
-            id: id.to_string(),
-            text: text.to_string(),
             kind,
-            scope: Scope::workspace("u", "w"),
-            status: Status::Approved,
-            pinned: false,
-            source: Source::default(),
             content_hash: "hash".to_string(),
-            role: None,
-            speaker: None,
             tags: vec!["tag-is-not-rendered".to_string()],
-            privacy: Privacy::default(),
             created_at,
             updated_at: created_at,
-            last_used_at: None,
-            usage_count: 0,
-            merged_from: Vec::new(),
-            follows: None,
-            deleted_at: None,
-            source_lines: None,
-            key: None,
-            metadata: None,
-            history: Vec::new(),
-            superseded_at: None,
-            superseded_by: None,
-            supersedes: Vec::new(),
-            summary_of: Vec::new(),
+            ..MemoryItem::example(id, text)
         }
     }
 

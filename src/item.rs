@@ -584,6 +584,12 @@ pub struct MemoryItem {
     /// (`docs/memory-model.md`, "Summaries").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub summary_of: Vec<String>,
+    /// For a summary soft-deleted because one of its sources was: it comes
+    /// back when all its sources are live again (`docs/memory-model.md`,
+    /// "Summaries"). Set only while `deletedAt` is. A mark of its own, not
+    /// read from `history`, whose oldest events are dropped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub withdrawn: bool,
 }
 
 impl MemoryItem {
@@ -611,7 +617,7 @@ impl MemoryItem {
 
     /// True when the record holds a field of version 5 records
     /// (`docs/format.md`, section 2.1): a key, metadata, history, who said
-    /// it, a supersession link or the sources of a summary.
+    /// it, a supersession link, the sources of a summary or its withdrawal.
     pub fn uses_v5_fields(&self) -> bool {
         self.key.is_some()
             || self.metadata.is_some()
@@ -621,6 +627,7 @@ impl MemoryItem {
             || self.superseded_at.is_some()
             || !self.supersedes.is_empty()
             || !self.summary_of.is_empty()
+            || self.withdrawn
     }
 
     /// The place this chunk of a file holds, when it is one: the file's path
@@ -683,6 +690,25 @@ pub fn validate_item_id(id: &str) -> Result<()> {
             "`{}` is not a memory id (expected 1-256 characters of A-Z a-z 0-9 _ -)",
             id.chars().take(64).collect::<String>()
         )))
+    }
+}
+
+#[cfg(test)]
+impl MemoryItem {
+    /// A memory for unit tests: `text` as a fact of the scope `u`/`w`,
+    /// approved, made at the epoch, every optional field unset.
+    /// Tests set what they need with `..MemoryItem::example(id, text)`.
+    pub(crate) fn example(id: &str, text: &str) -> MemoryItem {
+        // Read from JSON as a stored record is, so that a field added
+        // later takes its default here instead of needing a line.
+        let epoch = Timestamp(0);
+        serde_json::from_value(serde_json::json!({
+            "id": id, "text": text, "kind": Kind::Fact,
+            "scope": Scope::workspace("u", "w"), "status": Status::Approved,
+            "source": Source::default(), "contentHash": "",
+            "createdAt": epoch, "updatedAt": epoch,
+        }))
+        .expect("the fields every memory has")
     }
 }
 

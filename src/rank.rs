@@ -83,6 +83,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::item::{MemoryItem, Scope, SourceKind};
+use crate::text::calendar;
 
 /// Highest value of `Scope::specificity` (card + project + session).
 const MAX_SPECIFICITY: f32 = 7.0;
@@ -357,31 +358,13 @@ pub fn combine(
     }
 }
 
-/// Words that place what a text says in time: relative days and periods,
-/// month and weekday names, seasons (a four-digit year counts too).
+/// Words that place what a text says in time: relative days and periods
+/// and seasons; month and weekday names are the calendar's
+/// ([`calendar::is_calendar_name`]), and a four-digit year counts too.
 const TIME_WORDS: &[&str] = &[
     "yesterday", "today", "tonight", "tomorrow", "ago", "last", "next", "day", "days",
     "week", "weeks", "weekend", "month", "months", "year", "years", "recently", "morning",
-    "evening", "night", "january", "february", "march", "april", "may", "june", "july",
-    "august", "september", "october", "november", "december", "monday", "tuesday",
-    "wednesday", "thursday", "friday", "saturday", "sunday", "spring", "summer", "fall",
-    "autumn", "winter",
-];
-
-/// Month names, January first.
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
+    "evening", "night", "spring", "summer", "fall", "autumn", "winter",
 ];
 
 /// The months (1 to 12) a text names. "may" is a month only next to a
@@ -395,14 +378,12 @@ pub fn named_months(text: &str) -> Vec<u8> {
     let number = |i: Option<&&str>| i.is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit()));
     let mut months: Vec<u8> = Vec::new();
     for (i, word) in words.iter().enumerate() {
-        let Some(m) = MONTHS.iter().position(|m| m == word) else {
+        let Some(month) = calendar::month_number(word) else {
             continue;
         };
         let before = i.checked_sub(1).and_then(|j| words.get(j));
         let verb_like = *word == "may"
             && !(number(before) || number(words.get(i + 1)) || matches!(before, Some(&"in" | &"of")));
-        // `m` < 12, so the month number fits a u8.
-        let month = m as u8 + 1;
         if !verb_like && !months.contains(&month) {
             months.push(month);
         }
@@ -424,11 +405,12 @@ fn in_months(item: &MemoryItem, months: &[u8]) -> bool {
             .any(|m| months.contains(m))
 }
 
-/// True when a text holds a time word ([`TIME_WORDS`]) or a year (four
-/// digits from 1900 to 2099).
+/// True when a text holds a time word ([`TIME_WORDS`]), a month or
+/// weekday name, or a year (four digits from 1900 to 2099).
 pub fn mentions_time(text: &str) -> bool {
     query_words(text).iter().any(|w| {
         TIME_WORDS.contains(&w.as_str())
+            || calendar::is_calendar_name(w)
             || (w.len() == 4 && (w.starts_with("19") || w.starts_with("20")) && w.bytes().all(|b| b.is_ascii_digit()))
     })
 }
@@ -526,7 +508,7 @@ pub fn compare(a: &RankKey<'_>, b: &RankKey<'_>) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::item::{Kind, Privacy, Source, SourceKind, Status, Timestamp};
+    use crate::item::{Kind, Source, SourceKind, Timestamp};
 
     fn in_scope() -> Scope {
         Scope::workspace("u", "w")
@@ -534,33 +516,9 @@ mod tests {
 
     fn memory(id: &str, text: &str, follows: Option<&str>) -> MemoryItem {
         MemoryItem {
-            id: id.into(),
-            text: text.into(),
             kind: Kind::Episodic,
-            scope: Scope::workspace("u", "w"),
-            status: Status::Approved,
-            pinned: false,
-            source: Source::default(),
-            content_hash: String::new(),
-            role: None,
-            speaker: None,
-            tags: vec![],
-            privacy: Privacy::default(),
-            created_at: Timestamp(0),
-            updated_at: Timestamp(0),
-            last_used_at: None,
-            usage_count: 0,
-            merged_from: vec![],
             follows: follows.map(str::to_string),
-            deleted_at: None,
-            source_lines: None,
-            key: None,
-            metadata: None,
-            history: Vec::new(),
-            superseded_at: None,
-            superseded_by: None,
-            supersedes: Vec::new(),
-            summary_of: Vec::new(),
+            ..MemoryItem::example(id, text)
         }
     }
 

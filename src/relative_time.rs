@@ -10,6 +10,8 @@
 
 use time::{Date, Duration, Month, OffsetDateTime, Weekday};
 
+use crate::text::calendar::WEEKDAYS;
+
 /// Words of numbers a relative date may count with ("two weeks ago").
 const NUMBERS: [(&str, i64); 12] = [
     ("a", 1),
@@ -24,17 +26,6 @@ const NUMBERS: [(&str, i64); 12] = [
     ("seven", 7),
     ("eight", 8),
     ("nine", 9),
-];
-
-/// Weekday names, Monday first.
-const WEEKDAYS: [(&str, Weekday); 7] = [
-    ("monday", Weekday::Monday),
-    ("tuesday", Weekday::Tuesday),
-    ("wednesday", Weekday::Wednesday),
-    ("thursday", Weekday::Thursday),
-    ("friday", Weekday::Friday),
-    ("saturday", Weekday::Saturday),
-    ("sunday", Weekday::Sunday),
 ];
 
 /// The months (1 to 12) of the days a text's relative dates point to,

@@ -167,7 +167,10 @@ impl Engine {
         }
         match patch.deleted {
             Some(true) if item.deleted_at.is_none() => item.deleted_at = Some(now),
-            Some(false) => item.deleted_at = None,
+            Some(false) => {
+                item.deleted_at = None;
+                item.withdrawn = false;
+            }
             _ => {}
         }
         // A memory is embedded as said (`text::said_text`: its speaker's
@@ -233,27 +236,34 @@ impl Engine {
         if filter.user_id.is_none() {
             return Err(Error::invalid("deleteAll needs at least scope.userId"));
         }
+        let selected = |item: &MemoryItem| filter.matches_item(item) && (hard || !item.is_deleted());
         let mut matched: Vec<&MemoryItem> = self
             .entries
             .values()
             .map(|e| &e.item)
-            .filter(|item| filter.matches_item(item) && (hard || !item.is_deleted()))
+            .filter(|item| selected(item))
             .collect();
+        // The summaries the filter does not select that go with a selected
+        // source ([`Engine::follow_sources`]): a hard delete erases them, a
+        // soft one withdraws those still live.
+        let mut followers: BTreeSet<&str> = BTreeSet::new();
+        for item in &matched {
+            for summary in self.summaries.get(&item.id).into_iter().flatten() {
+                let goes = self
+                    .entries
+                    .get(summary)
+                    .is_some_and(|e| !selected(&e.item) && (hard || !e.item.is_deleted()));
+                if goes {
+                    followers.insert(summary);
+                }
+            }
+        }
+        let summaries = followers.len();
         // The summaries the filter selects first: deleted by the caller,
         // not withdrawn with a source, so restoring a source later does
         // not bring them back.
         matched.sort_by_key(|item| item.summary_of.is_empty());
         let ids: Vec<String> = matched.into_iter().map(|item| item.id.clone()).collect();
-        // What a hard delete erases, or a soft one suppresses: the
-        // matched memories and the summaries that follow them out.
-        let present = |engine: &Self| {
-            engine
-                .entries
-                .values()
-                .filter(|e| hard || !e.item.is_deleted())
-                .count()
-        };
-        let before = present(self);
         for id in &ids {
             // A summary erased with its source is already gone.
             if self.entries.contains_key(id) {
@@ -264,11 +274,10 @@ impl Engine {
         if hard {
             self.remove_files_where(|scope| filter.matches_files_of(scope), txn);
         }
-        let deleted = before.saturating_sub(present(self));
         Ok(DeleteAllResult {
-            deleted,
+            deleted: ids.len() + summaries,
             hard,
-            summaries: deleted.saturating_sub(ids.len()),
+            summaries,
         })
     }
 

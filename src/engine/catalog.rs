@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::duplicate::DuplicateKey;
+use super::duplicate::{DuplicateKey, Voice};
 use super::txn::{Txn, Undo};
 use super::Engine;
 use crate::env::{parse_ulid, Environment};
@@ -93,7 +93,9 @@ impl Engine {
         if let Some(Entry { item, doc: d }) = old.as_deref() {
             let key = DuplicateKey::of(self.scope_key(&item.scope), item);
             if self.by_hash.get(&key).map(|h| &**h) == Some(id) {
-                self.by_hash.remove(&key);
+                if let Some((held, _)) = self.by_hash.remove_entry(&key) {
+                    held.into_voice().release(&mut self.speakers);
+                }
             }
             self.by_created.remove(&(item.created_at.0, handle.clone()));
             let scope = key.into_scope();
@@ -208,8 +210,9 @@ impl Engine {
                     self.by_key.insert((scope, k.clone()), handle.clone());
                 } else {
                     let scope = self.intern_scope(&item.scope);
-                    self.by_hash
-                        .insert(DuplicateKey::of(scope.clone(), &item), handle.clone());
+                    let voice = Voice::shared(&item, &mut self.speakers);
+                    let key = DuplicateKey::new(scope.clone(), voice, &item.content_hash);
+                    self.by_hash.insert(key, handle.clone());
                     self.by_scope_time
                         .insert((scope, item.created_at.0, handle.clone()));
                 }

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::catalog::ContentKey;
+use super::catalog::{ContentKey, FastSet};
 use crate::item::{MemoryItem, Role, Scope};
 
 /// Who said a text, as duplicates tell texts apart: the speaker's name
@@ -18,15 +18,16 @@ pub(crate) enum Voice {
     Unnamed,
     /// No name, said by the assistant or the system.
     Role(Role),
-    /// A named speaker, whatever the role.
-    Speaker(String),
+    /// A named speaker, whatever the role: in `Engine::by_hash`'s keys,
+    /// the name's one shared copy (`Engine::speakers`), as ids are shared.
+    Speaker(Arc<str>),
 }
 
 impl Voice {
     /// The voice of a text said by `speaker` in `role`.
     pub(crate) fn of(role: Option<Role>, speaker: Option<&str>) -> Voice {
         match (speaker, role) {
-            (Some(name), _) => Voice::Speaker(name.to_string()),
+            (Some(name), _) => Voice::Speaker(name.into()),
             (None, Some(role)) if role != Role::User => Voice::Role(role),
             _ => Voice::Unnamed,
         }
@@ -35,10 +36,35 @@ impl Voice {
     /// Whether `item` is said in this voice (without building its voice).
     pub(crate) fn said(&self, item: &MemoryItem) -> bool {
         match (self, item.speaker.as_deref(), item.role) {
-            (Voice::Speaker(name), Some(other), _) => name == other,
+            (Voice::Speaker(name), Some(other), _) => **name == *other,
             (Voice::Role(role), None, Some(other)) => *role == other,
             (Voice::Unnamed, None, None | Some(Role::User)) => true,
             _ => false,
+        }
+    }
+
+    /// The voice of `item`, its speaker's name being the copy `speakers`
+    /// shares (made there if it has none): what a key `Engine::by_hash`
+    /// holds is built with it.
+    pub(super) fn shared(item: &MemoryItem, speakers: &mut FastSet<Arc<str>>) -> Voice {
+        let Some(name) = item.speaker.as_deref() else {
+            return Voice::of(item.role, None);
+        };
+        if let Some(shared) = speakers.get(name) {
+            return Voice::Speaker(shared.clone());
+        }
+        let shared: Arc<str> = name.into();
+        speakers.insert(shared.clone());
+        Voice::Speaker(shared)
+    }
+
+    /// Drops the shared copy of this voice's name from `speakers` once no
+    /// key but this one (the key `Engine::by_hash` just gave back) holds it.
+    pub(super) fn release(self, speakers: &mut FastSet<Arc<str>>) {
+        if let Voice::Speaker(name) = self {
+            if Arc::strong_count(&name) == 2 {
+                speakers.remove(&name);
+            }
         }
     }
 }
@@ -76,22 +102,27 @@ impl DuplicateKey {
     pub(super) fn into_scope(self) -> Arc<Scope> {
         self.scope
     }
+
+    /// The voice the key holds, given back to the catalog.
+    pub(super) fn into_voice(self) -> Voice {
+        self.voice
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    /// A memory said by `speaker` in `role`, read from JSON so that it
-    /// takes every later field's default.
+    use crate::engine::{Config, Engine, MemoryInput, Txn};
+    use crate::env::{Environment, FixedEnvironment};
+    use crate::item::Timestamp;
+
+    /// A memory said by `speaker` in `role`.
     fn said(role: Option<Role>, speaker: Option<&str>) -> MemoryItem {
-        serde_json::from_value(serde_json::json!({
-            "id": "m", "text": "I love hiking", "kind": "fact",
-            "scope": {"userId": "u", "workspaceId": "w"}, "status": "approved",
-            "source": {"kind": "message", "ref": "r"}, "contentHash": "h",
-            "createdAt": "2024-05-01T10:00:00Z", "updatedAt": "2024-05-01T10:00:00Z",
-            "role": role, "speaker": speaker,
-        }))
-        .unwrap()
+        MemoryItem {
+            role,
+            speaker: speaker.map(str::to_string),
+            ..MemoryItem::example("m", "I love hiking")
+        }
     }
 
     #[test]
@@ -114,6 +145,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn duplicate_keys_share_one_copy_per_speaker_and_drop_it_with_the_last_key() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let mut txn = Txn::default();
+        let scope = Scope::workspace("u", "w");
+        let said_by = |text: &str, speaker: Option<&str>| MemoryInput {
+            speaker: speaker.map(str::to_string),
+            ..MemoryInput::new(text, scope.clone())
+        };
+        let inputs = vec![
+            said_by("I adopted a puppy named Rex", Some("Caroline")),
+            said_by("I am training for a marathon", Some("Caroline")),
+            said_by("I painted a sunrise last week", Some("Melanie")),
+            said_by("remember to buy oat milk", None),
+        ];
+        let added = engine.ingest(inputs, &mut env, &mut txn).unwrap();
+        let ids: Vec<&str> = added.iter().filter_map(|r| r.id.as_deref()).collect();
+        assert_eq!(ids.len(), 4);
+        assert_eq!(engine.speakers.len(), 2, "one copy per name, none for no name");
+        // The interner's copy and the keys of the memories said by `name`.
+        let holders = |engine: &Engine, name: &str| engine.speakers.get(name).map(Arc::strong_count);
+        assert_eq!(holders(&engine, "Caroline"), Some(1 + 2));
+        assert_eq!(holders(&engine, "Melanie"), Some(1 + 1));
+        let freed = Arc::downgrade(engine.speakers.get("Melanie").unwrap());
+        let now = env.now();
+        let mut txn = Txn::default();
+        engine.delete(ids[0], true, now, &mut txn).unwrap();
+        assert_eq!(holders(&engine, "Caroline"), Some(1 + 1));
+        engine.delete(ids[1], false, now, &mut txn).unwrap();
+        assert_eq!(holders(&engine, "Caroline"), Some(1 + 1), "a soft delete keeps the key");
+        engine.delete(ids[1], true, now, &mut txn).unwrap();
+        assert_eq!(holders(&engine, "Caroline"), None, "its last key went");
+        engine.delete(ids[2], true, now, &mut txn).unwrap();
+        assert!(engine.speakers.is_empty());
+        assert_eq!(freed.strong_count(), 0, "no copy is left behind");
+        engine.rollback(txn);
+        assert_eq!(holders(&engine, "Caroline"), Some(1 + 2), "a rollback brings them back");
+        assert_eq!(holders(&engine, "Melanie"), Some(1 + 1));
+        // The shared copies still find the duplicates they key.
+        let again = vec![said_by("I am training for a marathon", Some("Caroline"))];
+        let mut txn = Txn::default();
+        let merged = engine.ingest(again, &mut env, &mut txn).unwrap();
+        assert_eq!(merged[0].id.as_deref(), Some(ids[1]));
     }
 
     #[test]

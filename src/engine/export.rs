@@ -276,6 +276,12 @@ impl Engine {
         if let Some(metadata) = &item.metadata {
             self.check_metadata(metadata)?;
         }
+        if item.withdrawn && (!item.is_deleted() || item.summary_of.is_empty()) {
+            return Err(Error::invalid(format!(
+                "memory `{}` is withdrawn but not a soft-deleted summary",
+                item.id
+            )));
+        }
         self.validate_source(&item.source)
     }
 

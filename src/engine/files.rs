@@ -212,6 +212,7 @@ impl Engine {
                 superseded_by: None,
                 supersedes: Vec::new(),
                 summary_of: Vec::new(),
+                withdrawn: false,
             };
             self.write(txn, &id, Some(item));
             if let Some(vector) = vectors.as_mut().and_then(Iterator::next) {

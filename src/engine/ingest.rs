@@ -278,6 +278,7 @@ impl Engine {
             superseded_by: None,
             supersedes: Vec::new(),
             summary_of: Vec::new(),
+            withdrawn: false,
         };
         self.write_counted(txn, &id, Some(item), terms.map(counted).as_ref());
         if vector.is_some() {

@@ -111,6 +111,8 @@ pub struct Engine {
     /// The memory holding each text of a scope said in a voice
     /// (`duplicate.rs`): what an exact duplicate merges into.
     by_hash: FastMap<DuplicateKey, Id>,
+    /// Each speaker's name in a `by_hash` key, once: the keys share it.
+    speakers: FastSet<Arc<str>>,
     /// The memory holding each caller key of a scope.
     by_key: FastMap<(Arc<Scope>, String), Id>,
     by_created: BTreeSet<(i64, Id)>,
@@ -161,6 +163,7 @@ impl Engine {
             free_docs: Vec::new(),
             scopes: FastSet::default(),
             by_hash: FastMap::default(),
+            speakers: FastSet::default(),
             by_key: FastMap::default(),
             by_created: BTreeSet::new(),
             by_scope_time: BTreeSet::new(),

@@ -246,6 +246,7 @@ impl Engine {
             superseded_by: None,
             supersedes: Vec::new(),
             summary_of: sources,
+            withdrawn: false,
         };
         if let Some(before) = &previous {
             // What the app set on the summary stays: pin, tags, metadata,
@@ -302,6 +303,7 @@ impl Engine {
                     }
                     let mut withdrawn = before;
                     withdrawn.deleted_at = Some(at);
+                    withdrawn.withdrawn = true;
                     withdrawn.updated_at = at;
                     let event = HistoryEvent::new(HistoryKind::Withdrawn, at);
                     history::record(
@@ -321,6 +323,7 @@ impl Engine {
                     }
                     let mut restored = before.clone();
                     restored.deleted_at = None;
+                    restored.withdrawn = false;
                     restored.updated_at = at;
                     self.record_history(&before, &mut restored, at);
                     self.write(txn, &summary, Some(restored));
@@ -352,7 +355,10 @@ impl Engine {
 
     /// Refuses, for `import` once its memories are written, a summary
     /// whose sources are not ascending and distinct, too many, neither
-    /// stored nor imported, outside its scope, or summaries.
+    /// stored nor imported, outside its scope, summaries, or superseded:
+    /// superseding a source erases its summaries, so a summary of an old
+    /// version of a fact is one no store holds ([`Engine::store_summary`]
+    /// refuses such a source too).
     pub(super) fn check_imported_summaries(
         &self,
         summaries: &[(String, Scope, Vec<String>)],
@@ -374,6 +380,15 @@ impl Engine {
                 if !fits {
                     return Err(Error::invalid(format!(
                         "memory `{id}` summarizes memory `{source}`, which is not a stored memory of its scope or is a summary"
+                    )));
+                }
+                if self
+                    .entries
+                    .get(source)
+                    .is_some_and(|e| e.item.is_superseded())
+                {
+                    return Err(Error::invalid(format!(
+                        "memory `{id}` summarizes memory `{source}`, which is superseded"
                     )));
                 }
             }

@@ -432,6 +432,7 @@ fn read_row(reader: &mut Reader<'_>, strings: &[&str]) -> Result<MemoryItem, Cod
         superseded_by: None,
         supersedes: Vec::new(),
         summary_of: Vec::new(),
+        withdrawn: false,
     };
     if !has(REST) {
         return Ok(item);

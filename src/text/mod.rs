@@ -14,6 +14,7 @@
 //! * [`markdown`] cuts Markdown documents into line-ranged chunks.
 //! * [`tokens`] counts prompt tokens, or estimates them.
 
+pub mod calendar;
 pub mod markdown;
 mod redact;
 mod secrets;

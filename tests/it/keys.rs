@@ -2,10 +2,10 @@
 //! history (`docs/design.md`, "Keys, metadata and history").
 
 use memtide::{
-    Error, HistoryKind, IngestOutcome, ListQuery, Memory, MemoryInput, MemoryPatch, Metadata,
+    Error, HistoryKind, IngestOutcome, ListQuery, MemoryInput, MemoryPatch, Metadata,
     RetrieveQuery, ScopeFilter, Status,
 };
-use memtide_testkit::store::{contains, open, record_bytes, records, scope, Mem};
+use memtide_testkit::store::{contains, open, record_bytes, records, reopen, scope};
 use serde_json::{json, Value};
 
 fn meta(v: Value) -> Metadata {
@@ -28,15 +28,6 @@ fn with_meta(text: &str, metadata: Value) -> MemoryInput {
         metadata: Some(meta(metadata)),
         ..MemoryInput::new(text, scope())
     }
-}
-
-fn reopen(mem: Mem) -> Mem {
-    Memory::open(
-        mem.into_storage(),
-        memtide::env::FixedEnvironment::new(memtide::Timestamp(memtide_testkit::store::T0)),
-        Default::default(),
-    )
-    .unwrap()
 }
 
 #[test]

@@ -4,12 +4,10 @@
 //! any call) merges. The key is derived from stored fields, so it holds
 //! after a reopen, through export and import, and for `update`.
 
-use memtide::env::FixedEnvironment;
 use memtide::{
-    IngestOutcome, IngestReason, ListQuery, Memory, MemoryInput, MemoryPatch, MessageOptions, Role,
-    Timestamp,
+    IngestOutcome, IngestReason, ListQuery, MemoryInput, MemoryPatch, MessageOptions, Role,
 };
-use memtide_testkit::store::{open, records, scope, Mem, T0};
+use memtide_testkit::store::{open, records, reopen, scope, Mem};
 use serde_json::{json, Value};
 
 fn said(role: Option<Role>, speaker: Option<&str>, text: &str) -> MemoryInput {
@@ -30,15 +28,6 @@ fn outcomes(mem: &mut Mem, inputs: Vec<MemoryInput>) -> Vec<(IngestOutcome, Opti
 
 fn count(mem: &Mem) -> usize {
     mem.list(&ListQuery::default()).unwrap().items.len()
-}
-
-fn reopen(mem: Mem) -> Mem {
-    Memory::open(
-        mem.into_storage(),
-        FixedEnvironment::new(Timestamp(T0)),
-        Default::default(),
-    )
-    .unwrap()
 }
 
 #[test]

@@ -6,11 +6,11 @@
 
 use memtide::env::FixedEnvironment;
 use memtide::{
-    Config, Error, HistoryKind, Kind, Memory, MemoryInput, MemoryPatch, Operation,
+    Config, Error, HistoryKind, Kind, Memory, MemoryInput, MemoryItem, MemoryPatch, Operation,
     OperationsRequest, Privacy, RetrieveQuery, Scope, ScopeFilter, Status, SummaryInput,
     SummaryQuery, Timestamp,
 };
-use memtide_testkit::store::{contains, open, scope, stored_bytes, Mem, T0};
+use memtide_testkit::store::{contains, open, reopen, scope, stored_bytes, Mem, T0};
 
 fn session(id: &str) -> Scope {
     Scope {
@@ -35,6 +35,27 @@ fn summary(scope: Scope, text: &str, sources: &[&String]) -> SummaryInput {
         scope,
         text: text.to_string(),
         sources: sources.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// The export `doc` as a document, its items' checksum recomputed.
+fn reseal(doc: &mut serde_json::Value) -> String {
+    use sha2::{Digest, Sha256};
+    let items = serde_json::to_string(&doc["items"]).unwrap();
+    doc["checksum"] = format!("{:x}", Sha256::digest(items.as_bytes())).into();
+    serde_json::to_string(doc).unwrap()
+}
+
+/// Stores the summary of `scope` over `sources` (see [`summary`]).
+fn summarize(mem: &mut Mem, scope: Scope, text: &str, sources: &[&String]) -> MemoryItem {
+    mem.store_summary(summary(scope, text, sources)).unwrap()
+}
+
+/// The filter naming session `id` of the test scope.
+fn session_filter(id: &str) -> ScopeFilter {
+    ScopeFilter {
+        session_id: Some(id.into()),
+        ..ScopeFilter::from(&scope())
     }
 }
 
@@ -104,13 +125,12 @@ fn a_summary_is_stored_linked_replaced_in_place_and_retrieved() {
     let mut mem = open();
     let a = add(&mut mem, "we planned the trip to Lisbon", session("s1"));
     let b = add(&mut mem, "the flight leaves on Friday", session("s1"));
-    let first = mem
-        .store_summary(summary(
-            session("s1"),
-            "Trip to Lisbon planned; flight on Friday.",
-            &[&b, &a, &a],
-        ))
-        .unwrap();
+    let first = summarize(
+        &mut mem,
+        session("s1"),
+        "Trip to Lisbon planned; flight on Friday.",
+        &[&b, &a, &a],
+    );
     assert_eq!(first.kind, Kind::Summary);
     let mut sources = vec![a.clone(), b.clone()];
     sources.sort();
@@ -131,13 +151,12 @@ fn a_summary_is_stored_linked_replaced_in_place_and_retrieved() {
 
     // Again: the same memory, its new text, the old text gone.
     let c = add(&mut mem, "we booked a hotel in Alfama", session("s1"));
-    let second = mem
-        .store_summary(summary(
-            session("s1"),
-            "Lisbon: Friday flight, hotel in Alfama.",
-            &[&a, &b, &c],
-        ))
-        .unwrap();
+    let second = summarize(
+        &mut mem,
+        session("s1"),
+        "Lisbon: Friday flight, hotel in Alfama.",
+        &[&a, &b, &c],
+    );
     assert_eq!(second.id, first.id);
     assert_eq!(second.summary_of.len(), 3);
     assert!(!holds(&mem, "Trip to Lisbon planned"));
@@ -152,9 +171,7 @@ fn a_summary_is_stored_linked_replaced_in_place_and_retrieved() {
         .unwrap();
     assert_eq!(summaries.items.len(), 1);
     // Another scope has a summary of its own.
-    let w = mem
-        .store_summary(summary(scope(), "A trip is planned.", &[&a]))
-        .unwrap();
+    let w = summarize(&mut mem, scope(), "A trip is planned.", &[&a]);
     assert_ne!(w.id, first.id);
 }
 
@@ -163,9 +180,7 @@ fn bad_sources_are_refused_and_change_nothing() {
     let mut mem = open();
     let a = add(&mut mem, "we planned the trip to Lisbon", session("s1"));
     let other = add(&mut mem, "the cat needs a vet visit", session("s2"));
-    let s = mem
-        .store_summary(summary(session("s1"), "A trip.", &[&a]))
-        .unwrap();
+    let s = summarize(&mut mem, session("s1"), "A trip.", &[&a]);
     let before = stored_bytes(mem.storage());
     let missing = "01HZZZZZZZZZZZZZZZZZZZZZZZ".to_string();
     let bad = "not an id!".to_string();
@@ -230,19 +245,14 @@ fn erasing_a_source_erases_its_summaries_in_the_same_commit() {
     let a = add(&mut mem, "the door code is 4417", session("s1"));
     let b = add(&mut mem, "the flight leaves on Friday", session("s1"));
     let c = add(&mut mem, "the cat needs a vet visit", session("s2"));
-    let s1 = mem
-        .store_summary(summary(
-            session("s1"),
-            "Door code 4417; Friday flight.",
-            &[&a, &b],
-        ))
-        .unwrap();
-    let ws = mem
-        .store_summary(summary(scope(), "Door 4417, Friday, vet.", &[&a, &b, &c]))
-        .unwrap();
-    let s2 = mem
-        .store_summary(summary(session("s2"), "Vet visit due.", &[&c]))
-        .unwrap();
+    let s1 = summarize(
+        &mut mem,
+        session("s1"),
+        "Door code 4417; Friday flight.",
+        &[&a, &b],
+    );
+    let ws = summarize(&mut mem, scope(), "Door 4417, Friday, vet.", &[&a, &b, &c]);
+    let s2 = summarize(&mut mem, session("s2"), "Vet visit due.", &[&c]);
     mem.delete(&a, true).unwrap();
     for gone in [&a, &s1.id, &ws.id] {
         assert!(matches!(mem.get(gone), Err(Error::NotFound(_))), "{gone}");
@@ -274,9 +284,7 @@ fn erasing_a_source_erases_its_summaries_in_the_same_commit() {
         .id
         .clone()
         .unwrap();
-    let drinks = mem
-        .store_summary(summary(session("s4"), "Drinks green tea.", &[&keyed]))
-        .unwrap();
+    let drinks = summarize(&mut mem, session("s4"), "Drinks green tea.", &[&keyed]);
     mem.upsert(vec![MemoryInput {
         key: Some("drink".into()),
         ..MemoryInput::new("prefers black coffee", session("s4"))
@@ -286,9 +294,7 @@ fn erasing_a_source_erases_its_summaries_in_the_same_commit() {
     assert!(!holds(&mem, "Drinks green tea."));
 
     // A soft delete withdraws the summary and keeps its text for the user.
-    let s = mem
-        .store_summary(summary(session("s1"), "Friday flight.", &[&b]))
-        .unwrap();
+    let s = summarize(&mut mem, session("s1"), "Friday flight.", &[&b]);
     mem.delete(&b, false).unwrap();
     let withdrawn = mem.get(&s.id).unwrap();
     assert!(withdrawn.is_deleted());
@@ -300,8 +306,7 @@ fn erasing_a_source_erases_its_summaries_in_the_same_commit() {
     // deleteAll erases sources and summaries alike, without tripping on
     // a summary already gone with its source.
     let d = add(&mut mem, "lunch was at noon", session("s3"));
-    mem.store_summary(summary(session("s3"), "Lunch at noon.", &[&d]))
-        .unwrap();
+    summarize(&mut mem, session("s3"), "Lunch at noon.", &[&d]);
     let all = mem
         .delete_all(
             &ScopeFilter {
@@ -331,13 +336,12 @@ fn a_purge_erases_the_summaries_of_expired_sources_and_a_reopened_store_agrees()
         .id
         .clone()
         .unwrap();
-    let s = mem
-        .store_summary(summary(
-            session("s1"),
-            "Friday flight; gate code behind the bakery.",
-            &[&keep, &expiring],
-        ))
-        .unwrap();
+    let s = summarize(
+        &mut mem,
+        session("s1"),
+        "Friday flight; gate code behind the bakery.",
+        &[&keep, &expiring],
+    );
     assert_eq!(s.privacy.retention_days, Some(2), "no later than a source");
     let only_keep = mem
         .store_summary(summary(session("s2"), "Friday.", &[&keep]))
@@ -376,17 +380,9 @@ fn a_purge_erases_the_summaries_of_expired_sources_and_a_reopened_store_agrees()
 fn a_summary_survives_reopen_export_and_import() {
     let mut mem = open();
     let a = add(&mut mem, "we planned the trip to Lisbon", session("s1"));
-    let s = mem
-        .store_summary(summary(session("s1"), "A Lisbon trip.", &[&a]))
-        .unwrap();
+    let s = summarize(&mut mem, session("s1"), "A Lisbon trip.", &[&a]);
     let export = mem.export();
-    let storage = mem.into_storage();
-    let mut reopened = Memory::open(
-        storage,
-        FixedEnvironment::new(Timestamp(T0)),
-        Config::default(),
-    )
-    .unwrap();
+    let mut reopened = reopen(mem);
     assert_eq!(reopened.get(&s.id).unwrap().summary_of, vec![a.clone()]);
     // The reopened store knows the link: erasing the source erases it.
     reopened.delete(&a, true).unwrap();
@@ -394,18 +390,14 @@ fn a_summary_survives_reopen_export_and_import() {
 
     let mut fresh = open();
     fresh.import(&export).unwrap();
-    let again = fresh
-        .store_summary(summary(session("s1"), "A trip to Lisbon.", &[&a]))
-        .unwrap();
+    let again = summarize(&mut fresh, session("s1"), "A trip to Lisbon.", &[&a]);
     assert_eq!(again.id, s.id, "the imported summary is the scope's");
     fresh.delete(&a, true).unwrap();
     assert!(fresh.get(&s.id).is_err());
     // A summary whose source is neither stored nor imported is refused:
     // an export of the summary alone (its metadata selects it).
     let flight = b(&mut fresh);
-    let ws = fresh
-        .store_summary(summary(scope(), "Lisbon.", &[&flight]))
-        .unwrap();
+    let ws = summarize(&mut fresh, scope(), "Lisbon.", &[&flight]);
     fresh
         .update(
             &ws.id,
@@ -430,8 +422,7 @@ fn a_summary_survives_reopen_export_and_import() {
         add(&mut two, &format!("filler note {i}"), session("s9")); // ids of its own
     }
     let own = add(&mut two, "we planned the trip to Lisbon", scope());
-    two.store_summary(summary(scope(), "Mine.", &[&own]))
-        .unwrap();
+    summarize(&mut two, scope(), "Mine.", &[&own]);
     let err = two.import(&fresh.export()).unwrap_err();
     assert_eq!(err.code(), "INVALID_INPUT", "{err}");
 }
@@ -442,22 +433,16 @@ fn b(mem: &mut Mem) -> String {
 
 #[test]
 fn an_import_whose_summary_lists_its_sources_out_of_order_or_a_summary_is_refused() {
-    use sha2::{Digest, Sha256};
     let mut mem = open();
     let a = add(&mut mem, "we planned the trip to Lisbon", session("s1"));
     let b = add(&mut mem, "the flight leaves on Friday", session("s1"));
-    mem.store_summary(summary(
+    summarize(
+        &mut mem,
         session("s1"),
         "A Lisbon trip on Friday.",
         &[&a, &b],
-    ))
-    .unwrap();
+    );
     let mut doc: serde_json::Value = serde_json::from_str(&mem.export()).unwrap();
-    let reseal = |doc: &mut serde_json::Value| {
-        let items = serde_json::to_string(&doc["items"]).unwrap();
-        doc["checksum"] = format!("{:x}", Sha256::digest(items.as_bytes())).into();
-        serde_json::to_string(doc).unwrap()
-    };
     // Resealed unchanged, the export imports.
     assert!(open().import(&reseal(&mut doc)).is_ok());
     for item in doc["items"].as_array_mut().unwrap() {
@@ -471,12 +456,8 @@ fn an_import_whose_summary_lists_its_sources_out_of_order_or_a_summary_is_refuse
     assert_eq!(fresh.stats(&ScopeFilter::default()).items, 0);
 
     // Nor may a summary summarize a summary.
-    let s1 = mem
-        .store_summary(summary(session("s1"), "A Lisbon trip.", &[&a]))
-        .unwrap();
-    let ws = mem
-        .store_summary(summary(scope(), "Lisbon.", &[&b]))
-        .unwrap();
+    let s1 = summarize(&mut mem, session("s1"), "A Lisbon trip.", &[&a]);
+    let ws = summarize(&mut mem, scope(), "Lisbon.", &[&b]);
     let mut doc: serde_json::Value = serde_json::from_str(&mem.export()).unwrap();
     for item in doc["items"].as_array_mut().unwrap() {
         if item["id"] == ws.id.as_str() {
@@ -490,21 +471,70 @@ fn an_import_whose_summary_lists_its_sources_out_of_order_or_a_summary_is_refuse
 }
 
 #[test]
+fn an_import_whose_summary_lists_a_superseded_memory_is_refused() {
+    let mut mem = open();
+    let coffee = add(&mut mem, "I take my coffee as a cortado", scope());
+    let city = add(&mut mem, "I live in Porto", scope());
+    let ws = summarize(
+        &mut mem,
+        scope(),
+        "Cortado drinker in Porto.",
+        &[&coffee, &city],
+    );
+    let export = mem.export();
+    // The same export, but the coffee superseded (as an extractor's update
+    // leaves it, which would have erased the summary).
+    let mut doc: serde_json::Value = serde_json::from_str(&export).unwrap();
+    for item in doc["items"].as_array_mut().unwrap() {
+        if item["id"] == coffee.as_str() {
+            item["supersededAt"] = item["updatedAt"].clone();
+        }
+    }
+    let stale = reseal(&mut doc);
+    let mut fresh = open();
+    let err = fresh.import(&stale).unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+    assert!(err.to_string().contains("is superseded"), "{err}");
+    assert_eq!(
+        fresh.stats(&ScopeFilter::default()).items,
+        0,
+        "nothing imported"
+    );
+    // Into the store that holds the summary, nothing changes either.
+    let before = mem.export();
+    let err = mem.import(&stale).unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+    assert_eq!(mem.export(), before);
+    assert!(!mem.get(&coffee).unwrap().is_superseded());
+    // Without the summary, the superseded memory imports as it is.
+    let mut doc: serde_json::Value = serde_json::from_str(&stale).unwrap();
+    doc["items"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|item| item["id"] != ws.id.as_str());
+    doc["itemCount"] = 2.into();
+    let mut fresh = open();
+    fresh.import(&reseal(&mut doc)).unwrap();
+    assert!(fresh.get(&coffee).unwrap().is_superseded());
+    // And the unchanged export imports with its summary.
+    let mut fresh = open();
+    fresh.import(&export).unwrap();
+    assert_eq!(fresh.get(&ws.id).unwrap().summary_of.len(), 2);
+}
+
+#[test]
 fn superseding_a_source_erases_its_summaries_so_no_old_value_stays() {
     let mut mem = open();
     let coffee = add(&mut mem, "I take my coffee as a cortado", scope());
     let city = add(&mut mem, "I live in Porto", scope());
     let other = add(&mut mem, "the cat needs a vet visit", session("s1"));
-    let ws = mem
-        .store_summary(summary(
-            scope(),
-            "Cortado drinker in Porto.",
-            &[&coffee, &city],
-        ))
-        .unwrap();
-    let s1 = mem
-        .store_summary(summary(session("s1"), "Vet visit due.", &[&other]))
-        .unwrap();
+    let ws = summarize(
+        &mut mem,
+        scope(),
+        "Cortado drinker in Porto.",
+        &[&coffee, &city],
+    );
+    let s1 = summarize(&mut mem, session("s1"), "Vet visit due.", &[&other]);
     // An extractor's `update` supersedes the coffee: the summary saying
     // "cortado" goes in the same commit, the other scope's stays.
     let done = mem
@@ -540,21 +570,14 @@ fn superseding_a_source_erases_its_summaries_so_no_old_value_stays() {
         .id
         .clone()
         .unwrap();
-    let drinks = mem
-        .store_summary(summary(session("s2"), "Drinks green tea.", &[&tea]))
-        .unwrap();
+    let drinks = summarize(&mut mem, session("s2"), "Drinks green tea.", &[&tea]);
     mem.upsert(vec![keyed("prefers black coffee")]).unwrap();
     assert!(mem.get(&tea).unwrap().is_superseded());
     assert!(mem.get(&drinks.id).is_err());
     assert!(!holds(&mem, "Drinks green tea."));
 
     // A reopened store agrees.
-    let mem = Memory::open(
-        mem.into_storage(),
-        FixedEnvironment::new(Timestamp(T0)),
-        Config::default(),
-    )
-    .unwrap();
+    let mem = reopen(mem);
     assert!(mem.get(&ws.id).is_err() && mem.get(&drinks.id).is_err());
     assert!(mem.get(&s1.id).is_ok());
 }
@@ -567,16 +590,9 @@ fn delete_all_counts_the_summaries_it_deletes_with_their_sources() {
         let b = add(&mut mem, "the flight leaves on Friday", session("s2"));
         // The workspace's summary is outside a filter naming session s1;
         // the session's summary is inside it.
-        let ws = mem
-            .store_summary(summary(scope(), "Door 4417, Friday.", &[&a, &b]))
-            .unwrap();
-        let s1 = mem
-            .store_summary(summary(session("s1"), "Door 4417.", &[&a]))
-            .unwrap();
-        let filter = ScopeFilter {
-            session_id: Some("s1".into()),
-            ..ScopeFilter::from(&scope())
-        };
+        let ws = summarize(&mut mem, scope(), "Door 4417, Friday.", &[&a, &b]);
+        let s1 = summarize(&mut mem, session("s1"), "Door 4417.", &[&a]);
+        let filter = session_filter("s1");
         let result = mem.delete_all(&filter, hard).unwrap();
         assert_eq!(
             (result.deleted, result.summaries, result.hard),
@@ -597,17 +613,121 @@ fn delete_all_counts_the_summaries_it_deletes_with_their_sources() {
 }
 
 #[test]
+fn delete_all_counts_a_summary_of_many_selected_sources_once() {
+    let mut mem = open();
+    let a = add(&mut mem, "the door code is 4417", session("s1"));
+    let b = add(&mut mem, "the flight leaves on Friday", session("s1"));
+    let c = add(&mut mem, "the cat needs a vet visit", session("s2"));
+    let both = summarize(&mut mem, scope(), "Door 4417, Friday.", &[&a, &b]);
+    let filter = session_filter("s1");
+    // Soft: a, b, and the summary withdrawn with them, counted once.
+    let soft = mem.delete_all(&filter, false).unwrap();
+    assert_eq!((soft.deleted, soft.summaries), (3, 1));
+    assert!(mem.get(&both.id).unwrap().is_deleted());
+    // Hard: the soft-deleted sources are selected again and the withdrawn
+    // summary, outside the filter, is erased with them.
+    let hard = mem.delete_all(&filter, true).unwrap();
+    assert_eq!((hard.deleted, hard.summaries), (3, 1));
+    assert!(matches!(mem.get(&both.id), Err(Error::NotFound(_))));
+    assert!(!mem.get(&c).unwrap().is_deleted());
+}
+
+#[test]
+fn a_summary_withdrawn_more_events_ago_than_its_history_keeps_still_comes_back() {
+    let mut mem = open();
+    let a = add(&mut mem, "the door code is 4417", scope());
+    let c = add(&mut mem, "the cat needs a vet visit", session("s1"));
+    let ws = summarize(&mut mem, scope(), "Door 4417.", &[&a]);
+    let s1 = summarize(&mut mem, session("s1"), "Vet visit due.", &[&c]);
+    let patch = |pinned: Option<bool>, deleted: Option<bool>| MemoryPatch {
+        pinned,
+        deleted,
+        ..MemoryPatch::default()
+    };
+    mem.delete(&a, false).unwrap();
+    mem.delete(&c, false).unwrap();
+    let withdrawn = mem.get(&ws.id).unwrap();
+    assert!(withdrawn.is_deleted() && withdrawn.withdrawn);
+    // More events than the history keeps (32 by default): the `withdrawn`
+    // event drops out of it.
+    for i in 0..40 {
+        mem.update(&ws.id, patch(Some(i % 2 == 0), None)).unwrap();
+    }
+    let events = mem.history(&ws.id).unwrap();
+    assert!(
+        events.iter().all(|e| e.event != HistoryKind::Withdrawn),
+        "{events:?}"
+    );
+    // The other summary: restored by the user, then deleted on its own.
+    mem.update(&s1.id, patch(None, Some(false))).unwrap();
+    assert!(
+        !mem.get(&s1.id).unwrap().withdrawn,
+        "a restore clears the mark"
+    );
+    mem.delete(&s1.id, false).unwrap();
+    // The mark is stored: a reopened store still knows.
+    let mut mem = reopen(mem);
+    assert!(mem.get(&ws.id).unwrap().withdrawn);
+    mem.update(&a, patch(None, Some(false))).unwrap();
+    mem.update(&c, patch(None, Some(false))).unwrap();
+    let back = mem.get(&ws.id).unwrap();
+    assert!(!back.is_deleted() && !back.withdrawn);
+    let events = mem.history(&ws.id).unwrap();
+    assert_eq!(events.last().map(|e| e.event), Some(HistoryKind::Restored));
+    assert!(
+        mem.get(&s1.id).unwrap().is_deleted(),
+        "deleted on its own: stays deleted"
+    );
+}
+
+#[test]
+fn an_import_may_mark_only_a_soft_deleted_summary_withdrawn() {
+    let mut mem = open();
+    let a = add(&mut mem, "the door code is 4417", scope());
+    let ws = summarize(&mut mem, scope(), "Door 4417.", &[&a]);
+    mem.delete(&a, false).unwrap();
+    let export = mem.export();
+    // The withdrawn summary round-trips with its mark.
+    let mut fresh = open();
+    fresh.import(&export).unwrap();
+    assert!(fresh.get(&ws.id).unwrap().withdrawn);
+    fresh
+        .update(
+            &a,
+            MemoryPatch {
+                deleted: Some(false),
+                ..MemoryPatch::default()
+            },
+        )
+        .unwrap();
+    assert!(!fresh.get(&ws.id).unwrap().is_deleted());
+    // The mark on a live summary, or on a memory that is not a summary,
+    // is refused.
+    for (id, drop_deletion) in [(&ws.id, true), (&a, false)] {
+        let mut doc: serde_json::Value = serde_json::from_str(&export).unwrap();
+        for item in doc["items"].as_array_mut().unwrap() {
+            if item["id"] == id.as_str() {
+                item["withdrawn"] = true.into();
+                if drop_deletion {
+                    item.as_object_mut().unwrap().remove("deletedAt");
+                }
+            }
+        }
+        let mut fresh = open();
+        let err = fresh.import(&reseal(&mut doc)).unwrap_err();
+        assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+        assert!(err.to_string().contains("withdrawn"), "{err}");
+    }
+}
+
+#[test]
 fn restoring_sources_restores_the_summaries_withdrawn_with_them() {
     let mut mem = open();
     let a = add(&mut mem, "the door code is 4417", scope());
     let b = add(&mut mem, "the flight leaves on Friday", scope());
     let c = add(&mut mem, "the cat needs a vet visit", session("s1"));
-    let ws = mem
-        .store_summary(summary(scope(), "Door 4417, Friday.", &[&a, &b]))
-        .unwrap();
-    let s1 = mem
-        .store_summary(summary(session("s1"), "Vet visit due.", &[&c]))
-        .unwrap();
+    let ws = summarize(&mut mem, scope(), "Door 4417, Friday.", &[&a, &b]);
+    let s1 = summarize(&mut mem, session("s1"), "Vet visit due.", &[&c]);
     let restore = MemoryPatch {
         deleted: Some(false),
         ..MemoryPatch::default()
@@ -648,12 +768,7 @@ fn restoring_sources_restores_the_summaries_withdrawn_with_them() {
     assert!(mem.get(&s1.id).unwrap().is_deleted());
 
     // A reopened store agrees.
-    let mem = Memory::open(
-        mem.into_storage(),
-        FixedEnvironment::new(Timestamp(T0)),
-        Config::default(),
-    )
-    .unwrap();
+    let mem = reopen(mem);
     assert!(!mem.get(&ws.id).unwrap().is_deleted());
     assert!(mem.get(&s1.id).unwrap().is_deleted());
 }

@@ -129,6 +129,17 @@ export function deriveExport(exported, derive) {
     case "unnormalized-text": items[0].text = "  two   spaces  "; break;
     case "big-text": items[0].text = "x".repeat(BIG_BYTES); break;
     case "unknown-item-field": items[0].colour = "red"; break;
+    case "summary-of-live":
+    case "summary-of-superseded": {
+      // The first memory's summary, its own summary in its scope.
+      const text = "A summary of the first memory.";
+      const summary = { ...structuredClone(items[0]), id: "summaryOfTheFirstMemory", kind: "summary", text };
+      summary.contentHash = sha256(text);
+      summary.summaryOf = [items[0].id];
+      if (derive === "summary-of-superseded") items[0].supersededAt = items[0].updatedAt;
+      items.push(summary);
+      break;
+    }
     default: {
       const version = /^version=(.*)$/.exec(derive)?.[1];
       if (version === undefined) throw new Error(`unknown derive ${derive}`);

@@ -3,6 +3,7 @@
 // stored summary linked to its sources, replacement in place, a hard
 // delete of a source erasing it from every stored byte, errors, abort.
 // Run: node --test tests/js/summaries.test.mjs
+import { createHash } from "node:crypto";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
@@ -131,11 +132,52 @@ test("a superseded source erases its summary; deleteAll counts the summaries tha
   assert.deepEqual(result, { deleted: 4, hard: false, summaries: 1 });
   const withdrawn = await mem.get(summary.id);
   assert.ok(withdrawn.deletedAt);
+  assert.equal(withdrawn.withdrawn, true);
   assert.equal((await mem.history(summary.id)).at(-1).event, "withdrawn");
   for (const [i, id] of ids.entries()) {
     await mem.update(id, { deleted: false });
     assert.equal(Boolean((await mem.get(summary.id)).deletedAt), i < ids.length - 1, `after restoring ${i + 1}`);
   }
   assert.equal((await mem.history(summary.id)).at(-1).event, "restored");
+  assert.equal((await mem.get(summary.id)).withdrawn, undefined, "the mark goes with the restore");
   await mem.close();
+});
+
+test("a summary withdrawn longer ago than its history keeps comes back with its source, after a reopen too", async () => {
+  const storage = mapAdapter();
+  let mem = await Memory.open({ storage });
+  const [door] = await mem.ingest({ text: "The door code of the flat is 4417.", scope });
+  const summary = await mem.storeSummary({ scope, text: "Door code 4417.", sources: [door.id] });
+  await mem.delete(door.id);
+  // 40 later events: the `withdrawn` event drops out of the 32 kept.
+  for (let i = 0; i < 40; i++) await mem.update(summary.id, { pinned: i % 2 === 0 });
+  assert.ok(!(await mem.history(summary.id)).some((e) => e.event === "withdrawn"));
+  assert.equal((await mem.get(summary.id)).withdrawn, true);
+  await mem.close();
+  mem = await Memory.open({ storage });
+  await mem.update(door.id, { deleted: false });
+  const back = await mem.get(summary.id);
+  assert.equal(back.deletedAt, undefined);
+  assert.equal(back.withdrawn, undefined);
+  assert.equal((await mem.history(summary.id)).at(-1).event, "restored");
+  await mem.close();
+});
+
+test("import refuses a summary of a superseded memory and changes nothing", async () => {
+  const mem = await Memory.open({ storage: mapAdapter() });
+  const [coffee] = await mem.ingest({ text: "I take my coffee as a cortado.", scope });
+  await mem.storeSummary({ scope, text: "Drinks cortados.", sources: [coffee.id] });
+  const doc = JSON.parse(await mem.export());
+  const item = doc.items.find((i) => i.id === coffee.id);
+  item.supersededAt = item.updatedAt;
+  const items = JSON.stringify(doc.items);
+  doc.checksum = createHash("sha256").update(items).digest("hex");
+  const fresh = await Memory.open({ storage: mapAdapter() });
+  await assert.rejects(
+    fresh.import(JSON.stringify(doc)),
+    (e) => e instanceof MemtideError && e.code === "INVALID_INPUT" && /superseded/.test(e.message),
+  );
+  assert.equal((await fresh.stats()).items, 0);
+  await mem.close();
+  await fresh.close();
 });

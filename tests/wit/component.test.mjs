@@ -562,3 +562,21 @@ test("a summary is stored linked to its sources, replaced in place and erased wi
   const bytes = [...storage.map.values()].map((v) => Buffer.from(v).toString("latin1")).join("");
   assert.ok(!bytes.includes("A June trip"), "no byte of the summary is left");
 });
+
+test("a summary withdrawn with its source is marked withdrawn and comes back, however long ago", async () => {
+  const store = await open(new MapStorage());
+  const s1 = scope("alice", "chat", { sessionId: "s1" });
+  const [door] = store.ingest([{ text: "The door code of the flat is 4417.", scope: s1 }]).map((r) => r.id);
+  const summary = store.storeSummary({ scope: s1, text: "Door code 4417.", sources: [door] });
+  assert.equal(summary.withdrawn, false);
+  store.delete(door, false);
+  assert.equal(store.get(summary.id).withdrawn, true);
+  // One event more than the 32 the history keeps: `withdrawn` drops out.
+  for (let i = 0; i < 33; i++) store.update(summary.id, { pinned: i % 2 === 0 });
+  assert.ok(!store.history(summary.id).some((e) => e.event === "withdrawn"));
+  store.update(door, { deleted: false });
+  const back = store.get(summary.id);
+  assert.equal(back.deletedAt, undefined);
+  assert.equal(back.withdrawn, false);
+  assert.equal(store.history(summary.id).at(-1).event, "restored");
+});

@@ -5,6 +5,8 @@
 //! Errors go to stderr as `error[CODE]: message`; the exit status is 1 for
 //! runtime errors and 2 for usage errors.
 
+#![forbid(unsafe_code)]
+
 use std::io::{self, BufWriter, ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

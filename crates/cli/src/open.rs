@@ -1,7 +1,6 @@
 //! The store a command works on, closed the way a process about to exit
 //! closes it.
 
-use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 
 use memtide::env::Environment;
@@ -16,13 +15,14 @@ use memtide::Memory;
 /// the catalog in memory"). The operating system takes the memory back at
 /// exit.
 pub struct OpenStore<E: Environment> {
-    memory: ManuallyDrop<Memory<FsStorage, E>>,
+    /// Always `Some` until `drop` takes it.
+    memory: Option<Memory<FsStorage, E>>,
 }
 
 impl<E: Environment> OpenStore<E> {
     pub fn new(memory: Memory<FsStorage, E>) -> Self {
         OpenStore {
-            memory: ManuallyDrop::new(memory),
+            memory: Some(memory),
         }
     }
 }
@@ -31,23 +31,28 @@ impl<E: Environment> Deref for OpenStore<E> {
     type Target = Memory<FsStorage, E>;
 
     fn deref(&self) -> &Self::Target {
-        &self.memory
+        match &self.memory {
+            Some(memory) => memory,
+            None => unreachable!("only `drop` takes the store"),
+        }
     }
 }
 
 impl<E: Environment> DerefMut for OpenStore<E> {
     fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.memory
+        match &mut self.memory {
+            Some(memory) => memory,
+            None => unreachable!("only `drop` takes the store"),
+        }
     }
 }
 
 impl<E: Environment> Drop for OpenStore<E> {
     fn drop(&mut self) {
-        // SAFETY: `memory` is taken once, here, and never used again: `self`
-        // is being dropped.
-        let memory = unsafe { ManuallyDrop::take(&mut self.memory) };
-        let (storage, engine) = memory.into_parts();
-        drop(storage);
-        std::mem::forget(engine);
+        if let Some(memory) = self.memory.take() {
+            let (storage, engine) = memory.into_parts();
+            drop(storage);
+            std::mem::forget(engine);
+        }
     }
 }

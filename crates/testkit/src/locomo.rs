@@ -139,24 +139,7 @@ pub fn parse_session_date(date: &str) -> Option<Timestamp> {
     let day: u32 = parts.next()?.parse().ok()?;
     let month_name = parts.next()?.trim_end_matches(',');
     let year: i32 = parts.next()?.parse().ok()?;
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
-    let month = MONTHS
-        .iter()
-        .position(|m| m.eq_ignore_ascii_case(month_name))?
-        + 1;
+    let month = memtide::text::calendar::month_number(month_name)?;
     let text = format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:00Z");
     Timestamp::parse_rfc3339(&text).ok()
 }

@@ -23,6 +23,17 @@ pub fn open() -> Mem {
     .expect("an empty store opens")
 }
 
+/// `mem`'s storage opened again, at [`T0`] with the default configuration:
+/// what a reopened store reads back.
+pub fn reopen(mem: Mem) -> Mem {
+    Memory::open(
+        mem.into_storage(),
+        FixedEnvironment::new(Timestamp(T0)),
+        Default::default(),
+    )
+    .expect("the store reopens")
+}
+
 /// The one scope of the tests that need only one.
 pub fn scope() -> Scope {
     Scope::workspace("alice", "home")

@@ -766,6 +766,7 @@ impl From<MemoryItem> for w::MemoryItem {
             superseded_by: item.superseded_by,
             supersedes: item.supersedes,
             summary_of: item.summary_of,
+            withdrawn: item.withdrawn,
         }
     }
 }

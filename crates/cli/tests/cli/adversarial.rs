@@ -424,6 +424,20 @@ fn derive_export(export: &str, derive: &str) -> String {
         "unnormalized-text" => list[0]["text"] = Value::from("  two   spaces  "),
         "big-text" => list[0]["text"] = Value::from("x".repeat(BIG_BYTES)),
         "unknown-item-field" => list[0]["colour"] = Value::from("red"),
+        "summary-of-live" | "summary-of-superseded" => {
+            // The first memory's summary, its own summary in its scope.
+            let text = "A summary of the first memory.";
+            let mut summary = list[0].clone();
+            summary["id"] = Value::from("summaryOfTheFirstMemory");
+            summary["kind"] = Value::from("summary");
+            summary["text"] = Value::from(text);
+            summary["contentHash"] = Value::from(hex(&Sha256::digest(text.as_bytes())));
+            summary["summaryOf"] = Value::from(vec![list[0]["id"].clone()]);
+            if derive == "summary-of-superseded" {
+                list[0]["supersededAt"] = list[0]["updatedAt"].clone();
+            }
+            list.push(summary);
+        }
         other => match other.strip_prefix("version=") {
             Some(version) => return set_version(version),
             None => panic!("unknown derive {other}"),

@@ -68,3 +68,40 @@ fn a_host_reads_the_context_and_stores_the_summary_its_model_wrote() {
     let err = fails(store, &["store-summary"], &unknown.to_string());
     assert!(err.starts_with("error[NOT_FOUND]"), "{err}");
 }
+
+#[test]
+fn a_summary_withdrawn_longer_ago_than_its_history_keeps_comes_back_with_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let line = json!({"text": "the door code is 4417", "scope": session_scope()}).to_string();
+    let source = ok(store, &["ingest"], &line)[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let summary = json!({"scope": session_scope(), "text": "Door code 4417.", "sources": [source]});
+    let id = ok(store, &["store-summary"], &summary.to_string())[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(store, &["delete", &source], "");
+    assert_eq!(ok(store, &["get", &id], "")[0]["withdrawn"], true);
+    // One event more than the 32 the history keeps, each by a process of
+    // its own: the `withdrawn` event drops out.
+    for i in 0..33 {
+        let patch = json!({"pinned": i % 2 == 0}).to_string();
+        ok(store, &["update", &id], &patch);
+    }
+    let events = ok(store, &["history", &id], "");
+    assert!(
+        events.iter().all(|e| e["event"] != "withdrawn"),
+        "{events:?}"
+    );
+    ok(store, &["update", &source], r#"{"deleted": false}"#);
+    let back = &ok(store, &["get", &id], "")[0];
+    assert!(
+        back.get("deletedAt").is_none() && back.get("withdrawn").is_none(),
+        "{back}"
+    );
+    let events = ok(store, &["history", &id], "");
+    assert_eq!(events.last().unwrap()["event"], "restored");
+}
