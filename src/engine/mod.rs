@@ -120,7 +120,7 @@ pub struct Engine {
     /// The largest ULID among the ids ever held: new ids are made after it
     /// (`Environment::new_id`), so memories that share a timestamp
     /// keep the order they came in, across instances too.
-    newest_ulid: Option<String>,
+    newest_ulid: Option<Id>,
     lexical: FastMap<Tenant, Bm25Index>,
     // Embeddings: changed only by `set_vector` (vectors.rs), which keeps
     // the vector indexes in step.
@@ -194,7 +194,7 @@ impl Engine {
             .into_iter()
             .map(|(k, v)| (k, Stored::Bytes(v)))
             .collect();
-        Engine::load_counted(config, records, model_id, &HashMap::new())
+        Engine::load_counted(config, records, model_id, &FastMap::default())
     }
 
     /// [`Engine::load`] given the terms of memories as counted when they
@@ -203,7 +203,7 @@ impl Engine {
         config: Config,
         records: Vec<(String, Stored)>,
         model_id: Option<String>,
-        counts: &HashMap<String, Option<TermCounts>>,
+        counts: &FastMap<String, Option<TermCounts>>,
     ) -> Result<Engine> {
         config.validate()?;
         let mut engine = Engine::new(config);
@@ -229,7 +229,7 @@ impl Engine {
         &mut self,
         mut changes: Vec<(String, Option<Stored>)>,
         model_id: Option<String>,
-        counts: &HashMap<String, Option<TermCounts>>,
+        counts: &FastMap<String, Option<TermCounts>>,
     ) -> Result<()> {
         // Deletes first, embeddings before their memories; then puts,
         // files and memories before embeddings (`file/` < `item/` < `vec/`).

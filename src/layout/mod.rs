@@ -30,12 +30,13 @@ mod lexical;
 mod varint;
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::codec::{self, CodecError};
 use crate::engine::{Config, Engine, Stored};
 use crate::item::MemoryItem;
 use crate::error::{Error, Result};
+use crate::fast_hash::{FastMap, FastSet};
 use crate::index::bm25::TermCounts;
 use crate::keys::{ITEM_PREFIX, MANIFEST_KEY};
 use crate::storage::{AsyncStorage, Batch, Expect, StorageError, SNAPSHOT_ATTEMPTS};
@@ -68,11 +69,11 @@ pub(crate) struct Layout {
     /// The live segments by number (oldest first).
     segments: BTreeMap<u64, Segment>,
     /// Every record key with where its versions are.
-    keys: HashMap<String, KeyState>,
+    keys: FastMap<String, KeyState>,
     /// The log's frames, oldest first: frames of puts.
     log: Vec<Vec<u8>>,
     /// The keys with a version in the log.
-    log_keys: HashSet<String>,
+    log_keys: FastSet<String>,
     /// The number the next segment takes.
     next_segment: u64,
 }
@@ -89,10 +90,13 @@ struct Segment {
 }
 
 /// Where the versions of one record are.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct KeyState {
-    /// The segments holding a version, ascending: the last holds the newest.
-    segments: Vec<u64>,
+    /// The segments holding an older version, ascending. Most records
+    /// have one version, so this is empty and allocates nothing.
+    older: Vec<u64>,
+    /// The segment holding the newest version a segment holds.
+    last: Option<u64>,
     /// The newest version is in the log.
     in_log: bool,
 }
@@ -102,8 +106,32 @@ impl KeyState {
         if self.in_log {
             None
         } else {
-            self.segments.last().copied()
+            self.last
         }
+    }
+
+    /// The segments holding a version, ascending.
+    fn segments(&self) -> impl Iterator<Item = u64> + '_ {
+        self.older.iter().copied().chain(self.last)
+    }
+
+    /// Adds segment `number`, newer than every segment held.
+    fn push(&mut self, number: u64) {
+        if let Some(previous) = self.last.replace(number) {
+            self.older.push(previous);
+        }
+    }
+
+    /// Keeps the segments `keep` accepts.
+    fn retain(&mut self, keep: impl Fn(u64) -> bool) {
+        self.older.retain(|&n| keep(n));
+        if self.last.is_some_and(|n| !keep(n)) {
+            self.last = self.older.pop();
+        }
+    }
+
+    fn has_segments(&self) -> bool {
+        self.last.is_some()
     }
 }
 
@@ -121,7 +149,7 @@ struct Update {
     removed: Vec<u64>,
     added: Vec<(SegmentRef, Vec<String>)>,
     log: Vec<Vec<u8>>,
-    log_keys: HashSet<String>,
+    log_keys: FastSet<String>,
     erased: Vec<String>,
     next_segment: u64,
 }
@@ -222,7 +250,7 @@ struct Contents {
 /// holding its newest version counts them: `None` when that part has no
 /// doc for it (a soft-deleted memory). Memories the log holds, or a
 /// segment of format 4, are absent: their texts are analysed on load.
-pub(crate) type Counts = HashMap<String, Option<TermCounts>>;
+pub(crate) type Counts = FastMap<String, Option<TermCounts>>;
 
 /// How reading the segments a manifest names ended.
 pub(crate) enum Read<T> {
@@ -279,8 +307,8 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
         next_segment: header.next_segment,
         ..Layout::default()
     };
-    let mut current: HashMap<&str, Newest<'_>> = HashMap::new();
-    let mut counts = Counts::new();
+    let mut current: FastMap<&str, Newest<'_>> = FastMap::default();
+    let mut counts = Counts::default();
     layout.add_layers(&segments, &frames, &mut current, &mut counts)?;
     let records = current
         .into_iter()
@@ -403,24 +431,19 @@ impl Layout {
             Read::Done(segments) => segments,
             Read::Missing(key) => return Ok(Some(Read::Missing(key))),
         };
-        let named: HashSet<u64> = header.segments.iter().map(|s| s.number).collect();
+        let named: FastSet<u64> = header.segments.iter().map(|s| s.number).collect();
         let mut layout = Layout {
             next_segment: header.next_segment,
             ..Layout::default()
         };
         for (key, state) in &self.keys {
-            let kept: Vec<u64> = state
-                .segments
-                .iter()
-                .copied()
-                .filter(|n| named.contains(n))
-                .collect();
-            if !kept.is_empty() {
-                let state = KeyState {
-                    segments: kept,
-                    in_log: false,
-                };
-                layout.keys.insert(key.clone(), state);
+            let mut kept = KeyState {
+                in_log: false,
+                ..state.clone()
+            };
+            kept.retain(|n| named.contains(&n));
+            if kept.has_segments() {
+                layout.keys.insert(key.clone(), kept);
             }
         }
         for (number, segment) in &self.segments {
@@ -431,8 +454,8 @@ impl Layout {
         // The newest version of every record the new segments or the log
         // hold: new segments are newer than every segment held, the log
         // newer than them all.
-        let mut newest: HashMap<&str, Newest<'_>> = HashMap::new();
-        let mut term_counts = Counts::new();
+        let mut newest: FastMap<&str, Newest<'_>> = FastMap::default();
+        let mut term_counts = Counts::default();
         layout.add_layers(&segments, &frames, &mut newest, &mut term_counts)?;
         let mut changes: Vec<(String, Option<Stored>)> = newest
             .into_iter()
@@ -461,9 +484,15 @@ impl Layout {
         &mut self,
         segments: &'a [(SegmentRef, Vec<u8>)],
         frames: &[&'a [u8]],
-        newest: &mut HashMap<&'a str, Newest<'a>>,
+        newest: &mut FastMap<&'a str, Newest<'a>>,
         counts: &mut Counts,
     ) -> Result<()> {
+        // The maps grow to about this many keys: reserved at once rather
+        // than rehashed as they double.
+        let records: usize = segments.iter().map(|(info, _)| info.records as usize).sum();
+        newest.reserve(records);
+        self.keys.reserve(records);
+        counts.reserve(records);
         for (info, value) in segments {
             let contents = decode_segment(value).map_err(|e| corrupt_at(info.number, e))?;
             if contents.records.len() != info.records as usize {
@@ -485,7 +514,7 @@ impl Layout {
                 };
                 newest.insert(key, version);
                 let state = self.keys.entry(key.to_string()).or_default();
-                state.segments.push(info.number);
+                state.push(info.number);
                 let doc = docs.next_if(|(i, _)| *i as usize == index).map(|(_, terms)| terms);
                 if indexed && key.starts_with(ITEM_PREFIX) {
                     counts.insert(key.to_string(), doc);
@@ -545,7 +574,7 @@ impl Layout {
     /// [`Engine::batch_for`]; `engine` holds the state after it), with this
     /// commit's share of compaction. See the module documentation.
     pub(crate) fn plan(&self, changed: &Batch, engine: &Engine) -> Plan {
-        let mut touched: HashSet<&str> = HashSet::new();
+        let mut touched: FastSet<&str> = FastSet::default();
         let mut puts: Vec<(&str, &[u8])> = Vec::new();
         let mut rewrite: BTreeSet<u64> = BTreeSet::new();
         let mut erased = Vec::new();
@@ -555,7 +584,7 @@ impl Layout {
                 Some(record) => puts.push((key, record)),
                 None => {
                     if let Some(state) = self.keys.get(key) {
-                        rewrite.extend(&state.segments);
+                        rewrite.extend(state.segments());
                         erased.push(key.to_string());
                     }
                 }
@@ -596,7 +625,7 @@ impl Layout {
                 }
             }
         }
-        let mut log_keys = HashSet::new();
+        let mut log_keys = FastSet::default();
         for frame in &log {
             for (key, _) in records_of(frame).unwrap_or_default() {
                 log_keys.insert(key.to_string());
@@ -681,9 +710,9 @@ impl Layout {
     /// shadowed versions when they outnumber its live records, else the
     /// oldest [`MERGE_FANIN`] small segments of the smallest tier that has
     /// that many. Segments already rewritten are left out.
-    fn merge_candidate(&self, touched: &HashSet<&str>, rewrite: &BTreeSet<u64>) -> Option<Vec<u64>> {
+    fn merge_candidate(&self, touched: &FastSet<&str>, rewrite: &BTreeSet<u64>) -> Option<Vec<u64>> {
         // Live records this commit takes out of each segment.
-        let mut leaving: HashMap<u64, u32> = HashMap::new();
+        let mut leaving: FastMap<u64, u32> = FastMap::default();
         for key in touched {
             if let Some(n) = self.keys.get(*key).and_then(KeyState::live_segment) {
                 *leaving.entry(n).or_default() += 1;
@@ -726,10 +755,10 @@ impl Layout {
     /// Makes a committed plan the layout's state.
     pub(crate) fn apply(&mut self, plan: Plan) {
         let update = plan.update;
-        let removed: HashSet<u64> = update.removed.iter().copied().collect();
+        let removed: FastSet<u64> = update.removed.iter().copied().collect();
         // Keys whose newest version may move, with where it was.
-        let mut moved: HashMap<String, Option<u64>> = HashMap::new();
-        let mut note = |keys: &HashMap<String, KeyState>, key: &str| {
+        let mut moved: FastMap<String, Option<u64>> = FastMap::default();
+        let mut note = |keys: &FastMap<String, KeyState>, key: &str| {
             if !moved.contains_key(key) {
                 let was = keys.get(key).and_then(KeyState::live_segment);
                 moved.insert(key.to_string(), was);
@@ -745,7 +774,7 @@ impl Layout {
         }
         if !removed.is_empty() {
             for state in self.keys.values_mut() {
-                state.segments.retain(|n| !removed.contains(n));
+                state.retain(|n| !removed.contains(&n));
             }
             for n in &removed {
                 self.segments.remove(n);
@@ -770,7 +799,7 @@ impl Layout {
             };
             self.segments.insert(info.number, segment);
             for key in keys {
-                self.keys.entry(key.clone()).or_default().segments.push(info.number);
+                self.keys.entry(key.clone()).or_default().push(info.number);
             }
         }
         for (key, was) in moved {
@@ -786,7 +815,7 @@ impl Layout {
             }
         }
         self.keys
-            .retain(|_, state| state.in_log || !state.segments.is_empty());
+            .retain(|_, state| state.in_log || state.has_segments());
         self.log = update.log;
         self.log_keys = update.log_keys;
         self.next_segment = update.next_segment;
