@@ -17,53 +17,84 @@ use crate::item::{MemoryItem, Privacy, Scope, Source};
 
 /// Bytes of `serde_json::to_vec(item)`.
 pub(crate) fn item_json_len(item: &MemoryItem) -> usize {
-    let nested = !item.merged_from.is_empty()
-        || item.metadata.is_some()
-        || !item.history.is_empty()
-        || item.superseded_at.is_some()
-        || item.superseded_by.is_some()
-        || !item.supersedes.is_empty()
-        || !item.summary_of.is_empty();
+    // Every field is named, without `..`: a field added to `MemoryItem`
+    // does not compile here until it is counted (or counted by writing).
+    let MemoryItem {
+        id,
+        text,
+        kind,
+        scope,
+        status,
+        pinned,
+        source,
+        content_hash,
+        role,
+        speaker,
+        tags,
+        privacy,
+        created_at: _,
+        updated_at: _,
+        last_used_at,
+        usage_count,
+        merged_from,
+        follows,
+        deleted_at,
+        source_lines,
+        key,
+        metadata,
+        history,
+        superseded_at,
+        superseded_by,
+        supersedes,
+        summary_of,
+    } = item;
+    let nested = !merged_from.is_empty()
+        || metadata.is_some()
+        || !history.is_empty()
+        || superseded_at.is_some()
+        || superseded_by.is_some()
+        || !supersedes.is_empty()
+        || !summary_of.is_empty();
     if nested {
         return written_len(item);
     }
     let mut object = Object::default();
-    object.field("id", string_len(&item.id));
-    object.field("text", string_len(&item.text));
-    object.field("kind", string_len(item.kind.as_str()));
-    object.field("scope", scope_len(&item.scope));
-    object.field("status", written_len(&item.status));
-    object.field("pinned", bool_len(item.pinned));
-    object.field("source", source_len(&item.source));
-    object.field("contentHash", string_len(&item.content_hash));
-    if let Some(role) = item.role {
+    object.field("id", string_len(id));
+    object.field("text", string_len(text));
+    object.field("kind", string_len(kind.as_str()));
+    object.field("scope", scope_len(scope));
+    object.field("status", written_len(status));
+    object.field("pinned", bool_len(*pinned));
+    object.field("source", source_len(source));
+    object.field("contentHash", string_len(content_hash));
+    if let Some(role) = role {
         object.field("role", string_len(role.as_str()));
     }
-    if let Some(speaker) = &item.speaker {
+    if let Some(speaker) = speaker {
         object.field("speaker", string_len(speaker));
     }
-    let tags: usize = item.tags.iter().map(|t| string_len(t)).sum();
-    object.field("tags", 2 + tags + item.tags.len().saturating_sub(1));
-    object.field("privacy", privacy_len(&item.privacy));
+    let tag_bytes: usize = tags.iter().map(|t| string_len(t)).sum();
+    object.field("tags", 2 + tag_bytes + tags.len().saturating_sub(1));
+    object.field("privacy", privacy_len(privacy));
     object.field("createdAt", TIMESTAMP_LEN);
     object.field("updatedAt", TIMESTAMP_LEN);
-    if item.last_used_at.is_some() {
+    if last_used_at.is_some() {
         object.field("lastUsedAt", TIMESTAMP_LEN);
     }
-    object.field("usageCount", digits(item.usage_count));
-    if let Some(follows) = &item.follows {
+    object.field("usageCount", digits(*usage_count));
+    if let Some(follows) = follows {
         object.field("follows", string_len(follows));
     }
-    if item.deleted_at.is_some() {
+    if deleted_at.is_some() {
         object.field("deletedAt", TIMESTAMP_LEN);
     }
-    if let Some(lines) = item.source_lines {
+    if let Some(lines) = source_lines {
         let mut range = Object::default();
         range.field("start", digits(u64::from(lines.start)));
         range.field("end", digits(u64::from(lines.end)));
         object.field("sourceLines", range.len());
     }
-    if let Some(key) = &item.key {
+    if let Some(key) = key {
         object.field("key", string_len(key));
     }
     object.len()
