@@ -3,16 +3,14 @@
 //! parts count ([`read`]), and, after another writer's commits, only what
 //! changed ([`Layout::catch_up`]).
 
-use std::collections::BTreeMap;
-
 use super::format::{self, decode_manifest, decode_segment, records_of, segment_key, Header, SegmentRef};
-use super::{is_layout, legacy, KeyState, Layout, Opened, Read, Segment};
+use super::{KeyState, Layout, Opened, Read, Segment};
 use crate::codec::CodecError;
 use crate::engine::{Config, Engine, Stored};
 use crate::error::{Error, Result};
 use crate::fast_hash::{FastMap, FastSet};
 use crate::index::bm25::TermCounts;
-use crate::keys::{ITEM_PREFIX, MANIFEST_KEY};
+use crate::keys::ITEM_PREFIX;
 use crate::item::MemoryItem;
 use crate::storage::AsyncStorage;
 
@@ -133,7 +131,9 @@ pub(super) async fn read<S: AsyncStorage>(
 #[cfg(any(test, feature = "testing"))]
 pub async fn stored_records<S: AsyncStorage>(
     storage: &S,
-) -> Result<BTreeMap<String, Vec<u8>>> {
+) -> Result<std::collections::BTreeMap<String, Vec<u8>>> {
+    use super::{is_layout, legacy};
+    use crate::keys::MANIFEST_KEY;
     if let Some(bytes) = storage.get(MANIFEST_KEY).await?.filter(|m| is_layout(m)) {
         {
             return match read_contents(storage, &bytes).await? {
