@@ -6,10 +6,9 @@
 use super::format::{self, decode_manifest, decode_segment, records_of, segment_key, Header, SegmentRef};
 use super::{KeyState, Layout, Opened, Read, Segment};
 use crate::codec::CodecError;
-use crate::engine::{Config, Engine, Stored};
+use crate::engine::{Config, Counted, Engine, Stored};
 use crate::error::{Error, Result};
 use crate::fast_hash::{FastMap, FastSet};
-use crate::index::bm25::TermCounts;
 use crate::keys::ITEM_PREFIX;
 use crate::item::MemoryItem;
 use crate::storage::AsyncStorage;
@@ -19,16 +18,10 @@ use crate::storage::AsyncStorage;
 struct Contents {
     header: Header,
     layout: Layout,
-    records: Vec<(String, Stored)>,
-    /// The memories' terms as the segments' lexical parts count them.
-    counts: Counts,
+    /// With their memories' terms as the segments' lexical parts count
+    /// them.
+    records: Vec<(String, Stored, Counted)>,
 }
-
-/// By memory record key, its terms as the lexical part of the segment
-/// holding its newest version counts them: `None` when that part has no
-/// doc for it (a soft-deleted memory). Memories the log holds, or a
-/// segment of format 4, are absent: their texts are analysed on load.
-pub(crate) type Counts = FastMap<String, Option<TermCounts>>;
 
 /// Reads the segments of `header` whose numbers are in `wanted`, checking
 /// that the manifest names its segments in order and that each value is the
@@ -77,18 +70,16 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
         next_segment: header.next_segment,
         ..Layout::default()
     };
-    let mut current: FastMap<&str, Newest<'_>> = FastMap::default();
-    let mut counts = Counts::default();
-    layout.add_layers(&segments, &frames, &mut current, &mut counts)?;
+    let mut current: FastMap<&str, (Newest<'_>, Counted)> = FastMap::default();
+    layout.add_layers(&segments, &frames, &mut current)?;
     let records = current
         .into_iter()
-        .map(|(k, v)| (k.to_string(), v.into_stored()))
+        .map(|(k, (v, counted))| (k.to_string(), v.into_stored(), counted))
         .collect();
     Ok(Read::Done(Contents {
         header,
         layout,
         records,
-        counts,
     }))
 }
 
@@ -107,7 +98,6 @@ pub(super) async fn read<S: AsyncStorage>(
         config,
         contents.records,
         header.model_id.clone(),
-        &contents.counts,
     )?;
     let summary = engine.summary();
     if [summary.items, summary.vectors, summary.files]
@@ -140,7 +130,7 @@ pub async fn stored_records<S: AsyncStorage>(
                 Read::Done(contents) => Ok(contents
                     .records
                     .into_iter()
-                    .map(|(key, stored)| match stored {
+                    .map(|(key, stored, _)| match stored {
                         Stored::Bytes(bytes) => (key, bytes),
                         Stored::Item(item) => (key, crate::codec::encode_item(&item)),
                     })
@@ -162,10 +152,9 @@ pub(crate) struct CatchUp {
     /// The layout after the changes.
     pub(crate) layout: Layout,
     /// Each record key whose newest version changed, with its record, or
-    /// `None` when it was deleted.
-    pub(crate) changes: Vec<(String, Option<Stored>)>,
-    /// The terms of the changed memories that new segments count.
-    pub(crate) term_counts: Counts,
+    /// `None` when it was deleted, and the terms of its memory that a new
+    /// segment counts.
+    pub(crate) changes: Vec<(String, Option<Stored>, Counted)>,
     /// The model of the store's embeddings.
     pub(crate) model_id: Option<String>,
     /// The counts the manifest states, to check the engine against.
@@ -226,45 +215,40 @@ impl Layout {
         // The newest version of every record the new segments or the log
         // hold: new segments are newer than every segment held, the log
         // newer than them all.
-        let mut newest: FastMap<&str, Newest<'_>> = FastMap::default();
-        let mut term_counts = Counts::default();
-        layout.add_layers(&segments, &frames, &mut newest, &mut term_counts)?;
-        let mut changes: Vec<(String, Option<Stored>)> = newest
+        let mut newest: FastMap<&str, (Newest<'_>, Counted)> = FastMap::default();
+        layout.add_layers(&segments, &frames, &mut newest)?;
+        let mut changes: Vec<(String, Option<Stored>, Counted)> = newest
             .into_iter()
-            .map(|(k, v)| (k.to_string(), Some(v.into_stored())))
+            .map(|(k, (v, counted))| (k.to_string(), Some(v.into_stored()), counted))
             .collect();
         for key in self.keys.keys() {
             if !layout.keys.contains_key(key) {
-                changes.push((key.clone(), None));
+                changes.push((key.clone(), None, None));
             }
         }
         Ok(Some(Read::Done(CatchUp {
             changes,
-            term_counts,
             model_id: header.model_id,
             counts: [header.item_count, header.vector_count, header.file_count],
             layout,
         })))
     }
 
-
     /// Adds `segments` (newer than every segment held) and then the log
     /// `frames` to the layout, and their records to `newest`, a later
-    /// version replacing an earlier one, with the terms the newest
-    /// version's lexical part counts in `counts`.
+    /// version replacing an earlier one, each with the terms its lexical
+    /// part counts.
     fn add_layers<'a>(
         &mut self,
         segments: &'a [(SegmentRef, Vec<u8>)],
         frames: &[&'a [u8]],
-        newest: &mut FastMap<&'a str, Newest<'a>>,
-        counts: &mut Counts,
+        newest: &mut FastMap<&'a str, (Newest<'a>, Counted)>,
     ) -> Result<()> {
         // The maps grow to about this many keys: reserved at once rather
         // than rehashed as they double.
         let records: usize = segments.iter().map(|(info, _)| info.records as usize).sum();
         newest.reserve(records);
         self.keys.reserve(records);
-        counts.reserve(records);
         for (info, value) in segments {
             let contents = decode_segment(value).map_err(|e| corrupt_at(info.number, e))?;
             if contents.records.len() != info.records as usize {
@@ -284,15 +268,11 @@ impl Layout {
                     Some(item) => Newest::Item(Box::new(item)),
                     None => Newest::Bytes(record),
                 };
-                newest.insert(key, version);
+                let doc = docs.next_if(|(i, _)| *i as usize == index).map(|(_, terms)| terms);
+                let counted = (indexed && key.starts_with(ITEM_PREFIX)).then_some(doc);
+                newest.insert(key, (version, counted));
                 let state = self.keys.entry(key.to_string()).or_default();
                 state.push(info.number);
-                let doc = docs.next_if(|(i, _)| *i as usize == index).map(|(_, terms)| terms);
-                if indexed && key.starts_with(ITEM_PREFIX) {
-                    counts.insert(key.to_string(), doc);
-                } else {
-                    counts.remove(key);
-                }
             }
             let segment = Segment {
                 info: *info,
@@ -303,8 +283,7 @@ impl Layout {
         }
         for frame in frames {
             for (key, record) in records_of(frame)? {
-                counts.remove(key);
-                newest.insert(key, Newest::Bytes(record));
+                newest.insert(key, (Newest::Bytes(record), None));
                 self.keys.entry(key.to_string()).or_default().in_log = true;
                 self.log_keys.insert(key.to_string());
             }
