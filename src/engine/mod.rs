@@ -239,7 +239,10 @@ impl Engine {
     ) -> Result<()> {
         // Deletes first, embeddings before their memories; then puts,
         // files and memories before embeddings (`file/` < `item/` < `vec/`).
-        changes.sort_unstable_by(|a, b| match (&a.1, &b.1) {
+        // Keys are distinct, so a stable sort gives the one order; it
+        // merges the sorted runs a store's segments give (`layout/read.rs`)
+        // instead of sorting them again.
+        changes.sort_by(|a, b| match (&a.1, &b.1) {
             (None, Some(_)) => std::cmp::Ordering::Less,
             (Some(_), None) => std::cmp::Ordering::Greater,
             (None, None) => b.0.cmp(&a.0),

@@ -3,6 +3,8 @@
 //! parts count ([`read`]), and, after another writer's commits, only what
 //! changed ([`Layout::catch_up`]).
 
+use std::collections::hash_map::Entry;
+
 use super::format::{self, decode_manifest, decode_segment, records_of, segment_key, Header, SegmentRef};
 use super::{KeyState, Layout, Opened, Read, Segment};
 use crate::codec::CodecError;
@@ -70,11 +72,11 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
         next_segment: header.next_segment,
         ..Layout::default()
     };
-    let mut current: FastMap<&str, (Newest<'_>, Counted)> = FastMap::default();
+    let mut current = Newest::default();
     layout.add_layers(&segments, &frames, &mut current)?;
     let records = current
-        .into_iter()
-        .map(|(k, (v, counted))| (k.to_string(), v.into_stored(), counted))
+        .into_records()
+        .map(|(k, v, counted)| (k.to_string(), v.into_stored(), counted))
         .collect();
     Ok(Read::Done(Contents {
         header,
@@ -215,11 +217,11 @@ impl Layout {
         // The newest version of every record the new segments or the log
         // hold: new segments are newer than every segment held, the log
         // newer than them all.
-        let mut newest: FastMap<&str, (Newest<'_>, Counted)> = FastMap::default();
+        let mut newest = Newest::default();
         layout.add_layers(&segments, &frames, &mut newest)?;
         let mut changes: Vec<(String, Option<Stored>, Counted)> = newest
-            .into_iter()
-            .map(|(k, (v, counted))| (k.to_string(), Some(v.into_stored()), counted))
+            .into_records()
+            .map(|(k, v, counted)| (k.to_string(), Some(v.into_stored()), counted))
             .collect();
         for key in self.keys.keys() {
             if !layout.keys.contains_key(key) {
@@ -242,7 +244,7 @@ impl Layout {
         &mut self,
         segments: &'a [(SegmentRef, Vec<u8>)],
         frames: &[&'a [u8]],
-        newest: &mut FastMap<&'a str, (Newest<'a>, Counted)>,
+        newest: &mut Newest<'a>,
     ) -> Result<()> {
         // The maps grow to about this many keys: reserved at once rather
         // than rehashed as they double.
@@ -265,12 +267,12 @@ impl Layout {
                 // An empty record is the next catalog row (checked by
                 // `decode_segment`).
                 let version = match rows.next_if(|_| record.is_empty()) {
-                    Some(item) => Newest::Item(Box::new(item)),
-                    None => Newest::Bytes(record),
+                    Some(item) => Version::Item(Box::new(item)),
+                    None => Version::Bytes(record),
                 };
                 let doc = docs.next_if(|(i, _)| *i as usize == index).map(|(_, terms)| terms);
                 let counted = (indexed && key.starts_with(ITEM_PREFIX)).then_some(doc);
-                newest.insert(key, (version, counted));
+                newest.put(key, version, counted);
                 let state = self.keys.entry(key.to_string()).or_default();
                 state.push(info.number);
             }
@@ -283,7 +285,7 @@ impl Layout {
         }
         for frame in frames {
             for (key, record) in records_of(frame)? {
-                newest.insert(key, (Newest::Bytes(record), None));
+                newest.put(key, Version::Bytes(record), None);
                 self.keys.entry(key.to_string()).or_default().in_log = true;
                 self.log_keys.insert(key.to_string());
             }
@@ -308,18 +310,54 @@ impl Layout {
     }
 }
 
-/// The newest version of a record while segments and the log are read:
-/// its bytes in a segment or the log, or the memory of a catalog row.
-enum Newest<'a> {
+/// The newest version of each record while segments and the log are
+/// read, with its memory's counted terms, in the order the keys were first
+/// read. A segment holds its records in key order and a commit writes its
+/// segments in ascending key ranges, so this order is mostly the keys'
+/// order already: the engine's sort of the records (`Engine::apply_counted`)
+/// merges a few sorted runs rather than sorting keys that a hash map gave
+/// in no order.
+#[derive(Default)]
+struct Newest<'a> {
+    /// Where each key is in `versions`.
+    at: FastMap<&'a str, usize>,
+    versions: Vec<(&'a str, Version<'a>, Counted)>,
+}
+
+impl<'a> Newest<'a> {
+    fn reserve(&mut self, records: usize) {
+        self.at.reserve(records);
+        self.versions.reserve(records);
+    }
+
+    /// `version` is the newest of `key` (a later layer than any before).
+    fn put(&mut self, key: &'a str, version: Version<'a>, counted: Counted) {
+        match self.at.entry(key) {
+            Entry::Occupied(at) => self.versions[*at.get()] = (key, version, counted),
+            Entry::Vacant(at) => {
+                at.insert(self.versions.len());
+                self.versions.push((key, version, counted));
+            }
+        }
+    }
+
+    fn into_records(self) -> impl Iterator<Item = (&'a str, Version<'a>, Counted)> {
+        self.versions.into_iter()
+    }
+}
+
+/// A version of a record: its bytes in a segment or the log, or the
+/// memory of a catalog row.
+enum Version<'a> {
     Bytes(&'a [u8]),
     Item(Box<MemoryItem>),
 }
 
-impl Newest<'_> {
+impl Version<'_> {
     fn into_stored(self) -> Stored {
         match self {
-            Newest::Bytes(bytes) => Stored::Bytes(bytes.to_vec()),
-            Newest::Item(item) => Stored::Item(item),
+            Version::Bytes(bytes) => Stored::Bytes(bytes.to_vec()),
+            Version::Item(item) => Stored::Item(item),
         }
     }
 }
