@@ -210,28 +210,11 @@ pub fn encode_item(item: &MemoryItem) -> Vec<u8> {
     encode_json(RecordType::Item, version, item)
 }
 
-/// The length of [`encode_item`]'s record for `item`, without making it:
-/// the JSON is written to a counter, not to a buffer (`stats` sums it over
-/// every memory).
+/// The length of [`encode_item`]'s record for `item`, without making it
+/// (`stats` sums it over every memory): the JSON's length is counted from
+/// the fields (`crate::json_len`).
 pub fn item_record_len(item: &MemoryItem) -> usize {
-    let mut counter = ByteCounter(0);
-    // Writing our own plain data types to a counter cannot fail.
-    let _ = serde_json::to_writer(&mut counter, item);
-    HEADER_LEN + counter.0 + TRAILER_LEN
-}
-
-/// A writer that keeps only the number of bytes written.
-struct ByteCounter(usize);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    HEADER_LEN + crate::json_len::item_json_len(item) + TRAILER_LEN
 }
 
 /// Decodes a memory item record.

@@ -58,12 +58,14 @@ internal! {
     dedupe;
     engine;
     error;
+    fast_hash;
     files;
     history;
     hot_file;
     index;
     inject;
     item;
+    json_len;
     keys;
     layout;
     memory;

@@ -271,7 +271,7 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
         }
         let model_id = update.model_id.clone();
         self.engine
-            .apply_counted(update.changes, model_id, &update.term_counts)?;
+            .apply_counted(update.changes, model_id)?;
         let summary = self.engine.summary();
         if [summary.items, summary.vectors, summary.files] != update.counts {
             // Reading the whole store decides: damage is reported there.

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::duplicate::{DuplicateKey, Voice};
-use super::catalog::Id;
+use super::catalog::{Id, TenantKey};
 use super::ingest::detects_pii;
 use super::txn::Txn;
 use super::{DeleteAllResult, Engine, ListPage, ListQuery, MemoryPatch, Stats};
@@ -14,7 +14,7 @@ use crate::codec::{self, FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::index::Bm25Index;
 use crate::item::{
-    validate_id, validate_item_id, MemoryItem, Role, Scope, ScopeFilter, Status, Timestamp,
+    validate_id, validate_item_id, Kind, MemoryItem, Role, Scope, ScopeFilter, Status, Timestamp,
 };
 use crate::metadata;
 use crate::text;
@@ -310,7 +310,10 @@ impl Engine {
             .to_string(),
             format_version: FORMAT_VERSION,
         };
-        let mut tenants = BTreeSet::new();
+        // Kinds counted by their place in `Kind::ALL` and tenants borrowed
+        // from the memories: nothing is allocated per memory.
+        let mut kinds = [0usize; Kind::ALL.len()];
+        let mut tenants: BTreeSet<(&str, &str)> = BTreeSet::new();
         for item in self.items().filter(|i| filter.matches_item(i)) {
             stats.items += 1;
             stats.deleted += usize::from(item.is_deleted());
@@ -320,21 +323,25 @@ impl Engine {
                 !item.is_deleted() && !item.is_superseded() && item.status != Status::Rejected,
             );
             stats.pinned += usize::from(item.pinned);
-            *stats
-                .by_kind
-                .entry(item.kind.as_str().to_string())
-                .or_default() += 1;
+            if let Some(k) = Kind::ALL.iter().position(|k| *k == item.kind) {
+                kinds[k] += 1;
+            }
             stats.stored_bytes += codec::item_record_len(item);
             if let Some(vector) = self.embeddings.get(&item.id) {
                 stats.embedded += 1;
                 stats.stored_bytes += vector.record_len();
             }
-            tenants.insert(item.scope.tenant());
+            tenants.insert((item.scope.user_id.as_str(), item.scope.workspace_id.as_str()));
+        }
+        for (kind, count) in Kind::ALL.iter().zip(kinds) {
+            if count > 0 {
+                stats.by_kind.insert(kind.as_str().to_string(), count);
+            }
         }
         stats.tenants = tenants.len();
         stats.indexed_terms = tenants
-            .iter()
-            .filter_map(|t| self.lexical.get(t))
+            .into_iter()
+            .filter_map(|tenant| self.lexical.get(&tenant as &dyn TenantKey))
             .map(Bm25Index::term_count)
             .sum();
         stats

@@ -6,7 +6,8 @@
 //! changes a memory, and it moves every key with it, so a new key is added
 //! there and stays in step by construction.
 
-use std::collections::{HashMap, HashSet};
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use super::duplicate::{DuplicateKey, Voice};
@@ -15,8 +16,7 @@ use super::Engine;
 use crate::env::{parse_ulid, Environment};
 use crate::index::bm25::TermCounts;
 use crate::index::Bm25Index;
-use crate::item::{validate_item_id, MemoryItem, Scope};
-use crate::layout::catalog::hex_bytes;
+use crate::item::{validate_item_id, MemoryItem, Scope, Tenant};
 use crate::text;
 
 /// A memory's id as the catalog's keys hold it: one allocation shared by
@@ -26,37 +26,59 @@ use crate::text;
 /// engine's many lookups by `&String` need.)
 pub(super) type Id = Arc<str>;
 
-/// The engine's hash maps and sets hash with foldhash rather than the
-/// standard library's SipHash, which took a tenth of the CPU time of
-/// opening a large store (`docs/speed.md`, "Heap per memory"). Their keys
-/// are ids, caller keys, content hashes and scopes, some of which callers
-/// choose: foldhash's per-map random seed means a caller cannot precompute
-/// colliding keys, though it is not a keyed cryptographic hash; the worst a
-/// caller who found collisions could do is slow down operations on the
-/// store it already writes to, within the ingest limits on ids and keys.
-pub(super) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-/// See [`FastMap`].
-pub(super) type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
+/// The engine's hash maps and sets (foldhash: see `crate::fast_hash`).
+pub(super) use crate::fast_hash::{FastMap, FastSet};
 
-/// A content hash as a key of `by_hash`: the 32 bytes of the 64 lowercase
-/// hex digits the engine writes, else (a hash an imported memory brought)
-/// its text, so that two keys are equal exactly when the hashes are. The
-/// bytes take 33 bytes inline where the hex digits took a 64-byte
-/// allocation.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) enum ContentKey {
-    Sha256([u8; 32]),
-    Other(Box<str>),
+/// A tenant as the key of a lookup in the engine's maps keyed by
+/// [`Tenant`] (the lexical indexes), borrowed from a scope or a pair of
+/// strings: a lookup does not copy the tenant's two strings, which every
+/// memory loaded did.
+pub(super) trait TenantKey {
+    /// The user and the workspace.
+    fn parts(&self) -> (&str, &str);
 }
 
-impl ContentKey {
-    pub(super) fn of(hash: &str) -> ContentKey {
-        match hex_bytes(hash) {
-            Some(bytes) => ContentKey::Sha256(bytes),
-            None => ContentKey::Other(hash.into()),
-        }
+impl TenantKey for Tenant {
+    fn parts(&self) -> (&str, &str) {
+        (&self.user_id, &self.workspace_id)
     }
 }
+
+impl TenantKey for Scope {
+    fn parts(&self) -> (&str, &str) {
+        (&self.user_id, &self.workspace_id)
+    }
+}
+
+impl TenantKey for (&str, &str) {
+    fn parts(&self) -> (&str, &str) {
+        *self
+    }
+}
+
+impl<'a> Borrow<dyn TenantKey + 'a> for Tenant {
+    fn borrow(&self) -> &(dyn TenantKey + 'a) {
+        self
+    }
+}
+
+/// Hashes as [`Tenant`]'s derived `Hash` does (its two strings in order),
+/// which a `Borrow` lookup requires.
+impl Hash for dyn TenantKey + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let (user_id, workspace_id) = self.parts();
+        user_id.hash(state);
+        workspace_id.hash(state);
+    }
+}
+
+impl PartialEq for dyn TenantKey + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn TenantKey + '_ {}
 
 /// One memory and its doc number in the lexical and vector indexes.
 pub(super) struct Entry {
@@ -132,7 +154,7 @@ impl Engine {
             self.pinned.remove(id);
             self.index_file_chunk(item, false);
             let same_context = new.as_ref().is_some_and(|n| {
-                n.scope.tenant() == item.scope.tenant()
+                n.scope.parts() == item.scope.parts()
                     && n.is_deleted() == item.is_deleted()
                     && n.follows == item.follows
             });
@@ -144,15 +166,15 @@ impl Engine {
             let unchanged_text = new.as_ref().is_some_and(|n| {
                 n.text == item.text
                     && n.speaker == item.speaker
-                    && n.scope.tenant() == item.scope.tenant()
+                    && n.scope.parts() == item.scope.parts()
                     && n.is_deleted() == item.is_deleted()
             });
             if !item.is_deleted() && !unchanged_text {
-                let tenant = item.scope.tenant();
-                if let Some(ix) = self.lexical.get_mut(&tenant) {
+                let tenant: &dyn TenantKey = &item.scope;
+                if let Some(ix) = self.lexical.get_mut(tenant) {
                     ix.remove(*d);
                     if ix.doc_count() == 0 {
-                        self.lexical.remove(&tenant);
+                        self.lexical.remove(tenant);
                     }
                 }
             }
@@ -161,23 +183,25 @@ impl Engine {
         match new {
             Some(item) => {
                 if self.newest_ulid.as_deref() < Some(id) && parse_ulid(id).is_some() {
-                    self.newest_ulid = Some(id.to_string());
+                    self.newest_ulid = Some(handle.clone());
                 }
                 let (d, already_indexed) = match doc {
                     Some(state) => state,
                     None => (self.allocate_doc(&handle), false),
                 };
                 if !item.is_deleted() && !already_indexed {
-                    let index = self
-                        .lexical
-                        .entry(item.scope.tenant())
-                        .or_insert_with(|| Bm25Index::new(self.config.bm25));
-                    match counts {
-                        Some(counts) => index.insert_counts(d, counts.iter()),
-                        None => index.insert(
+                    let tenant: &dyn TenantKey = &item.scope;
+                    if !self.lexical.contains_key(tenant) {
+                        let index = Bm25Index::new(self.config.bm25);
+                        self.lexical.insert(item.scope.tenant(), index);
+                    }
+                    match (self.lexical.get_mut(tenant), counts) {
+                        (Some(index), Some(counts)) => index.insert_counts(d, counts.iter()),
+                        (Some(index), None) => index.insert(
                             d,
                             &text::said_terms(&item.text, item.speaker.as_deref()),
                         ),
+                        (None, _) => {}
                     }
                 }
                 // Chunks belong to their file: they take no part in
@@ -300,7 +324,7 @@ impl Engine {
     pub(crate) fn term_counts(&self, id: &str) -> Option<Vec<(&str, u32)>> {
         let entry = self.entries.get(id)?;
         self.lexical
-            .get(&entry.item.scope.tenant())?
+            .get(&entry.item.scope as &dyn TenantKey)?
             .doc_terms(entry.doc)
     }
 
@@ -336,10 +360,10 @@ impl Engine {
 mod tests {
     use std::sync::Arc;
 
-    use super::ContentKey;
+    use super::{FastMap, TenantKey};
     use crate::engine::{Config, Engine, MemoryInput, Txn};
     use crate::env::{Environment, FixedEnvironment};
-    use crate::item::{Scope, Timestamp};
+    use crate::item::{Scope, Tenant, Timestamp};
 
     #[test]
     fn a_memory_id_is_one_allocation_shared_by_the_keys() {
@@ -370,14 +394,15 @@ mod tests {
     }
 
     #[test]
-    fn content_keys_are_equal_exactly_when_the_hashes_are() {
-        let hex = "9d19118d641939e07e91bd8dec6a1d5380794462ec904c207cedb5ae609a31fb";
-        assert!(matches!(ContentKey::of(hex), ContentKey::Sha256(_)));
-        assert!(ContentKey::of(hex) == ContentKey::of(hex));
-        assert!(ContentKey::of(hex) != ContentKey::of(&hex.to_uppercase()));
-        assert!(ContentKey::of(hex) != ContentKey::of(&hex[1..]));
-        assert!(ContentKey::of("not-hex") == ContentKey::of("not-hex"));
-        assert!(ContentKey::of("not-hex") != ContentKey::of("not-hex2"));
+    fn a_tenant_is_found_by_its_borrowed_parts() {
+        let mut map: FastMap<Tenant, u32> = FastMap::default();
+        let scope = Scope::workspace("alice", "home");
+        map.insert(scope.tenant(), 1);
+        map.insert(Scope::workspace("alicehome", "").tenant(), 2);
+        assert_eq!(map.get(&scope as &dyn TenantKey), Some(&1));
+        assert_eq!(map.get(&("alicehome", "") as &dyn TenantKey), Some(&2));
+        assert_eq!(map.get(&("alice", "hom") as &dyn TenantKey), None);
+        assert_eq!(map.get(&("", "alicehome") as &dyn TenantKey), None);
     }
 
     #[test]

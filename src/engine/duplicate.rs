@@ -6,8 +6,9 @@
 
 use std::sync::Arc;
 
-use super::catalog::{ContentKey, FastSet};
+use crate::fast_hash::FastSet;
 use crate::item::{MemoryItem, Role, Scope};
+use crate::text::hex_bytes;
 
 /// Who said a text, as duplicates tell texts apart: the speaker's name
 /// when the memory has one, else its role, where a user's text and a text
@@ -65,6 +66,26 @@ impl Voice {
             if Arc::strong_count(&name) == 2 {
                 speakers.remove(&name);
             }
+        }
+    }
+}
+
+/// A content hash as a key of `by_hash`: the 32 bytes of the 64 lowercase
+/// hex digits the engine writes, else (a hash an imported memory brought)
+/// its text, so that two keys are equal exactly when the hashes are. The
+/// bytes take 33 bytes inline where the hex digits took a 64-byte
+/// allocation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum ContentKey {
+    Sha256([u8; 32]),
+    Other(Box<str>),
+}
+
+impl ContentKey {
+    pub(super) fn of(hash: &str) -> ContentKey {
+        match hex_bytes(hash) {
+            Some(bytes) => ContentKey::Sha256(bytes),
+            None => ContentKey::Other(hash.into()),
         }
     }
 }
@@ -210,5 +231,16 @@ mod tests {
             Voice::of(None, Some("assistant")),
             Voice::of(Some(Role::Assistant), None)
         );
+    }
+
+    #[test]
+    fn content_keys_are_equal_exactly_when_the_hashes_are() {
+        let hex = "9d19118d641939e07e91bd8dec6a1d5380794462ec904c207cedb5ae609a31fb";
+        assert!(matches!(ContentKey::of(hex), ContentKey::Sha256(_)));
+        assert!(ContentKey::of(hex) == ContentKey::of(hex));
+        assert!(ContentKey::of(hex) != ContentKey::of(&hex.to_uppercase()));
+        assert!(ContentKey::of(hex) != ContentKey::of(&hex[1..]));
+        assert!(ContentKey::of("not-hex") == ContentKey::of("not-hex"));
+        assert!(ContentKey::of("not-hex") != ContentKey::of("not-hex2"));
     }
 }

@@ -94,6 +94,13 @@ pub(crate) enum Stored {
     Item(Box<MemoryItem>),
 }
 
+/// A memory's terms as the lexical part of the segment holding its
+/// record counts them (`docs/format.md`, section 2.2): `Some(Some(terms))`
+/// for a memory the lexical index holds, `Some(None)` for one it does not
+/// (soft-deleted), `None` when no part counted them (a record of the log,
+/// of a segment of format 4, or not a memory): its text is analysed.
+pub(crate) type Counted = Option<Option<TermCounts>>;
+
 /// The memory state machine. See the module documentation.
 pub struct Engine {
     config: Config,
@@ -122,7 +129,7 @@ pub struct Engine {
     /// The largest ULID among the ids ever held: new ids are made after it
     /// (`Environment::new_id`), so memories that share a timestamp
     /// keep the order they came in, across instances too.
-    newest_ulid: Option<String>,
+    newest_ulid: Option<Id>,
     lexical: FastMap<Tenant, Bm25Index>,
     // Embeddings: changed only by `set_vector` (vectors.rs), which keeps
     // the vector indexes in step.
@@ -195,23 +202,25 @@ impl Engine {
     ) -> Result<Engine> {
         let records = records
             .into_iter()
-            .map(|(k, v)| (k, Stored::Bytes(v)))
+            .map(|(k, v)| (k, Stored::Bytes(v), None))
             .collect();
-        Engine::load_counted(config, records, model_id, &HashMap::new())
+        Engine::load_counted(config, records, model_id)
     }
 
     /// [`Engine::load`] given the terms of memories as counted when they
     /// were stored (see [`Engine::apply_counted`]).
     pub(crate) fn load_counted(
         config: Config,
-        records: Vec<(String, Stored)>,
+        records: Vec<(String, Stored, Counted)>,
         model_id: Option<String>,
-        counts: &HashMap<String, Option<TermCounts>>,
     ) -> Result<Engine> {
         config.validate()?;
         let mut engine = Engine::new(config);
-        let changes = records.into_iter().map(|(k, v)| (k, Some(v))).collect();
-        engine.apply_counted(changes, model_id, counts)?;
+        let changes = records
+            .into_iter()
+            .map(|(k, v, counted)| (k, Some(v), counted))
+            .collect();
+        engine.apply_counted(changes, model_id)?;
         Ok(engine)
     }
 
@@ -222,21 +231,21 @@ impl Engine {
     /// checked before anything changes, so an error (`CORRUPT`) leaves the
     /// engine as it was.
     ///
-    /// `counts` gives, by record key, the terms of memories as counted
-    /// when they were stored (a segment's lexical part, `docs/format.md`
-    /// section 2.2): `Some(counts)` for a memory the lexical index holds,
-    /// `None` for one it does not (soft-deleted). Those memories' texts are
-    /// not analysed again; a memory whose record disagrees with its counts
-    /// about being indexed is `CORRUPT`.
+    /// Each record comes with the terms of its memory as counted when it
+    /// was stored ([`Counted`]): those memories' texts are not analysed
+    /// again; a memory whose record disagrees with its counts about being
+    /// indexed is `CORRUPT`.
     pub(crate) fn apply_counted(
         &mut self,
-        mut changes: Vec<(String, Option<Stored>)>,
+        mut changes: Vec<(String, Option<Stored>, Counted)>,
         model_id: Option<String>,
-        counts: &HashMap<String, Option<TermCounts>>,
     ) -> Result<()> {
         // Deletes first, embeddings before their memories; then puts,
         // files and memories before embeddings (`file/` < `item/` < `vec/`).
-        changes.sort_unstable_by(|a, b| match (&a.1, &b.1) {
+        // Keys are distinct, so a stable sort gives the one order; it
+        // merges the sorted runs a store's segments give (`layout/read.rs`)
+        // instead of sorting them again.
+        changes.sort_by(|a, b| match (&a.1, &b.1) {
             (None, Some(_)) => std::cmp::Ordering::Less,
             (Some(_), None) => std::cmp::Ordering::Greater,
             (None, None) => b.0.cmp(&a.0),
@@ -245,7 +254,7 @@ impl Engine {
         let mut decoded = Vec::with_capacity(changes.len());
         let mut gone: FastSet<&str> = FastSet::default();
         let mut added: FastSet<&str> = FastSet::default();
-        for (key, slot) in changes.iter_mut() {
+        for (key, slot, counted) in changes.iter_mut() {
             let key: &String = key;
             // Taken: a memory decoded from a row moves into the engine.
             let bytes = slot.take();
@@ -272,7 +281,7 @@ impl Engine {
                                 item.id
                             )));
                         }
-                        let counted = counts.get(key.as_str());
+                        let counted = counted.as_ref();
                         if counted.is_some_and(|c| c.is_some() == item.is_deleted()) {
                             return Err(Error::Corrupt(format!(
                                 "record `{key}`: the lexical part disagrees with the memory about indexing it"

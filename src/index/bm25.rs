@@ -156,7 +156,7 @@ impl TermCounts {
 #[derive(Debug, Clone, Default)]
 pub struct Bm25Index {
     params: Bm25Params,
-    term_ids: HashMap<Arc<str>, u32>,
+    term_ids: crate::fast_hash::FastMap<Arc<str>, u32>,
     terms: Vec<TermSlot>,
     free_terms: Vec<u32>,
     /// The slot in `docs` of each doc the index holds.

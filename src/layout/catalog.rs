@@ -22,10 +22,10 @@
 //! memory as a JSON record instead of a row whenever the row would not give
 //! back the same memory (`rows_for`).
 
-use std::collections::HashMap;
-
 use super::varint::{put_str, put_varint, Reader};
+use crate::fast_hash::FastMap;
 use crate::codec::CodecError;
+use crate::text::{hex, hex_bytes};
 use crate::item::{
     Kind, LineRange, MemoryItem, Privacy, Role, Scope, Source, SourceKind, Status, Timestamp,
 };
@@ -157,7 +157,7 @@ pub(crate) fn decode_catalog(bytes: &[u8], rows: usize) -> Result<Vec<MemoryItem
 #[derive(Default)]
 struct Dictionary<'a> {
     strings: Vec<&'a str>,
-    index: HashMap<&'a str, u64>,
+    index: FastMap<&'a str, u64>,
     bytes: usize,
 }
 
@@ -467,35 +467,6 @@ fn time(reader: &mut Reader<'_>) -> Result<Timestamp, CodecError> {
         .map_err(|_| reader.bad("truncated"))?;
     Timestamp::from_millis(i64::from_le_bytes(bytes))
         .map_err(|_| reader.bad("a time outside years 1..=9999"))
-}
-
-/// `bytes` as lowercase hex digits.
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    out
-}
-
-/// The 32 bytes of a content hash written as 64 lowercase hex digits.
-pub(crate) fn hex_bytes(hash: &str) -> Option<[u8; 32]> {
-    let digits = hash.as_bytes();
-    if digits.len() != 64 {
-        return None;
-    }
-    let nibble = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    let mut out = [0u8; 32];
-    for (i, pair) in digits.chunks_exact(2).enumerate() {
-        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
-    }
-    Some(out)
 }
 
 #[cfg(test)]

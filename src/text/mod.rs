@@ -116,6 +116,25 @@ pub fn hex(bytes: &[u8]) -> String {
     out
 }
 
+/// The 32 bytes of a content hash written as 64 lowercase hex digits
+/// ([`content_hash`]), else `None`.
+pub(crate) fn hex_bytes(hash: &str) -> Option<[u8; 32]> {
+    let digits = hash.as_bytes();
+    if digits.len() != 64 {
+        return None;
+    }
+    let nibble = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; 32];
+    for (i, pair) in digits.chunks_exact(2).enumerate() {
+        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
 /// Unifies line breaks, drops control and zero-width characters and maps
 /// every whitespace character except `\n` to a plain space.
 fn clean_chars(raw: &str) -> String {
@@ -289,6 +308,10 @@ mod tests {
     #[test]
     fn hex_is_lowercase_two_digits_a_byte() {
         assert_eq!(hex(&[0, 255, 16]), "00ff10");
+        let hash = content_hash("a");
+        assert_eq!(hex_bytes(&hash).map(|b| hex(&b)), Some(hash.clone()));
+        assert_eq!(hex_bytes(&hash.to_uppercase()), None);
+        assert_eq!(hex_bytes(&hash[1..]), None);
     }
 
     fn tricky_text() -> impl Strategy<Value = String> {

@@ -37,6 +37,15 @@ use plumbing::{
     read_text_file_or_empty, stored_path, write_file_atomically, Failure, Line, MAX_STDIN_BYTES,
 };
 
+/// Every command opens the whole store, a few small allocations per memory
+/// (ids, texts, index entries), and glibc's malloc was about a fifth of the
+/// CPU of opening a large one (`docs/speed.md`, "Issue 21: the native open
+/// path"). mimalloc's thread-local free lists serve them faster. The
+/// binary only: the library leaves the allocator to whoever links it, and
+/// WebAssembly keeps its own.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Long-term memory for LLM chat clients, over a directory store.
 ///
 /// Every command prints compact JSON, one value per line (`hot render`

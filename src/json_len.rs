@@ -1,0 +1,372 @@
+//! The length of a memory's JSON, counted from its fields without writing
+//! it: `stats` sums the stored bytes of every memory it counts, and writing
+//! each memory's JSON (even to a byte counter) was a tenth of the CPU time
+//! of `memtide stats` on a large store (`docs/speed.md`, "Issue 21: the
+//! native open path").
+//!
+//! The count follows `serde_json`'s compact output of [`MemoryItem`]'s
+//! `Serialize`: the fields it always writes, those it skips when unset, and
+//! the escapes of strings. A memory that sets a field a catalog row keeps
+//! as its rest (merges, metadata, history, supersession, summary sources,
+//! the withdrawn mark: rare, and nested) is counted by writing its JSON to
+//! a counter, the brute-force way; the tests compare both ways with
+//! `serde_json`'s output.
+
+use serde::Serialize;
+
+use crate::item::{MemoryItem, Privacy, Scope, Source};
+
+/// Bytes of `serde_json::to_vec(item)`.
+pub(crate) fn item_json_len(item: &MemoryItem) -> usize {
+    // Every field is named, without `..`: a field added to `MemoryItem`
+    // does not compile here until it is counted (or counted by writing).
+    let MemoryItem {
+        id,
+        text,
+        kind,
+        scope,
+        status,
+        pinned,
+        source,
+        content_hash,
+        role,
+        speaker,
+        tags,
+        privacy,
+        created_at: _,
+        updated_at: _,
+        last_used_at,
+        usage_count,
+        merged_from,
+        follows,
+        deleted_at,
+        source_lines,
+        key,
+        metadata,
+        history,
+        superseded_at,
+        superseded_by,
+        supersedes,
+        summary_of,
+        withdrawn,
+    } = item;
+    let nested = !merged_from.is_empty()
+        || metadata.is_some()
+        || !history.is_empty()
+        || superseded_at.is_some()
+        || superseded_by.is_some()
+        || !supersedes.is_empty()
+        || !summary_of.is_empty()
+        || *withdrawn;
+    if nested {
+        return written_len(item);
+    }
+    let mut object = Object::default();
+    object.field("id", string_len(id));
+    object.field("text", string_len(text));
+    object.field("kind", string_len(kind.as_str()));
+    object.field("scope", scope_len(scope));
+    object.field("status", written_len(status));
+    object.field("pinned", bool_len(*pinned));
+    object.field("source", source_len(source));
+    object.field("contentHash", string_len(content_hash));
+    if let Some(role) = role {
+        object.field("role", string_len(role.as_str()));
+    }
+    if let Some(speaker) = speaker {
+        object.field("speaker", string_len(speaker));
+    }
+    let tag_bytes: usize = tags.iter().map(|t| string_len(t)).sum();
+    object.field("tags", 2 + tag_bytes + tags.len().saturating_sub(1));
+    object.field("privacy", privacy_len(privacy));
+    object.field("createdAt", TIMESTAMP_LEN);
+    object.field("updatedAt", TIMESTAMP_LEN);
+    if last_used_at.is_some() {
+        object.field("lastUsedAt", TIMESTAMP_LEN);
+    }
+    object.field("usageCount", digits(*usage_count));
+    if let Some(follows) = follows {
+        object.field("follows", string_len(follows));
+    }
+    if deleted_at.is_some() {
+        object.field("deletedAt", TIMESTAMP_LEN);
+    }
+    if let Some(lines) = source_lines {
+        let mut range = Object::default();
+        range.field("start", digits(u64::from(lines.start)));
+        range.field("end", digits(u64::from(lines.end)));
+        object.field("sourceLines", range.len());
+    }
+    if let Some(key) = key {
+        object.field("key", string_len(key));
+    }
+    object.len()
+}
+
+/// A timestamp is written as a string of 24 characters
+/// (`Timestamp::to_rfc3339`: four-digit years only).
+const TIMESTAMP_LEN: usize = 2 + 24;
+
+/// The bytes of a JSON object being counted field by field.
+#[derive(Default)]
+struct Object {
+    fields: usize,
+    bytes: usize,
+}
+
+impl Object {
+    /// A field `"name":value` whose value takes `value` bytes.
+    fn field(&mut self, name: &str, value: usize) {
+        // The name's quotes, the colon, and the comma before every field
+        // but the first.
+        self.bytes += name.len() + 3 + value + usize::from(self.fields > 0);
+        self.fields += 1;
+    }
+
+    /// The braces and the fields.
+    fn len(&self) -> usize {
+        2 + self.bytes
+    }
+}
+
+fn scope_len(scope: &Scope) -> usize {
+    let mut object = Object::default();
+    object.field("userId", string_len(&scope.user_id));
+    object.field("workspaceId", string_len(&scope.workspace_id));
+    for (name, part) in [
+        ("projectId", &scope.project_id),
+        ("cardId", &scope.card_id),
+        ("sessionId", &scope.session_id),
+    ] {
+        if let Some(part) = part {
+            object.field(name, string_len(part));
+        }
+    }
+    object.len()
+}
+
+fn source_len(source: &Source) -> usize {
+    let mut object = Object::default();
+    object.field("kind", written_len(&source.kind));
+    object.field("ref", string_len(&source.reference));
+    if let Some(uri) = &source.uri {
+        object.field("uri", string_len(uri));
+    }
+    object.len()
+}
+
+fn privacy_len(privacy: &Privacy) -> usize {
+    let mut object = Object::default();
+    object.field("pii", bool_len(privacy.pii));
+    object.field("private", bool_len(privacy.private));
+    if let Some(days) = privacy.retention_days {
+        object.field("retentionDays", digits(u64::from(days)));
+    }
+    object.len()
+}
+
+/// `s` as a JSON string: its quotes, its bytes, and what `serde_json`
+/// adds to escape `"`, `\` and the control characters (two-byte escapes
+/// for backspace, form feed, newline, carriage return and tab, `\u00XX`
+/// for the others).
+fn string_len(s: &str) -> usize {
+    let bytes = s.as_bytes();
+    // Most strings escape nothing: eight bytes at a time find out.
+    let (words, tail) = bytes.split_at(bytes.len() - bytes.len() % 8);
+    let plain = words
+        .chunks_exact(8)
+        .all(|w| !may_escape(u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]])))
+        && tail.iter().all(|&b| escape_len(b) == 0);
+    if plain {
+        return 2 + bytes.len();
+    }
+    2 + bytes.len() + bytes.iter().map(|&b| escape_len(b)).sum::<usize>()
+}
+
+/// Bytes `serde_json` adds to escape byte `b` of a string.
+fn escape_len(b: u8) -> usize {
+    match b {
+        b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
+        0..=0x1f => 5,
+        _ => 0,
+    }
+}
+
+/// Whether one of the eight bytes of `word` is below 0x20, `"` or `\`
+/// (the bit tricks "has less" and "has zero": exact, no false answer).
+fn may_escape(word: u64) -> bool {
+    const ONES: u64 = u64::MAX / 255;
+    const HIGH: u64 = ONES * 0x80;
+    let below = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let quote = zero(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero(word ^ (ONES * u64::from(b'\\')));
+    below | quote | backslash != 0
+}
+
+fn bool_len(b: bool) -> usize {
+    if b {
+        4
+    } else {
+        5
+    }
+}
+
+/// Decimal digits of `n`.
+fn digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |log| log as usize + 1)
+}
+
+/// Bytes of `value`'s JSON, written to a counter: for the small enums
+/// (whose names serde holds) and the memories this module does not count
+/// field by field.
+fn written_len<T: Serialize + ?Sized>(value: &T) -> usize {
+    let mut counter = ByteCounter(0);
+    // Writing our own plain data types to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}
+
+/// A writer that keeps only the number of bytes written.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::item::{Kind, LineRange, Role, SourceKind, Status, Timestamp};
+    use proptest::prelude::*;
+
+    fn plain() -> MemoryItem {
+        serde_json::from_value(serde_json::json!({
+            "id": "m1", "text": "Carol: the shed key hangs by the door",
+            "kind": "episodic", "scope": {"userId": "carol", "workspaceId": "garden"},
+            "status": "approved", "pinned": false, "source": {"kind": "manual", "ref": ""},
+            "contentHash": "9d19118d641939e07e91bd8dec6a1d5380794462ec904c207cedb5ae609a31fb",
+            "tags": [], "privacy": {"pii": false, "private": false},
+            "createdAt": "2023-11-14T22:13:20.000Z", "updatedAt": "2023-11-14T22:13:20.000Z",
+            "usageCount": 0
+        }))
+        .unwrap()
+    }
+
+    fn check(item: &MemoryItem) {
+        let json = serde_json::to_vec(item).unwrap();
+        assert_eq!(item_json_len(item), json.len(), "{}", String::from_utf8_lossy(&json));
+    }
+
+    #[test]
+    fn nested_fields_are_counted_by_writing_them() {
+        let mut item = plain();
+        item.supersedes = vec!["m0".into()];
+        item.metadata = Some(serde_json::from_value(serde_json::json!({"a": [1, "é\n"]})).unwrap());
+        check(&item);
+        check(&plain());
+    }
+
+    /// Strings of every escape serde_json writes, and other characters.
+    fn text() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![
+                Just('"'),
+                Just('\\'),
+                Just('/'),
+                (0u8..0x20).prop_map(char::from),
+                Just('\u{7f}'),
+                Just('é'),
+                Just('東'),
+                Just('😀'),
+                prop::char::range('a', 'z'),
+            ],
+            0..12,
+        )
+        .prop_map(|chars| chars.into_iter().collect())
+    }
+
+    fn time() -> impl Strategy<Value = Timestamp> {
+        // Years 1 to 9999, the range a timestamp holds.
+        (-62_135_596_800_000i64..253_402_300_799_999).prop_map(Timestamp)
+    }
+
+    prop_compose! {
+        fn item()(
+            strings in prop::collection::vec(text(), 12),
+            kind in 0..Kind::ALL.len(),
+            status in prop_oneof![Just(Status::Approved), Just(Status::Pending), Just(Status::Rejected)],
+            source_kind in prop_oneof![Just(SourceKind::Message), Just(SourceKind::File), Just(SourceKind::Tool), Just(SourceKind::Import), Just(SourceKind::Manual)],
+            role in prop::option::of(prop_oneof![Just(Role::User), Just(Role::Assistant), Just(Role::System)]),
+            flags in prop::collection::vec(any::<bool>(), 13),
+            tags in prop::collection::vec(text(), 0..4),
+            numbers in (any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>()),
+            times in prop::collection::vec(time(), 4),
+        ) -> MemoryItem {
+            let mut item = plain();
+            let pick = |on: bool, s: &String| on.then(|| s.clone());
+            item.id = strings[0].clone();
+            item.text = strings[1].clone();
+            item.kind = Kind::ALL[kind];
+            item.scope.user_id = strings[2].clone();
+            item.scope.workspace_id = strings[3].clone();
+            item.scope.project_id = pick(flags[0], &strings[4]);
+            item.scope.card_id = pick(flags[1], &strings[5]);
+            item.scope.session_id = pick(flags[2], &strings[6]);
+            item.status = status;
+            item.pinned = flags[3];
+            item.source.kind = source_kind;
+            item.source.reference = strings[7].clone();
+            item.source.uri = pick(flags[4], &strings[8]);
+            item.content_hash = strings[9].clone();
+            item.role = role;
+            item.speaker = pick(flags[5], &strings[10]);
+            item.tags = tags;
+            item.privacy.pii = flags[6];
+            item.privacy.private = flags[7];
+            item.privacy.retention_days = flags[8].then_some(numbers.1);
+            item.created_at = times[0];
+            item.updated_at = times[1];
+            item.last_used_at = flags[9].then_some(times[2]);
+            item.usage_count = numbers.0;
+            item.follows = pick(flags[10], &strings[11]);
+            item.deleted_at = flags[11].then_some(times[3]);
+            let (start, end) = (numbers.2.min(numbers.3), numbers.2.max(numbers.3));
+            item.source_lines = flags[0].then_some(LineRange { start, end });
+            item.key = pick(flags[1], &strings[0]);
+            item.withdrawn = flags[12];
+            item
+        }
+    }
+
+    #[test]
+    fn a_word_may_escape_exactly_when_a_byte_does() {
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                let mut word = *b"abcdefgh";
+                word[at] = b;
+                assert_eq!(may_escape(u64::from_le_bytes(word)), escape_len(b) > 0, "{b:#x} at {at}");
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_count_is_the_length_of_the_json(item in item()) {
+            check(&item);
+        }
+
+        #[test]
+        fn any_word_may_escape_exactly_when_a_byte_does(word in any::<u64>()) {
+            let any = word.to_le_bytes().iter().any(|&b| escape_len(b) > 0);
+            prop_assert_eq!(may_escape(word), any);
+        }
+    }
+}

@@ -1,0 +1,484 @@
+//! Preparing a commit of the segmented layout ([`Layout::plan`]): the
+//! records a write changed go to the log or to new segments, with this
+//! commit's share of compaction; [`Layout::apply`] makes a committed plan
+//! the layout's state.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::format::{self, encode_manifest, encode_records, encode_segment, records_of, segment_key, Header, SegmentRef};
+use super::{
+    catalog, KeyState, Layout, Segment, DIRECT_BYTES, LOG_BYTES, LOG_FRAMES, MERGE_FANIN,
+    SEGMENT_BYTES, TIER_BASE,
+};
+use crate::codec;
+use crate::engine::Engine;
+use crate::fast_hash::{FastMap, FastSet};
+use crate::item::MemoryItem;
+use crate::keys::{ITEM_PREFIX, MANIFEST_KEY};
+use crate::storage::Batch;
+
+/// A commit prepared by [`Layout::plan`]: the batch to commit, the
+/// manifest it writes, and how the layout changes once it has committed.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub(crate) batch: Batch,
+    pub(crate) manifest: Vec<u8>,
+    update: Update,
+}
+
+#[derive(Debug, Default)]
+struct Update {
+    removed: Vec<u64>,
+    added: Vec<(SegmentRef, Vec<String>)>,
+    log: Vec<Vec<u8>>,
+    log_keys: FastSet<String>,
+    erased: Vec<String>,
+    next_segment: u64,
+}
+
+impl Layout {
+    /// The commit that stores every record of `engine` afresh (a migrated
+    /// store).
+    pub(super) fn plan_all(&self, engine: &Engine) -> Plan {
+        let mut batch = Batch::new();
+        for key in engine.record_keys() {
+            if let Some(record) = engine.record(&key) {
+                batch.put(key, record);
+            }
+        }
+        self.plan(&batch, engine)
+    }
+
+    /// Prepares the commit of `changed` (the records a write changed, from
+    /// [`Engine::batch_for`]; `engine` holds the state after it), with this
+    /// commit's share of compaction. See the module documentation.
+    pub(crate) fn plan(&self, changed: &Batch, engine: &Engine) -> Plan {
+        let mut touched: FastSet<&str> = FastSet::default();
+        let mut puts: Vec<(&str, &[u8])> = Vec::new();
+        let mut rewrite: BTreeSet<u64> = BTreeSet::new();
+        let mut erased = Vec::new();
+        for (key, value) in changed.ops() {
+            touched.insert(key);
+            match value {
+                Some(record) => puts.push((key, record)),
+                None => {
+                    if let Some(state) = self.keys.get(key) {
+                        rewrite.extend(state.segments());
+                        erased.push(key.to_string());
+                    }
+                }
+            }
+        }
+        // The log without the versions this commit supersedes or erases.
+        let mut log: Vec<Vec<u8>> = Vec::with_capacity(self.log.len() + 1);
+        for frame in &self.log {
+            let records = records_of(frame).unwrap_or_default();
+            let kept: Vec<(&str, &[u8])> = records
+                .iter()
+                .copied()
+                .filter(|(k, _)| !touched.contains(k))
+                .collect();
+            if kept.len() == records.len() {
+                log.push(frame.clone());
+            } else if !kept.is_empty() {
+                log.push(encode_records(&kept));
+            }
+        }
+        // New segments' records, by key; `None` for a memory the engine
+        // holds, whose JSON record is made only if its catalog row does not
+        // give it back.
+        let mut fresh: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
+        let put_bytes: usize = puts.iter().map(|(k, v)| record_len(k, v)).sum();
+        if put_bytes > DIRECT_BYTES {
+            for (key, record) in &puts {
+                fresh.insert(key.to_string(), Some(record.to_vec()));
+            }
+        } else if !puts.is_empty() {
+            log.push(encode_records(&puts));
+        }
+        let log_bytes: usize = log.iter().map(Vec::len).sum();
+        if log_bytes > LOG_BYTES || log.len() > LOG_FRAMES {
+            for frame in log.drain(..) {
+                for (key, record) in records_of(&frame).unwrap_or_default() {
+                    fresh.insert(key.to_string(), Some(record.to_vec()));
+                }
+            }
+        }
+        let mut log_keys = FastSet::default();
+        for frame in &log {
+            for (key, _) in records_of(frame).unwrap_or_default() {
+                log_keys.insert(key.to_string());
+            }
+        }
+        if let Some(merge) = self.merge_candidate(&touched, &rewrite) {
+            rewrite.extend(merge);
+        }
+        // The live records of the segments rewritten, as the engine holds
+        // them (the newest version of a key live in a segment is the
+        // engine's).
+        if !rewrite.is_empty() {
+            for (key, state) in &self.keys {
+                let live_here = state.live_segment().is_some_and(|n| rewrite.contains(&n));
+                if !live_here || touched.contains(key.as_str()) {
+                    continue;
+                }
+                let held = key.strip_prefix(ITEM_PREFIX).is_some_and(|id| engine.get(id).is_ok());
+                if held {
+                    fresh.insert(key.clone(), None);
+                } else if let Some(record) = engine.record(key) {
+                    fresh.insert(key.clone(), Some(record));
+                }
+            }
+        }
+        let mut batch = Batch::new();
+        // A deleted record may live in a value this commit only overwrites
+        // (the manifest's log, a segment written anew): the backend must not
+        // keep the old bytes.
+        if changed.has_deletes() {
+            batch.mark_erasing();
+        }
+        let mut update = Update {
+            removed: rewrite.iter().copied().collect(),
+            log_keys,
+            erased,
+            next_segment: self.next_segment,
+            ..Update::default()
+        };
+        let written: Vec<Fresh> = fresh
+            .iter()
+            .filter_map(|(key, record)| Fresh::new(key, record.as_deref(), engine))
+            .collect();
+        for chunk in chunks(written) {
+            let number = update.next_segment;
+            update.next_segment += 1;
+            let keys: Vec<String> = chunk.iter().map(|f| f.key.to_string()).collect();
+            let (records, lexical, catalog) = segment_parts(chunk);
+            let records: Vec<(&str, &[u8])> = records.iter().map(|(k, v)| (*k, &**v)).collect();
+            let record = encode_segment(&records, &lexical, &catalog);
+            let info = SegmentRef {
+                number,
+                records: records.len() as u32,
+                bytes: record.len() as u64,
+                crc32: format::record_crc(&record),
+            };
+            batch.put(segment_key(number), record);
+            update.added.push((info, keys));
+        }
+        for number in &update.removed {
+            batch.delete(segment_key(*number));
+        }
+        let mut segments: Vec<SegmentRef> = self
+            .segments
+            .values()
+            .filter(|s| !rewrite.contains(&s.info.number))
+            .map(|s| s.info)
+            .collect();
+        segments.extend(update.added.iter().map(|(info, _)| *info));
+        let header = Header::new(engine.summary(), update.next_segment, segments);
+        let manifest = encode_manifest(&header, &log);
+        batch.put(MANIFEST_KEY, manifest.clone());
+        update.log = log;
+        Plan {
+            batch,
+            manifest,
+            update,
+        }
+    }
+
+    /// The segments this commit merges, if any: the one with the most
+    /// shadowed versions when they outnumber its live records, else the
+    /// oldest [`MERGE_FANIN`] small segments of the smallest tier that has
+    /// that many. Segments already rewritten are left out.
+    fn merge_candidate(&self, touched: &FastSet<&str>, rewrite: &BTreeSet<u64>) -> Option<Vec<u64>> {
+        // Live records this commit takes out of each segment.
+        let mut leaving: FastMap<u64, u32> = FastMap::default();
+        for key in touched {
+            if let Some(n) = self.keys.get(*key).and_then(KeyState::live_segment) {
+                *leaving.entry(n).or_default() += 1;
+            }
+        }
+        let candidates = self
+            .segments
+            .values()
+            .filter(|s| !rewrite.contains(&s.info.number));
+        let mut most_dead: Option<(u32, u64)> = None;
+        let mut tiers: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for segment in candidates {
+            let n = segment.info.number;
+            let live = segment.live.saturating_sub(leaving.get(&n).copied().unwrap_or(0));
+            let dead = segment.info.records.saturating_sub(live);
+            if dead > live && most_dead.is_none_or(|(d, _)| dead > d) {
+                most_dead = Some((dead, n));
+            }
+            if segment.info.bytes < (SEGMENT_BYTES / 2) as u64 {
+                tiers.entry(tier(segment.info.bytes)).or_default().push(n);
+            }
+        }
+        if let Some((_, n)) = most_dead {
+            return Some(vec![n]);
+        }
+        let merge = tiers
+            .into_values()
+            .find(|numbers| numbers.len() >= MERGE_FANIN)
+            .map(|numbers| numbers[..MERGE_FANIN].to_vec());
+        // Else the oldest segment of an older format: a store written
+        // before lexical or catalog parts gains them a segment per commit.
+        merge.or_else(|| {
+            self.segments
+                .values()
+                .find(|s| !s.current && !rewrite.contains(&s.info.number))
+                .map(|s| vec![s.info.number])
+        })
+    }
+
+    /// Makes a committed plan the layout's state.
+    pub(crate) fn apply(&mut self, plan: Plan) {
+        let update = plan.update;
+        let removed: FastSet<u64> = update.removed.iter().copied().collect();
+        // Keys whose newest version may move, with where it was.
+        let mut moved: FastMap<String, Option<u64>> = FastMap::default();
+        let mut note = |keys: &FastMap<String, KeyState>, key: &str| {
+            if !moved.contains_key(key) {
+                let was = keys.get(key).and_then(KeyState::live_segment);
+                moved.insert(key.to_string(), was);
+            }
+        };
+        for key in update.erased.iter().chain(&self.log_keys).chain(&update.log_keys) {
+            note(&self.keys, key);
+        }
+        for (_, keys) in &update.added {
+            for key in keys {
+                note(&self.keys, key);
+            }
+        }
+        if !removed.is_empty() {
+            for state in self.keys.values_mut() {
+                state.retain(|n| !removed.contains(&n));
+            }
+            for n in &removed {
+                self.segments.remove(n);
+            }
+        }
+        for key in &update.erased {
+            self.keys.remove(key);
+        }
+        for key in self.log_keys.drain() {
+            if let Some(state) = self.keys.get_mut(&key) {
+                state.in_log = false;
+            }
+        }
+        for key in &update.log_keys {
+            self.keys.entry(key.clone()).or_default().in_log = true;
+        }
+        for (info, keys) in &update.added {
+            let segment = Segment {
+                info: *info,
+                live: 0,
+                current: true,
+            };
+            self.segments.insert(info.number, segment);
+            for key in keys {
+                self.keys.entry(key.clone()).or_default().push(info.number);
+            }
+        }
+        for (key, was) in moved {
+            let now = self.keys.get(&key).and_then(KeyState::live_segment);
+            if was == now {
+                continue;
+            }
+            if let Some(segment) = was.and_then(|n| self.segments.get_mut(&n)) {
+                segment.live = segment.live.saturating_sub(1);
+            }
+            if let Some(segment) = now.and_then(|n| self.segments.get_mut(&n)) {
+                segment.live += 1;
+            }
+        }
+        self.keys
+            .retain(|_, state| state.in_log || state.has_segments());
+        self.log = update.log;
+        self.log_keys = update.log_keys;
+        self.next_segment = update.next_segment;
+    }
+}
+
+/// The size tier of a small segment.
+fn tier(bytes: u64) -> u32 {
+    let mut tier = 0;
+    let mut bound = TIER_BASE;
+    while bytes >= bound {
+        tier += 1;
+        bound = bound.saturating_mul(4);
+    }
+    tier
+}
+
+/// A record a commit writes to a new segment, with what its memory (if it
+/// is one that `engine` holds) puts in the segment's parts: its catalog
+/// row and its terms as the lexical index holds them (the engine holds
+/// every record a commit writes, as the commit leaves it).
+struct Fresh<'a> {
+    key: &'a str,
+    record: Body<'a>,
+    item: Option<&'a MemoryItem>,
+    terms: Option<Vec<(&'a str, u32)>>,
+    /// Bytes it takes in the segment, at most ([`Fresh::new`]).
+    len: usize,
+}
+
+impl<'a> Fresh<'a> {
+    /// The record of `key`. Its length is at most what it adds to a
+    /// segment: a memory's empty record, its catalog row and its doc in
+    /// the lexical part (each written as if alone: strings and terms it
+    /// shares with other memories are counted whole), else its record.
+    /// The segments a commit writes must be filled by what they take, or
+    /// the size tiers of compaction would merge them again and again, and
+    /// values must stay within the backends' limits.
+    /// `None` when `record` is `None` (the engine's memory of `key`) and
+    /// the engine holds no such memory.
+    fn new(key: &'a str, record: Option<&'a [u8]>, engine: &'a Engine) -> Option<Self> {
+        let id = key.strip_prefix(ITEM_PREFIX);
+        let item = id.and_then(|id| engine.get(id).ok());
+        let terms = id.and_then(|id| engine.term_counts(id));
+        let record = match (record, item) {
+            (Some(record), _) => Body::Record(record),
+            (None, Some(item)) => Body::Item(item),
+            (None, None) => return None,
+        };
+        let len = match item {
+            // A term: its bytes and length in the dictionary, its index
+            // step and frequency in the doc (varints of at most five bytes
+            // each, two or three in practice).
+            Some(item) => {
+                let terms: usize = terms
+                    .as_ref()
+                    .map(|terms| terms.iter().map(|(term, _)| term.len() + 1 + 4).sum::<usize>() + 8)
+                    .unwrap_or(0);
+                record_len(key, &[]) + catalog::row_len(item) + terms
+            }
+            None => match record {
+                Body::Record(bytes) => record_len(key, bytes),
+                Body::Item(_) => record_len(key, &[]),
+            },
+        };
+        Some(Fresh {
+            key,
+            record,
+            item,
+            terms,
+            len,
+        })
+    }
+}
+
+/// The record a new segment holds for a key, unless a catalog row stands
+/// for it.
+enum Body<'a> {
+    Record(&'a [u8]),
+    /// A memory the engine holds, whose JSON record is made only if its
+    /// row does not give it back.
+    Item(&'a MemoryItem),
+}
+
+/// The parts of a new segment of `chunk`: its records, its lexical part
+/// (each memory's terms) and its catalog part. Each memory whose row
+/// gives it back exactly has an empty record and a row; the others keep
+/// their JSON record (`catalog::rows_for`).
+#[allow(clippy::type_complexity)]
+fn segment_parts<'a>(
+    chunk: Vec<Fresh<'a>>,
+) -> (Vec<(&'a str, Cow<'a, [u8]>)>, Vec<(u32, Vec<(&'a str, u32)>)>, Vec<u8>) {
+    let mut lexical = Vec::new();
+    let mut items: Vec<&MemoryItem> = Vec::new();
+    for (index, fresh) in chunk.iter().enumerate() {
+        if let Some(item) = fresh.item {
+            items.push(item);
+        }
+        if let Some(terms) = &fresh.terms {
+            lexical.push((index as u32, terms.clone()));
+        }
+    }
+    let (fits, part) = catalog::rows_for(&items);
+    let mut fits = fits.into_iter();
+    let records = chunk
+        .into_iter()
+        .map(|fresh| {
+            let fit = fresh.item.is_some() && fits.next().unwrap_or(false);
+            let record = match fresh.record {
+                _ if fit => Cow::Borrowed(&[][..]),
+                Body::Record(bytes) => Cow::Borrowed(bytes),
+                Body::Item(item) => Cow::Owned(codec::encode_item(item)),
+            };
+            (fresh.key, record)
+        })
+        .collect();
+    (records, lexical, part)
+}
+
+/// Bytes a record takes in a frame.
+fn record_len(key: &str, record: &[u8]) -> usize {
+    9 + key.len() + record.len()
+}
+
+/// `records` in key order, cut into segments of at most [`SEGMENT_BYTES`]
+/// as [`Fresh::new`] measures a record (one record larger than that
+/// alone).
+fn chunks(records: Vec<Fresh<'_>>) -> Vec<Vec<Fresh<'_>>> {
+    let mut out: Vec<Vec<Fresh>> = Vec::new();
+    let mut bytes = 0;
+    for fresh in records {
+        let len = fresh.len;
+        match out.last_mut() {
+            Some(chunk) if bytes + len <= SEGMENT_BYTES => chunk.push(fresh),
+            _ => {
+                out.push(vec![fresh]);
+                bytes = 0;
+            }
+        }
+        bytes += len;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Config, MemoryInput, Txn};
+    use crate::env::FixedEnvironment;
+    use crate::item::{Scope, Timestamp};
+
+    /// Segments are filled by the bytes they take (rows, not the JSON
+    /// records rows replace): a segment written full is above the size of
+    /// the small tiers that compaction merges, so it is not merged again.
+    #[test]
+    fn segments_are_filled_by_what_their_rows_take() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let scope = Scope::workspace("alice", "home");
+        let inputs: Vec<MemoryInput> = (0..2400)
+            .map(|i| {
+                let words: Vec<String> = (0..70)
+                    .map(|j| format!("w{}", (i * 131 + j * 17) % 7919))
+                    .collect();
+                MemoryInput::new(format!("note {i}: {}", words.join(" ")), scope.clone())
+            })
+            .collect();
+        engine.ingest(inputs, &mut env, &mut Txn::default()).unwrap();
+        let plan = Layout::default().plan_all(&engine);
+        let sizes: Vec<usize> = plan
+            .batch
+            .ops()
+            .filter(|(key, _)| key.starts_with(crate::keys::SEGMENT_PREFIX))
+            .filter_map(|(_, value)| value.map(<[u8]>::len))
+            .collect();
+        assert!(sizes.len() >= 2, "{sizes:?}");
+        let (last, full) = sizes.split_last().unwrap();
+        assert!(*last <= SEGMENT_BYTES, "{sizes:?}");
+        for &size in full {
+            // Above the small tiers of compaction (half of it), within
+            // it plus the record's own framing.
+            assert!(size > SEGMENT_BYTES / 2 + SEGMENT_BYTES / 8, "{sizes:?}");
+            assert!(size <= SEGMENT_BYTES + 64, "{sizes:?}");
+        }
+    }
+}
