@@ -128,7 +128,9 @@ pub(crate) fn find_near_duplicate(
     }
     let lexical = memories.lexical();
     let term_set = lexical.map(|ix| ix.term_set(terms));
-    let polarity = negated(text);
+    // Only a doc that passes the overlap check needs it: most ingests
+    // compare none.
+    let polarity = std::cell::OnceCell::new();
     // Without a vector only the lexical gate can pass: its threshold
     // bounds the docs to compare, far fewer than the semantic gate's would.
     let min_overlap = match vector {
@@ -148,7 +150,7 @@ pub(crate) fn find_near_duplicate(
         }
         let other = memories
             .eligible(doc)
-            .filter(|o| negated(&o.text) == polarity)?;
+            .filter(|o| negated(&o.text) == *polarity.get_or_init(|| negated(text)))?;
         let overlap = indexed.unwrap_or_else(|| {
             let other_terms = text::said_terms(&other.text, other.speaker.as_deref());
             text::term_overlap(terms, &other_terms)
