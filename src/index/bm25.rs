@@ -261,10 +261,15 @@ impl Bm25Index {
         let mut terms: Vec<(&str, u32)> = term_ids(&entry.term_ids)
             .filter_map(|id| {
                 let term = &self.terms[id as usize];
-                let at = term
-                    .postings
-                    .binary_search_by_key(&slot, |posting| posting.slot)
-                    .ok()?;
+                // A doc just inserted (whose terms a segment write asks
+                // for) has the largest slot of most of its postings.
+                let at = match term.postings.last() {
+                    Some(last) if last.slot == slot => term.postings.len() - 1,
+                    _ => term
+                        .postings
+                        .binary_search_by_key(&slot, |posting| posting.slot)
+                        .ok()?,
+                };
                 Some((&*term.term, u32::from(term.postings[at].term_frequency)))
             })
             .collect();
