@@ -155,8 +155,8 @@ impl Signatures {
             }
             None => {
                 self.lists.push(slots);
-                // Fewer lists than buckets, and buckets than 2³¹ (one per
-                // partition of each doc in a `u32` slot range / 2 at most).
+                // An index takes 31 bits: 2³¹ lists would be 48 GiB of
+                // list headers alone, far past any wasm32 or native store.
                 u32::try_from(self.lists.len() - 1).unwrap_or(0) | LIST
             }
         }
