@@ -128,7 +128,9 @@ pub(crate) fn find_near_duplicate(
     }
     let lexical = memories.lexical();
     let term_set = lexical.map(|ix| ix.term_set(terms));
-    let polarity = negated(text);
+    // Only a doc that passes the overlap check needs it: most ingests
+    // compare none.
+    let polarity = std::cell::OnceCell::new();
     // Without a vector only the lexical gate can pass: its threshold
     // bounds the docs to compare, far fewer than the semantic gate's would.
     let min_overlap = match vector {
@@ -148,7 +150,7 @@ pub(crate) fn find_near_duplicate(
         }
         let other = memories
             .eligible(doc)
-            .filter(|o| negated(&o.text) == polarity)?;
+            .filter(|o| negated(&o.text) == *polarity.get_or_init(|| negated(text)))?;
         let overlap = indexed.unwrap_or_else(|| {
             let other_terms = text::said_terms(&other.text, other.speaker.as_deref());
             text::term_overlap(terms, &other_terms)
@@ -159,7 +161,11 @@ pub(crate) fn find_near_duplicate(
     };
 
     let sharing = match lexical.zip(term_set.as_ref()) {
-        Some((ix, set)) => ix.docs_sharing(set, min_shared_terms(set.len(), min_overlap)),
+        Some((ix, set)) => ix.docs_sharing(
+            set,
+            min_shared_terms(set.len(), min_overlap),
+            max_differing_terms(set.len(), min_overlap),
+        ),
         None => Some(Vec::new()),
     };
     let candidates = sharing.unwrap_or_else(|| {
@@ -194,6 +200,47 @@ fn min_shared_terms(distinct: usize, min_overlap: f32) -> usize {
     (0..=distinct)
         .find(|&shared| shared as f32 / distinct.max(1) as f32 >= min_overlap)
         .unwrap_or(distinct + 1)
+}
+
+/// The most terms in which another memory's distinct terms may differ
+/// from a text's `distinct` ones (the size of the symmetric difference)
+/// for their term overlap to reach `min_overlap`, computed as the gates
+/// compute it: the largest `union − shared` with `shared / union ≥
+/// min_overlap` in `f32`, `shared ≤ distinct ≤ union`. `None` when any
+/// difference may pass (a threshold of 0 or less).
+fn max_differing_terms(distinct: usize, min_overlap: f32) -> Option<usize> {
+    if min_overlap.is_nan() || min_overlap <= 0.0 {
+        return None;
+    }
+    // Beyond this many the bound filters nothing a caller can use: `None`
+    // (no bound) is then as good and avoids counting up to huge unions.
+    let cap = distinct.saturating_mul(2).saturating_add(64);
+    let passes = |shared: usize, union: usize| shared as f32 / union as f32 >= min_overlap;
+    let mut most = 0;
+    for shared in 1..=distinct {
+        // The largest union that passes with `shared` terms shared:
+        // estimated, then corrected by the gate's own division (which is
+        // monotonic in the union).
+        let estimate = shared as f64 / f64::from(min_overlap);
+        if estimate >= cap as f64 {
+            return None;
+        }
+        let mut union = (estimate as usize).max(distinct);
+        while union > distinct && !passes(shared, union) {
+            union -= 1;
+        }
+        if !passes(shared, union) {
+            continue;
+        }
+        while union < cap && passes(shared, union + 1) {
+            union += 1;
+        }
+        if union >= cap {
+            return None;
+        }
+        most = most.max(union - shared);
+    }
+    Some(most)
 }
 
 /// What a duplicate brings to the item it merges into.
@@ -354,6 +401,31 @@ mod tests {
             "cortado -> flat white"
         );
         assert!(!cfg.is_near_duplicate(0.7, Some(0.8)));
+    }
+
+    #[test]
+    fn the_difference_bound_is_the_largest_that_passes() {
+        for threshold in [0.3f32, 0.5, 0.6, 0.85, 0.9, 1.0, 1.5] {
+            for distinct in 1..40 {
+                // By brute force over shared ≤ distinct ≤ union.
+                let brute = (0..=distinct)
+                    .flat_map(|shared| (distinct..distinct * 5).map(move |union| (shared, union)))
+                    .filter(|&(shared, union)| shared as f32 / union as f32 >= threshold)
+                    .map(|(shared, union)| union - shared)
+                    .max()
+                    .unwrap_or(0);
+                assert_eq!(
+                    max_differing_terms(distinct, threshold),
+                    Some(brute),
+                    "{distinct} terms at {threshold}"
+                );
+            }
+        }
+        assert_eq!(max_differing_terms(10, 0.0), None);
+        assert_eq!(max_differing_terms(10, f32::NAN), None);
+        assert_eq!(max_differing_terms(10, 1e-30), None, "past the cap");
+        // 14 distinct terms at the lexical gate's default: 14 of 16.
+        assert_eq!(max_differing_terms(14, 0.85), Some(2));
     }
 
     #[test]

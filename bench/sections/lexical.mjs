@@ -2,7 +2,8 @@
 // BM25 plus its thread signals) against MiniSearch on the same texts. Index
 // build time: memtide's `ingest` (which also deduplicates and writes its
 // records to in-memory storage) against MiniSearch's `addAll`, median of
-// builds; query p50/p95 after warm-up. MiniSearch drops memtide's stopwords.
+// builds, with memtide's time per batch of 1,000 as the store grows;
+// query p50/p95 after warm-up. MiniSearch drops memtide's stopwords.
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import MiniSearch from "minisearch";
@@ -26,8 +27,11 @@ const ENGINES = {
       async build(texts) {
         await memory?.close();
         memory = await Memory.open({ storage: "memory" });
+        this.batchMs = [];
         for (let i = 0; i < texts.length; i += INGEST_BATCH) {
+          const start = performance.now();
           await memory.ingest(texts.slice(i, i + INGEST_BATCH).map((text) => ({ text, scope: SCOPE })));
+          this.batchMs.push(performance.now() - start);
         }
       },
       search: (text) => memory.retrieve({ text, scope: SCOPE, limit: LIMIT, dryRun: true }),
@@ -60,8 +64,15 @@ async function measure({ engine, size, queries, builds, pkg }) {
   const buildCpuMs = (cpu.user + cpu.system) / 1000 / builds;
   const latencies = await sampleMs((i) => instance.search(corpus.queries[i % queries].text),
     { warmup: Math.max(5, queries / 10), runs: queries });
+  // How a batch's time grows with the store (last build, wall, memtide
+  // only): the median batch of each tenth of the build.
+  const tenths = instance.batchMs && Array.from({ length: 10 }, (_, t) => {
+    const batches = instance.batchMs.slice(Math.floor(t * instance.batchMs.length / 10),
+      Math.max(Math.floor((t + 1) * instance.batchMs.length / 10), Math.floor(t * instance.batchMs.length / 10) + 1));
+    return Math.round(median(batches));
+  });
   return { engine, size, pkg, buildMs: median(buildMs), buildRangeMs: [Math.min(...buildMs), Math.max(...buildMs)],
-    buildCpuMs, p50: median(latencies), p95: percentile(latencies, 95) };
+    buildCpuMs, batchMsByTenth: tenths, p50: median(latencies), p95: percentile(latencies, 95) };
 }
 
 export function runLexical({ size, queries, builds, log }) {

@@ -34,11 +34,14 @@
 //!
 //! summed over the *distinct* query terms present in `d`.
 
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+use super::signatures::{Signatures, PARTS};
 
 /// The BM25 free parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -164,6 +167,10 @@ pub struct Bm25Index {
     docs: Vec<DocEntry>,
     free_slots: Vec<u32>,
     total_len: u64,
+    /// The near-duplicate search's index of term sets, once
+    /// [`Bm25Index::docs_sharing`] has needed it: inserts and removals
+    /// keep it up to date after that. Opening a store does not build it.
+    signatures: OnceCell<Signatures>,
 }
 
 impl Bm25Index {
@@ -229,6 +236,9 @@ impl Bm25Index {
             term_ids.push(id);
         }
         term_ids.sort_unstable();
+        if let Some(signatures) = self.signatures.get_mut() {
+            signatures.insert(slot, &Signatures::keys(term_ids.iter().copied()));
+        }
         self.total_len += u64::from(len);
         self.docs[slot as usize] = DocEntry {
             doc,
@@ -251,10 +261,15 @@ impl Bm25Index {
         let mut terms: Vec<(&str, u32)> = term_ids(&entry.term_ids)
             .filter_map(|id| {
                 let term = &self.terms[id as usize];
-                let at = term
-                    .postings
-                    .binary_search_by_key(&slot, |posting| posting.slot)
-                    .ok()?;
+                // A doc just inserted (whose terms a segment write asks
+                // for) has the largest slot of most of its postings.
+                let at = match term.postings.last() {
+                    Some(last) if last.slot == slot => term.postings.len() - 1,
+                    _ => term
+                        .postings
+                        .binary_search_by_key(&slot, |posting| posting.slot)
+                        .ok()?,
+                };
                 Some((&*term.term, u32::from(term.postings[at].term_frequency)))
             })
             .collect();
@@ -268,6 +283,9 @@ impl Bm25Index {
             return false;
         };
         let entry = std::mem::take(&mut self.docs[slot as usize]);
+        if let Some(signatures) = self.signatures.get_mut() {
+            signatures.remove(slot, &Signatures::keys(term_ids(&entry.term_ids)));
+        }
         self.free_slots.push(slot);
         self.total_len -= u64::from(entry.len);
         for id in term_ids(&entry.term_ids) {
@@ -356,44 +374,103 @@ impl Bm25Index {
     }
 
     /// The docs that may hold at least `min_shared` of `set`'s distinct
-    /// terms, in ascending order: every doc that does is listed, and a
-    /// listed doc may hold fewer (check it with [`Bm25Index::overlap`]).
+    /// terms and differ from them in at most `max_differing` terms (the
+    /// size of the symmetric difference of the two sets; no bound when
+    /// `None`), in ascending order: every doc that does is listed, and a
+    /// listed doc may not (check it with [`Bm25Index::overlap`]).
     /// `None` when `min_shared` is 0, which every doc meets.
     ///
-    /// A doc holding `min_shared` of the `m` known terms holds at least
-    /// `min_shared − (m − k)` of any `k` of them. The postings of the `k`
-    /// rarest terms are counted per doc, `k` being the fewest that make
-    /// this requirement positive, grown while the next term's postings are
-    /// no longer than those already counted: each extra term at most
-    /// doubles the work and raises the requirement by one, so common terms
-    /// (held by most docs) are never walked and the docs left are few.
-    pub fn docs_sharing(&self, set: &TermSet, min_shared: usize) -> Option<Vec<u32>> {
-        if min_shared == 0 {
-            return None;
-        }
-        let known = set.known.len();
-        if min_shared > known {
-            return Some(Vec::new());
-        }
-        let mut lists: Vec<&[Posting]> = set
-            .known
-            .iter()
-            .map(|&id| self.terms[id as usize].postings.as_slice())
-            .collect();
-        lists.sort_by_key(|postings| postings.len());
-        let mut counted = known - min_shared + 1;
-        let mut walked: usize = lists[..counted].iter().map(|p| p.len()).sum();
-        while counted < known && lists[counted].len() <= walked {
-            walked += lists[counted].len();
-            counted += 1;
-        }
-        let required = min_shared - (known - counted);
-        let mut docs: Vec<u32> = slots_in_at_least(&lists[..counted], required)
+    /// Two filters, each listing every such doc; the one that walks fewer
+    /// slots is used:
+    ///
+    /// - **Postings.** A doc holding `min_shared` of the `m` known terms
+    ///   holds at least `min_shared − (m − k)` of any `k` of them. The
+    ///   postings of the `k` rarest terms are counted per doc, `k` being
+    ///   the fewest that make this requirement positive, grown while the
+    ///   next term's postings are no longer than those already counted:
+    ///   each extra term at most doubles the work and raises the
+    ///   requirement by one, so common terms (held by most docs) are
+    ///   never walked.
+    /// - **Signatures** (`crate::index::signatures`), when the difference
+    ///   is bounded below the partitions' count: a doc within the bound
+    ///   has the text's signature in enough partitions, and the buckets
+    ///   hold only docs with exactly the same terms in a partition, so
+    ///   they stay short where every term is common. Built on the first
+    ///   call (opening a store does not pay for it), kept up to date by
+    ///   inserts and removals after that.
+    pub fn docs_sharing(
+        &self,
+        set: &TermSet,
+        min_shared: usize,
+        max_differing: Option<usize>,
+    ) -> Option<Vec<u32>> {
+        let (slots, _) = self.slots_sharing(set, min_shared, max_differing)?;
+        let mut docs: Vec<u32> = slots
             .into_iter()
             .map(|slot| self.docs[slot as usize].doc)
             .collect();
         docs.sort_unstable();
         Some(docs)
+    }
+
+    /// The slots of [`Bm25Index::docs_sharing`]'s docs, in no order, with
+    /// the number of postings or bucket entries walked to find them.
+    fn slots_sharing(
+        &self,
+        set: &TermSet,
+        min_shared: usize,
+        max_differing: Option<usize>,
+    ) -> Option<(Vec<u32>, usize)> {
+        if min_shared == 0 {
+            return None;
+        }
+        let known = set.known.len();
+        if min_shared > known {
+            return Some((Vec::new(), 0));
+        }
+        let postings: Vec<&[Posting]> = set
+            .known
+            .iter()
+            .map(|&id| self.terms[id as usize].postings.as_slice())
+            .collect();
+        let (postings, required, walked) = fewest_to_walk(postings, min_shared);
+        // The text's terms the index lacks differ from every doc.
+        let unknown = set.distinct.saturating_sub(known);
+        let known_differing = match max_differing.map(|d| d.checked_sub(unknown)) {
+            Some(None) => return Some((Vec::new(), 0)),
+            Some(Some(d)) if d < PARTS => Some(d),
+            _ => None,
+        };
+        let by_signature = known_differing.map(|d| {
+            let signatures = self.signatures();
+            let keys = Signatures::keys(set.known.iter().copied());
+            let buckets = keys.iter().map(|&key| signatures.bucket(key)).collect();
+            fewest_to_walk(buckets, PARTS - d)
+        });
+        Some(match by_signature {
+            Some((buckets, required, cost)) if cost < walked => (
+                slots_in_at_least(&buckets, required, |&slot| slot),
+                cost,
+            ),
+            _ => (
+                slots_in_at_least(&postings, required, |posting| posting.slot),
+                walked,
+            ),
+        })
+    }
+
+    /// The signature index, built from every doc on the first call.
+    fn signatures(&self) -> &Signatures {
+        self.signatures.get_or_init(|| {
+            let mut signatures = Signatures::default();
+            for (slot, entry) in (0u32..).zip(&self.docs) {
+                // A free slot is no doc's.
+                if self.slots.get(&entry.doc) == Some(&slot) {
+                    signatures.insert(slot, &Signatures::keys(term_ids(&entry.term_ids)));
+                }
+            }
+            signatures
+        })
     }
 
     /// The query's distinct terms weighted by their idf, for
@@ -559,32 +636,54 @@ fn id_count(bytes: &[u8]) -> usize {
     bytes.iter().filter(|&&byte| byte < 0x80).count()
 }
 
+/// Of `lists` (slot lists, any order), the fewest shortest to count for
+/// the slots held by at least `in_at_least` (≥ 1) of all of them, with
+/// how many of those counted such a slot is in, and the slots they hold.
+/// A slot in `in_at_least` of the `m` lists is in at least
+/// `in_at_least − (m − k)` of any `k`: `k` starts at the fewest that make
+/// this positive and grows while the next list is no longer than those
+/// already counted (each extra list at most doubles the walk and raises
+/// the requirement by one).
+fn fewest_to_walk<T>(mut lists: Vec<&[T]>, in_at_least: usize) -> (Vec<&[T]>, usize, usize) {
+    let all = lists.len();
+    lists.sort_by_key(|list| list.len());
+    let mut counted = (all + 1).saturating_sub(in_at_least).min(all);
+    let mut walked: usize = lists[..counted].iter().map(|list| list.len()).sum();
+    while counted < all && lists[counted].len() <= walked {
+        walked += lists[counted].len();
+        counted += 1;
+    }
+    let required = in_at_least.saturating_sub(all - counted);
+    lists.truncate(counted);
+    (lists, required, walked)
+}
+
 /// The slots listed in at least `required` (≥ 1) of `lists` (each sorted
-/// by slot), in no particular order. Counts in a dense array over the
-/// slots' range when that range is small next to the postings walked
-/// (slots are allocated densely), otherwise by sorting the walked slots.
-fn slots_in_at_least(lists: &[&[Posting]], required: usize) -> Vec<u32> {
-    let walked: usize = lists.iter().map(|p| p.len()).sum();
-    let Some(end) = lists.iter().filter_map(|p| p.last()).map(|p| p.slot).max() else {
+/// by slot, `slot` giving an element's), in no particular order. Counts
+/// in a dense array over the slots' range when that range is small next
+/// to the elements walked (slots are allocated densely), otherwise by
+/// sorting the walked slots.
+fn slots_in_at_least<T>(lists: &[&[T]], required: usize, slot: impl Fn(&T) -> u32) -> Vec<u32> {
+    let walked: usize = lists.iter().map(|list| list.len()).sum();
+    let Some(end) = lists.iter().filter_map(|list| list.last()).map(&slot).max() else {
         return Vec::new();
     };
     // Counts saturate; a requirement past the counter's range is clamped,
     // which can only list more docs.
-    let required = u8::try_from(required).unwrap_or(u8::MAX);
+    let required = u8::try_from(required.max(1)).unwrap_or(u8::MAX);
     let range = end as usize + 1;
     let mut slots = Vec::new();
     if range <= walked.saturating_mul(DENSE_RANGE_PER_POSTING) {
         let mut counts = vec![0u8; range];
-        for posting in lists.iter().flat_map(|p| p.iter()) {
-            let slot = posting.slot;
-            let count = &mut counts[slot as usize];
+        for at in lists.iter().flat_map(|list| list.iter()).map(&slot) {
+            let count = &mut counts[at as usize];
             *count = count.saturating_add(1);
             if *count == required {
-                slots.push(slot);
+                slots.push(at);
             }
         }
     } else {
-        slots.extend(lists.iter().flat_map(|p| p.iter().map(|posting| posting.slot)));
+        slots.extend(lists.iter().flat_map(|list| list.iter()).map(&slot));
         slots.sort_unstable();
         slots = slots
             .chunk_by(|a, b| a == b)
@@ -796,7 +895,7 @@ mod tests {
             vec![123_456, 7]
         );
         let set = index.term_set(&strings(&["banana"]));
-        assert_eq!(index.docs_sharing(&set, 1), Some(vec![7, 123_456]));
+        assert_eq!(index.docs_sharing(&set, 1, None), Some(vec![7, 123_456]));
         assert_eq!(index.overlap(123_456, &set), Some(1.0));
         assert_eq!(index.overlap(4_000_000_000, &set), None);
     }
@@ -812,16 +911,54 @@ mod tests {
         let set = index.term_set(&strings(&["rare", "scarce", "common"]));
         // Two of three: one of the two rarest lists; `common` (101 docs)
         // is not walked, so the 100 docs holding only it are not listed.
-        assert_eq!(index.docs_sharing(&set, 2), Some(vec![100, 101]));
+        assert_eq!(index.docs_sharing(&set, 2, None), Some(vec![100, 101]));
         // Three of three: only the rarest list.
-        assert_eq!(index.docs_sharing(&set, 3), Some(vec![100]));
-        assert_eq!(index.docs_sharing(&set, 4), Some(vec![]));
+        assert_eq!(index.docs_sharing(&set, 3, None), Some(vec![100]));
+        assert_eq!(index.docs_sharing(&set, 4, None), Some(vec![]));
         // One of three needs every list.
-        assert_eq!(index.docs_sharing(&set, 1).map(|d| d.len()), Some(102));
+        assert_eq!(index.docs_sharing(&set, 1, None).map(|d| d.len()), Some(102));
         // Unknown query terms count in no list.
         let unknown = index.term_set(&strings(&["rare", "absent"]));
-        assert_eq!(index.docs_sharing(&unknown, 2), Some(vec![]));
-        assert_eq!(index.docs_sharing(&unknown, 1), Some(vec![100, 101]));
+        assert_eq!(index.docs_sharing(&unknown, 2, None), Some(vec![]));
+        assert_eq!(index.docs_sharing(&unknown, 1, None), Some(vec![100, 101]));
+    }
+
+    #[test]
+    fn signatures_list_few_docs_where_every_term_is_common() {
+        // Every term is held by a fifth to a thirteenth of the docs, and
+        // "note" by all; each doc's combination is its own.
+        let terms_of = |i: u32| {
+            let mut terms = strings(&["note"]);
+            for (family, period) in ["a", "b", "c", "d", "e", "f"].into_iter().zip([5, 6, 7, 11, 13, 17]) {
+                terms.push(format!("{family}{}", i % period));
+            }
+            terms
+        };
+        let mut index = Bm25Index::default();
+        for i in 0..2_000 {
+            index.insert(i, &terms_of(i));
+        }
+        let mut query = terms_of(123);
+        query.push("unheard".into());
+        let set = index.term_set(&query);
+        // 8 terms, 7 known: sharing 6 of them, or differing in 1 besides
+        // the unknown term. The postings counted are those of every term
+        // but "note": 118 + 154 + 182 + 286 + 333 + 400. The signatures walk the buckets of 2 of the 6
+        // partitions (a doc within the bound has the query's signature in
+        // 5), which hold only docs with the same terms there.
+        let (by_postings, postings_walked) = index.slots_sharing(&set, 6, None).unwrap();
+        let (by_signatures, entries_walked) = index.slots_sharing(&set, 6, Some(2)).unwrap();
+        assert_eq!(postings_walked, 1_473);
+        assert!(entries_walked < 200, "{entries_walked} walked");
+        assert_eq!(by_postings, [123]);
+        assert!(by_signatures.contains(&123), "{by_signatures:?}");
+        // The index's cost: a map entry per partition of each doc, most
+        // buckets holding one doc.
+        let bytes = index.signatures().heap_bytes();
+        assert!(bytes / 2_000 <= 16 * PARTS, "{bytes} bytes for 2,000 docs");
+        // More difference than the unknown terms allow: nothing.
+        let far = index.term_set(&strings(&["unheard", "unseen", "note"]));
+        assert_eq!(index.docs_sharing(&far, 1, Some(1)), Some(vec![]));
     }
 
     #[test]
@@ -861,8 +998,12 @@ mod tests {
         fn incremental_updates_match_a_fresh_build(
             ops in prop::collection::vec(op(), 0..40),
             query in prop::collection::vec(term(), 0..5),
+            early in any::<bool>(),
         ) {
             let mut index = Bm25Index::default();
+            if early {
+                index.signatures();
+            }
             let mut surviving: BTreeMap<u32, Vec<String>> = BTreeMap::new();
             for op in ops {
                 match op {
@@ -911,16 +1052,27 @@ mod tests {
                 let held: std::collections::HashSet<&String> = terms.iter().collect();
                 held.intersection(&query_terms).count()
             };
-            prop_assert_eq!(index.docs_sharing(&set, 0), None);
+            prop_assert_eq!(index.docs_sharing(&set, 0, None), None);
+            // With a bound on the difference too (the signatures, built
+            // here after the updates or, when `early`, before them and kept
+            // up to date by them): every doc within both is listed.
+            let differing = |terms: &Vec<String>| {
+                let held: std::collections::HashSet<&String> = terms.iter().collect();
+                held.symmetric_difference(&query_terms).count()
+            };
             for min_shared in 1..=query_terms.len() + 1 {
-                let listed = index.docs_sharing(&set, min_shared).unwrap();
-                prop_assert!(listed.windows(2).all(|w| w[0] < w[1]), "{:?}", listed);
-                for (&doc, terms) in &surviving {
-                    if shared(terms) >= min_shared {
-                        prop_assert!(listed.contains(&doc), "doc {} missing from {:?}", doc, listed);
+                for max_differing in [None].into_iter().chain((0..=PARTS + 1).map(Some)) {
+                    let listed = index.docs_sharing(&set, min_shared, max_differing).unwrap();
+                    prop_assert!(listed.windows(2).all(|w| w[0] < w[1]), "{:?}", listed);
+                    for (&doc, terms) in &surviving {
+                        if shared(terms) >= min_shared
+                            && max_differing.is_none_or(|d| differing(terms) <= d)
+                        {
+                            prop_assert!(listed.contains(&doc), "doc {} missing from {:?}", doc, listed);
+                        }
                     }
+                    prop_assert!(listed.iter().all(|doc| surviving.contains_key(doc)));
                 }
-                prop_assert!(listed.iter().all(|doc| surviving.contains_key(doc)));
             }
             let queries = VOCABULARY.iter().map(|word| vec![word.to_string()]).chain([query]);
             for query in queries {

@@ -8,6 +8,7 @@
 //! vectors, an exactly scanned tail plus HNSW segments.
 
 pub mod bm25;
+mod signatures;
 pub mod vector;
 
 pub use bm25::{Bm25Index, Bm25Params};

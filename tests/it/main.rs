@@ -16,6 +16,7 @@ mod layout;
 mod locomo;
 mod memory_tool;
 mod messages;
+mod near_duplicates;
 mod policies;
 mod progress;
 mod prompt_injection;
