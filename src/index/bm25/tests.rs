@@ -1,0 +1,390 @@
+use super::*;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+fn strings(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+/// d1 = [apple banana apple] (dl 3), d2 = [banana cherry] (dl 2),
+/// d3 = [cherry cherry cherry date] (dl 4): N = 3, avgdl = 9 / 3 = 3.
+fn tiny_corpus(params: Bm25Params) -> Bm25Index {
+    let mut index = Bm25Index::new(params);
+    index.insert(1, &strings(&["apple", "banana", "apple"]));
+    index.insert(2, &strings(&["banana", "cherry"]));
+    index.insert(3, &strings(&["cherry", "cherry", "cherry", "date"]));
+    index
+}
+
+fn assert_scores(actual: &[(u32, f32)], expected: &[(u32, f32)]) {
+    assert_eq!(actual.len(), expected.len(), "{actual:?} vs {expected:?}");
+    for (&(doc, score), &(want_doc, want_score)) in actual.iter().zip(expected) {
+        assert_eq!(doc, want_doc, "{actual:?} vs {expected:?}");
+        assert!(
+            (score - want_score).abs() < 1e-5,
+            "doc {doc}: {score} vs {want_score}"
+        );
+    }
+}
+
+#[test]
+fn coverage_is_the_idf_weighted_share_of_query_terms_held() {
+    let index = tiny_corpus(Bm25Params::default());
+    // apple 0.980829, banana 0.470004, and kiwi, held by no doc, as if
+    // one held it (as apple): 0.980829.
+    let weights = index.query_weights(&strings(&["apple", "banana", "apple", "kiwi"]));
+    let total = 0.980_829 + 0.470_004 + 0.980_829;
+    let near = |a: f32, b: f64| (f64::from(a) - b).abs() < 1e-5;
+    assert!(near(index.coverage(1, &weights), (0.980_829 + 0.470_004) / total));
+    assert!(near(index.coverage(2, &weights), 0.470_004 / total));
+    assert_eq!(index.coverage(3, &weights), 0.0);
+    assert_eq!(index.coverage(9, &weights), 0.0, "not indexed");
+    let all = index.query_weights(&strings(&["cherry", "date"]));
+    assert!(near(index.coverage(3, &all), 1.0));
+    assert_eq!(index.coverage(1, &index.query_weights(&[])), 0.0);
+}
+
+#[test]
+fn scores_match_hand_computation() {
+    let index = tiny_corpus(Bm25Params::default());
+    // apple: n = 1, idf = ln(1 + (3 - 1 + 0.5) / 1.5) = ln(2.6667) = 0.980829.
+    // d1: tf 2, dl 3: norm = 1.2 · (0.25 + 0.75 · 3/3) = 1.2;
+    //     2 · 2.2 / (2 + 1.2) = 1.375; score = 0.980829 · 1.375 = 1.348640.
+    assert_scores(&index.search(&strings(&["apple"])), &[(1, 1.348_64)]);
+
+    // banana, cherry: n = 2 each, idf = ln(1 + 1.5 / 2.5) = ln(1.6) = 0.470004.
+    // d2: dl 2: norm = 1.2 · (0.25 + 0.75 · 2/3) = 0.9; each term 2.2 / 1.9
+    //     = 1.157895; score = 0.470004 · 2 · 1.157895 = 1.088429.
+    // d3: cherry tf 3, dl 4: norm = 1.2 · (0.25 + 0.75 · 4/3) = 1.5;
+    //     3 · 2.2 / 4.5 = 1.466667; score = 0.470004 · 1.466667 = 0.689339.
+    // d1: banana tf 1, dl 3: norm 1.2; 2.2 / 2.2 = 1; score = 0.470004.
+    assert_scores(
+        &index.search(&strings(&["banana", "cherry"])),
+        &[(2, 1.088_429), (3, 0.689_339), (1, 0.470_004)],
+    );
+}
+
+#[test]
+fn params_are_used() {
+    let index = tiny_corpus(Bm25Params { k1: 2.0, b: 0.0 });
+    // k1 = 2, b = 0 (no length normalization), cherry: idf = ln(1.6) = 0.470004.
+    // d3: tf 3: 3 · 3 / (3 + 2) = 1.8; score = 0.470004 · 1.8 = 0.846007.
+    // d2: tf 1: 1 · 3 / (1 + 2) = 1; score = 0.470004.
+    assert_scores(
+        &index.search(&strings(&["cherry"])),
+        &[(3, 0.846_007), (2, 0.470_004)],
+    );
+}
+
+#[test]
+fn repeated_query_terms_count_once() {
+    let index = tiny_corpus(Bm25Params::default());
+    assert_eq!(
+        index.search(&strings(&["apple", "apple", "banana", "apple"])),
+        index.search(&strings(&["apple", "banana"]))
+    );
+}
+
+#[test]
+fn empty_query_or_index_finds_nothing() {
+    let index = tiny_corpus(Bm25Params::default());
+    assert!(index.search(&[]).is_empty());
+    assert!(index.search(&strings(&["unknown"])).is_empty());
+    assert!(Bm25Index::default().search(&strings(&["apple"])).is_empty());
+    let mut empty_docs = Bm25Index::default();
+    empty_docs.insert(7, &[]);
+    assert!(empty_docs.contains(7));
+    assert!(empty_docs.search(&strings(&["apple"])).is_empty());
+}
+
+#[test]
+fn removing_the_last_holder_drops_the_term() {
+    let mut index = tiny_corpus(Bm25Params::default());
+    assert_eq!(index.term_count(), 4);
+    assert!(index.remove(3));
+    assert!(!index.remove(3));
+    assert!(!index.has_term("date"));
+    assert!(index.has_term("cherry"));
+    assert_eq!(index.term_count(), 3);
+    assert_eq!(index.doc_count(), 2);
+    assert!(!index.contains(3));
+    assert!(index.search(&strings(&["date"])).is_empty());
+    // The freed slot is reused by a new term.
+    index.insert(4, &strings(&["elder"]));
+    assert_eq!(index.term_count(), 4);
+    assert_eq!(index.search(&strings(&["elder"]))[0].0, 4);
+}
+
+#[test]
+fn insert_replaces_a_present_doc() {
+    let mut index = tiny_corpus(Bm25Params::default());
+    index.insert(1, &strings(&["fig"]));
+    assert_eq!(index.doc_count(), 3);
+    assert!(!index.has_term("apple"));
+    assert_eq!(index.search(&strings(&["banana"])).len(), 1);
+    assert_eq!(index.search(&strings(&["fig"]))[0].0, 1);
+}
+
+#[test]
+fn doc_terms_rebuild_the_same_index_without_the_terms() {
+    let index = tiny_corpus(Bm25Params::default());
+    assert_eq!(index.doc_terms(1), Some(vec![("apple", 2), ("banana", 1)]));
+    assert_eq!(index.doc_terms(9), None);
+    let mut rebuilt = Bm25Index::new(Bm25Params::default());
+    for doc in [1, 2, 3] {
+        rebuilt.insert_counts(doc, index.doc_terms(doc).unwrap());
+    }
+    for query in [&["cherry"][..], &["apple", "date"], &["banana", "fig"]] {
+        let query = strings(query);
+        assert_eq!(rebuilt.search(&query), index.search(&query));
+    }
+    assert_eq!(rebuilt.term_count(), index.term_count());
+}
+
+#[test]
+fn term_ids_round_trip_as_deltas() {
+    let ids = [0, 1, 127, 128, 300, 16_383, 16_384, 1 << 21, u32::MAX];
+    let bytes = encode_ids(&ids);
+    assert_eq!(term_ids(&bytes).collect::<Vec<_>>(), ids);
+    assert_eq!(id_count(&bytes), ids.len());
+    // Dense ids take a byte each.
+    assert_eq!(encode_ids(&[3, 4, 9, 100]).len(), 4);
+    assert_eq!(term_ids(&[]).count(), 0);
+}
+
+#[test]
+fn a_posting_is_six_bytes() {
+    // The index's largest part: one per distinct term of every doc.
+    assert_eq!(std::mem::size_of::<Posting>(), 6);
+}
+
+#[test]
+fn frequencies_saturate_and_a_rebuilt_doc_scores_the_same() {
+    let mut index = Bm25Index::default();
+    index.insert_counts(4, [("many", 70_000), ("one", 1)]);
+    index.insert(9, &strings(&["many", "two", "two"]));
+    assert_eq!(index.doc_terms(4), Some(vec![("many", 65_535), ("one", 1)]));
+    let mut rebuilt = Bm25Index::default();
+    for doc in [4, 9] {
+        rebuilt.insert_counts(doc, index.doc_terms(doc).unwrap());
+    }
+    for query in [&["many"][..], &["one", "two"]] {
+        let query = strings(query);
+        assert_eq!(rebuilt.search(&query), index.search(&query));
+    }
+    // The length is the saturated one: 65,535 + 1 against 3.
+    let avg = (65_536.0 + 3.0) / 2.0;
+    let idf = (1.0f64 + 1.5 / 1.5).ln();
+    let norm = 1.2 * (0.25 + 0.75 * 65_536.0 / avg);
+    let want = idf * 2.2 / (1.0 + norm);
+    let got = index.search(&strings(&["one"]));
+    assert_eq!(got.len(), 1);
+    assert!((f64::from(got[0].1) - want).abs() < 1e-6, "{got:?} vs {want}");
+}
+
+#[test]
+fn sparse_doc_numbers_reuse_dense_slots() {
+    let mut index = Bm25Index::default();
+    index.insert(4_000_000_000, &strings(&["apple"]));
+    index.insert(7, &strings(&["apple", "banana"]));
+    assert!(index.remove(4_000_000_000));
+    index.insert(123_456, &strings(&["banana"]));
+    // The freed slot went to the new doc: two slots for two docs.
+    assert_eq!(index.docs.len(), 2);
+    assert_eq!(
+        index.search(&strings(&["banana"])).iter().map(|r| r.0).collect::<Vec<_>>(),
+        // The shorter doc first.
+        vec![123_456, 7]
+    );
+    let set = index.term_set(&strings(&["banana"]));
+    assert_eq!(index.docs_sharing(&set, 1, None), Some(vec![7, 123_456]));
+    assert_eq!(index.overlap(123_456, &set), Some(1.0));
+    assert_eq!(index.overlap(4_000_000_000, &set), None);
+}
+
+#[test]
+fn docs_sharing_never_walks_common_terms_it_does_not_need() {
+    let mut index = Bm25Index::default();
+    for doc in 0..100 {
+        index.insert(doc, &strings(&["common", &format!("unique{doc}")]));
+    }
+    index.insert(100, &strings(&["common", "rare", "scarce"]));
+    index.insert(101, &strings(&["rare"]));
+    let set = index.term_set(&strings(&["rare", "scarce", "common"]));
+    // Two of three: one of the two rarest lists; `common` (101 docs)
+    // is not walked, so the 100 docs holding only it are not listed.
+    assert_eq!(index.docs_sharing(&set, 2, None), Some(vec![100, 101]));
+    // Three of three: only the rarest list.
+    assert_eq!(index.docs_sharing(&set, 3, None), Some(vec![100]));
+    assert_eq!(index.docs_sharing(&set, 4, None), Some(vec![]));
+    // One of three needs every list.
+    assert_eq!(index.docs_sharing(&set, 1, None).map(|d| d.len()), Some(102));
+    // Unknown query terms count in no list.
+    let unknown = index.term_set(&strings(&["rare", "absent"]));
+    assert_eq!(index.docs_sharing(&unknown, 2, None), Some(vec![]));
+    assert_eq!(index.docs_sharing(&unknown, 1, None), Some(vec![100, 101]));
+}
+
+#[test]
+fn signatures_list_few_docs_where_every_term_is_common() {
+    // Every term is held by a fifth to a thirteenth of the docs, and
+    // "note" by all; each doc's combination is its own.
+    let terms_of = |i: u32| {
+        let mut terms = strings(&["note"]);
+        for (family, period) in ["a", "b", "c", "d", "e", "f"].into_iter().zip([5, 6, 7, 11, 13, 17]) {
+            terms.push(format!("{family}{}", i % period));
+        }
+        terms
+    };
+    let mut index = Bm25Index::default();
+    for i in 0..2_000 {
+        index.insert(i, &terms_of(i));
+    }
+    let mut query = terms_of(123);
+    query.push("unheard".into());
+    let set = index.term_set(&query);
+    // 8 terms, 7 known: sharing 6 of them, or differing in 1 besides
+    // the unknown term. The postings counted are those of every term
+    // but "note": 118 + 154 + 182 + 286 + 333 + 400. The signatures walk the buckets of 2 of the 6
+    // partitions (a doc within the bound has the query's signature in
+    // 5), which hold only docs with the same terms there.
+    let (by_postings, postings_walked) = index.slots_sharing(&set, 6, None).unwrap();
+    let (by_signatures, entries_walked) = index.slots_sharing(&set, 6, Some(2)).unwrap();
+    assert_eq!(postings_walked, 1_473);
+    assert!(entries_walked < 200, "{entries_walked} walked");
+    assert_eq!(by_postings, [123]);
+    assert!(by_signatures.contains(&123), "{by_signatures:?}");
+    // The index's cost: a map entry per partition of each doc, most
+    // buckets holding one doc.
+    let bytes = index.signatures().heap_bytes();
+    assert!(bytes / 2_000 <= 16 * PARTS, "{bytes} bytes for 2,000 docs");
+    // More difference than the unknown terms allow: nothing.
+    let far = index.term_set(&strings(&["unheard", "unseen", "note"]));
+    assert_eq!(index.docs_sharing(&far, 1, Some(1)), Some(vec![]));
+}
+
+#[test]
+fn params_serialize_as_camel_case_json() {
+    let json = serde_json::to_string(&Bm25Params::default()).unwrap();
+    assert_eq!(json, r#"{"k1":1.2,"b":0.75}"#);
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Insert(u32, Vec<String>),
+    Remove(u32),
+}
+
+const VOCABULARY: [&str; 6] = ["ant", "bee", "cat", "dog", "eel", "fox"];
+
+fn term() -> impl Strategy<Value = String> {
+    prop::sample::select(VOCABULARY.to_vec()).prop_map(String::from)
+}
+
+/// Doc numbers: mostly dense, some far apart (so `docs_sharing`
+/// counts both ways).
+fn doc() -> impl Strategy<Value = u32> {
+    prop_oneof![3 => 0u32..8, 1 => 5_000u32..5_003]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (doc(), prop::collection::vec(term(), 0..6))
+            .prop_map(|(doc, terms)| Op::Insert(doc, terms)),
+        1 => doc().prop_map(Op::Remove),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn incremental_updates_match_a_fresh_build(
+        ops in prop::collection::vec(op(), 0..40),
+        query in prop::collection::vec(term(), 0..5),
+        early in any::<bool>(),
+    ) {
+        let mut index = Bm25Index::default();
+        if early {
+            index.signatures();
+        }
+        let mut surviving: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Insert(doc, terms) => {
+                    index.insert(doc, &terms);
+                    surviving.insert(doc, terms);
+                }
+                Op::Remove(doc) => {
+                    prop_assert_eq!(index.remove(doc), surviving.remove(&doc).is_some());
+                }
+            }
+        }
+        let mut fresh = Bm25Index::default();
+        for (&doc, terms) in &surviving {
+            fresh.insert(doc, terms);
+        }
+        prop_assert_eq!(index.doc_count(), fresh.doc_count());
+        prop_assert_eq!(index.term_count(), fresh.term_count());
+        // The counted terms of each doc rebuild the index (what a
+        // segment's lexical part stores).
+        let mut counted = Bm25Index::default();
+        for &doc in surviving.keys() {
+            let terms = index.doc_terms(doc);
+            prop_assert!(terms.is_some());
+            counted.insert_counts(doc, terms.unwrap_or_default());
+        }
+        prop_assert_eq!(counted.search(&query), fresh.search(&query));
+        prop_assert_eq!(counted.term_count(), fresh.term_count());
+        for word in VOCABULARY {
+            prop_assert_eq!(index.has_term(word), fresh.has_term(word));
+        }
+        // The overlap from the index's term lists is the overlap of the
+        // term lists themselves, for any query, held terms or not.
+        let set = index.term_set(&query);
+        for (&doc, terms) in &surviving {
+            prop_assert_eq!(
+                index.overlap(doc, &set),
+                Some(crate::text::term_overlap(&query, terms))
+            );
+        }
+        prop_assert_eq!(index.overlap(u32::MAX, &set), None);
+        // `docs_sharing` lists, in order, every doc holding enough of
+        // the query's terms.
+        let query_terms: std::collections::HashSet<&String> = query.iter().collect();
+        let shared = |terms: &Vec<String>| {
+            let held: std::collections::HashSet<&String> = terms.iter().collect();
+            held.intersection(&query_terms).count()
+        };
+        prop_assert_eq!(index.docs_sharing(&set, 0, None), None);
+        // With a bound on the difference too (the signatures, built
+        // here after the updates or, when `early`, before them and kept
+        // up to date by them): every doc within both is listed.
+        let differing = |terms: &Vec<String>| {
+            let held: std::collections::HashSet<&String> = terms.iter().collect();
+            held.symmetric_difference(&query_terms).count()
+        };
+        for min_shared in 1..=query_terms.len() + 1 {
+            for max_differing in [None].into_iter().chain((0..=PARTS + 1).map(Some)) {
+                let listed = index.docs_sharing(&set, min_shared, max_differing).unwrap();
+                prop_assert!(listed.windows(2).all(|w| w[0] < w[1]), "{:?}", listed);
+                for (&doc, terms) in &surviving {
+                    if shared(terms) >= min_shared
+                        && max_differing.is_none_or(|d| differing(terms) <= d)
+                    {
+                        prop_assert!(listed.contains(&doc), "doc {} missing from {:?}", doc, listed);
+                    }
+                }
+                prop_assert!(listed.iter().all(|doc| surviving.contains_key(doc)));
+            }
+        }
+        let queries = VOCABULARY.iter().map(|word| vec![word.to_string()]).chain([query]);
+        for query in queries {
+            let got = index.search(&query);
+            let want = fresh.search(&query);
+            prop_assert_eq!(got.len(), want.len());
+            for (&(doc, score), &(want_doc, want_score)) in got.iter().zip(&want) {
+                prop_assert_eq!(doc, want_doc);
+                prop_assert!((score - want_score).abs() < 1e-4);
+            }
+        }
+    }
+}
