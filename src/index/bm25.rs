@@ -36,12 +36,13 @@
 
 use std::cell::OnceCell;
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::signatures::{Signatures, PARTS};
+use crate::fast_hash::FastMap;
 
 /// The BM25 free parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -159,11 +160,11 @@ impl TermCounts {
 #[derive(Debug, Clone, Default)]
 pub struct Bm25Index {
     params: Bm25Params,
-    term_ids: crate::fast_hash::FastMap<Arc<str>, u32>,
+    term_ids: FastMap<Arc<str>, u32>,
     terms: Vec<TermSlot>,
     free_terms: Vec<u32>,
     /// The slot in `docs` of each doc the index holds.
-    slots: HashMap<u32, u32>,
+    slots: FastMap<u32, u32>,
     docs: Vec<DocEntry>,
     free_slots: Vec<u32>,
     total_len: u64,
@@ -318,7 +319,7 @@ impl Bm25Index {
         // least one, so `avg_len` is positive whenever it is used.
         let avg_len = self.total_len as f64 / doc_count;
         let mut seen = HashSet::new();
-        let mut scores: HashMap<u32, f64> = HashMap::new();
+        let mut scores: FastMap<u32, f64> = FastMap::default();
         for term in query_terms {
             if !seen.insert(term.as_str()) {
                 continue;
