@@ -710,6 +710,23 @@ impl MemoryItem {
         }))
         .expect("the fields every memory has")
     }
+
+    /// A memory as ingest stores one: an episode of the scope
+    /// `carol`/`garden` with a content hash of 64 hex digits, made at
+    /// 2023-11-14T22:13:20Z, every optional field unset. The stored forms'
+    /// tests (catalog rows, the JSON length) start from it.
+    pub(crate) fn stored_example() -> MemoryItem {
+        let made = Timestamp(1_700_000_000_000);
+        MemoryItem {
+            kind: Kind::Episodic,
+            scope: Scope::workspace("carol", "garden"),
+            content_hash: "9d19118d641939e07e91bd8dec6a1d5380794462ec904c207cedb5ae609a31fb"
+                .to_string(),
+            created_at: made,
+            updated_at: made,
+            ..MemoryItem::example("m1", "Carol: the shed key hangs by the door")
+        }
+    }
 }
 
 #[cfg(test)]

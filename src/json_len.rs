@@ -248,16 +248,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn plain() -> MemoryItem {
-        serde_json::from_value(serde_json::json!({
-            "id": "m1", "text": "Carol: the shed key hangs by the door",
-            "kind": "episodic", "scope": {"userId": "carol", "workspaceId": "garden"},
-            "status": "approved", "pinned": false, "source": {"kind": "manual", "ref": ""},
-            "contentHash": "9d19118d641939e07e91bd8dec6a1d5380794462ec904c207cedb5ae609a31fb",
-            "tags": [], "privacy": {"pii": false, "private": false},
-            "createdAt": "2023-11-14T22:13:20.000Z", "updatedAt": "2023-11-14T22:13:20.000Z",
-            "usageCount": 0
-        }))
-        .unwrap()
+        MemoryItem::stored_example()
     }
 
     fn check(item: &MemoryItem) {
