@@ -3,7 +3,7 @@
 //
 //   node --expose-gc bench/main.mjs [--quick] [--sections embed,retrieval,lexical,cold,footprint,native,ops,durable,cli,wasmmem]
 //                                   [--sizes 1000,10000,100000] [--cold-size N] [--cli-size N]
-//                                   [--cli-before PATH] [--wasmmem-before DIR] [--ops-model] [--write-docs | --no-docs]
+//                                   [--cli-before PATH] [--wasmmem-before DIR] [--wasmmem-model | --wasmmem-given-vectors] [--ops-model] [--write-docs | --no-docs]
 //   node bench/main.mjs --from bench/.build/results/latest.json [--write-docs]   (re-render only)
 //   node bench/main.mjs --from RUN1.json --from RUN2.json [--write-docs]
 //        (one table from runs of different sections on the same machine; the doc names each run)
@@ -56,6 +56,11 @@ function options(argv) {
       case "--cli-size": opts.cliSize = Number(argv[++i]); break;
       case "--cli-before": opts.cliBefore = argv[++i]; break;
       case "--wasmmem-before": opts.wasmMemBefore = argv[++i]; break;
+      // The wasmmem section with every memory embedded and the model loaded.
+      case "--wasmmem-model": opts.wasmMemModel = "embed"; break;
+      // The same with the corpus's vectors under the model's id (sizes the
+      // model cannot embed in time; bench/sections/wasmmem.mjs).
+      case "--wasmmem-given-vectors": opts.wasmMemModel = "given"; break;
       case "--ops-model": opts.opsModel = true; break;
       default: throw new Error(`unknown argument ${argv[i]} (see the comment at the top of bench/main.mjs)`);
     }
@@ -145,7 +150,7 @@ async function run() {
   if (want("ops")) results.ops = runOps({ sizes: p.opsSizes, singles: p.opsSingles, modelSize: p.opsModelSize, log });
   if (want("durable")) results.durable = await runDurable({ size: p.durableSize, runs: p.durableRuns, log });
   if (want("cli")) results.cli = runCli({ size: p.cliSize, runs: p.cliRuns, before: opts.cliBefore, log });
-  if (want("wasmmem")) results.wasmmem = runWasmMemory({ sizes: p.wasmMemSizes, before: opts.wasmMemBefore, log });
+  if (want("wasmmem")) results.wasmmem = runWasmMemory({ sizes: p.wasmMemSizes, before: opts.wasmMemBefore, model: opts.wasmMemModel ?? false, log });
   results.machine.loadAfter = os.loadavg();
   results.profileSettings = p;
 

@@ -9,7 +9,7 @@
 #
 #   bash bench/run.sh [--quick] [--sections embed,retrieval,lexical,cold,footprint,native,ops,durable,cli,wasmmem]
 #                     [--sizes 1000,10000,100000] [--cold-size N] [--cli-size N]
-#                     [--cli-before PATH] [--wasmmem-before DIR] [--ops-model] [--write-docs | --no-docs]
+#                     [--cli-before PATH] [--wasmmem-before DIR] [--wasmmem-model | --wasmmem-given-vectors] [--ops-model] [--write-docs | --no-docs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,6 +47,10 @@ if wants embed || wants retrieval || wants native; then
         --target wasm32-unknown-unknown
     wasm-bindgen --target web --out-dir bench/.build/wasm --out-name bench \
         target/wasm32-unknown-unknown/release/examples/bench_wasm.wasm
+fi
+if wants wasmmem && [[ " $* " == *" --wasmmem-model "* || " $* " == *" --wasmmem-given-vectors "* ]]; then
+    log "building the native filler of the wasmmem section (bench/rust/fill_store.rs)"
+    cargo build --quiet --locked --release --example fill_store
 fi
 if wants cli; then
     log "building the CLI (target/release/memtide)"

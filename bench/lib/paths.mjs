@@ -14,6 +14,8 @@ export const PACKAGE_WASM = path.join(PACKAGE_DIR, "wasm", "memtide_bg.wasm");
 export const NATIVE_EMBED_BIN = path.join(REPO_DIR, "target", "release", "examples", "bench_embed");
 /** The native section's program (bench/rust/bench_native.rs). */
 export const NATIVE_FIGURES_BIN = path.join(REPO_DIR, "target", "release", "examples", "bench_native");
+/** Fills a store natively with the model for the wasmmem section (bench/rust/fill_store.rs). */
+export const FILL_STORE_BIN = path.join(REPO_DIR, "target", "release", "examples", "fill_store");
 
 /** The model directory of scripts/fetch-model.sh (model.onnx, tokenizer.json). */
 export function modelDir() {
