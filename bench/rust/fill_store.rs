@@ -9,13 +9,14 @@
 //! scope.
 //!
 //! ```text
-//! cargo run --release --example fill_store -- --model DIR [--batch 1000] [--threads 2] [--given-vectors] < input.jsonl > store.jsonl
+//! cargo run --release --example fill_store -- --model DIR [--batch 1000] [--threads 2] [--given-vectors FILE] < texts.jsonl > store.jsonl
 //! ```
 //!
-//! stdin: JSON Lines, one text (a JSON string) per line; with
-//! `--given-vectors`, one `[text, vector]` pair per line, and the vectors
-//! are stored under the model's id instead of embedding the texts (the
-//! model's tokenizer still counts tokens). That is for sizes where the
+//! stdin: JSON Lines, one text (a JSON string) per line. With
+//! `--given-vectors FILE` (one vector per text, in order, each the model's
+//! dimension of little-endian `f32`s) those vectors are stored under the
+//! model's id instead of embedding the texts (the model's tokenizer still
+//! counts tokens). That is for sizes where the
 //! model's time is out of reach (100,000 texts: most of an hour on a
 //! shared machine): a store's bytes and memory do not depend on the
 //! values of its int8 codes, which the section checks by comparing both
@@ -40,14 +41,14 @@ struct Options {
     model: PathBuf,
     batch: usize,
     threads: usize,
-    given_vectors: bool,
+    given_vectors: Option<PathBuf>,
 }
 
 fn options() -> Result<Options, Failure> {
     let mut model = std::env::var_os("MEMTIDE_MODEL_DIR")
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from);
-    let (mut batch, mut threads, mut given_vectors) = (1000, 1, false);
+    let (mut batch, mut threads, mut given_vectors) = (1000, 1, None);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
@@ -55,7 +56,7 @@ fn options() -> Result<Options, Failure> {
             "--model" => model = Some(value()?.into()),
             "--batch" => batch = value()?.parse()?,
             "--threads" => threads = value()?.parse()?,
-            "--given-vectors" => given_vectors = true,
+            "--given-vectors" => given_vectors = Some(value()?.into()),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -169,27 +170,40 @@ fn run() -> Result<(), Failure> {
     let options = options()?;
     let model = MiniLm::from_dir(&options.model)?;
     let mut texts = Vec::new();
-    let mut vectors = HashMap::new();
     for line in std::io::stdin().lock().lines() {
         let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        if options.given_vectors {
-            let (text, vector): (String, Vec<f32>) = serde_json::from_str(&line)?;
-            vectors.insert(text.clone(), vector);
-            texts.push(text);
-        } else {
+        if !line.trim().is_empty() {
             texts.push(serde_json::from_str::<String>(&line)?);
         }
     }
-    let embedder: Arc<dyn Embedder> = if options.given_vectors {
-        Arc::new(Given { model, vectors })
-    } else {
-        Arc::new(Parallel {
+    let embedder: Arc<dyn Embedder> = match &options.given_vectors {
+        Some(file) => {
+            let bytes = std::fs::read(file)?;
+            let width = model.dimensions() * 4;
+            if bytes.len() != texts.len() * width {
+                return Err(format!(
+                    "{}: {} bytes, not {} vectors of {width}",
+                    file.display(),
+                    bytes.len(),
+                    texts.len()
+                )
+                .into());
+            }
+            let vectors = texts
+                .iter()
+                .cloned()
+                .zip(bytes.chunks_exact(width).map(|row| {
+                    row.chunks_exact(4)
+                        .map(|x| f32::from_le_bytes([x[0], x[1], x[2], x[3]]))
+                        .collect()
+                }))
+                .collect();
+            Arc::new(Given { model, vectors })
+        }
+        None => Arc::new(Parallel {
             model,
             threads: options.threads,
-        })
+        }),
     };
     let mut memory = Memory::open(
         MemoryStorage::new(),

@@ -38,7 +38,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { isMain, parseArgs, runNodeChild } from "../lib/child.mjs";
-import { memoryCorpus, row } from "../lib/corpus.mjs";
+import { memoryCorpus } from "../lib/corpus.mjs";
 import { FILL_STORE_BIN, PACKAGE_DIR, modelDir } from "../lib/paths.mjs";
 
 const SCOPE = { userId: "bench", workspaceId: "main" };
@@ -87,20 +87,26 @@ async function fill({ size, out, pkg }) {
  * The store natively, every memory embedded by the model, or holding the
  * corpus's vectors under the model's id with `given` (see the top).
  */
-function fillWithModel({ size, out, given }) {
+function fillWithModel({ size, out, givenVectors }) {
   const texts = `${out}.texts`;
+  const given = `${out}.vectors`;
   const { texts: corpus, vectors } = memoryCorpus(size, 1);
-  const line = given ? (t, i) => JSON.stringify([t, Array.from(row(vectors, i))]) : (t) => JSON.stringify(t);
-  fs.writeFileSync(texts, corpus.map(line).join("\n") + "\n");
+  fs.writeFileSync(texts, corpus.map((t) => JSON.stringify(t)).join("\n") + "\n");
+  // Little-endian f32 rows (the corpus's Float32Array on a little-endian host).
+  if (givenVectors) {
+    if (os.endianness() !== "LE") throw new Error("wasmmem: given vectors are written on little-endian hosts only");
+    fs.writeFileSync(given, Buffer.from(vectors.buffer, vectors.byteOffset, vectors.byteLength));
+  }
   const input = fs.openSync(texts, "r");
   const output = fs.openSync(out, "w");
   try {
     const args = ["--model", modelDir(), "--batch", String(FILL_BATCH), "--threads", String(os.availableParallelism())];
-    execFileSync(FILL_STORE_BIN, given ? [...args, "--given-vectors"] : args, { stdio: [input, output, "inherit"] });
+    execFileSync(FILL_STORE_BIN, givenVectors ? [...args, "--given-vectors", given] : args, { stdio: [input, output, "inherit"] });
   } finally {
     fs.closeSync(input);
     fs.closeSync(output);
     fs.rmSync(texts);
+    fs.rmSync(given, { force: true });
   }
   const map = load(out);
   return { keys: map.size, bytes: [...map.values()].reduce((n, v) => n + v.length, 0) };
@@ -161,7 +167,7 @@ export function runWasmMemory({ sizes, before, log, current = PACKAGE_DIR, model
         if (!filled) {
           log(`wasmmem: ${model ? "" : `${name}: `}filling ${size} memories${model ? ` natively (${model})` : ""}`);
           filled = model
-            ? fillWithModel({ size, out: file, given: model === "given" })
+            ? fillWithModel({ size, out: file, givenVectors: model === "given" })
             : runNodeChild(script, ["--mode", "fill", "--size", size, "--out", file, "--pkg", pkg]);
           if (model) shared[size] = { file, filled };
         }
