@@ -29,6 +29,7 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 
 use super::frame::{encode_frame, intact_frame_len, parse_frame, Op};
+use super::join::join_all;
 use super::{AsyncStorage, Batch, Expect, StorageError};
 pub use crate::keys::JOURNAL_PREFIX;
 use crate::keys::{JOURNAL_COMMIT_KEY, JOURNAL_FRAME_PREFIX};
@@ -185,6 +186,16 @@ impl<K: AsyncKeyValue> AsyncStorage for KvStorage<K> {
         self.kv.get(key).await
     }
 
+    /// Every key's read started at once: an adapter's reads each travel to
+    /// its store (Workers KV, Deno KV), so the segments an open reads take
+    /// one round trip instead of one each.
+    async fn get_many(&self, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>, StorageError> {
+        join_all(keys.iter().map(|key| self.get(key)))
+            .await
+            .into_iter()
+            .collect()
+    }
+
     async fn scan(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
         let mut keys = self.kv.list(prefix).await?;
         if let Some(ops) = &self.pending {
@@ -326,6 +337,11 @@ mod tests {
         max_batch_ops: usize,
         /// Calls of `batch`.
         batches: Rc<Cell<usize>>,
+        /// Reads started.
+        reads: Rc<Cell<usize>>,
+        /// When set, a read completes only once this many reads have
+        /// started: reads made one after another never complete.
+        read_gate: Option<usize>,
     }
 
     impl Default for FaultyKv {
@@ -337,6 +353,8 @@ mod tests {
                 atomic: false,
                 max_batch_ops: usize::MAX,
                 batches: Rc::default(),
+                reads: Rc::default(),
+                read_gate: None,
             }
         }
     }
@@ -358,6 +376,18 @@ mod tests {
 
     impl AsyncKeyValue for FaultyKv {
         async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+            self.reads.set(self.reads.get() + 1);
+            if let Some(gate) = self.read_gate {
+                let reads = self.reads.clone();
+                std::future::poll_fn(|_| {
+                    if reads.get() >= gate {
+                        std::task::Poll::Ready(())
+                    } else {
+                        std::task::Poll::Pending
+                    }
+                })
+                .await;
+            }
             Ok(self.map.borrow().get(key).cloned())
         }
         async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), StorageError> {
@@ -480,6 +510,32 @@ mod tests {
             (true, true),
             "faults before and after the commit point"
         );
+    }
+
+    #[test]
+    fn get_many_starts_every_read_before_any_completes() {
+        use std::future::Future;
+        use std::task::{Context, Poll, Waker};
+        let kv = FaultyKv::default();
+        let mut store = open(kv.clone());
+        let values = batch(&[("a", Some(b"1")), ("b", Some(b"2")), ("c", Some(b"3"))]);
+        commit(&mut store, &values).unwrap();
+        store.kv.reads.set(0);
+        // Each read waits until all four have started, so reads made one
+        // after another would never complete.
+        store.kv.read_gate = Some(4);
+        let mut read = std::pin::pin!(store.get_many(&["a", "missing", "c", "b"]));
+        let mut cx = Context::from_waker(Waker::noop());
+        let got = (0..4)
+            .find_map(|_| match read.as_mut().poll(&mut cx) {
+                Poll::Ready(result) => Some(result),
+                Poll::Pending => None,
+            })
+            .expect("the four reads complete together")
+            .unwrap();
+        let want = [Some(&b"1"[..]), None, Some(b"3"), Some(b"2")].map(|v| v.map(<[u8]>::to_vec));
+        assert_eq!(got, want);
+        assert_eq!(kv.reads.get(), 4);
     }
 
     #[test]

@@ -42,6 +42,7 @@
 use std::collections::BTreeMap;
 
 pub(crate) mod frame;
+mod join;
 mod journal;
 mod memory;
 pub use journal::{AsyncKeyValue, KvOp, KvStorage, JOURNAL_PREFIX};
