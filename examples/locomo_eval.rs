@@ -3,7 +3,7 @@
 //! relevance gate does with unrelated questions.
 //!
 //! ```text
-//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--inject] [--speaker-field] [--summaries extractive|whole [--summary-evidence]] [path/to/locomo_dev.json]]
+//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--bm25 JSON] [--inject] [--speaker-field] [--summaries extractive|whole [--summary-evidence]] [path/to/locomo_dev.json]]
 //! ```
 //!
 //! With `--model DIR` (the directory `scripts/fetch-model.sh` prints) the
@@ -16,7 +16,9 @@
 //! leave-one-conversation-out is a change (or a parameter) judged on one
 //! conversation and confirmed on the other, and with several `--rank`
 //! configurations the eval prints, for each conversation, the one chosen on
-//! the other and its figures there.
+//! the other and its figures there. `--bm25 '{"k1":0.9,"b":0.4}'` sets
+//! BM25's parameters (`Bm25Params`, the store's `bm25` configuration) for
+//! every configuration of the run.
 //!
 //! With `--summaries` each session's turns are stored in a session scope
 //! and the figures are printed without and then with one summary per
@@ -52,6 +54,7 @@ fn main() {
     while let Some(rank) = take_value(&mut args, "--rank") {
         ranks.push(rank);
     }
+    let bm25 = take_value(&mut args, "--bm25");
     let inject = take_flag(&mut args, "--inject");
     let summaries = take_value(&mut args, "--summaries");
     let summary_evidence = take_flag(&mut args, "--summary-evidence");
@@ -86,10 +89,15 @@ fn main() {
         };
         // Every configuration embeds the same turns and questions: once.
         let model = model.map(|m| Arc::new(Cached::new(m)) as Arc<dyn Embedder>);
+        let bm25 = match bm25.as_deref() {
+            None => memtide::Bm25Params::default(),
+            Some(b) => serde_json::from_str(b).map_err(|e| format!("--bm25 {b}: {e}"))?,
+        };
         let mut runs = Vec::new();
         for (label, params) in &configs {
             let config = Config {
                 rank: *params,
+                bm25,
                 ..Config::default()
             };
             let mut loaded = match summary_text {
