@@ -142,7 +142,7 @@ impl Engine {
                     }
                 }
             }
-            self.release_scope(scope);
+            self.scopes.release(scope);
             if let Some(prev) = &item.follows {
                 if let Some(list) = self.followers.get_mut(prev) {
                     list.retain(|f| &**f != id);
@@ -214,7 +214,7 @@ impl Engine {
                     // sources find it even if it is superseded, so that
                     // erasing one of them still erases it.
                     if !item.is_superseded() {
-                        let scope = self.intern_scope(&item.scope);
+                        let scope = self.scopes.share(&item.scope);
                         self.by_summary.insert(scope, id.to_string());
                     }
                     for source in &item.summary_of {
@@ -230,10 +230,10 @@ impl Engine {
                 } else if let Some(k) = &item.key {
                     // Keyed memories are the caller's records: found by
                     // key, never by text, and in no conversation thread.
-                    let scope = self.intern_scope(&item.scope);
+                    let scope = self.scopes.share(&item.scope);
                     self.by_key.insert((scope, k.clone()), handle.clone());
                 } else {
-                    let scope = self.intern_scope(&item.scope);
+                    let scope = self.scopes.share(&item.scope);
                     let voice = Voice::shared(&item, &mut self.speakers);
                     let key = DuplicateKey::new(scope.clone(), voice, &item.content_hash);
                     self.by_hash.insert(key, handle.clone());
@@ -264,16 +264,6 @@ impl Engine {
         old.map(|e| e.item)
     }
 
-    /// The shared copy of `scope`, made if there is none.
-    fn intern_scope(&mut self, scope: &Scope) -> Arc<Scope> {
-        if let Some(shared) = self.scopes.get(scope) {
-            return shared.clone();
-        }
-        let shared = Arc::new(scope.clone());
-        self.scopes.insert(shared.clone());
-        shared
-    }
-
     /// `scope` as a key of `by_hash`, `by_key`, `by_scope_time` or `by_summary`: the shared copy, or
     /// a new one when no key holds it (so the lookup finds nothing).
     pub(super) fn scope_key(&self, scope: &Scope) -> Arc<Scope> {
@@ -281,14 +271,6 @@ impl Engine {
             .get(scope)
             .cloned()
             .unwrap_or_else(|| Arc::new(scope.clone()))
-    }
-
-    /// Drops the shared copy of a scope once only `scopes` holds it (`key`
-    /// being the caller's handle).
-    fn release_scope(&mut self, key: Arc<Scope>) {
-        if Arc::strong_count(&key) == 2 {
-            self.scopes.remove(&*key);
-        }
     }
 
     fn allocate_doc(&mut self, id: &Id) -> u32 {

@@ -41,6 +41,7 @@ mod duplicate;
 mod export;
 mod files;
 mod ingest;
+mod interner;
 mod purge;
 mod operations;
 mod search;
@@ -75,6 +76,7 @@ use crate::index::{Bm25Index, VectorIndex};
 use crate::item::{MemoryItem, Scope, Tenant};
 use catalog::{Entry, FastMap, FastSet, Id};
 use duplicate::DuplicateKey;
+use interner::Interner;
 use files::FileKey;
 use vectors::StoredVector;
 
@@ -114,12 +116,12 @@ pub struct Engine {
     free_docs: Vec<u32>,
     /// Each scope of a memory in `by_hash`, `by_key`, `by_scope_time` or `by_summary`,
     /// once: their keys share it.
-    scopes: FastSet<Arc<Scope>>,
+    scopes: Interner<Scope>,
     /// The memory holding each text of a scope said in a voice
     /// (`duplicate.rs`): what an exact duplicate merges into.
     by_hash: FastMap<DuplicateKey, Id>,
     /// Each speaker's name in a `by_hash` key, once: the keys share it.
-    speakers: FastSet<Arc<str>>,
+    speakers: Interner<str>,
     /// The memory holding each caller key of a scope.
     by_key: FastMap<(Arc<Scope>, String), Id>,
     by_created: BTreeSet<(i64, Id)>,
@@ -168,9 +170,9 @@ impl Engine {
             entries: FastMap::default(),
             doc_owner: Vec::new(),
             free_docs: Vec::new(),
-            scopes: FastSet::default(),
+            scopes: Interner::default(),
             by_hash: FastMap::default(),
-            speakers: FastSet::default(),
+            speakers: Interner::default(),
             by_key: FastMap::default(),
             by_created: BTreeSet::new(),
             by_scope_time: BTreeSet::new(),
