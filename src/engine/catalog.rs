@@ -196,7 +196,7 @@ impl Engine {
                         self.lexical.insert(item.scope.tenant(), index);
                     }
                     match (self.lexical.get_mut(tenant), counts) {
-                        (Some(index), Some(counts)) => index.insert_counts(d, counts.iter()),
+                        (Some(index), Some(counts)) => index.insert_counted(d, counts),
                         (Some(index), None) => index.insert(
                             d,
                             &text::said_terms(&item.text, item.speaker.as_deref()),

@@ -349,6 +349,9 @@ impl Engine {
                 }
             }
         }
+        for index in self.lexical.values_mut() {
+            index.forget_resolved();
+        }
         Ok(())
     }
 
