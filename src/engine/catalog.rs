@@ -7,6 +7,7 @@
 //! there and stays in step by construction.
 
 use std::borrow::Borrow;
+use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -79,6 +80,27 @@ impl PartialEq for dyn TenantKey + '_ {
 }
 
 impl Eq for dyn TenantKey + '_ {}
+
+/// The keys of `by_created` and `by_scope_time` held back while records
+/// are applied ([`Engine::defer_time_keys`]).
+#[derive(Default)]
+pub(super) struct TimeKeys {
+    created: Vec<(i64, Id)>,
+    scope_time: Vec<(Arc<Scope>, i64, Id)>,
+}
+
+/// Adds `keys` to `tree`. A tree built from keys in order (a stable sort,
+/// which finds the runs a store's segments give already sorted) takes no
+/// comparison per level; `append` merges two trees in one pass over both,
+/// so it is used unless `tree` is much larger than `keys` (a refresh
+/// applying a few changes), where inserting each is cheaper.
+fn add_sorted<T: Ord>(tree: &mut BTreeSet<T>, keys: Vec<T>) {
+    if keys.len() < tree.len() / 16 {
+        tree.extend(keys);
+    } else {
+        tree.append(&mut BTreeSet::from_iter(keys));
+    }
+}
 
 /// One memory and its doc number in the lexical and vector indexes.
 pub(super) struct Entry {
@@ -237,10 +259,21 @@ impl Engine {
                     let voice = Voice::shared(&item, &mut self.speakers);
                     let key = DuplicateKey::new(scope.clone(), voice, &item.content_hash);
                     self.by_hash.insert(key, handle.clone());
-                    self.by_scope_time
-                        .insert((scope, item.created_at.0, handle.clone()));
+                    let key = (scope, item.created_at.0, handle.clone());
+                    match &mut self.deferred_times {
+                        Some(keys) => keys.scope_time.push(key),
+                        None => {
+                            self.by_scope_time.insert(key);
+                        }
+                    }
                 }
-                self.by_created.insert((item.created_at.0, handle.clone()));
+                let key = (item.created_at.0, handle.clone());
+                match &mut self.deferred_times {
+                    Some(keys) => keys.created.push(key),
+                    None => {
+                        self.by_created.insert(key);
+                    }
+                }
                 if let Some(prev) = &item.follows {
                     self.followers
                         .entry(prev.clone())
@@ -262,6 +295,25 @@ impl Engine {
             }
         }
         old.map(|e| e.item)
+    }
+
+    /// Holds the keys of `by_created` and `by_scope_time` that
+    /// [`Engine::set`] adds until [`Engine::build_time_keys`], which builds
+    /// them into the trees at once: while a store opens, the trees are
+    /// built from sorted runs instead of 100,000 inserts each, which compared
+    /// ids at every level. Meanwhile nothing may read the two trees, and
+    /// no memory may be set twice (`Engine::apply_counted`'s keys are
+    /// distinct): a removal finds only the keys the trees already hold.
+    pub(super) fn defer_time_keys(&mut self) {
+        self.deferred_times = Some(TimeKeys::default());
+    }
+
+    /// Builds the keys [`Engine::defer_time_keys`] held into their trees.
+    pub(super) fn build_time_keys(&mut self) {
+        if let Some(keys) = self.deferred_times.take() {
+            add_sorted(&mut self.by_created, keys.created);
+            add_sorted(&mut self.by_scope_time, keys.scope_time);
+        }
     }
 
     /// `scope` as a key of `by_hash`, `by_key`, `by_scope_time` or `by_summary`: the shared copy, or
@@ -343,9 +395,10 @@ mod tests {
     use std::sync::Arc;
 
     use super::{FastMap, TenantKey};
-    use crate::engine::{Config, Engine, MemoryInput, Txn};
+    use crate::codec;
+    use crate::engine::{Config, Engine, MemoryInput, Stored, Txn};
     use crate::env::{Environment, FixedEnvironment};
-    use crate::item::{Scope, Tenant, Timestamp};
+    use crate::item::{MemoryItem, Scope, Tenant, Timestamp};
 
     #[test]
     fn a_memory_id_is_one_allocation_shared_by_the_keys() {
@@ -373,6 +426,59 @@ mod tests {
         let back = engine.doc_owner[1].clone().unwrap();
         assert_eq!(back, second);
         assert_eq!(Arc::strong_count(&back), 6, "a rollback brings them back");
+    }
+
+    #[test]
+    fn time_keys_built_at_once_are_the_keys_inserted_one_by_one() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let scopes = [
+            Scope::workspace("alice", "w"),
+            Scope::workspace("alice", "w").with_project("p"),
+            Scope::workspace("bob", "w"),
+        ];
+        for round in 0..40 {
+            let inputs = (0..3)
+                .map(|i| {
+                    let text = format!("note {round} {i} about topic {}", round % 7);
+                    let mut input = MemoryInput::new(text, scopes[(round + i) % 3].clone());
+                    // Some memories dated in the past: keys out of id order.
+                    if round % 5 == 0 {
+                        input.created_at = Some(Timestamp(1_600_000_000_000 + round as i64));
+                    }
+                    input
+                })
+                .collect();
+            engine.ingest(inputs, &mut env, &mut Txn::default()).unwrap();
+            env.advance_ms(if round % 4 == 0 { 0 } else { 1_000 });
+        }
+        let record = |item: &MemoryItem| (format!("item/{}", item.id), codec::encode_item(item));
+        let records: Vec<_> = engine.items().map(record).collect();
+        let mut loaded = Engine::load(Config::default(), records, None).unwrap();
+        assert_eq!(loaded.by_created, engine.by_created);
+        assert_eq!(loaded.by_scope_time, engine.by_scope_time);
+        assert!(loaded.deferred_times.is_none());
+        // A few changes applied to a larger store (inserted one by one) and
+        // many (merged): the same keys as the engine that made them.
+        let ids: Vec<String> = engine.items().map(|item| item.id.clone()).collect();
+        for changed in [&ids[..3], &ids[3..90]] {
+            let mut txn = Txn::default();
+            let mut changes = Vec::new();
+            for (n, id) in changed.iter().enumerate() {
+                if n % 3 == 0 {
+                    engine.delete(id, true, env.now(), &mut txn).unwrap();
+                    changes.push((format!("item/{id}"), None, None));
+                } else {
+                    let mut item = engine.entries[id].item.clone();
+                    item.created_at = Timestamp(item.created_at.0 + 5_000 * n as i64);
+                    engine.set(id, Some(item.clone()));
+                    changes.push((format!("item/{id}"), Some(Stored::Item(Box::new(item))), None));
+                }
+            }
+            loaded.apply_counted(changes, None).unwrap();
+            assert_eq!(loaded.by_created, engine.by_created);
+            assert_eq!(loaded.by_scope_time, engine.by_scope_time);
+        }
     }
 
     #[test]

@@ -74,7 +74,7 @@ use crate::files::StoredFile;
 use crate::index::bm25::TermCounts;
 use crate::index::{Bm25Index, VectorIndex};
 use crate::item::{MemoryItem, Scope, Tenant};
-use catalog::{Entry, FastMap, FastSet, Id};
+use catalog::{Entry, FastMap, FastSet, Id, TimeKeys};
 use duplicate::DuplicateKey;
 use interner::Interner;
 use files::FileKey;
@@ -160,6 +160,9 @@ pub struct Engine {
     by_summary: FastMap<Arc<Scope>, String>,
     /// The summaries that list each memory among their sources.
     summaries: FastMap<String, Vec<String>>,
+    /// Keys of `by_created` and `by_scope_time` not in their trees yet,
+    /// while `apply_counted` runs (`catalog.rs`).
+    deferred_times: Option<TimeKeys>,
 }
 
 impl Engine {
@@ -190,6 +193,7 @@ impl Engine {
             file_chunks: HashMap::new(),
             by_summary: FastMap::default(),
             summaries: FastMap::default(),
+            deferred_times: None,
         }
     }
 
@@ -326,6 +330,7 @@ impl Engine {
         if model_id.is_some() {
             self.model_id = model_id;
         }
+        self.defer_time_keys();
         for record in decoded {
             match record {
                 Record::Item(id, item, counts) => {
@@ -349,6 +354,7 @@ impl Engine {
                 }
             }
         }
+        self.build_time_keys();
         for index in self.lexical.values_mut() {
             index.forget_resolved();
         }
