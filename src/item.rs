@@ -265,7 +265,7 @@ pub struct Privacy {
 /// memory sets is equal in the query's scope: a workspace-wide memory is
 /// visible to all of the workspace's projects, a project memory to all of the
 /// project's cards, and never the other way round.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Scope {
     /// The user the memory belongs to.
@@ -373,6 +373,38 @@ impl Scope {
             user_id: self.user_id.clone(),
             workspace_id: self.workspace_id.clone(),
         }
+    }
+}
+
+/// Scopes are ordered field by field, in the order of their declaration
+/// (user, workspace, project, card, session; `None` first), as a derived
+/// `Ord` would. A scope compared with itself is equal without reading its
+/// fields: the engine's ordered keys hold one shared copy of each scope
+/// (`engine/interner.rs`), so most of their comparisons are of a copy with
+/// itself, which compared every field before. Equal addresses mean the
+/// same value, so the order stays total and consistent with `Eq`.
+impl Ord for Scope {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if std::ptr::eq(self, other) {
+            return std::cmp::Ordering::Equal;
+        }
+        type Fields<'a> = (&'a str, &'a str, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+        fn fields(s: &Scope) -> Fields<'_> {
+            (
+                &s.user_id,
+                &s.workspace_id,
+                s.project_id.as_deref(),
+                s.card_id.as_deref(),
+                s.session_id.as_deref(),
+            )
+        }
+        fields(self).cmp(&fields(other))
+    }
+}
+
+impl PartialOrd for Scope {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -756,6 +788,48 @@ mod tests {
         assert!(!ws.is_visible_from(&Scope::workspace("other", "w")));
         assert!(card.specificity() > proj.specificity());
         assert!(proj.specificity() > ws.specificity());
+    }
+
+    #[test]
+    fn scopes_order_field_by_field_and_a_scope_equals_itself() {
+        let values = [None, Some(""), Some("a"), Some("b")];
+        let mut scopes = Vec::new();
+        for user in ["", "a", "b"] {
+            for workspace in ["a", "b"] {
+                for project in values {
+                    for card in values {
+                        for session in values {
+                            scopes.push(Scope {
+                                user_id: user.into(),
+                                workspace_id: workspace.into(),
+                                project_id: project.map(String::from),
+                                card_id: card.map(String::from),
+                                session_id: session.map(String::from),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        // The order a derived `Ord` gives: the fields as a tuple.
+        let fields = |s: &Scope| {
+            (
+                s.user_id.clone(),
+                s.workspace_id.clone(),
+                s.project_id.clone(),
+                s.card_id.clone(),
+                s.session_id.clone(),
+            )
+        };
+        for a in &scopes {
+            assert_eq!(a.cmp(a), std::cmp::Ordering::Equal);
+            for b in &scopes {
+                let copy = b.clone();
+                assert_eq!(a.cmp(&copy), fields(a).cmp(&fields(b)), "{a:?} {b:?}");
+                assert_eq!(a.cmp(&copy).is_eq(), *a == copy);
+                assert_eq!(a.partial_cmp(&copy), Some(a.cmp(&copy)));
+            }
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! there and stays in step by construction.
 
 use std::borrow::Borrow;
+use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -80,6 +81,27 @@ impl PartialEq for dyn TenantKey + '_ {
 
 impl Eq for dyn TenantKey + '_ {}
 
+/// The keys of `by_created` and `by_scope_time` held back while records
+/// are applied ([`Engine::defer_time_keys`]).
+#[derive(Default)]
+pub(super) struct TimeKeys {
+    created: Vec<(i64, Id)>,
+    scope_time: Vec<(Arc<Scope>, i64, Id)>,
+}
+
+/// Adds `keys` to `tree`. A tree built from keys in order (a stable sort,
+/// which finds the runs a store's segments give already sorted) takes no
+/// comparison per level; `append` merges two trees in one pass over both,
+/// so it is used unless `tree` is much larger than `keys` (a refresh
+/// applying a few changes), where inserting each is cheaper.
+fn add_sorted<T: Ord>(tree: &mut BTreeSet<T>, keys: Vec<T>) {
+    if keys.len() < tree.len() / 16 {
+        tree.extend(keys);
+    } else {
+        tree.append(&mut BTreeSet::from_iter(keys));
+    }
+}
+
 /// One memory and its doc number in the lexical and vector indexes.
 pub(super) struct Entry {
     pub(super) item: MemoryItem,
@@ -142,7 +164,7 @@ impl Engine {
                     }
                 }
             }
-            self.release_scope(scope);
+            self.scopes.release(scope);
             if let Some(prev) = &item.follows {
                 if let Some(list) = self.followers.get_mut(prev) {
                     list.retain(|f| &**f != id);
@@ -196,7 +218,7 @@ impl Engine {
                         self.lexical.insert(item.scope.tenant(), index);
                     }
                     match (self.lexical.get_mut(tenant), counts) {
-                        (Some(index), Some(counts)) => index.insert_counts(d, counts.iter()),
+                        (Some(index), Some(counts)) => index.insert_counted(d, counts),
                         (Some(index), None) => index.insert(
                             d,
                             &text::said_terms(&item.text, item.speaker.as_deref()),
@@ -214,7 +236,7 @@ impl Engine {
                     // sources find it even if it is superseded, so that
                     // erasing one of them still erases it.
                     if !item.is_superseded() {
-                        let scope = self.intern_scope(&item.scope);
+                        let scope = self.scopes.share(&item.scope);
                         self.by_summary.insert(scope, id.to_string());
                     }
                     for source in &item.summary_of {
@@ -230,17 +252,28 @@ impl Engine {
                 } else if let Some(k) = &item.key {
                     // Keyed memories are the caller's records: found by
                     // key, never by text, and in no conversation thread.
-                    let scope = self.intern_scope(&item.scope);
+                    let scope = self.scopes.share(&item.scope);
                     self.by_key.insert((scope, k.clone()), handle.clone());
                 } else {
-                    let scope = self.intern_scope(&item.scope);
+                    let scope = self.scopes.share(&item.scope);
                     let voice = Voice::shared(&item, &mut self.speakers);
                     let key = DuplicateKey::new(scope.clone(), voice, &item.content_hash);
                     self.by_hash.insert(key, handle.clone());
-                    self.by_scope_time
-                        .insert((scope, item.created_at.0, handle.clone()));
+                    let key = (scope, item.created_at.0, handle.clone());
+                    match &mut self.deferred_times {
+                        Some(keys) => keys.scope_time.push(key),
+                        None => {
+                            self.by_scope_time.insert(key);
+                        }
+                    }
                 }
-                self.by_created.insert((item.created_at.0, handle.clone()));
+                let key = (item.created_at.0, handle.clone());
+                match &mut self.deferred_times {
+                    Some(keys) => keys.created.push(key),
+                    None => {
+                        self.by_created.insert(key);
+                    }
+                }
                 if let Some(prev) = &item.follows {
                     self.followers
                         .entry(prev.clone())
@@ -264,14 +297,23 @@ impl Engine {
         old.map(|e| e.item)
     }
 
-    /// The shared copy of `scope`, made if there is none.
-    fn intern_scope(&mut self, scope: &Scope) -> Arc<Scope> {
-        if let Some(shared) = self.scopes.get(scope) {
-            return shared.clone();
+    /// Holds the keys of `by_created` and `by_scope_time` that
+    /// [`Engine::set`] adds until [`Engine::build_time_keys`], which builds
+    /// them into the trees at once: while a store opens, the trees are
+    /// built from sorted runs instead of 100,000 inserts each, which compared
+    /// ids at every level. Meanwhile nothing may read the two trees, and
+    /// no memory may be set twice (`Engine::apply_counted`'s keys are
+    /// distinct): a removal finds only the keys the trees already hold.
+    pub(super) fn defer_time_keys(&mut self) {
+        self.deferred_times = Some(TimeKeys::default());
+    }
+
+    /// Builds the keys [`Engine::defer_time_keys`] held into their trees.
+    pub(super) fn build_time_keys(&mut self) {
+        if let Some(keys) = self.deferred_times.take() {
+            add_sorted(&mut self.by_created, keys.created);
+            add_sorted(&mut self.by_scope_time, keys.scope_time);
         }
-        let shared = Arc::new(scope.clone());
-        self.scopes.insert(shared.clone());
-        shared
     }
 
     /// `scope` as a key of `by_hash`, `by_key`, `by_scope_time` or `by_summary`: the shared copy, or
@@ -281,14 +323,6 @@ impl Engine {
             .get(scope)
             .cloned()
             .unwrap_or_else(|| Arc::new(scope.clone()))
-    }
-
-    /// Drops the shared copy of a scope once only `scopes` holds it (`key`
-    /// being the caller's handle).
-    fn release_scope(&mut self, key: Arc<Scope>) {
-        if Arc::strong_count(&key) == 2 {
-            self.scopes.remove(&*key);
-        }
     }
 
     fn allocate_doc(&mut self, id: &Id) -> u32 {
@@ -361,9 +395,10 @@ mod tests {
     use std::sync::Arc;
 
     use super::{FastMap, TenantKey};
-    use crate::engine::{Config, Engine, MemoryInput, Txn};
+    use crate::codec;
+    use crate::engine::{Config, Engine, MemoryInput, Stored, Txn};
     use crate::env::{Environment, FixedEnvironment};
-    use crate::item::{Scope, Tenant, Timestamp};
+    use crate::item::{MemoryItem, Scope, Tenant, Timestamp};
 
     #[test]
     fn a_memory_id_is_one_allocation_shared_by_the_keys() {
@@ -391,6 +426,59 @@ mod tests {
         let back = engine.doc_owner[1].clone().unwrap();
         assert_eq!(back, second);
         assert_eq!(Arc::strong_count(&back), 6, "a rollback brings them back");
+    }
+
+    #[test]
+    fn time_keys_built_at_once_are_the_keys_inserted_one_by_one() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let scopes = [
+            Scope::workspace("alice", "w"),
+            Scope::workspace("alice", "w").with_project("p"),
+            Scope::workspace("bob", "w"),
+        ];
+        for round in 0..40 {
+            let inputs = (0..3)
+                .map(|i| {
+                    let text = format!("note {round} {i} about topic {}", round % 7);
+                    let mut input = MemoryInput::new(text, scopes[(round + i) % 3].clone());
+                    // Some memories dated in the past: keys out of id order.
+                    if round % 5 == 0 {
+                        input.created_at = Some(Timestamp(1_600_000_000_000 + round as i64));
+                    }
+                    input
+                })
+                .collect();
+            engine.ingest(inputs, &mut env, &mut Txn::default()).unwrap();
+            env.advance_ms(if round % 4 == 0 { 0 } else { 1_000 });
+        }
+        let record = |item: &MemoryItem| (format!("item/{}", item.id), codec::encode_item(item));
+        let records: Vec<_> = engine.items().map(record).collect();
+        let mut loaded = Engine::load(Config::default(), records, None).unwrap();
+        assert_eq!(loaded.by_created, engine.by_created);
+        assert_eq!(loaded.by_scope_time, engine.by_scope_time);
+        assert!(loaded.deferred_times.is_none());
+        // A few changes applied to a larger store (inserted one by one) and
+        // many (merged): the same keys as the engine that made them.
+        let ids: Vec<String> = engine.items().map(|item| item.id.clone()).collect();
+        for changed in [&ids[..3], &ids[3..90]] {
+            let mut txn = Txn::default();
+            let mut changes = Vec::new();
+            for (n, id) in changed.iter().enumerate() {
+                if n % 3 == 0 {
+                    engine.delete(id, true, env.now(), &mut txn).unwrap();
+                    changes.push((format!("item/{id}"), None, None));
+                } else {
+                    let mut item = engine.entries[id].item.clone();
+                    item.created_at = Timestamp(item.created_at.0 + 5_000 * n as i64);
+                    engine.set(id, Some(item.clone()));
+                    changes.push((format!("item/{id}"), Some(Stored::Item(Box::new(item))), None));
+                }
+            }
+            loaded.apply_counted(changes, None).unwrap();
+            assert_eq!(loaded.by_created, engine.by_created);
+            assert_eq!(loaded.by_scope_time, engine.by_scope_time);
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::fast_hash::FastSet;
+use super::interner::Interner;
 use crate::item::{MemoryItem, Role, Scope};
 use crate::text::hex_bytes;
 
@@ -47,25 +47,18 @@ impl Voice {
     /// The voice of `item`, its speaker's name being the copy `speakers`
     /// shares (made there if it has none): what a key `Engine::by_hash`
     /// holds is built with it.
-    pub(super) fn shared(item: &MemoryItem, speakers: &mut FastSet<Arc<str>>) -> Voice {
-        let Some(name) = item.speaker.as_deref() else {
-            return Voice::of(item.role, None);
-        };
-        if let Some(shared) = speakers.get(name) {
-            return Voice::Speaker(shared.clone());
+    pub(super) fn shared(item: &MemoryItem, speakers: &mut Interner<str>) -> Voice {
+        match item.speaker.as_deref() {
+            Some(name) => Voice::Speaker(speakers.share(name)),
+            None => Voice::of(item.role, None),
         }
-        let shared: Arc<str> = name.into();
-        speakers.insert(shared.clone());
-        Voice::Speaker(shared)
     }
 
     /// Drops the shared copy of this voice's name from `speakers` once no
     /// key but this one (the key `Engine::by_hash` just gave back) holds it.
-    pub(super) fn release(self, speakers: &mut FastSet<Arc<str>>) {
+    pub(super) fn release(self, speakers: &mut Interner<str>) {
         if let Voice::Speaker(name) = self {
-            if Arc::strong_count(&name) == 2 {
-                speakers.remove(&name);
-            }
+            speakers.release(name);
         }
     }
 }

@@ -41,6 +41,7 @@ mod duplicate;
 mod export;
 mod files;
 mod ingest;
+mod interner;
 mod purge;
 mod operations;
 mod search;
@@ -73,8 +74,9 @@ use crate::files::StoredFile;
 use crate::index::bm25::TermCounts;
 use crate::index::{Bm25Index, VectorIndex};
 use crate::item::{MemoryItem, Scope, Tenant};
-use catalog::{Entry, FastMap, FastSet, Id};
+use catalog::{Entry, FastMap, FastSet, Id, TimeKeys};
 use duplicate::DuplicateKey;
+use interner::Interner;
 use files::FileKey;
 use vectors::StoredVector;
 
@@ -114,12 +116,12 @@ pub struct Engine {
     free_docs: Vec<u32>,
     /// Each scope of a memory in `by_hash`, `by_key`, `by_scope_time` or `by_summary`,
     /// once: their keys share it.
-    scopes: FastSet<Arc<Scope>>,
+    scopes: Interner<Scope>,
     /// The memory holding each text of a scope said in a voice
     /// (`duplicate.rs`): what an exact duplicate merges into.
     by_hash: FastMap<DuplicateKey, Id>,
     /// Each speaker's name in a `by_hash` key, once: the keys share it.
-    speakers: FastSet<Arc<str>>,
+    speakers: Interner<str>,
     /// The memory holding each caller key of a scope.
     by_key: FastMap<(Arc<Scope>, String), Id>,
     by_created: BTreeSet<(i64, Id)>,
@@ -158,6 +160,9 @@ pub struct Engine {
     by_summary: FastMap<Arc<Scope>, String>,
     /// The summaries that list each memory among their sources.
     summaries: FastMap<String, Vec<String>>,
+    /// Keys of `by_created` and `by_scope_time` not in their trees yet,
+    /// while `apply_counted` runs (`catalog.rs`).
+    deferred_times: Option<TimeKeys>,
 }
 
 impl Engine {
@@ -168,9 +173,9 @@ impl Engine {
             entries: FastMap::default(),
             doc_owner: Vec::new(),
             free_docs: Vec::new(),
-            scopes: FastSet::default(),
+            scopes: Interner::default(),
             by_hash: FastMap::default(),
-            speakers: FastSet::default(),
+            speakers: Interner::default(),
             by_key: FastMap::default(),
             by_created: BTreeSet::new(),
             by_scope_time: BTreeSet::new(),
@@ -188,6 +193,7 @@ impl Engine {
             file_chunks: HashMap::new(),
             by_summary: FastMap::default(),
             summaries: FastMap::default(),
+            deferred_times: None,
         }
     }
 
@@ -324,6 +330,7 @@ impl Engine {
         if model_id.is_some() {
             self.model_id = model_id;
         }
+        self.defer_time_keys();
         for record in decoded {
             match record {
                 Record::Item(id, item, counts) => {
@@ -346,6 +353,10 @@ impl Engine {
                     }
                 }
             }
+        }
+        self.build_time_keys();
+        for index in self.lexical.values_mut() {
+            index.forget_resolved();
         }
         Ok(())
     }

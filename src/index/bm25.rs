@@ -37,7 +37,7 @@
 use std::cell::OnceCell;
 use std::cmp::Ordering;
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use serde::{Deserialize, Serialize};
 
@@ -156,6 +156,25 @@ impl TermCounts {
     }
 }
 
+/// A [`TermCounts`] dictionary resolved to one index's term ids, so the
+/// docs that share it (a segment's, or an ingest's) are inserted by id:
+/// each of its terms is looked up in the index's dictionary once, not
+/// once per doc holding it, which was most of the hashing of opening a
+/// store (`docs/speed.md`, "Issue 21: the native open path (2026-11-26,
+/// third session)").
+#[derive(Debug, Clone)]
+struct Resolved {
+    /// Which dictionary: a weak handle, so the cache does not keep its
+    /// terms alive, and so no other dictionary can take its address while
+    /// the cache names it.
+    dictionary: Weak<[Box<str>]>,
+    /// The id of each of its terms, [`UNRESOLVED`] until a doc holds it.
+    ids: Vec<u32>,
+}
+
+/// An entry of [`Resolved::ids`] not looked up yet.
+const UNRESOLVED: u32 = u32::MAX;
+
 /// An incremental BM25 inverted index over `u32` doc ids.
 #[derive(Debug, Clone, Default)]
 pub struct Bm25Index {
@@ -168,6 +187,9 @@ pub struct Bm25Index {
     docs: Vec<DocEntry>,
     free_slots: Vec<u32>,
     total_len: u64,
+    /// The dictionary of the last [`TermCounts`] inserted, resolved to
+    /// this index's term ids (see [`Bm25Index::insert_counted`]).
+    resolved: Option<Resolved>,
     /// The near-duplicate search's index of term sets, once
     /// [`Bm25Index::docs_sharing`] has needed it: inserts and removals
     /// keep it up to date after that. Opening a store does not build it.
@@ -205,7 +227,60 @@ impl Bm25Index {
         doc: u32,
         counts: impl IntoIterator<Item = (&'a str, u32)>,
     ) {
+        // Removed before its terms are interned: removing it may free the
+        // id of a term only it held.
         self.remove(doc);
+        let terms = counts
+            .into_iter()
+            .map(|(term, frequency)| (self.intern(term), frequency))
+            .collect();
+        self.insert_ids(doc, terms);
+    }
+
+    /// [`Bm25Index::insert_counts`] with the terms `counts` holds, looking
+    /// each term of its dictionary up once for all the docs that share it
+    /// ([`Resolved`]) rather than once per doc.
+    pub(crate) fn insert_counted(&mut self, doc: u32, counts: &TermCounts) {
+        let dictionary = &counts.dictionary;
+        // A dictionary no other doc holds (an ingested memory's own) would
+        // be resolved for nothing.
+        if Arc::strong_count(dictionary) == 1 {
+            return self.insert_counts(doc, counts.iter());
+        }
+        self.remove(doc);
+        let mut resolved = match self.resolved.take() {
+            // Equal addresses are the same dictionary: the weak handle
+            // keeps its allocation from being reused.
+            Some(r) if std::ptr::addr_eq(r.dictionary.as_ptr(), Arc::as_ptr(dictionary)) => r,
+            _ => Resolved {
+                dictionary: Arc::downgrade(dictionary),
+                ids: vec![UNRESOLVED; dictionary.len()],
+            },
+        };
+        let mut terms = Vec::with_capacity(counts.terms.len());
+        for &(index, frequency) in &counts.terms {
+            // The decoder checked every index against the dictionary.
+            let (Some(term), Some(id)) = (dictionary.get(index as usize), resolved.ids.get_mut(index as usize)) else {
+                continue;
+            };
+            if *id == UNRESOLVED {
+                *id = self.intern(term);
+            }
+            terms.push((*id, frequency));
+        }
+        self.resolved = Some(resolved);
+        self.insert_ids(doc, terms);
+    }
+
+    /// Forgets the dictionary [`Bm25Index::insert_counted`] resolved last:
+    /// once a store's records are applied, no other doc will share it.
+    pub(crate) fn forget_resolved(&mut self) {
+        self.resolved = None;
+    }
+
+    /// Indexes `doc` (not held) with its distinct terms' ids, each once,
+    /// and their frequencies.
+    fn insert_ids(&mut self, doc: u32, terms: Vec<(u32, u32)>) {
         let slot = match self.free_slots.pop() {
             Some(slot) => slot,
             None => {
@@ -215,11 +290,10 @@ impl Bm25Index {
             }
         };
         let mut len = 0u32;
-        let mut term_ids = Vec::new();
-        for (term, term_frequency) in counts {
+        let mut term_ids = Vec::with_capacity(terms.len());
+        for (id, term_frequency) in terms {
             let term_frequency = u16::try_from(term_frequency).unwrap_or(u16::MAX);
             len = len.saturating_add(u32::from(term_frequency));
-            let id = self.intern(term);
             let postings = &mut self.terms[id as usize].postings;
             let posting = Posting {
                 slot,
@@ -301,6 +375,8 @@ impl Bm25Index {
                 self.term_ids.remove(&term.term);
                 *term = TermSlot::default();
                 self.free_terms.push(id);
+                // The id may name another term next.
+                self.resolved = None;
             }
         }
         true

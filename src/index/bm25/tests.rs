@@ -388,3 +388,62 @@ proptest! {
         }
     }
 }
+
+/// `terms` counted as a segment's lexical part holds them: indexes into
+/// `dictionary` (which holds every term), ascending, with frequencies.
+fn counted_in(dictionary: &Arc<[Box<str>]>, terms: &[String]) -> TermCounts {
+    let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
+    for term in terms {
+        let index = dictionary.iter().position(|t| **t == **term).unwrap() as u32;
+        *counts.entry(index).or_default() += 1;
+    }
+    TermCounts::new(dictionary.clone(), counts.into_iter().collect())
+}
+
+proptest! {
+    #[test]
+    fn counted_inserts_by_shared_dictionaries_match_inserts(
+        ops in prop::collection::vec(op(), 0..40),
+        query in prop::collection::vec(term(), 0..5),
+    ) {
+        // Two dictionaries that number the same terms differently, each
+        // shared by many docs, as segments' are.
+        let first: Arc<[Box<str>]> = VOCABULARY.iter().map(|&t| t.into()).collect();
+        let second: Arc<[Box<str>]> = std::iter::once("aardvark")
+            .chain(VOCABULARY)
+            .map(Box::from)
+            .collect();
+        let mut index = Bm25Index::default();
+        let mut oracle = Bm25Index::default();
+        let mut surviving: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Insert(doc, terms) => {
+                    // Docs by either dictionary and by their terms, mixed,
+                    // so ids are resolved, reused and freed in between.
+                    match doc % 3 {
+                        0 => index.insert_counted(doc, &counted_in(&first, &terms)),
+                        1 => index.insert_counted(doc, &counted_in(&second, &terms)),
+                        _ => index.insert(doc, &terms),
+                    }
+                    oracle.insert(doc, &terms);
+                    surviving.insert(doc, terms);
+                }
+                Op::Remove(doc) => {
+                    prop_assert_eq!(index.remove(doc), oracle.remove(doc));
+                    surviving.remove(&doc);
+                }
+            }
+        }
+        for &doc in surviving.keys() {
+            prop_assert_eq!(index.doc_terms(doc), oracle.doc_terms(doc));
+        }
+        prop_assert_eq!(index.search(&query), oracle.search(&query));
+        prop_assert_eq!(index.term_count(), oracle.term_count());
+        for word in VOCABULARY {
+            prop_assert_eq!(index.has_term(word), oracle.has_term(word));
+        }
+        index.forget_resolved();
+        prop_assert!(index.resolved.is_none());
+    }
+}
