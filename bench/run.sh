@@ -9,7 +9,7 @@
 #
 #   bash bench/run.sh [--quick] [--sections embed,retrieval,lexical,cold,footprint,native,ops,durable,cli,wasmmem]
 #                     [--sizes 1000,10000,100000] [--cold-size N] [--cli-size N]
-#                     [--cli-before PATH] [--wasmmem-before DIR] [--wasmmem-model | --wasmmem-given-vectors] [--ops-model] [--write-docs | --no-docs]
+#                     [--cli-before PATH] [--cold-before DIR] [--wasmmem-before DIR] [--wasmmem-model | --wasmmem-given-vectors] [--ops-model] [--write-docs | --no-docs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
