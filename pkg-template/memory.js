@@ -16,11 +16,7 @@
 // statement in an entry file is dropped by bundlers that find no export of
 // it used (`"sideEffects": false`).
 import initWasm, { MemoryCore, setErrorClass, wasmMemoryBytes as coreMemoryBytes } from "./wasm/memtide.js";
-import initModelWasm, {
-  ModelCore,
-  setErrorClass as setModelErrorClass,
-  wasmMemoryBytes as modelMemoryBytes,
-} from "./wasm/memtide_model.js";
+import initModelWasm, { ModelCore, wasmMemoryBytes as modelMemoryBytes } from "./wasm/memtide_model.js";
 import { MemtideError } from "./error.js";
 import { rememberWith } from "./remember.js";
 import { summarize } from "./summarize.js";
@@ -54,11 +50,14 @@ function start(wasm, defaultWasm) {
   return started;
 }
 
-/** Starts the model module once, like `start`; its failure is a `MODEL` error. */
+/**
+ * Starts the model module once, like `start`; its failure is a `MODEL`
+ * error. (The model module's own errors carry the engine's `code`; the core
+ * turns them into `MemtideError`s.)
+ */
 function startModel(defaultModelWasm) {
   modelStarted ??= (async () => {
     await initModelWasm({ module_or_path: await (modelWasmGiven ?? defaultModelWasm()) });
-    setModelErrorClass(MemtideError);
     modelReady = true;
   })().catch((error) => {
     modelStarted = undefined;

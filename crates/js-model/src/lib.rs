@@ -6,26 +6,13 @@
 //! Conversion only: the core module (crates/js) checks the model files,
 //! calls [`ModelCore::load`] through the package's JavaScript, and embeds
 //! through an `Embedder` over [`ModelCore::embed`] and
-//! [`ModelCore::count_tokens`]. Failures are `MemtideError`s with the
-//! engine's stable codes, like the core's.
+//! [`ModelCore::count_tokens`]. A failure is an `Error` with the engine's
+//! message and stable `code`, which the core turns back into the engine's
+//! error (and so into the package's `MemtideError`).
 
-use js_sys::{Array, Function, Reflect};
+use js_sys::Reflect;
 use memtide::embed::{Embedder, MiniLm};
 use wasm_bindgen::prelude::*;
-
-thread_local! {
-    /// The class errors are constructed with (`new Class(message, code)`),
-    /// set by the package's JavaScript wrapper.
-    static ERROR_CLASS: std::cell::RefCell<Option<Function>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Sets the class this module constructs its errors with: `new
-/// errorClass(message, code)`. Without one, errors are plain `Error`s with a
-/// `code` property.
-#[wasm_bindgen(js_name = setErrorClass)]
-pub fn set_error_class(error_class: Function) {
-    ERROR_CLASS.with(|class| *class.borrow_mut() = Some(error_class));
-}
 
 /// Bytes of this instance's linear memory: the loaded model's weights and
 /// buffers. It grows as needed and never shrinks, so it is also the peak.
@@ -34,20 +21,15 @@ pub fn wasm_memory_bytes() -> f64 {
     core::arch::wasm32::memory_size::<0>() as f64 * 65536.0
 }
 
-/// The JavaScript error for `error`: an instance of the registered class
-/// with the engine's `code` and message.
+/// The JavaScript error for `error`: its message, and its code as `code`.
 fn to_js_error(error: memtide::Error) -> JsValue {
-    let message = JsValue::from_str(&error.to_string());
-    let code = JsValue::from_str(error.code());
-    let registered = ERROR_CLASS.with(|class| class.borrow().clone());
-    if let Some(class) = registered {
-        if let Ok(made) = Reflect::construct(&class, &Array::of2(&message, &code)) {
-            return made;
-        }
-    }
-    let plain = js_sys::Error::new(&error.to_string());
-    let _ = Reflect::set(&plain, &JsValue::from_str("code"), &code);
-    plain.into()
+    let thrown = js_sys::Error::new(&error.to_string());
+    let _ = Reflect::set(
+        &thrown,
+        &JsValue::from_str("code"),
+        &JsValue::from_str(error.code()),
+    );
+    thrown.into()
 }
 
 /// One loaded model.

@@ -26,9 +26,10 @@ thread_local! {
     static NEXT_HANDLE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-/// The engine's error for what a call into the model module threw: its
-/// `MemtideError` keeps its code and text; anything else (a trap of the
-/// module) is a `MODEL` error.
+/// The engine's error for what a call into the model module (or the
+/// package's loader of it) threw: an error with the engine's `code` keeps
+/// its code and text; anything else (a trap of the module) is a `MODEL`
+/// error.
 fn model_error(thrown: &JsValue) -> memtide::Error {
     let message = thrown_message(thrown);
     let code = field(thrown, "code").as_string();
