@@ -64,8 +64,11 @@ pub(crate) struct JsEmbedder {
 }
 
 impl JsEmbedder {
+    /// Calls `with` on the loaded model, taken out of [`MODELS`] first so
+    /// that no borrow of it is held across the call into JavaScript.
     fn model<T>(&self, with: impl FnOnce(&JsValue) -> T) -> Option<T> {
-        MODELS.with(|models| models.borrow().get(&self.handle).map(with))
+        let model = MODELS.with(|models| models.borrow().get(&self.handle).cloned())?;
+        Some(with(&model))
     }
 }
 
