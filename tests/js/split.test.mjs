@@ -48,7 +48,14 @@ test("a lexical-only app never loads the model's module; the first model starts 
 
   assert.equal(await mem.setModel(model), 1);
   assert.equal(asked, 1, "the first model starts the model's module");
-  assert.equal((await mem.stats()).retrievalMode, "hybrid");
+  const stats = await mem.stats();
+  assert.equal(stats.retrievalMode, "hybrid");
+  // The core's Embedder answers with the model module's id and tokenizer.
+  assert.equal(stats.model, `all-MiniLM-L6-v2-int8/${golden.model_sha256.slice(0, 16)}/mean/256`);
+  assert.equal(stats.tokenCounting, "tokenizer");
+  const injected = await mem.inject({ text: "ferns", scope: home, budgetTokens: 100 });
+  assert.equal(injected.estimated, false);
+  assert.ok(injected.tokens > 0);
   assert.ok(wasmMemoryBytes() > lexicalOnly + 32 * 2 ** 20, "the model's instance counts in wasmMemoryBytes");
   const hits = await mem.retrieve({ text: "when do the plants get watered", scope: home, explain: true });
   assert.ok(hits[0].explain.semantic > 0.2, `semantic ${hits[0].explain.semantic}`);
