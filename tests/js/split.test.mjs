@@ -107,6 +107,37 @@ test("the model's failures keep their codes, through the core and from the modul
   await rejectsWith(mem.setModel(model), "CLOSED");
 });
 
+test("a model module that cannot start is a MODEL error, the store stays usable, and a later model retries it", () => {
+  // A fresh process: this one's model module has started.
+  const entry = new URL("../../dist/memtide/node.js", import.meta.url).href;
+  const script = `
+    import { readFile } from "node:fs/promises";
+    import { Memory, init } from ${JSON.stringify(entry)};
+    const model = {
+      onnx: await readFile(${JSON.stringify(`${modelDir}/model.onnx`)}),
+      tokenizer: await readFile(${JSON.stringify(`${modelDir}/tokenizer.json`)}, "utf8"),
+    };
+    const home = { userId: "ann", workspaceId: "home" };
+    await init({ modelWasm: new Uint8Array([0, 97, 115, 109]) });
+    const mem = await Memory.open({ storage: "memory" });
+    await mem.ingest({ text: "The ferns want water on Sundays.", scope: home });
+    const failed = await mem.setModel(model).then(() => null, (e) => ({ name: e.name, code: e.code, message: e.message }));
+    const lexical = (await mem.retrieve({ text: "ferns", scope: home })).length;
+    await init({ modelWasm: readFile(${JSON.stringify(modelWasmPath.pathname)}) });
+    const embedded = await mem.setModel(model);
+    const mode = (await mem.stats()).retrievalMode;
+    await mem.close();
+    console.log(JSON.stringify({ failed, lexical, embedded, mode }));
+  `;
+  const outcome = JSON.parse(execFileSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" }));
+  assert.equal(outcome.failed?.name, "MemtideError");
+  assert.equal(outcome.failed.code, "MODEL");
+  assert.match(outcome.failed.message, /^model error: cannot start the model's WebAssembly module/);
+  assert.equal(outcome.lexical, 1, "the store answers lexically meanwhile");
+  assert.equal(outcome.embedded, 1, "the next model starts the module afresh");
+  assert.equal(outcome.mode, "hybrid");
+});
+
 test("the package ships both modules, each a fraction of the single one", async () => {
   const core = (await stat(new URL("../../dist/memtide/wasm/memtide_bg.wasm", import.meta.url))).size;
   const modelModule = (await stat(modelWasmPath)).size;
