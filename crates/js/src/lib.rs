@@ -419,7 +419,7 @@ pub struct JsMemory {
 impl JsMemory {
     /// Opens a store: `{name?, storage?, model?, config?, now?, onProgress?,
     /// onChange?, signal?}` (`signal` stops the model's embedding backfill).
-    /// `load_model(onnx, tokenizer)` is the package's loader of the model
+    /// `load_model_with(onnx, tokenizer)` is the package's loader of the model
     /// module (`model.rs`), called only when `model` is given.
     pub fn open(options: JsValue, load_model_with: JsValue) -> Promise {
         future_to_promise(async move {
