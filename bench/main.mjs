@@ -3,7 +3,7 @@
 //
 //   node --expose-gc bench/main.mjs [--quick] [--sections embed,retrieval,lexical,cold,footprint,native,ops,durable,cli,wasmmem]
 //                                   [--sizes 1000,10000,100000] [--cold-size N] [--cli-size N]
-//                                   [--cli-before PATH] [--wasmmem-before DIR] [--wasmmem-model | --wasmmem-given-vectors] [--ops-model] [--write-docs | --no-docs]
+//                                   [--cli-before PATH] [--cold-before DIR] [--wasmmem-before DIR] [--wasmmem-model | --wasmmem-given-vectors] [--ops-model] [--write-docs | --no-docs]
 //   node bench/main.mjs --from bench/.build/results/latest.json [--write-docs]   (re-render only)
 //   node bench/main.mjs --from RUN1.json --from RUN2.json [--write-docs]
 //        (one table from runs of different sections on the same machine; the doc names each run)
@@ -43,7 +43,7 @@ const PROFILES = {
 
 function options(argv) {
   const opts = { quick: false, sections: SECTIONS, sizes: null, docs: null, from: null, coldSize: null, cliSize: null,
-    cliBefore: process.env.MEMTIDE_BENCH_CLI_BEFORE || null, wasmMemBefore: process.env.MEMTIDE_BENCH_WASMMEM_BEFORE || null };
+    cliBefore: process.env.MEMTIDE_BENCH_CLI_BEFORE || null, coldBefore: process.env.MEMTIDE_BENCH_COLD_BEFORE || null, wasmMemBefore: process.env.MEMTIDE_BENCH_WASMMEM_BEFORE || null };
   for (let i = 0; i < argv.length; i++) {
     switch (argv[i]) {
       case "--quick": opts.quick = true; break;
@@ -55,6 +55,9 @@ function options(argv) {
       case "--cold-size": opts.coldSize = Number(argv[++i]); break;
       case "--cli-size": opts.cliSize = Number(argv[++i]); break;
       case "--cli-before": opts.cliBefore = argv[++i]; break;
+      // An earlier build of the package (a dist/memtide directory), started
+      // cold in the same run as a third engine (bench/sections/coldstart.mjs).
+      case "--cold-before": opts.coldBefore = argv[++i]; break;
       case "--wasmmem-before": opts.wasmMemBefore = argv[++i]; break;
       // The wasmmem section with every memory embedded and the model loaded.
       case "--wasmmem-model": opts.wasmMemModel = "embed"; break;
@@ -144,7 +147,7 @@ async function run() {
   if (want("embed")) results.embed = runEmbed({ runs: p.embedRuns, loads: p.loads, throughputRuns: p.throughputRuns, sentenceCount: p.sentenceCount, log });
   if (want("retrieval")) results.retrieval = runRetrieval({ sizes: p.sizes, queries: p.queries, log });
   if (want("lexical")) results.lexical = runLexical({ size: p.lexicalSize, queries: p.queries, builds: p.builds, log });
-  if (want("cold")) results.cold = await runColdStart({ size: p.coldSize, runs: p.coldRuns, log });
+  if (want("cold")) results.cold = await runColdStart({ size: p.coldSize, runs: p.coldRuns, before: opts.coldBefore, log });
   if (want("footprint")) results.footprint = runFootprint({ log });
   if (want("native")) results.native = runNative({ sizes: p.sizes, log });
   if (want("ops")) results.ops = runOps({ sizes: p.opsSizes, singles: p.opsSingles, modelSize: p.opsModelSize, log });

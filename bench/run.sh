@@ -9,7 +9,7 @@
 #
 #   bash bench/run.sh [--quick] [--sections embed,retrieval,lexical,cold,footprint,native,ops,durable,cli,wasmmem]
 #                     [--sizes 1000,10000,100000] [--cold-size N] [--cli-size N]
-#                     [--cli-before PATH] [--wasmmem-before DIR] [--wasmmem-model | --wasmmem-given-vectors] [--ops-model] [--write-docs | --no-docs]
+#                     [--cli-before PATH] [--cold-before DIR] [--wasmmem-before DIR] [--wasmmem-model | --wasmmem-given-vectors] [--ops-model] [--write-docs | --no-docs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,7 +43,7 @@ wants() { [[ ",$sections," == *",$1,"* ]]; }
 if wants embed || wants retrieval || wants native; then
     log "building the bench entry points (bench/rust/)"
     cargo build --quiet --locked --release --example bench_embed --example bench_native
-    cargo build --quiet --locked --release -p memtide-js --example bench_wasm \
+    cargo build --quiet --locked --release -p memtide-js-model --example bench_wasm \
         --target wasm32-unknown-unknown
     wasm-bindgen --target web --out-dir bench/.build/wasm --out-name bench \
         target/wasm32-unknown-unknown/release/examples/bench_wasm.wasm

@@ -715,10 +715,12 @@ export interface Config {
 }
 
 /**
- * Where memtide's WebAssembly module (the package's `memtide/wasm`,
- * `wasm/memtide_bg.wasm`) comes from: a URL to fetch (a CDN, your own
- * origin under a strict CSP), a `Response`, a compiled `WebAssembly.Module`
- * (Workers, Vercel Edge) or the file's bytes. A promise of one is awaited.
+ * Where one of memtide's WebAssembly modules (the core, the package's
+ * `memtide/wasm`, `wasm/memtide_bg.wasm`; or the model's,
+ * `memtide/model-wasm`, `wasm/memtide_model_bg.wasm`) comes from: a URL to
+ * fetch (a CDN, your own origin under a strict CSP), a `Response`, a
+ * compiled `WebAssembly.Module` (Workers, Vercel Edge) or the file's bytes.
+ * A promise of one is awaited.
  */
 export type WasmSource = string | URL | Request | Response | WebAssembly.Module | BufferSource;
 
@@ -729,6 +731,13 @@ export interface InitOptions {
    * runtime's entry point finds the file beside itself (bundlers copy it).
    */
   wasm?: WasmSource | Promise<WasmSource>;
+  /**
+   * Overrides where the model's WebAssembly module is loaded from, when a
+   * model is first given (`model` on open, `setModel`); apps without a
+   * model never load it. By default each runtime's entry point finds the
+   * file beside itself.
+   */
+  modelWasm?: WasmSource | Promise<WasmSource>;
 }
 
 export interface OpenOptions extends InitOptions {
@@ -999,9 +1008,10 @@ export class Memory {
 }
 
 /**
- * Starts the WebAssembly module, which the first `Memory.open` otherwise
- * does: once per page or process, shared by every store; later calls and
- * later `wasm` options reuse the running module. Call it early to load the
+ * Starts the core WebAssembly module, which the first `Memory.open`
+ * otherwise does: once per page or process, shared by every store; later
+ * calls and later `wasm` options reuse the running module (the model's
+ * module starts when a model is first given, from `modelWasm` if set). Call it early to load the
  * module before the first store is needed, or to say where it comes from.
  * A failed start (say, a URL that answers 404) rejects, and the next call
  * tries again.
@@ -1009,8 +1019,9 @@ export class Memory {
 export function init(options?: InitOptions): Promise<void>;
 
 /**
- * Bytes of the WebAssembly instance's linear memory (memtide's data and the
- * loaded model; it never shrinks, so it is also the peak). Useful against
- * an isolate's memory limit. 0 before the module has started.
+ * Bytes of the linear memories of memtide's WebAssembly instances (the
+ * core's with memtide's data, and the model's once a model was given; they
+ * never shrink, so it is also the peak). Useful against an isolate's memory
+ * limit. 0 before the core module has started.
  */
 export function wasmMemoryBytes(): number;

@@ -1,26 +1,39 @@
 // The typed JavaScript API of memtide: a thin class over the WebAssembly
 // `MemoryCore`. Every method forwards to the core; this file only starts the
-// WebAssembly module, picks defaults (which storage) and gives errors their
+// WebAssembly modules, picks defaults (which storage) and gives errors their
 // class.
 //
+// The package has two WebAssembly modules: the core (engine, indexes,
+// storage) and the model (MiniLM on tract, about 60 % of the code), which
+// starts only when an app gives a model (`model` on open, `setModel`), so
+// that a lexical-only app neither downloads nor compiles it. The core calls
+// the model through `loadModel` below, which it is handed on each call that
+// may need it.
+//
 // No module of the package does anything when imported: the WebAssembly
-// module starts in the first `Memory.open` (or `init`). A top-level `await`
+// modules start in the first `Memory.open` (or `init`). A top-level `await`
 // would be refused by `require()` and older build targets, and a start-up
 // statement in an entry file is dropped by bundlers that find no export of
 // it used (`"sideEffects": false`).
 import initWasm, { MemoryCore, setErrorClass, wasmMemoryBytes as coreMemoryBytes } from "./wasm/memtide.js";
+import initModelWasm, { ModelCore, wasmMemoryBytes as modelMemoryBytes } from "./wasm/memtide_model.js";
 import { MemtideError } from "./error.js";
 import { rememberWith } from "./remember.js";
 import { summarize } from "./summarize.js";
 
 export { MemtideError };
 
-// One WebAssembly instance per JavaScript realm, shared by every store.
+// One instance of each WebAssembly module per JavaScript realm, shared by
+// every store.
 let started;
 let ready = false;
+let modelStarted;
+let modelReady = false;
+// Where the model module comes from when an `init`/`open` said (`modelWasm`).
+let modelWasmGiven;
 
 /**
- * Starts the WebAssembly module once. `wasm` (a URL, a `Response`, a
+ * Starts the core module once. `wasm` (a URL, a `Response`, a
  * `WebAssembly.Module` or the bytes) overrides the entry's `defaultWasm()`,
  * which knows where its runtime finds the file. A failed start is forgotten,
  * so a later call may try again (say, with another `wasm`).
@@ -38,25 +51,50 @@ function start(wasm, defaultWasm) {
 }
 
 /**
- * Bytes of the WebAssembly instance's linear memory; 0 before the module
- * has started.
+ * Starts the model module once, like `start`; its failure is a `MODEL`
+ * error. (The model module's own errors carry the engine's `code`; the core
+ * turns them into `MemtideError`s.)
+ */
+function startModel(defaultModelWasm) {
+  modelStarted ??= (async () => {
+    await initModelWasm({ module_or_path: await (modelWasmGiven ?? defaultModelWasm()) });
+    modelReady = true;
+  })().catch((error) => {
+    modelStarted = undefined;
+    throw new MemtideError(`model error: cannot start the model's WebAssembly module: ${error?.message ?? error}`, "MODEL");
+  });
+  return modelStarted;
+}
+
+/**
+ * Bytes of the linear memories of memtide's WebAssembly instances (the
+ * core's, and the model's once it has started); 0 before any has started.
  */
 export function wasmMemoryBytes() {
-  return ready ? coreMemoryBytes() : 0;
+  return (ready ? coreMemoryBytes() : 0) + (modelReady ? modelMemoryBytes() : 0);
 }
 
 const opening = Symbol("opening");
 
 /**
- * The API of one entry point: `defaultWasm` returns (or resolves to) what
- * its runtime loads the WebAssembly module from.
+ * The API of one entry point: `defaultWasm` and `defaultModelWasm` return
+ * (or resolve to) what its runtime loads the core and the model modules
+ * from.
  */
-export function entry(defaultWasm) {
+export function entry(defaultWasm, defaultModelWasm) {
   async function init(options = {}) {
     if (options === null || typeof options !== "object") {
       throw new MemtideError("invalid input: options must be an object", "INVALID_INPUT");
     }
+    if (options.modelWasm !== undefined) modelWasmGiven = options.modelWasm;
     await start(options.wasm, defaultWasm);
+  }
+
+  // The core's loader of a model (crates/js/src/model.rs): the files,
+  // checked by the core, into the model module.
+  async function loadModel(onnx, tokenizer) {
+    await startModel(defaultModelWasm);
+    return ModelCore.load(onnx, tokenizer);
   }
 
   /** A memory store. Create one with `await Memory.open(options)`. */
@@ -71,12 +109,16 @@ export function entry(defaultWasm) {
     }
 
     static async open(options = {}) {
-      await init(options);
-      const core = await MemoryCore.open(options);
+      const starting = init(options);
+      // With a model, its module compiles while the core starts and the
+      // store opens; a failure shows when the core loads the model.
+      if (options?.model != null) startModel(defaultModelWasm).catch(() => {});
+      await starting;
+      const core = await MemoryCore.open(options, loadModel);
       return new Memory(opening, core);
     }
 
-    setModel(model, options) { return this.#core.setModel(model, options); }
+    setModel(model, options) { return this.#core.setModel(model, options, loadModel); }
     ingest(input, options) { return this.#core.ingest(input, options); }
     upsert(input) { return this.#core.upsert(input); }
     getByKey(options) { return this.#core.getByKey(options); }

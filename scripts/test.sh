@@ -75,19 +75,20 @@ MEMTIDE_MODEL_DIR=$(bash scripts/fetch-model.sh | tail -n 1) || { echo "fetching
 export MEMTIDE_MODEL_DIR
 
 check "cargo fmt --check" cargo fmt --all -- --check
-# The host crates for wasm32 only (crates/js, crates/wit) are checked for
+# The host crates for wasm32 only (crates/js, crates/js-model, crates/wit) are checked for
 # their own targets below; everything else natively. The engine alone does
 # not build for wasm32-unknown-unknown (its randomness comes from crates/js),
 # so it is linted there together with crates/js.
-native=(--workspace --exclude memtide-js --exclude memtide-wit)
+native=(--workspace --exclude memtide-js --exclude memtide-js-model --exclude memtide-wit)
 check "cargo clippy -D warnings" cargo clippy "${native[@]}" --all-targets --locked -- -D warnings
 # The test kit turns on the engine's `testing` feature (internal modules
 # public) in every build that selects it; the engine and the CLI as a user
 # builds them are linted without it, so dead code behind it shows.
 check "cargo clippy without the testing feature -D warnings" \
   cargo clippy -p memtide -p memtide-cli --lib --bins --locked -- -D warnings
-check "cargo clippy wasm32 (the engine, the JS host crate, the SIMD kernels) -D warnings" \
-  bash -c 'cargo clippy -p memtide -p memtide-js --lib --example bench_wasm --locked --target wasm32-unknown-unknown --no-default-features -- -D warnings &&
+check "cargo clippy wasm32 (the engine, the JS host crates, the SIMD kernels) -D warnings" \
+  bash -c 'cargo clippy -p memtide -p memtide-js --lib --locked --target wasm32-unknown-unknown --no-default-features -- -D warnings &&
+    cargo clippy -p memtide-js-model --lib --example bench_wasm --locked --target wasm32-unknown-unknown -- -D warnings &&
     cargo clippy -p memtide-wasm-gemm -p memtide-int-dot --locked --target wasm32-unknown-unknown -- -D warnings'
 rust_tests "cargo test (unit, integration, examples)" \
   cargo test "${native[@]}" --lib --bins --tests --examples --locked --no-fail-fast

@@ -2,10 +2,14 @@
 // load. Requests go to the network first and refresh the cached copy; when
 // the network fails, the cached copy answers. The model files are left to
 // `fetchModel`, which keeps them in its own Cache API entry.
-const CACHE = "memtide-playground-v2";
+const CACHE = "memtide-playground-v3";
+// The package's two WebAssembly modules with their glue: the core, and the
+// model's (the playground embeds once its model is loaded).
 const SHELL = [
   "/", "/index.html", "/style.css", "/app.js", "/store-worker.js", "/manifest.webmanifest", "/icon.svg",
-  "/memtide/browser.js", "/memtide/memory.js", "/memtide/error.js", "/memtide/model.js", "/memtide/worker.js", "/memtide/wasm/memtide.js", "/memtide/wasm/memtide_bg.wasm",
+  "/memtide/browser.js", "/memtide/memory.js", "/memtide/error.js", "/memtide/model.js", "/memtide/worker.js",
+  "/memtide/wasm/memtide.js", "/memtide/wasm/memtide_bg.wasm",
+  "/memtide/wasm/memtide_model.js", "/memtide/wasm/memtide_model_bg.wasm",
 ];
 
 self.addEventListener("install", (event) => {

@@ -143,6 +143,10 @@ ${nativeParagraph(results)}## What each section measures
    text. Each visit also reports its stages: page load → the page's script
    runs, → the engine's code is imported, → memtide's .wasm is fetched and
    compiled (\`init()\`; Orama has none), → the store is open, → the answer.
+   The page opens no model, so memtide's model module is neither fetched
+   nor compiled (since 2026-11-26, third session). \`--cold-before DIR\`
+   runs an earlier build of the package (a \`dist/memtide\` directory) as a
+   third engine in the same run.
    Each engine's visits run in a browser profile of its own on disk, as a
    returning visitor's browser keeps its HTTP cache, code cache and
    IndexedDB (before the second session of 2026-11-26 they ran in an

@@ -94,6 +94,14 @@ function coldRows(cold) {
     rows.push(plain(`cold start ${n}: memtide's .wasm from the HTTP cache; its response's end after the import; V8 code cache entries`,
       `${fromCache.filter(Boolean).length} of ${fromCache.length} visits; ${fetched === undefined ? "–" : ms(fetched)}; ${cold.memtide.wasmCodeCacheEntries}`));
   }
+  // `--cold-before`: an earlier build of the package in the same run.
+  const before = cold.memtideBefore;
+  if (before) {
+    const b = before.breakdown;
+    const stages = `${ms(b.script)} + ${ms(b.import)} + ${ms(b.compile)} + ${ms(b.open)} + ${ms(b.answer)}`;
+    rows.push(plain(`cold start ${n}: the earlier build (--cold-before): page load → first answer; stages as above`,
+      `${withRange(ms, before.ms, before.samples)}; ${stages}; ${(before.ms / cold.orama.ms).toFixed(2)}× Orama`));
+  }
   return rows;
 }
 

@@ -9,8 +9,9 @@
 //!   synthetic 384-d vectors, and queries timed without their embedding.
 //!
 //! Built by `bench/run.sh` with
-//! `cargo build --release -p memtide-js --example bench_wasm --target wasm32-unknown-unknown`
-//! (an example of crates/js, whose JavaScript randomness it needs).
+//! `cargo build --release -p memtide-js-model --example bench_wasm --target wasm32-unknown-unknown`
+//! (an example of crates/js-model, the package's model module, whose
+//! JavaScript randomness it needs).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -14,6 +14,10 @@
 // cache, so the 9 MiB .wasm was downloaded again on every visit, and it
 // keeps no code cache and IndexedDB only in memory (docs/speed.md, "Issue
 // 21: cold start in Chromium").
+//
+// `before` (bench/main.mjs `--cold-before DIR`): an earlier build of the
+// package, served from /pkg-before/ and run as a third engine,
+// `memtideBefore`, with a profile and a store of its own, in the same run.
 import http from "node:http";
 import fs from "node:fs";
 import os from "node:os";
@@ -33,17 +37,17 @@ const ROOTS = {
 const PAGE = '<!doctype html><meta charset="utf-8"><script type="module" src="/bench/web/coldstart.mjs"></script>';
 const TIMEOUT_MS = 600_000;
 
-/** A static server of ROOTS on a free port. */
-async function serve() {
+/** A static server of `roots` (URL prefix → directory) on a free port. */
+async function serve(roots) {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, "http://localhost");
     if (url.pathname === "/") {
       res.writeHead(200, { "content-type": "text/html" }).end(PAGE);
       return;
     }
-    const prefix = Object.keys(ROOTS).find((p) => url.pathname.startsWith(p));
-    const file = prefix && path.join(ROOTS[prefix], path.normalize(url.pathname.slice(prefix.length)));
-    if (!file || !file.startsWith(ROOTS[prefix]) || !fs.existsSync(file)) {
+    const prefix = Object.keys(roots).find((p) => url.pathname.startsWith(p));
+    const file = prefix && path.join(roots[prefix], path.normalize(url.pathname.slice(prefix.length)));
+    if (!file || !file.startsWith(roots[prefix]) || !fs.existsSync(file)) {
       res.writeHead(404).end();
       return;
     }
@@ -82,26 +86,30 @@ async function visit(context, base, query) {
   }
 }
 
-export async function runColdStart({ size, runs, log }) {
-  const server = await serve();
+export async function runColdStart({ size, runs, before, log }) {
+  const roots = before ? { ...ROOTS, "/pkg-before/": path.resolve(before) } : ROOTS;
+  const server = await serve(roots);
   const base = `http://127.0.0.1:${server.address().port}`;
   const query = memoryCorpus(size, 1).queries[0].text;
   const profiles = [];
   try {
     const results = {};
-    for (const engine of ["memtide", "orama"]) {
+    // The page's engine and the package it loads, by the name of the result.
+    const engines = { memtide: ["memtide", "/pkg/"], orama: ["orama"], ...(before ? { memtideBefore: ["memtide", "/pkg-before/"] } : {}) };
+    for (const [name, [engine, pkg]] of Object.entries(engines)) {
       const profile = fs.mkdtempSync(path.join(os.tmpdir(), "memtide-bench-cold-"));
       profiles.push(profile);
       const context = await launchChromiumProfile(profile);
-      log(`cold start: ${engine}, storing ${size} memories`);
-      const { stored } = await visit(context, base, { engine, phase: "populate", size });
+      log(`cold start: ${name}, storing ${size} memories`);
+      const pkgQuery = pkg ? { pkg } : {};
+      const { stored } = await visit(context, base, { engine, phase: "populate", size, ...pkgQuery });
       const samples = [];
       const stages = [];
       const wasmFromCache = [];
       // The first cold visit warms the HTTP cache and is not counted.
       for (let i = 0; i <= runs; i++) {
-        const { ms, hits, stages: at } = await visit(context, base, { engine, phase: "cold", size, query });
-        if (hits === 0) throw new Error(`${engine}: the first query found nothing`);
+        const { ms, hits, stages: at } = await visit(context, base, { engine, phase: "cold", size, query, ...pkgQuery });
+        if (hits === 0) throw new Error(`${name}: the first query found nothing`);
         if (i > 0) {
           samples.push(ms);
           stages.push(at);
@@ -121,12 +129,12 @@ export async function runColdStart({ size, runs, log }) {
         open: median(stages.map((at) => at.opened - (at.compiled ?? at.imported))),
         answer: median(stages.map((at, i) => samples[i] - at.opened)),
       };
-      results[engine] = { stored, ms: median(samples), samples, breakdown };
+      results[name] = { stored, ms: median(samples), samples, breakdown };
       if (engine === "memtide") {
         // Whether each counted visit took the .wasm from the HTTP cache,
         // and whether V8 kept its compiled code.
-        results[engine].wasmFromCache = wasmFromCache;
-        results[engine].wasmCodeCacheEntries = wasmCodeCacheEntries(profile);
+        results[name].wasmFromCache = wasmFromCache;
+        results[name].wasmCodeCacheEntries = wasmCodeCacheEntries(profile);
       }
       await context.close();
     }

@@ -7,6 +7,9 @@ import { memoryCorpus } from "/bench/lib/corpus.mjs";
 import { STOPWORDS } from "/bench/lib/stopwords.mjs";
 
 const params = new URLSearchParams(location.search);
+// Where memtide's package is served: /pkg/ (dist/memtide), or /pkg-before/
+// (an earlier build, `--cold-before`).
+const PKG = params.get("pkg") ?? "/pkg/";
 const size = Number(params.get("size"));
 const SCOPE = { userId: "bench", workspaceId: "main" };
 const MEMTIDE_DB = "bench-cold-memtide";
@@ -36,7 +39,7 @@ function idb(mode, value) {
 const ENGINES = {
   memtide: {
     async populate(texts) {
-      const { Memory } = await import("/pkg/browser.js");
+      const { Memory } = await import(`${PKG}browser.js`);
       const memory = await Memory.open({ storage: "indexeddb", name: MEMTIDE_DB });
       for (let i = 0; i < texts.length; i += INGEST_BATCH) {
         await memory.ingest(texts.slice(i, i + INGEST_BATCH).map((text) => ({ text, scope: SCOPE })));
@@ -46,14 +49,15 @@ const ENGINES = {
       return items;
     },
     async cold(query) {
-      const { Memory, init } = await import("/pkg/browser.js");
+      const { Memory, init } = await import(`${PKG}browser.js`);
       mark("imported");
       // Fetching and compiling the .wasm, apart from opening the store.
       await init();
       mark("compiled");
-      // When the .wasm's response ended, and whether it came from the HTTP
-      // cache (nothing transferred).
-      const wasm = performance.getEntriesByType("resource").find((e) => e.name.endsWith(".wasm"));
+      // When the core .wasm's response ended, and whether it came from the
+      // HTTP cache (nothing transferred); a lexical-only page fetches no
+      // other (the model's module, since the third session of 2026-11-26).
+      const wasm = performance.getEntriesByType("resource").find((e) => e.name.endsWith("memtide_bg.wasm"));
       if (wasm) {
         stages.wasmFetched = wasm.responseEnd;
         stages.wasmFromCache = wasm.transferSize === 0;

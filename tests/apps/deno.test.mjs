@@ -14,4 +14,5 @@ const env = { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", DENO_DIR: process.env.DE
 test("a Deno program opens, ingests, retrieves and closes", async () => {
   const { stdout } = await run(deno, ["run", "--allow-read", "main.js"], { cwd: new URL("deno/", import.meta.url), env });
   assert.deepEqual(JSON.parse(stdout).hits, [text]);
+  assert.equal(JSON.parse(stdout).modelModule, "INVALID_INPUT", "the model's module starts when a model is given");
 });

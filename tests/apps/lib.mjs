@@ -97,5 +97,11 @@ export async function visit(url, times) {
 /** Loads the app at `url`, then reloads it: see `visit`. */
 export const visitTwice = (url) => visit(url, 2);
 
-/** The outcomes of a working browser app: stored on the first visit, found again after the reload. */
-export const remembered = [{ before: 0, hits: [text] }, { before: 1, hits: [text] }];
+/**
+ * The outcomes of a working browser app: stored on the first visit, found
+ * again after the reload; the model's module started on each.
+ */
+export const remembered = [
+  { before: 0, hits: [text], modelModule: "INVALID_INPUT" },
+  { before: 1, hits: [text], modelModule: "INVALID_INPUT" },
+];

@@ -13,11 +13,13 @@ const env = { NEXT_TELEMETRY_DISABLED: "1" };
 
 test("`next build` makes a working app: a client page, an edge route and a Node.js route", async (t) => {
   await run(next, ["build"], { cwd, env });
-  // What a deployment uploads with the edge function: the .wasm, once.
+  // What a deployment uploads with the edge function: each .wasm (the core
+  // and the model's), once.
   const manifest = JSON.parse(await readFile(new URL(".next/server/middleware-manifest.json", cwd), "utf8"));
-  const wasm = manifest.functions["/api/memory/route"].wasm.map((w) => w.filePath);
-  assert.equal(wasm.length, 1, `${wasm}`);
+  const wasm = manifest.functions["/api/memory/route"].wasm.map((w) => w.filePath).sort();
+  assert.equal(wasm.length, 2, `${wasm}`);
   assert.match(wasm[0], /memtide_bg.*\.wasm$/);
+  assert.match(wasm[1], /memtide_model_bg.*\.wasm$/);
   const server = await start(next, ["start", "--hostname", "127.0.0.1", "--port", "0"], /Local:\s+(http:\/\/\S+)/, { cwd, env });
   t.after(() => server.stop());
   const url = server.match[1].replace(/\/?$/, "/");
@@ -27,6 +29,7 @@ test("`next build` makes a working app: a client page, an edge route and a Node.
     const body = await response.text();
     assert.equal(response.status, 200, `${route}: ${body}\n${server.output()}`);
     assert.deepEqual(JSON.parse(body).hits, [text], route);
+    assert.equal(JSON.parse(body).modelModule, "INVALID_INPUT", `${route}: the model's module starts`);
   }
 
   assert.deepEqual(await visitTwice(url), remembered);

@@ -10,6 +10,7 @@ const app = async (how) => JSON.parse((await run("node", ["main.mjs", how], { cw
 test("a Node app opens, ingests, retrieves and closes; the module starts on the first open", async () => {
   const outcome = await app("default");
   assert.deepEqual(outcome.hits, [text]);
+  assert.equal(outcome.modelModule, "INVALID_INPUT", "the model's module starts when a model is given");
   assert.equal(outcome.bytesBeforeOpen, 0, "nothing runs on import");
   assert.ok(outcome.bytesAfterOpen > 0);
 });

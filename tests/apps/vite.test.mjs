@@ -38,7 +38,9 @@ test("`vite build` makes a working app, which can be told where the .wasm is", a
   assert.deepEqual(await visitTwice(url), remembered);
 
   // Moved out of the bundle's assets, the .wasm is found through `wasm` only.
-  const [asset] = (await readdir(join(outDir, "assets"))).filter((f) => f.endsWith(".wasm"));
+  const wasmAssets = (await readdir(join(outDir, "assets"))).filter((f) => f.endsWith(".wasm"));
+  assert.equal(wasmAssets.length, 2, `the core's .wasm and the model's: ${wasmAssets}`);
+  const [asset] = wasmAssets.filter((f) => f.startsWith("memtide_bg"));
   await mkdir(join(outDir, "elsewhere"));
   await rename(join(outDir, "assets", asset), join(outDir, "elsewhere", "memtide.wasm"));
   assert.deepEqual(await visitTwice(`${url}?wasm=/elsewhere/memtide.wasm`), remembered);

@@ -17,7 +17,10 @@ test("the bundle `wrangler deploy` would upload works in workerd", async (t) => 
   const wrangler = fileURLToPath(new URL("node_modules/.bin/wrangler", import.meta.url));
   await run(wrangler, ["deploy", "--dry-run", "--outdir", outdir], { cwd: new URL("wrangler/", import.meta.url), env });
   const files = await readdir(outdir);
-  assert.ok(files.some((f) => f.endsWith(".wasm")), `the .wasm is uploaded as a module: ${files}`);
+  // Both modules are uploaded (compiled at upload); the model's is
+  // instantiated only when a model is given.
+  assert.ok(files.some((f) => /memtide_bg.*\.wasm$/.test(f)), `the core's .wasm is uploaded as a module: ${files}`);
+  assert.ok(files.some((f) => /memtide_model_bg.*\.wasm$/.test(f)), `the model's .wasm is uploaded as a module: ${files}`);
 
   // The module types Wrangler declares for what it uploads.
   const mf = new Miniflare({
@@ -47,4 +50,5 @@ test("the bundle `wrangler deploy` would upload works in workerd", async (t) => 
   assert.equal(seen.summary.kind, "summary");
   assert.equal(seen.summary.sources, 2);
   assert.doesNotMatch(seen.summary.text, /cortado/);
+  assert.equal(seen.modelModule, "INVALID_INPUT", "the model's module starts in workerd");
 });

@@ -210,7 +210,7 @@ test("errors in the browser are MemtideErrors with codes", async () => {
   await context.close();
 });
 
-test("the browser entry compiles the .wasm while it downloads (streaming), fetched once", async () => {
+test("the browser entry compiles each .wasm while it downloads (streaming), fetched once, the model's only with a model", async () => {
   const context = await browser.newContext();
   const tab = await context.newPage();
   tab.on("pageerror", (e) => console.error("page error:", e));
@@ -233,6 +233,27 @@ test("the browser entry compiles the .wasm while it downloads (streaming), fetch
   // warning) when the server's content type is not application/wasm.
   assert.deepEqual(await tab.evaluate(() => window.compileCalls), [["instantiateStreaming", "Response"]]);
   assert.deepEqual(warnings, []);
+  // Without a model, the model's module is neither fetched nor compiled.
   assert.deepEqual(requests.filter((path) => path.endsWith(".wasm")).slice(before), ["/dist/memtide/wasm/memtide_bg.wasm"]);
+  // A model given later starts the model's module, streaming too.
+  const embedded = await tab.evaluate(async () => {
+    const { Memory } = await import("/dist/memtide/browser.js");
+    const { fetchModel } = await import("/dist/memtide/model.js");
+    const mem = await Memory.open({ storage: "memory" });
+    await mem.ingest({ text: "The ferns want water on Sundays.", scope: { userId: "a", workspaceId: "b" } });
+    const count = await mem.setModel(await fetchModel({ baseUrl: "/model/" }));
+    const hits = await mem.retrieve({ text: "when do the plants get watered", scope: { userId: "a", workspaceId: "b" }, explain: true });
+    const mode = (await mem.stats()).retrievalMode;
+    await mem.close();
+    return { count, mode, semantic: hits[0]?.explain.semantic };
+  });
+  assert.equal(embedded.count, 1);
+  assert.equal(embedded.mode, "hybrid");
+  assert.ok(embedded.semantic > 0.2, `semantic ${embedded.semantic}`);
+  assert.deepEqual(await tab.evaluate(() => window.compileCalls),
+    [["instantiateStreaming", "Response"], ["instantiateStreaming", "Response"]]);
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(requests.filter((path) => path.endsWith(".wasm")).slice(before),
+    ["/dist/memtide/wasm/memtide_bg.wasm", "/dist/memtide/wasm/memtide_model_bg.wasm"]);
   await context.close();
 });

@@ -23,8 +23,6 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::future_to_promise;
 use web_sys::{BroadcastChannel, MessageEvent};
 
-use memtide::embed::MiniLm;
-
 use memtide::storage::{
     AsyncStorage, Batch, Expect, KvStorage, MemoryStorage, Snapshot, StorageError,
 };
@@ -37,12 +35,14 @@ use memtide::{
 mod adapter;
 mod env;
 mod indexeddb;
+mod model;
 mod progress;
 
 pub use adapter::JsKeyValue;
 use adapter::{bytes_of, thrown_message};
 pub use env::JsEnvironment;
 pub use indexeddb::IndexedDbStorage;
+use model::load_model;
 use progress::JsProgress;
 
 /// The IndexedDB database name when the `name` option is absent: the
@@ -363,20 +363,6 @@ impl Drop for ChangeChannel {
     }
 }
 
-/// Loads the model from `{onnx: Uint8Array | ArrayBuffer, tokenizer: string
-/// | Uint8Array}`.
-fn load_model(model: &JsValue) -> Result<MiniLm, BindingError> {
-    let onnx = bytes_of(&field(model, "onnx")).ok_or_else(|| {
-        BindingError::Value("model.onnx must be a Uint8Array or an ArrayBuffer".into())
-    })?;
-    let tokenizer = text_of(
-        &field(model, "tokenizer"),
-        "model.tokenizer",
-        "the text (or bytes) of tokenizer.json",
-    )?;
-    Ok(MiniLm::from_bytes(onnx, &tokenizer)?)
-}
-
 /// Calls `options.onProgress({stage, ...})` if given; its errors are
 /// ignored (progress reporting must not fail an open).
 fn progress(options: &JsValue, stage: &str, extra: &[(&str, JsValue)]) {
@@ -433,7 +419,9 @@ pub struct JsMemory {
 impl JsMemory {
     /// Opens a store: `{name?, storage?, model?, config?, now?, onProgress?,
     /// onChange?, signal?}` (`signal` stops the model's embedding backfill).
-    pub fn open(options: JsValue) -> Promise {
+    /// `load_model_with(onnx, tokenizer)` is the package's loader of the model
+    /// module (`model.rs`), called only when `model` is given.
+    pub fn open(options: JsValue, load_model_with: JsValue) -> Promise {
         future_to_promise(async move {
             let opened = async {
                 let config: Config = from_js_or_default(&field(&options, "config"), "config")?;
@@ -444,7 +432,7 @@ impl JsMemory {
                 let model = field(&options, "model");
                 if !model.is_undefined() && !model.is_null() {
                     progress(&options, "model", &[]);
-                    let model = load_model(&model)?;
+                    let model = load_model(&model, &load_model_with).await?;
                     let mut backfill = JsProgress::for_open(&options, "embedding")?;
                     let embedded = store
                         .set_embedder_observed(Arc::new(model), &mut backfill)
@@ -500,11 +488,12 @@ impl JsMemory {
     /// Attaches the embedding model `{onnx, tokenizer}`; resolves to how
     /// many stored memories were embedded. With `{onProgress?, signal?}`
     /// the backfill commits in batches (`AsyncMemory::set_embedder_observed`).
+    /// `load_model_with` is the package's loader of the model module.
     #[wasm_bindgen(js_name = setModel)]
-    pub fn set_model(&self, model: JsValue, options: JsValue) -> Promise {
+    pub fn set_model(&self, model: JsValue, options: JsValue, load_model_with: JsValue) -> Promise {
         self.run(async move |store| {
             let observed = JsProgress::from_options(&options)?;
-            let model = Arc::new(load_model(&model)?);
+            let model = Arc::new(load_model(&model, &load_model_with).await?);
             let embedded = match observed {
                 Some(mut observed) => store.set_embedder_observed(model, &mut observed).await?,
                 None => store.set_embedder(model).await?,

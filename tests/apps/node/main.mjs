@@ -20,6 +20,9 @@ const scope = { userId: "u1", workspaceId: "node-app" };
 const mem = await Memory.open();
 await mem.ingest({ text: "The lighthouse keeper feeds the cat at dawn.", scope });
 report.hits = (await mem.retrieve({ text: "who feeds the cat?", scope })).map((h) => h.item.text);
+// The model's own module starts here too: its answer to a tokenizer it
+// refuses is INVALID_INPUT (MODEL if it could not start).
+report.modelModule = await mem.setModel({ onnx: new Uint8Array(8), tokenizer: "{}" }).then(() => "loaded", (e) => e.code);
 report.bytesAfterOpen = wasmMemoryBytes();
 await mem.close();
 console.log(JSON.stringify(report));

@@ -13,9 +13,12 @@ async function runInWorker() {
     const before = (await mem.stats()).items;
     if (before === 0) await mem.ingest({ text: "The lighthouse keeper feeds the cat at dawn.", scope });
     const hits = await mem.retrieve({ text: "who feeds the cat?", scope });
+    // The model's own module starts here too: its answer to a tokenizer it
+    // refuses is INVALID_INPUT (MODEL if it could not start).
+    const modelModule = await mem.setModel({ onnx: new Uint8Array(8), tokenizer: "{}" }).then(() => "loaded", (e) => e.code);
     await mem.close();
     worker.terminate();
-    return { before, hits: hits.map((h) => h.item.text) };
+    return { before, hits: hits.map((h) => h.item.text), modelModule };
   } catch (error) {
     return { error: String(error?.stack ?? error) };
   }

@@ -27,6 +27,9 @@ export default {
     const coffee = await mem.retrieve({ text: "how do I take my coffee?", scope, dryRun: true });
     const summary = await mem.summarize({ scope, summarizer: ({ memories }) => memories.map((m) => m.text).join("; ") });
     const history = await mem.history(first.added[0]);
+    // The model's own module starts here too: its answer to a tokenizer it
+    // refuses is INVALID_INPUT (MODEL if it could not start).
+    const modelModule = await mem.setModel({ onnx: new Uint8Array(8), tokenizer: "{}" }).then(() => "loaded", (e) => e.code);
     await mem.close();
     return Response.json({
       hits: hits.map((h) => h.item.text),
@@ -35,6 +38,7 @@ export default {
       coffee: coffee.map((h) => h.item.text),
       history: history.map((e) => [e.event, e.other ?? null]),
       summary: { kind: summary.kind, text: summary.text, sources: summary.summaryOf.length },
+      modelModule,
     });
   },
 };

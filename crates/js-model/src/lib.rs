@@ -1,0 +1,74 @@
+//! The wasm-bindgen surface of the npm package's model module
+//! (`memtide_model_bg.wasm`): memtide's MiniLM on tract, which the package's
+//! JavaScript loads only when an app gives a model, so that a lexical-only
+//! app neither downloads nor compiles it.
+//!
+//! Conversion only: the core module (crates/js) checks the model files,
+//! calls [`ModelCore::load`] through the package's JavaScript, and embeds
+//! through an `Embedder` over [`ModelCore::embed`] and
+//! [`ModelCore::count_tokens`]. A failure is an `Error` with the engine's
+//! message and stable `code`, which the core turns back into the engine's
+//! error (and so into the package's `MemtideError`).
+
+use js_sys::Reflect;
+use memtide::embed::{Embedder, MiniLm};
+use wasm_bindgen::prelude::*;
+
+/// Bytes of this instance's linear memory: the loaded model's weights and
+/// buffers. It grows as needed and never shrinks, so it is also the peak.
+#[wasm_bindgen(js_name = wasmMemoryBytes)]
+pub fn wasm_memory_bytes() -> f64 {
+    core::arch::wasm32::memory_size::<0>() as f64 * 65536.0
+}
+
+/// The JavaScript error for `error`: its message, and its code as `code`.
+fn to_js_error(error: memtide::Error) -> JsValue {
+    let thrown = js_sys::Error::new(&error.to_string());
+    let _ = Reflect::set(
+        &thrown,
+        &JsValue::from_str("code"),
+        &JsValue::from_str(error.code()),
+    );
+    thrown.into()
+}
+
+/// One loaded model.
+#[wasm_bindgen]
+pub struct ModelCore(MiniLm);
+
+#[wasm_bindgen]
+impl ModelCore {
+    /// Loads the model from the bytes of `model.onnx` and the text of
+    /// `tokenizer.json` (`MiniLm::from_bytes`: `INVALID_INPUT` for a bad
+    /// tokenizer, `MODEL` for a bad ONNX file).
+    pub fn load(onnx: Vec<u8>, tokenizer: &str) -> Result<ModelCore, JsValue> {
+        MiniLm::from_bytes(onnx, tokenizer)
+            .map(ModelCore)
+            .map_err(to_js_error)
+    }
+
+    /// The model's id, stored beside its vectors.
+    #[wasm_bindgen(js_name = modelId)]
+    pub fn model_id(&self) -> String {
+        self.0.model_id().to_string()
+    }
+
+    /// Length of every embedding.
+    pub fn dimensions(&self) -> usize {
+        self.0.dimensions()
+    }
+
+    /// The L2-normalized embeddings of `texts` (one `embed_batch`), row
+    /// after row in one `Float32Array`.
+    pub fn embed(&self, texts: Vec<String>) -> Result<Vec<f32>, JsValue> {
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let rows = self.0.embed_batch(&texts).map_err(to_js_error)?;
+        Ok(rows.concat())
+    }
+
+    /// Prompt tokens of `text` by the model's tokenizer.
+    #[wasm_bindgen(js_name = countTokens)]
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.0.count_tokens(text)
+    }
+}
