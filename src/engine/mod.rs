@@ -80,8 +80,9 @@ use vectors::StoredVector;
 
 /// A decoded record of [`Engine::apply_counted`], or its deletion.
 enum Record<'a> {
-    /// A memory, with its terms when a lexical part counted them.
-    Item(&'a str, Option<Box<MemoryItem>>, Option<&'a TermCounts>),
+    /// A memory, with its terms when a lexical part counted them (taken:
+    /// each memory's counts are freed once its postings hold them).
+    Item(&'a str, Option<Box<MemoryItem>>, Option<TermCounts>),
     Vector(&'a str, Option<StoredVector>),
     File(&'a str, Option<StoredFile>),
 }
@@ -285,14 +286,14 @@ impl Engine {
                                 item.id
                             )));
                         }
-                        let counted = counted.as_ref();
-                        if counted.is_some_and(|c| c.is_some() == item.is_deleted()) {
+                        let counted = counted.take();
+                        if counted.as_ref().is_some_and(|c| c.is_some() == item.is_deleted()) {
                             return Err(Error::Corrupt(format!(
                                 "record `{key}`: the lexical part disagrees with the memory about indexing it"
                             )));
                         }
                         added.insert(id);
-                        Record::Item(id, Some(item), counted.and_then(Option::as_ref))
+                        Record::Item(id, Some(item), counted.flatten())
                     }
                 },
                 (None, Some(id)) => {
@@ -356,7 +357,7 @@ impl Engine {
             }
             match record {
                 Record::Item(id, item, counts) => {
-                    self.set_counted(id, item.map(|item| *item), counts);
+                    self.set_counted(id, item.map(|item| *item), counts.as_ref());
                 }
                 Record::Vector(id, vector) => {
                     self.set_vector(id, vector);
