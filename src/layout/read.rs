@@ -354,9 +354,7 @@ fn owned(key: &str, record: &[u8]) -> Result<Stored> {
 struct Newest {
     /// Each key with where its newest version is in `versions`.
     at: FastMap<String, usize>,
-    /// The versions, each with its key once [`Newest::into_records`] moves
-    /// the key there from `at` (empty until then: one copy of each key).
-    versions: Vec<(String, Stored, Counted)>,
+    versions: Vec<(Stored, Counted)>,
 }
 
 impl Newest {
@@ -368,23 +366,22 @@ impl Newest {
     /// `version` is the newest of `key` (a later layer than any before).
     fn put(&mut self, key: &str, version: Stored, counted: Counted) {
         match self.at.get(key) {
-            Some(&at) => {
-                let held = &mut self.versions[at];
-                (held.1, held.2) = (version, counted);
-            }
+            Some(&at) => self.versions[at] = (version, counted),
             None => {
                 self.at.insert(key.to_string(), self.versions.len());
-                self.versions.push((String::new(), version, counted));
+                self.versions.push((version, counted));
             }
         }
     }
 
-    /// The records in the order their keys were first read, in the list
-    /// that held them (collecting it reuses its allocation).
-    fn into_records(mut self) -> impl Iterator<Item = (String, Stored, Counted)> {
+    /// The records in the order their keys were first read.
+    fn into_records(self) -> impl Iterator<Item = (String, Stored, Counted)> {
+        let mut keys: Vec<Option<String>> = vec![None; self.versions.len()];
         for (key, at) in self.at {
-            self.versions[at].0 = key;
+            keys[at] = Some(key);
         }
-        self.versions.into_iter()
+        keys.into_iter()
+            .zip(self.versions)
+            .filter_map(|(key, (version, counted))| Some((key?, version, counted)))
     }
 }
