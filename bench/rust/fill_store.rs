@@ -16,11 +16,10 @@
 //! `--measure-open`, after filling, it opens the store once more natively
 //! (`Memory::open` over the filled in-memory backend, with the model) and
 //! prints to stderr the heap the open took, counted by the global
-//! allocator: live bytes before (the stored records), the peak while
-//! opening, and live bytes after (the engine); the breakdown of
-//! `docs/speed.md`'s wasm-memory sections, natively (64-bit pointers).
-//! With
-//! `--given-vectors FILE` (one vector per text, in order, each the model's
+//! allocator: live bytes before (the stored records, the model and any
+//! given vectors), the peak while opening, and live bytes after (the
+//! engine added); the breakdown of `docs/speed.md`'s wasm-memory
+//! sections, natively (64-bit pointers). With `--given-vectors FILE` (one vector per text, in order, each the model's
 //! dimension of little-endian `f32`s) those vectors are stored under the
 //! model's id instead of embedding the texts (the model's tokenizer still
 //! counts tokens). That is for sizes where the
