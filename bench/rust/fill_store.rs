@@ -9,11 +9,17 @@
 //! scope.
 //!
 //! ```text
-//! cargo run --release --example fill_store -- --model DIR [--batch 1000] [--threads 2] [--given-vectors FILE] < texts.jsonl > store.jsonl
+//! cargo run --release --example fill_store -- --model DIR [--batch 1000] [--threads 2] [--given-vectors FILE] [--measure-open] < texts.jsonl > store.jsonl
 //! ```
 //!
 //! stdin: JSON Lines, one text (a JSON string) per line. With
-//! `--given-vectors FILE` (one vector per text, in order, each the model's
+//! `--measure-open`, after filling, it opens the store once more natively
+//! (`Memory::open` over the filled in-memory backend, with the model) and
+//! prints to stderr the heap the open took, counted by the global
+//! allocator: live bytes before (the stored records, the model and any
+//! given vectors), the peak while opening, and live bytes after (the
+//! engine added); the breakdown of `docs/speed.md`'s wasm-memory
+//! sections, natively (64-bit pointers). With `--given-vectors FILE` (one vector per text, in order, each the model's
 //! dimension of little-endian `f32`s) those vectors are stored under the
 //! model's id instead of embedding the texts (the model's tokenizer still
 //! counts tokens). That is for sizes where the
@@ -24,9 +30,11 @@
 //! pairs, one `[key, base64 value]` JSON array per line (the format the
 //! section's Map adapter loads). Progress goes to stderr.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use memtide::embed::{Embedder, MiniLm};
@@ -36,19 +44,71 @@ use memtide::{Memory, MemoryInput, Scope};
 
 type Failure = Box<dyn std::error::Error>;
 
+/// The system allocator, counting live and peak bytes (for
+/// `--measure-open`).
+struct CountingAllocator;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn record_growth(bytes: usize) {
+    let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    PEAK.fetch_max(live, Ordering::Relaxed);
+}
+
+// SAFETY: every call is forwarded unchanged to `System`; only counters are
+// updated besides.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let pointer = unsafe { System.alloc(layout) };
+        if !pointer.is_null() {
+            record_growth(layout.size());
+        }
+        pointer
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let pointer = unsafe { System.alloc_zeroed(layout) };
+        if !pointer.is_null() {
+            record_growth(layout.size());
+        }
+        pointer
+    }
+
+    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(pointer, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let new_pointer = unsafe { System.realloc(pointer, layout, new_size) };
+        if !new_pointer.is_null() {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            record_growth(new_size);
+        }
+        new_pointer
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
 /// The command line.
 struct Options {
     model: PathBuf,
     batch: usize,
     threads: usize,
     given_vectors: Option<PathBuf>,
+    measure_open: bool,
 }
 
 fn options() -> Result<Options, Failure> {
     let mut model = std::env::var_os("MEMTIDE_MODEL_DIR")
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from);
-    let (mut batch, mut threads, mut given_vectors) = (1000, 1, None);
+    let (mut batch, mut threads, mut given_vectors, mut measure_open) = (1000, 1, None, false);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
@@ -57,6 +117,7 @@ fn options() -> Result<Options, Failure> {
             "--batch" => batch = value()?.parse()?,
             "--threads" => threads = value()?.parse()?,
             "--given-vectors" => given_vectors = Some(value()?.into()),
+            "--measure-open" => measure_open = true,
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -65,6 +126,7 @@ fn options() -> Result<Options, Failure> {
         batch: batch.max(1),
         threads: threads.max(1),
         given_vectors,
+        measure_open,
     })
 }
 
@@ -231,6 +293,37 @@ fn run() -> Result<(), Failure> {
         writeln!(out, "{}", serde_json::to_string(&(key, base64(&value)))?)?;
     }
     out.flush()?;
+    drop(out);
+    if options.measure_open {
+        let (storage, engine) = memory.into_parts();
+        let embedder = engine.embedder().cloned();
+        drop(engine);
+        measure_open(storage, embedder)?;
+    }
+    Ok(())
+}
+
+/// Opens the filled store once more and reports the heap the open took
+/// (see the top).
+fn measure_open(
+    storage: MemoryStorage,
+    embedder: Option<Arc<dyn Embedder>>,
+) -> Result<(), Failure> {
+    let stored = LIVE.load(Ordering::Relaxed);
+    PEAK.store(stored, Ordering::Relaxed);
+    let mut memory = Memory::open(storage, SystemEnvironment::default(), Default::default())?;
+    if let Some(embedder) = embedder {
+        memory.set_embedder(embedder)?;
+    }
+    let (peak, after) = (PEAK.load(Ordering::Relaxed), LIVE.load(Ordering::Relaxed));
+    eprintln!(
+        "fill_store: open: live before {:.1} MiB (records and the model), peak {:.1} MiB (+{:.1}), after {:.1} MiB (+{:.1}: the engine)",
+        stored as f64 / MIB,
+        peak as f64 / MIB,
+        (peak - stored) as f64 / MIB,
+        after as f64 / MIB,
+        after.saturating_sub(stored) as f64 / MIB
+    );
     Ok(())
 }
 

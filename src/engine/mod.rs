@@ -72,7 +72,7 @@ use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::files::StoredFile;
 use crate::index::bm25::TermCounts;
-use crate::index::{Bm25Index, VectorIndex};
+use crate::index::{Bm25Index, Int8Vector, VectorIndex};
 use crate::item::{MemoryItem, Scope, Tenant};
 use catalog::{Entry, FastMap, FastSet, Id, TimeKeys};
 use duplicate::DuplicateKey;
@@ -82,18 +82,22 @@ use vectors::StoredVector;
 
 /// A decoded record of [`Engine::apply_counted`], or its deletion.
 enum Record<'a> {
-    /// A memory, with its terms when a lexical part counted them.
-    Item(&'a str, Option<Box<MemoryItem>>, Option<&'a TermCounts>),
+    /// A memory, with its terms when a lexical part counted them (taken:
+    /// each memory's counts are freed once its postings hold them).
+    Item(&'a str, Option<Box<MemoryItem>>, Option<TermCounts>),
     Vector(&'a str, Option<StoredVector>),
     File(&'a str, Option<StoredFile>),
 }
 
 /// A record as a store holds it, to load: its bytes, or the memory a
-/// segment's catalog part holds as a row (`docs/format.md`, section 2.2),
-/// already decoded.
+/// segment's catalog part holds as a row (`docs/format.md`, section 2.2)
+/// or an embedding, already decoded.
 pub(crate) enum Stored {
     Bytes(Vec<u8>),
     Item(Box<MemoryItem>),
+    /// An embedding record of int8 codes, decoded by the reader so its
+    /// bytes are not copied.
+    Vector(Int8Vector),
 }
 
 /// A memory's terms as the lexical part of the segment holding its
@@ -280,6 +284,7 @@ impl Engine {
                                 Box::new(codec::decode_item(&bytes).map_err(corrupt)?)
                             }
                             Stored::Item(item) => item,
+                            Stored::Vector(_) => return Err(misplaced(key)),
                         };
                         if item.id != id {
                             return Err(Error::Corrupt(format!(
@@ -287,31 +292,36 @@ impl Engine {
                                 item.id
                             )));
                         }
-                        let counted = counted.as_ref();
-                        if counted.is_some_and(|c| c.is_some() == item.is_deleted()) {
+                        let counted = counted.take();
+                        if counted.as_ref().is_some_and(|c| c.is_some() == item.is_deleted()) {
                             return Err(Error::Corrupt(format!(
                                 "record `{key}`: the lexical part disagrees with the memory about indexing it"
                             )));
                         }
                         added.insert(id);
-                        Record::Item(id, Some(item), counted.and_then(Option::as_ref))
+                        Record::Item(id, Some(item), counted.flatten())
                     }
                 },
-                (None, Some(id)) => match bytes {
-                    None => Record::Vector(id, None),
-                    Some(Stored::Item(_)) => return Err(not_memory(key)),
-                    Some(Stored::Bytes(bytes)) => {
-                        let vector = codec::decode_vector(&bytes).map_err(corrupt)?;
+                (None, Some(id)) => {
+                    let vector = match bytes {
+                        None => None,
+                        Some(Stored::Item(_)) => return Err(misplaced(key)),
+                        Some(Stored::Bytes(bytes)) => {
+                            Some(codec::decode_vector(&bytes).map_err(corrupt)?.vector)
+                        }
+                        Some(Stored::Vector(vector)) => Some(vector),
+                    };
+                    if vector.is_some() {
                         let held = self.entries.contains_key(id) && !gone.contains(id);
                         if !held && !added.contains(id) {
                             return Err(Error::Corrupt(format!("record `{key}` has no memory")));
                         }
-                        Record::Vector(id, Some(StoredVector::loaded(vector)))
                     }
-                },
+                    Record::Vector(id, vector.map(StoredVector::loaded))
+                }
                 _ if key.starts_with(FILE_PREFIX) => match bytes {
                     None => Record::File(key, None),
-                    Some(Stored::Item(_)) => return Err(not_memory(key)),
+                    Some(Stored::Item(_) | Stored::Vector(_)) => return Err(misplaced(key)),
                     Some(Stored::Bytes(bytes)) => {
                         let file = codec::decode_file(&bytes).map_err(corrupt)?;
                         if file.storage_key() != *key {
@@ -331,10 +341,30 @@ impl Engine {
             self.model_id = model_id;
         }
         self.defer_time_keys();
-        for record in decoded {
+        // The embeddings loaded come after every memory (see the order
+        // above): once those are in, the vector structures are sized for
+        // them all.
+        let loaded: Vec<&str> = decoded
+            .iter()
+            .filter_map(|r| match r {
+                Record::Vector(id, Some(_)) => Some(*id),
+                _ => None,
+            })
+            .collect();
+        let first_loaded = decoded
+            .iter()
+            .position(|r| matches!(r, Record::Vector(_, Some(_))));
+        let dimensions = match first_loaded.map(|at| &decoded[at]) {
+            Some(Record::Vector(_, Some(v))) => v.vector.len(),
+            _ => 0,
+        };
+        for (at, record) in decoded.into_iter().enumerate() {
+            if Some(at) == first_loaded {
+                self.reserve_vectors(&loaded, dimensions);
+            }
             match record {
                 Record::Item(id, item, counts) => {
-                    self.set_counted(id, item.map(|item| *item), counts);
+                    self.set_counted(id, item.map(|item| *item), counts.as_ref());
                 }
                 Record::Vector(id, vector) => {
                     self.set_vector(id, vector);
@@ -357,6 +387,9 @@ impl Engine {
         self.build_time_keys();
         for index in self.lexical.values_mut() {
             index.forget_resolved();
+        }
+        if first_loaded.is_some() {
+            self.drop_empty_vector_indexes();
         }
         Ok(())
     }
@@ -391,7 +424,8 @@ impl Engine {
     }
 }
 
-/// A memory row found under a key that is not a memory's.
-fn not_memory(key: &str) -> Error {
-    Error::Corrupt(format!("record `{key}` is a memory row under another key"))
+/// A decoded record (a memory's row, an embedding) found under a key of
+/// another kind of record.
+fn misplaced(key: &str) -> Error {
+    Error::Corrupt(format!("record `{key}` is another kind of record than its key names"))
 }

@@ -7,13 +7,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::catalog::FastMap;
 use super::txn::{Txn, Undo};
 use super::Engine;
 use crate::codec;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::index::{Int8Vector, VectorIndex, VectorParams};
-use crate::item::MemoryItem;
+use crate::item::{MemoryItem, Tenant};
 use crate::text;
 
 /// Texts embedded per model call.
@@ -35,10 +36,8 @@ impl StoredVector {
 
     /// A vector decoded from its stored record (an `f32` record of an older
     /// build is quantized, and written as int8 codes from then on).
-    pub(super) fn loaded(decoded: codec::DecodedVector) -> Self {
-        StoredVector {
-            vector: decoded.vector,
-        }
+    pub(super) fn loaded(vector: Int8Vector) -> Self {
+        StoredVector { vector }
     }
 
     /// Bytes of its record.
@@ -64,6 +63,48 @@ impl Engine {
         }
         self.index_vector(id);
         old
+    }
+
+    /// Sizes the embeddings, the vector indexes' doc maps and
+    /// `vector_docs` for the embeddings `ids` about to be loaded, whose
+    /// memories are loaded already, so they do not double while a store
+    /// opens (each doubling holds the old and the new table at once, and
+    /// WebAssembly memory keeps that peak). `dimensions` is the
+    /// embeddings' length.
+    pub(super) fn reserve_vectors(&mut self, ids: &[&str], dimensions: usize) {
+        self.embeddings.reserve(ids.len());
+        // Borrowed from the memories: one count per tenant, not a copy of
+        // its names per embedding.
+        let mut per_tenant: FastMap<(&str, &str), (&MemoryItem, usize)> = FastMap::default();
+        for id in ids {
+            if let Some(entry) = self.entries.get(*id).filter(|e| !e.item.is_deleted()) {
+                let scope = &entry.item.scope;
+                per_tenant
+                    .entry((&scope.user_id, &scope.workspace_id))
+                    .or_insert((&entry.item, 0))
+                    .1 += 1;
+            }
+        }
+        self.vector_docs.reserve(per_tenant.values().map(|(_, n)| n).sum());
+        let reserve: Vec<(Tenant, usize)> = per_tenant
+            .into_values()
+            .map(|(item, n)| (item.scope.tenant(), n))
+            .collect();
+        for (tenant, n) in reserve {
+            if !self.vectors.contains_key(&tenant) {
+                let index = VectorIndex::new(dimensions, VectorParams::default());
+                self.vectors.insert(Arc::new(tenant.clone()), index);
+            }
+            if let Some(index) = self.vectors.get_mut(&tenant) {
+                index.reserve(n);
+            }
+        }
+    }
+
+    /// Drops the vector indexes left empty (one [`Engine::reserve_vectors`]
+    /// made for embeddings that were not indexed after all).
+    pub(super) fn drop_empty_vector_indexes(&mut self) {
+        self.vectors.retain(|_, index| !index.is_empty());
     }
 
     /// Removes a doc from the vector index it sits in, if any.
@@ -263,5 +304,74 @@ impl Engine {
     /// The attached embedding model, if any.
     pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
         self.embedder.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::codec;
+    use crate::engine::{Config, Engine, MemoryInput, Txn};
+    use crate::env::FixedEnvironment;
+    use crate::index::Int8Vector;
+    use crate::item::{Scope, Timestamp};
+    use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
+
+    /// A vector of `dimensions` components from `seed`, none all zero.
+    fn vector(seed: usize, dimensions: usize) -> Vec<f32> {
+        let mut x = seed as u64 * 2_654_435_761 + 1;
+        (0..dimensions)
+            .map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .collect()
+    }
+
+    #[test]
+    fn loading_sizes_the_vector_structures_from_the_records_not_by_doubling() {
+        // 600 and 300 memories: not powers of two, so a list grown one
+        // push at a time would hold 1,024 and 512.
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let mut txn = Txn::default();
+        let (alice, bob) = (Scope::workspace("alice", "w"), Scope::workspace("bob", "w"));
+        let inputs = (0..900)
+            .map(|i| {
+                let scope = if i < 600 { alice.clone() } else { bob.clone() };
+                MemoryInput::new(format!("note number {i} about topic {}", i * 7919), scope)
+            })
+            .collect();
+        engine.ingest(inputs, &mut env, &mut txn).unwrap();
+        assert_eq!(engine.items().count(), 900);
+        let mut records = Vec::new();
+        for (n, item) in engine.items().enumerate() {
+            records.push((format!("{ITEM_PREFIX}{}", item.id), codec::encode_item(item)));
+            let embedding = Int8Vector::quantize(&vector(n, 16));
+            records.push((format!("{VECTOR_PREFIX}{}", item.id), codec::encode_vector(&embedding)));
+        }
+        let loaded = Engine::load(Config::default(), records, Some("test-model".into())).unwrap();
+        assert_eq!(loaded.embeddings.len(), 900);
+        assert!(loaded.embeddings.capacity() >= 900);
+        assert_eq!(loaded.vector_docs.len(), 900);
+        let mut held: Vec<(String, usize, usize)> = loaded
+            .vectors
+            .iter()
+            .map(|(tenant, index)| (tenant.user_id.clone(), index.len(), index.tail_capacity()))
+            .collect();
+        held.sort();
+        assert_eq!(
+            held,
+            [("alice".to_string(), 600, 600), ("bob".to_string(), 300, 300)],
+            "each tenant's index is reserved for exactly the embeddings it loads"
+        );
+        // Loaded as the records are, whatever their order.
+        for item in engine.items() {
+            assert_eq!(
+                loaded.embedding(&item.id).map(Int8Vector::len),
+                Some(16),
+                "`{}` keeps its embedding",
+                item.id
+            );
+        }
     }
 }

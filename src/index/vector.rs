@@ -612,6 +612,23 @@ impl VectorIndex {
         Ok(())
     }
 
+    /// Makes room for `additional` more docs in the tail without growing
+    /// its doc map and lists as they fill (a store's open knows how many
+    /// it loads: a map that doubles holds the old and the new table at
+    /// once, and WebAssembly memory keeps that peak). Rows are in chunks
+    /// that never double, so they need no room made.
+    pub fn reserve(&mut self, additional: usize) {
+        self.locations.reserve(additional);
+        self.tail_docs.reserve(additional);
+        self.tail.scales.reserve(additional);
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    /// How many docs the tail's doc list holds without growing.
+    pub fn tail_capacity(&self) -> usize {
+        self.tail_docs.capacity()
+    }
+
     /// Removes `doc`; returns whether it was present.
     pub fn remove(&mut self, doc: u32) -> bool {
         match self.locations.remove(&doc) {

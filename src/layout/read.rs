@@ -3,16 +3,13 @@
 //! parts count ([`read`]), and, after another writer's commits, only what
 //! changed ([`Layout::catch_up`]).
 
-use std::collections::hash_map::Entry;
-
 use super::format::{self, decode_manifest, decode_segment, records_of, segment_key, Header, SegmentRef};
 use super::{KeyState, Layout, Opened, Read, Segment};
-use crate::codec::CodecError;
+use crate::codec::{self, CodecError};
 use crate::engine::{Config, Counted, Engine, Stored};
 use crate::error::{Error, Result};
 use crate::fast_hash::{FastMap, FastSet};
-use crate::keys::ITEM_PREFIX;
-use crate::item::MemoryItem;
+use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
 use crate::storage::AsyncStorage;
 
 /// What a store of the segmented layout holds: its header, where each
@@ -86,11 +83,8 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
         ..Layout::default()
     };
     let mut current = Newest::default();
-    layout.add_layers(&segments, &frames, &mut current)?;
-    let records = current
-        .into_records()
-        .map(|(k, v, counted)| (k.to_string(), v.into_stored(), counted))
-        .collect();
+    layout.add_layers(segments, &frames, &mut current)?;
+    let records = current.into_records().collect();
     Ok(Read::Done(Contents {
         header,
         layout,
@@ -148,6 +142,7 @@ pub async fn stored_records<S: AsyncStorage>(
                     .map(|(key, stored, _)| match stored {
                         Stored::Bytes(bytes) => (key, bytes),
                         Stored::Item(item) => (key, crate::codec::encode_item(&item)),
+                        Stored::Vector(vector) => (key, crate::codec::encode_vector(&vector)),
                     })
                     .collect()),
                 Read::Missing(key) => Err(Error::Corrupt(format!("`{key}` is missing"))),
@@ -231,10 +226,10 @@ impl Layout {
         // hold: new segments are newer than every segment held, the log
         // newer than them all.
         let mut newest = Newest::default();
-        layout.add_layers(&segments, &frames, &mut newest)?;
+        layout.add_layers(segments, &frames, &mut newest)?;
         let mut changes: Vec<(String, Option<Stored>, Counted)> = newest
             .into_records()
-            .map(|(k, v, counted)| (k.to_string(), Some(v.into_stored()), counted))
+            .map(|(k, v, counted)| (k, Some(v), counted))
             .collect();
         for key in self.keys.keys() {
             if !layout.keys.contains_key(key) {
@@ -253,11 +248,17 @@ impl Layout {
     /// `frames` to the layout, and their records to `newest`, a later
     /// version replacing an earlier one, each with the terms its lexical
     /// part counts.
-    fn add_layers<'a>(
+    ///
+    /// Each segment's bytes are freed as soon as it is decoded: what it
+    /// holds is copied out (its memories' catalog rows and embeddings
+    /// decoded, other records' bytes copied), so the bytes of all segments
+    /// and all their decoded records are never held at once (WebAssembly
+    /// memory never shrinks: that sum would stay as the store's footprint).
+    fn add_layers(
         &mut self,
-        segments: &'a [(SegmentRef, Vec<u8>)],
-        frames: &[&'a [u8]],
-        newest: &mut Newest<'a>,
+        segments: Vec<(SegmentRef, Vec<u8>)>,
+        frames: &[&[u8]],
+        newest: &mut Newest,
     ) -> Result<()> {
         // The maps grow to about this many keys: reserved at once rather
         // than rehashed as they double.
@@ -265,7 +266,7 @@ impl Layout {
         newest.reserve(records);
         self.keys.reserve(records);
         for (info, value) in segments {
-            let contents = decode_segment(value).map_err(|e| corrupt_at(info.number, e))?;
+            let contents = decode_segment(&value).map_err(|e| corrupt_at(info.number, e))?;
             if contents.records.len() != info.records as usize {
                 return Err(corrupt_at(
                     info.number,
@@ -280,8 +281,8 @@ impl Layout {
                 // An empty record is the next catalog row (checked by
                 // `decode_segment`).
                 let version = match rows.next_if(|_| record.is_empty()) {
-                    Some(item) => Version::Item(Box::new(item)),
-                    None => Version::Bytes(record),
+                    Some(item) => Stored::Item(Box::new(item)),
+                    None => owned(key, record)?,
                 };
                 let doc = docs.next_if(|(i, _)| *i as usize == index).map(|(_, terms)| terms);
                 let counted = (indexed && key.starts_with(ITEM_PREFIX)).then_some(doc);
@@ -290,7 +291,7 @@ impl Layout {
                 state.push(info.number);
             }
             let segment = Segment {
-                info: *info,
+                info,
                 live: 0,
                 current,
             };
@@ -298,7 +299,7 @@ impl Layout {
         }
         for frame in frames {
             for (key, record) in records_of(frame)? {
-                newest.put(key, Version::Bytes(record), None);
+                newest.put(key, owned(key, record)?, None);
                 self.keys.entry(key.to_string()).or_default().in_log = true;
                 self.log_keys.insert(key.to_string());
             }
@@ -323,54 +324,64 @@ impl Layout {
     }
 }
 
+/// A record of a segment or the log, owned: an embedding of int8 codes
+/// decoded (the engine keeps exactly that, so its bytes are never copied),
+/// any other record's bytes copied (an `f32` embedding of an older build
+/// too: the engine decodes it, and the tests' `stored_records` see its
+/// bytes as stored).
+fn owned(key: &str, record: &[u8]) -> Result<Stored> {
+    if key.starts_with(VECTOR_PREFIX) {
+        let decoded = codec::decode_vector(record).map_err(|e| match Error::from(e) {
+            Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
+            other => other,
+        })?;
+        if !decoded.legacy {
+            return Ok(Stored::Vector(decoded.vector));
+        }
+    }
+    Ok(Stored::Bytes(record.to_vec()))
+}
+
 /// The newest version of each record while segments and the log are
 /// read, with its memory's counted terms, in the order the keys were first
 /// read. A segment holds its records in key order and a commit writes its
 /// segments in ascending key ranges, so this order is mostly the keys'
 /// order already: the engine's sort of the records (`Engine::apply_counted`)
 /// merges a few sorted runs rather than sorting keys that a hash map gave
-/// in no order.
+/// in no order. It owns what it holds, so a segment's bytes can go as soon
+/// as the segment is read.
 #[derive(Default)]
-struct Newest<'a> {
-    /// Where each key is in `versions`.
-    at: FastMap<&'a str, usize>,
-    versions: Vec<(&'a str, Version<'a>, Counted)>,
+struct Newest {
+    /// Each key with where its newest version is in `versions`.
+    at: FastMap<String, usize>,
+    versions: Vec<(Stored, Counted)>,
 }
 
-impl<'a> Newest<'a> {
+impl Newest {
     fn reserve(&mut self, records: usize) {
         self.at.reserve(records);
         self.versions.reserve(records);
     }
 
     /// `version` is the newest of `key` (a later layer than any before).
-    fn put(&mut self, key: &'a str, version: Version<'a>, counted: Counted) {
-        match self.at.entry(key) {
-            Entry::Occupied(at) => self.versions[*at.get()] = (key, version, counted),
-            Entry::Vacant(at) => {
-                at.insert(self.versions.len());
-                self.versions.push((key, version, counted));
+    fn put(&mut self, key: &str, version: Stored, counted: Counted) {
+        match self.at.get(key) {
+            Some(&at) => self.versions[at] = (version, counted),
+            None => {
+                self.at.insert(key.to_string(), self.versions.len());
+                self.versions.push((version, counted));
             }
         }
     }
 
-    fn into_records(self) -> impl Iterator<Item = (&'a str, Version<'a>, Counted)> {
-        self.versions.into_iter()
-    }
-}
-
-/// A version of a record: its bytes in a segment or the log, or the
-/// memory of a catalog row.
-enum Version<'a> {
-    Bytes(&'a [u8]),
-    Item(Box<MemoryItem>),
-}
-
-impl Version<'_> {
-    fn into_stored(self) -> Stored {
-        match self {
-            Version::Bytes(bytes) => Stored::Bytes(bytes.to_vec()),
-            Version::Item(item) => Stored::Item(item),
+    /// The records in the order their keys were first read.
+    fn into_records(self) -> impl Iterator<Item = (String, Stored, Counted)> {
+        let mut keys: Vec<Option<String>> = vec![None; self.versions.len()];
+        for (key, at) in self.at {
+            keys[at] = Some(key);
         }
+        keys.into_iter()
+            .zip(self.versions)
+            .filter_map(|(key, (version, counted))| Some((key?, version, counted)))
     }
 }
