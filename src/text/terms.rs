@@ -4,7 +4,6 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use rust_stemmers::{Algorithm, Stemmer};
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::{is_nfc, UnicodeNormalization};
 
@@ -131,7 +130,7 @@ fn push_word(out: &mut Vec<String>, word: &mut String) {
         return;
     }
     if folded.bytes().all(|b| b.is_ascii_alphabetic()) {
-        out.push(english_stemmer().stem(&folded).into_owned());
+        out.push(super::stem::stem(&folded));
     } else {
         out.push(folded);
     }
@@ -146,11 +145,6 @@ fn push_cjk_run(out: &mut Vec<String>, run: &mut Vec<char>) {
         chars => out.extend(chars.windows(2).map(|pair| pair.iter().collect())),
     }
     run.clear();
-}
-
-fn english_stemmer() -> &'static Stemmer {
-    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
-    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
 }
 
 /// Han ideographs (with the iteration marks), Hiragana, Katakana and Hangul
