@@ -47,7 +47,7 @@ pub(super) fn stem(word: &str) -> String {
         }
         if let Some((cached, stemmed)) = &cache[slot] {
             if **cached == *word {
-                return stemmed.to_string();
+                return String::from(&**stemmed);
             }
         }
         let stemmed = english_stemmer().stem(word).into_owned();

@@ -68,7 +68,9 @@ pub fn terms(text: &str) -> Vec<String> {
             push_word(&mut out, &mut word);
             cjk_run.push(c);
         } else if c.is_alphanumeric() || (!word.is_empty() && is_combining_mark(c)) {
-            push_cjk_run(&mut out, &mut cjk_run);
+            if !cjk_run.is_empty() {
+                push_cjk_run(&mut out, &mut cjk_run);
+            }
             word.push(c);
         } else if is_apostrophe(c) && ends_with_letter(&word) && is_letter(chars.get(i + 1)) {
             let possessive = matches!(chars.get(i + 1), Some('s' | 'S'))
