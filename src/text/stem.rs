@@ -12,8 +12,8 @@ use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-/// Slots of the cache (a power of two). At 4,096 slots of words of at most
-/// [`MAX_CACHED_BYTES`] it holds at most about 200 KB of strings.
+/// Slots of the cache (a power of two): enough for the common words of
+/// chat text, small beside a store's indexes (its bytes: `docs/speed.md`).
 const SLOTS: usize = 4096;
 /// Longer words are stemmed without the cache: they are rare and repeat
 /// less.
