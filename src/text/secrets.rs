@@ -461,13 +461,18 @@ const PASSWORD_WORDS: &[&str] = &["password", "passwd", "passphrase", "pwd"];
 /// `DB_PASSWORD`, `client-secret`, `accessToken`)?
 fn names_credential(name: &str) -> Option<bool> {
     // Compared without case, in place: this runs for every word of every
-    // text ingested. `last` is ASCII letters and digits only.
-    let last = name
-        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
-        .rsplit(|c: char| !c.is_ascii_alphanumeric())
-        .next()
-        .unwrap_or_default()
-        .as_bytes();
+    // text ingested. `last` is the name's last run of ASCII letters and
+    // digits (the bytes of a non-ASCII character are none of them).
+    let bytes = name.as_bytes();
+    let end = bytes
+        .iter()
+        .rposition(u8::is_ascii_alphanumeric)
+        .map_or(0, |at| at + 1);
+    let start = bytes[..end]
+        .iter()
+        .rposition(|b| !b.is_ascii_alphanumeric())
+        .map_or(0, |at| at + 1);
+    let last = &bytes[start..end];
     let ends_with = |w: &str| {
         last.len() >= w.len() && last[last.len() - w.len()..].eq_ignore_ascii_case(w.as_bytes())
     };

@@ -7,6 +7,8 @@ use std::sync::OnceLock;
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::{is_nfc, UnicodeNormalization};
 
+use crate::fast_hash::FastSet;
+
 /// Analysed words longer than this many bytes are noise (base64 blobs,
 /// hashes) and are dropped.
 const MAX_TERM_BYTES: usize = 64;
@@ -196,7 +198,7 @@ const STOPWORDS: &str = "\
     who whom why will with would you youd youll your youre yours yourself yourselves youve";
 
 fn is_stopword(word: &str) -> bool {
-    static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    static SET: OnceLock<FastSet<&'static str>> = OnceLock::new();
     SET.get_or_init(|| STOPWORDS.split_ascii_whitespace().collect())
         .contains(word)
 }
