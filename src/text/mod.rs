@@ -250,6 +250,31 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Every turn of the LoCoMo development set, as written.
+    pub(crate) fn locomo_turns() -> Vec<String> {
+        let data: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/data/locomo_dev.json")).unwrap();
+        let mut turns = Vec::new();
+        for conversation in data["conversations"].as_array().unwrap() {
+            for session in conversation["sessions"].as_array().unwrap() {
+                for turn in session["turns"].as_array().unwrap() {
+                    turns.push(turn["text"].as_str().unwrap().to_string());
+                }
+            }
+        }
+        assert!(turns.len() > 500, "the dev set has its turns");
+        turns
+    }
+
+    #[test]
+    fn locomo_turns_normalize_as_character_by_character() {
+        for turn in locomo_turns() {
+            let normalized = normalize_chars(&turn);
+            assert_eq!(normalize(&turn), normalized, "{turn:?}");
+            assert_eq!(normalize(&normalized), normalized, "{turn:?}");
+        }
+    }
+
     proptest! {
         /// A text the fast check takes as normalized is one the full
         /// normalization leaves unchanged: random texts of the characters

@@ -843,6 +843,17 @@ mod tests {
         .prop_map(|parts| parts.concat())
     }
 
+    #[test]
+    fn locomo_turns_scrub_as_without_the_prefilter() {
+        for turn in crate::text::tests::locomo_turns() {
+            let every_byte = ByteSet([u64::MAX; 4]);
+            assert_eq!(scrub(&turn), scrub_present(&turn, false, &every_byte), "{turn:?}");
+            for word in turn.split_whitespace() {
+                assert_eq!(names_credential(word), names_credential_lowercasing(word), "{word:?}");
+            }
+        }
+    }
+
     proptest! {
         /// Skipping the scanners whose marker has a byte the text lacks
         /// changes no output.

@@ -79,6 +79,18 @@ mod tests {
     }
 
     #[test]
+    fn locomo_words_stem_as_the_stemmer_stems_them() {
+        for turn in crate::text::tests::locomo_turns() {
+            for word in turn.split(|c: char| !c.is_ascii_alphabetic()) {
+                let word = word.to_ascii_lowercase();
+                if !word.is_empty() {
+                    assert_eq!(stem(&word), english_stemmer().stem(&word), "{word}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_word_evicted_from_its_slot_stems_the_same() {
         // More distinct words than slots: every slot is overwritten.
         let words: Vec<String> = (0..3 * SLOTS).map(|i| format!("walking{}", "s".repeat(i % 7)) + &"x".repeat(i / 7 % 9) + ["ing", "ed", "ness", ""][i % 4]).collect();
