@@ -348,7 +348,8 @@ impl Bm25Index {
                 Some((&*term.term, u32::from(term.postings[at].term_frequency)))
             })
             .collect();
-        terms.sort_unstable();
+        // A doc's terms are distinct: ordering by term alone is the same.
+        terms.sort_unstable_by_key(|&(term, _)| term);
         Some(terms)
     }
 

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use super::varint::{put_varint, Reader};
 use crate::codec::CodecError;
+use crate::fast_hash::{FastMap, FastSet};
 use crate::index::bm25::TermCounts;
 
 /// Longest term a part may hold: the analyser keeps words of at most 64
@@ -40,12 +41,20 @@ pub(crate) struct LexicalPart {
 /// ascending by term (as [`crate::index::Bm25Index::doc_terms`] gives them),
 /// docs ascending by record index.
 pub(crate) fn encode_lexical(docs: &[(u32, Vec<(&str, u32)>)]) -> Vec<u8> {
-    let mut dictionary: Vec<&str> = docs
+    // The distinct terms first (a segment's docs share most of theirs),
+    // then only those sorted; a doc's terms find their index by hash
+    // rather than by a binary search of strings.
+    let distinct: FastSet<&str> = docs
         .iter()
         .flat_map(|(_, terms)| terms.iter().map(|&(term, _)| term))
         .collect();
+    let mut dictionary: Vec<&str> = distinct.into_iter().collect();
     dictionary.sort_unstable();
-    dictionary.dedup();
+    let indexes: FastMap<&str, u32> = dictionary
+        .iter()
+        .enumerate()
+        .map(|(index, &term)| (term, index as u32))
+        .collect();
     let mut out = Vec::new();
     put_varint(&mut out, dictionary.len() as u64);
     for term in &dictionary {
@@ -59,7 +68,7 @@ pub(crate) fn encode_lexical(docs: &[(u32, Vec<(&str, u32)>)]) -> Vec<u8> {
         let mut previous = None;
         for &(term, frequency) in terms {
             // Every term of a doc is in the dictionary.
-            let index = dictionary.binary_search(&term).unwrap_or(0) as u32;
+            let index = indexes.get(term).copied().unwrap_or(0);
             put_varint(&mut out, u64::from(previous.map_or(index, |p| index - p)));
             put_varint(&mut out, u64::from(frequency));
             previous = Some(index);
@@ -150,6 +159,52 @@ mod tests {
             .iter()
             .map(|(r, t)| (*r, t.iter().map(|(s, f)| (s.to_string(), f)).collect()))
             .collect()
+    }
+
+    /// `encode_lexical` as it was (one sorted list of every doc's terms,
+    /// searched for each): the oracle of the property below.
+    fn encode_by_search(docs: &[(u32, Vec<(&str, u32)>)]) -> Vec<u8> {
+        let mut dictionary: Vec<&str> = docs.iter().flat_map(|(_, t)| t.iter().map(|&(term, _)| term)).collect();
+        dictionary.sort_unstable();
+        dictionary.dedup();
+        let mut out = Vec::new();
+        put_varint(&mut out, dictionary.len() as u64);
+        for term in &dictionary {
+            put_varint(&mut out, term.len() as u64);
+            out.extend_from_slice(term.as_bytes());
+        }
+        put_varint(&mut out, docs.len() as u64);
+        for (record, terms) in docs {
+            put_varint(&mut out, u64::from(*record));
+            put_varint(&mut out, terms.len() as u64);
+            let mut previous = None;
+            for &(term, frequency) in terms {
+                let index = dictionary.binary_search(&term).unwrap_or(0) as u32;
+                put_varint(&mut out, u64::from(previous.map_or(index, |p| index - p)));
+                put_varint(&mut out, u64::from(frequency));
+                previous = Some(index);
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// The same bytes as the search by strings, for docs sharing terms
+        /// from a small vocabulary (and some of their own).
+        #[test]
+        fn parts_are_the_bytes_of_the_search_by_strings(
+            docs in proptest::collection::vec(
+                proptest::collection::btree_map("[a-f]{1,3}|é[a-z]|東京", 1u32..70_000, 0..12),
+                0..40,
+            )
+        ) {
+            let docs: Vec<(u32, Vec<(&str, u32)>)> = docs
+                .iter()
+                .enumerate()
+                .map(|(i, terms)| (2 * i as u32, terms.iter().map(|(t, &f)| (t.as_str(), f)).collect()))
+                .collect();
+            proptest::prop_assert_eq!(encode_lexical(&docs), encode_by_search(&docs));
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod calendar;
 pub mod markdown;
 mod redact;
 mod secrets;
+mod stem;
 mod terms;
 pub mod tokens;
 
@@ -46,6 +47,33 @@ use unicode_normalization::{is_nfc, UnicodeNormalization};
 ///
 /// The result is a fixed point: `normalize(&normalize(x)) == normalize(x)`.
 pub fn normalize(raw: &str) -> String {
+    // Ingest normalizes each text three times (`capture`, then after
+    // scrubbing secrets), and most texts are normalized already.
+    if is_normal_ascii(raw) {
+        return raw.to_string();
+    }
+    normalize_chars(raw)
+}
+
+/// True when `text` is ASCII that [`normalize`] returns unchanged: printable
+/// characters, spaces and line breaks only, with no leading or trailing
+/// space or line break, no line ending in a space, no run of spaces after a
+/// line's indentation, and no more than one blank line in a row. A cheap
+/// scan that rules in most texts; a text it rejects is normalized in full.
+fn is_normal_ascii(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let edge = |b: Option<&u8>| matches!(b, Some(b' ' | b'\n'));
+    !edge(bytes.first())
+        && !edge(bytes.last())
+        && bytes.iter().all(|&b| b == b'\n' || (b' '..=b'~').contains(&b))
+        && !text.contains("\n\n\n")
+        && text.split('\n').all(|line| {
+            !line.ends_with(' ') && !line.trim_start_matches(' ').contains("  ")
+        })
+}
+
+/// [`normalize`] character by character.
+fn normalize_chars(raw: &str) -> String {
     // Characters are cleaned before composing: removing a zero-width character
     // after NFC could leave a letter next to a combining mark that a second
     // pass would compose, breaking idempotence.
@@ -221,6 +249,61 @@ fn tidy_line(line: &str) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Every turn of the LoCoMo development set, as written.
+    pub(crate) fn locomo_turns() -> Vec<String> {
+        let data: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/data/locomo_dev.json")).unwrap();
+        let mut turns = Vec::new();
+        for conversation in data["conversations"].as_array().unwrap() {
+            for session in conversation["sessions"].as_array().unwrap() {
+                for turn in session["turns"].as_array().unwrap() {
+                    turns.push(turn["text"].as_str().unwrap().to_string());
+                }
+            }
+        }
+        assert!(turns.len() > 500, "the dev set has its turns");
+        turns
+    }
+
+    #[test]
+    fn locomo_turns_normalize_as_character_by_character() {
+        for turn in locomo_turns() {
+            let normalized = normalize_chars(&turn);
+            assert_eq!(normalize(&turn), normalized, "{turn:?}");
+            assert_eq!(normalize(&normalized), normalized, "{turn:?}");
+        }
+    }
+
+    proptest! {
+        /// A text the fast check takes as normalized is one the full
+        /// normalization leaves unchanged: random texts of the characters
+        /// each rule is about (spaces, line breaks, tabs, returns, controls,
+        /// zero-width and non-ASCII characters, combining marks).
+        #[test]
+        fn the_fast_check_takes_only_normalized_texts(
+            text in prop::collection::vec(prop::sample::select(vec![
+                "a", "Zq", " ", "  ", "\n", "\n\n", "\r", "\t", "\u{7f}", "\u{1}",
+                "\u{a0}", "\u{200b}", "é", "e\u{301}", "~", "."
+            ]), 0..24).prop_map(|parts| parts.concat())
+        ) {
+            if is_normal_ascii(&text) {
+                prop_assert_eq!(&normalize_chars(&text), &text);
+            }
+            prop_assert_eq!(normalize(&text), normalize_chars(&text));
+        }
+    }
+
+    #[test]
+    fn the_fast_check_takes_ordinary_texts() {
+        for text in ["", "a", "one line. Two words!", "a\nb", "a\n\nb", "a\n  indented b"] {
+            assert!(is_normal_ascii(text), "{text:?}");
+            assert_eq!(normalize_chars(text), text);
+        }
+        for text in [" a", "a ", "a\n", "a  b", "a\n\n\nb", "a\tb", "a\n \nb", "café"] {
+            assert!(!is_normal_ascii(text), "{text:?}");
+        }
+    }
 
     #[test]
     fn line_breaks_are_unified() {

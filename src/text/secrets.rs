@@ -73,10 +73,22 @@ pub fn scrub_keeping_lines(text: &str) -> Scrubbed {
 }
 
 fn scrub_with(text: &str, keep_lines: bool) -> Scrubbed {
+    scrub_present(text, keep_lines, &ByteSet::of(text))
+}
+
+/// [`scrub_with`] given (a superset of) the bytes `text` holds: a scanner
+/// looking for a marker one of whose bytes the text lacks finds nothing
+/// and is skipped. Most texts lack `-`, `_` or the capitals of the
+/// providers' prefixes; each skipped search is a pass over the text saved.
+fn scrub_present(text: &str, keep_lines: bool, present: &ByteSet) -> Scrubbed {
     let mut spans = Vec::new();
-    pem_blocks(text, &mut spans);
-    provider_keys(text, &mut spans);
-    url_passwords(text, &mut spans);
+    if present.has_all("-----BEGIN ") {
+        pem_blocks(text, &mut spans);
+    }
+    provider_keys(text, present, &mut spans);
+    if present.has_all("://") {
+        url_passwords(text, &mut spans);
+    }
     assignments_and_context(text, &mut spans);
     let spans = merge(spans);
     let mut out = String::with_capacity(text.len());
@@ -101,6 +113,26 @@ fn scrub_with(text: &str, keep_lines: bool) -> Scrubbed {
 /// card number (Luhn-checked).
 pub fn has_pii(text: &str) -> bool {
     has_email(text) || has_phone(text) || has_card(text)
+}
+
+/// The set of bytes a text holds.
+struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    fn of(text: &str) -> Self {
+        let mut set = [0u64; 4];
+        for &b in text.as_bytes() {
+            set[usize::from(b >> 6)] |= 1 << (b & 63);
+        }
+        ByteSet(set)
+    }
+
+    /// True when the set holds every byte of `marker`.
+    fn has_all(&self, marker: &str) -> bool {
+        marker
+            .bytes()
+            .all(|b| self.0[usize::from(b >> 6)] & (1 << (b & 63)) != 0)
+    }
 }
 
 /// Sorted, disjoint, on char boundaries (every bound the scanners produce
@@ -291,9 +323,9 @@ const PROVIDERS: &[Provider] = &[
     },
 ];
 
-fn provider_keys(text: &str, spans: &mut Vec<Range<usize>>) {
+fn provider_keys(text: &str, present: &ByteSet, spans: &mut Vec<Range<usize>>) {
     let bytes = text.as_bytes();
-    for provider in PROVIDERS {
+    for provider in PROVIDERS.iter().filter(|p| present.has_all(p.prefix)) {
         for (at, _) in text.match_indices(provider.prefix) {
             if !starts_word(bytes, at) {
                 continue;
@@ -309,14 +341,19 @@ fn provider_keys(text: &str, spans: &mut Vec<Range<usize>>) {
     }
     // Slack incoming webhooks: the path after `/services/` is the secret.
     const SLACK_HOOK: &str = "hooks.slack.com/services/";
-    for (at, _) in text.match_indices(SLACK_HOOK) {
+    let hooks = present
+        .has_all(SLACK_HOOK)
+        .then(|| text.match_indices(SLACK_HOOK));
+    for (at, _) in hooks.into_iter().flatten() {
         let body = at + SLACK_HOOK.len();
         let end = run_end(bytes, body, |b| is_key_byte(b) || b == b'/');
         if end - body >= 10 {
             spans.push(body..end);
         }
     }
-    jwts(text, spans);
+    if present.has_all("eyJ.") {
+        jwts(text, spans);
+    }
 }
 
 fn is_base64url(b: u8) -> bool {
@@ -423,16 +460,26 @@ const PASSWORD_WORDS: &[&str] = &["password", "passwd", "passphrase", "pwd"];
 /// Does an assignment's name end in a credential word (`api_key`,
 /// `DB_PASSWORD`, `client-secret`, `accessToken`)?
 fn names_credential(name: &str) -> Option<bool> {
-    let lower = name.to_ascii_lowercase();
-    let lower = lower.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-    let last = lower
-        .rsplit(|c: char| !c.is_ascii_alphanumeric())
-        .next()
-        .unwrap_or_default();
-    // camelCase names end in a capitalized word: `accessToken`.
-    let tail = KEY_WORDS
+    // Compared without case, in place: this runs for every word of every
+    // text ingested. `last` is the name's last run of ASCII letters and
+    // digits (the bytes of a non-ASCII character are none of them).
+    let bytes = name.as_bytes();
+    let end = bytes
         .iter()
-        .find(|w| last == **w || (last.ends_with(*w) && camel_tail(name, w.len())))?;
+        .rposition(u8::is_ascii_alphanumeric)
+        .map_or(0, |at| at + 1);
+    let start = bytes[..end]
+        .iter()
+        .rposition(|b| !b.is_ascii_alphanumeric())
+        .map_or(0, |at| at + 1);
+    let last = &bytes[start..end];
+    let ends_with = |w: &str| {
+        last.len() >= w.len() && last[last.len() - w.len()..].eq_ignore_ascii_case(w.as_bytes())
+    };
+    // camelCase names end in a capitalized word: `accessToken`.
+    let tail = KEY_WORDS.iter().find(|w| {
+        ends_with(w) && (last.len() == w.len() || camel_tail(name, w.len()))
+    })?;
     Some(PASSWORD_WORDS.contains(tail))
 }
 
@@ -762,6 +809,72 @@ fn luhn(digits: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// `names_credential` as it was before it compared in place: the
+    /// oracle of the property below.
+    fn names_credential_lowercasing(name: &str) -> Option<bool> {
+        let lower = name.to_ascii_lowercase();
+        let lower = lower.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+        let last = lower
+            .rsplit(|c: char| !c.is_ascii_alphanumeric())
+            .next()
+            .unwrap_or_default();
+        let tail = KEY_WORDS
+            .iter()
+            .find(|w| last == **w || (last.ends_with(*w) && camel_tail(name, w.len())))?;
+        Some(PASSWORD_WORDS.contains(tail))
+    }
+
+    /// Texts made of the pieces every scanner looks for (prefixes, key
+    /// bodies, separators, credential words in several cases) and filler.
+    fn pieces() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop::sample::select(vec![
+                "sk-", "AKIA", "ghp_", "github_pat_", "sk_live_", "xoxb-", "AIza", "ya29.",
+                "GOCSPX-", "whsec_", "eyJ", "hbGciOiJIUzI1NiJ9", ".", "://", "user:pw@", "host",
+                "hooks.slack.com/services/", "-----BEGIN ", "RSA ", "PRIVATE KEY-----",
+                "-----END ", "\n", " ", "=", ": ", "\"", "password", "Token", "API_KEY",
+                "accessToken", "Secret", "is", "7Fh2kQ9zLm3Xp8Rt", "ABCDEFGH12345678",
+                "0123456789", "aB3dE5fG7hJ9kL1m", "é", "note", "_", "-",
+            ]),
+            0..30,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    #[test]
+    fn locomo_turns_scrub_as_without_the_prefilter() {
+        for turn in crate::text::tests::locomo_turns() {
+            let every_byte = ByteSet([u64::MAX; 4]);
+            assert_eq!(scrub(&turn), scrub_present(&turn, false, &every_byte), "{turn:?}");
+            for word in turn.split_whitespace() {
+                assert_eq!(names_credential(word), names_credential_lowercasing(word), "{word:?}");
+            }
+        }
+    }
+
+    proptest! {
+        /// Skipping the scanners whose marker has a byte the text lacks
+        /// changes no output.
+        #[test]
+        fn the_byte_prefilter_changes_nothing(text in pieces(), keep_lines: bool) {
+            let every_byte = ByteSet([u64::MAX; 4]);
+            prop_assert_eq!(
+                scrub_with(&text, keep_lines),
+                scrub_present(&text, keep_lines, &every_byte)
+            );
+        }
+
+        /// Credential names are recognized as they were when the name was
+        /// lowercased first.
+        #[test]
+        fn names_are_compared_as_before(name in pieces(), extra in "[a-zA-Z_:=\"'é-]{0,12}") {
+            for name in [name.clone(), format!("{extra}{name}"), format!("{name}{extra}")] {
+                prop_assert_eq!(names_credential(&name), names_credential_lowercasing(&name), "{}", name);
+            }
+        }
+    }
 
     fn scrubbed(text: &str) -> String {
         scrub(text).text

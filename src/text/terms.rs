@@ -4,9 +4,10 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use rust_stemmers::{Algorithm, Stemmer};
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::{is_nfc, UnicodeNormalization};
+
+use crate::fast_hash::FastSet;
 
 /// Analysed words longer than this many bytes are noise (base64 blobs,
 /// hashes) and are dropped.
@@ -69,7 +70,9 @@ pub fn terms(text: &str) -> Vec<String> {
             push_word(&mut out, &mut word);
             cjk_run.push(c);
         } else if c.is_alphanumeric() || (!word.is_empty() && is_combining_mark(c)) {
-            push_cjk_run(&mut out, &mut cjk_run);
+            if !cjk_run.is_empty() {
+                push_cjk_run(&mut out, &mut cjk_run);
+            }
             word.push(c);
         } else if is_apostrophe(c) && ends_with_letter(&word) && is_letter(chars.get(i + 1)) {
             let possessive = matches!(chars.get(i + 1), Some('s' | 'S'))
@@ -131,7 +134,7 @@ fn push_word(out: &mut Vec<String>, word: &mut String) {
         return;
     }
     if folded.bytes().all(|b| b.is_ascii_alphabetic()) {
-        out.push(english_stemmer().stem(&folded).into_owned());
+        out.push(super::stem::stem(&folded));
     } else {
         out.push(folded);
     }
@@ -146,11 +149,6 @@ fn push_cjk_run(out: &mut Vec<String>, run: &mut Vec<char>) {
         chars => out.extend(chars.windows(2).map(|pair| pair.iter().collect())),
     }
     run.clear();
-}
-
-fn english_stemmer() -> &'static Stemmer {
-    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
-    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
 }
 
 /// Han ideographs (with the iteration marks), Hiragana, Katakana and Hangul
@@ -200,7 +198,7 @@ const STOPWORDS: &str = "\
     who whom why will with would you youd youll your youre yours yourself yourselves youve";
 
 fn is_stopword(word: &str) -> bool {
-    static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    static SET: OnceLock<FastSet<&'static str>> = OnceLock::new();
     SET.get_or_init(|| STOPWORDS.split_ascii_whitespace().collect())
         .contains(word)
 }

@@ -1,0 +1,103 @@
+//! The Snowball English stemmer behind [`super::terms`], with a small cache
+//! of the words it stemmed last. Stemming was the largest single cost of
+//! ingest (`docs/speed.md`, "Issue 21: building a store (2026-11-26, third
+//! session)"), and the words of a store's texts repeat: most words a text
+//! holds were stemmed for an earlier one. The cache changes no result: a
+//! slot holds a word and the stemmer's output for it, and a word is looked
+//! up by equality.
+
+use std::cell::RefCell;
+use std::hash::BuildHasher;
+use std::sync::OnceLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+/// Slots of the cache (a power of two): enough for the common words of
+/// chat text, small beside a store's indexes (its bytes: `docs/speed.md`).
+const SLOTS: usize = 4096;
+/// Longer words are stemmed without the cache: they are rare and repeat
+/// less.
+const MAX_CACHED_BYTES: usize = 24;
+
+/// A word and its stem.
+type Entry = Option<(Box<str>, Box<str>)>;
+
+thread_local! {
+    /// Direct-mapped: a word's slot is its hash's low bits, and a word
+    /// replaces whatever its slot held. One per thread (WebAssembly has one).
+    static CACHE: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
+}
+
+fn english_stemmer() -> &'static Stemmer {
+    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
+    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
+}
+
+/// The stemmer's output for `word` (lowercase ASCII letters, as
+/// [`super::terms`] passes them; any word gives the stemmer's result).
+pub(super) fn stem(word: &str) -> String {
+    if word.len() > MAX_CACHED_BYTES {
+        return english_stemmer().stem(word).into_owned();
+    }
+    let slot = foldhash::fast::FixedState::with_seed(0).hash_one(word) as usize & (SLOTS - 1);
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.is_empty() {
+            cache.resize_with(SLOTS, || None);
+        }
+        if let Some((cached, stemmed)) = &cache[slot] {
+            if **cached == *word {
+                return String::from(&**stemmed);
+            }
+        }
+        let stemmed = english_stemmer().stem(word).into_owned();
+        cache[slot] = Some((word.into(), stemmed.as_str().into()));
+        stemmed
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Through the cache or not, a word stems as the stemmer stems
+        /// it: words from a small alphabet repeat and share slots (so
+        /// hits, misses and evictions all happen), and some are longer
+        /// than the cache takes.
+        #[test]
+        fn cached_stems_are_the_stemmers(words in prop::collection::vec("[a-z]{1,30}|(run|runn|ing|ed|s|ies|ation|al){1,5}", 1..400)) {
+            for word in &words {
+                prop_assert_eq!(stem(word), english_stemmer().stem(word).into_owned(), "{}", word);
+            }
+            // And again, now that the cache holds them.
+            for word in words.iter().rev() {
+                prop_assert_eq!(stem(word), english_stemmer().stem(word).into_owned(), "{}", word);
+            }
+        }
+    }
+
+    #[test]
+    fn locomo_words_stem_as_the_stemmer_stems_them() {
+        for turn in crate::text::tests::locomo_turns() {
+            for word in turn.split(|c: char| !c.is_ascii_alphabetic()) {
+                let word = word.to_ascii_lowercase();
+                if !word.is_empty() {
+                    assert_eq!(stem(&word), english_stemmer().stem(&word), "{word}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_word_evicted_from_its_slot_stems_the_same() {
+        // More distinct words than slots: every slot is overwritten.
+        let words: Vec<String> = (0..3 * SLOTS).map(|i| format!("walking{}", "s".repeat(i % 7)) + &"x".repeat(i / 7 % 9) + ["ing", "ed", "ness", ""][i % 4]).collect();
+        for round in 0..2 {
+            for word in &words {
+                assert_eq!(stem(word), english_stemmer().stem(word), "{word} in round {round}");
+            }
+        }
+    }
+}
