@@ -26,9 +26,7 @@
 //!    does not take an hour of model time. Add the 16-token latency of
 //!    section 1 for a real query's embedding.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,62 +36,13 @@ use memtide::storage::MemoryStorage;
 use memtide::{Memory, MemoryInput, RetrieveQuery, Scope, Timestamp};
 use serde::Deserialize;
 
-/// The system allocator, counting live and peak bytes.
-struct CountingAllocator;
+#[path = "counting_alloc.rs"]
+mod counting_alloc;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn record_growth(bytes: usize) {
-    let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
-    PEAK.fetch_max(live, Ordering::Relaxed);
-}
-
-// SAFETY: every call is forwarded unchanged to `System`; only counters are
-// updated besides.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            record_growth(layout.size());
-        }
-        pointer
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc_zeroed(layout) };
-        if !pointer.is_null() {
-            record_growth(layout.size());
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(pointer, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let new_pointer = unsafe { System.realloc(pointer, layout, new_size) };
-        if !new_pointer.is_null() {
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            record_growth(new_size);
-        }
-        new_pointer
-    }
-}
+use counting_alloc::{live, peak, reset_peak, CountingAllocator};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
-
-fn live() -> usize {
-    LIVE.load(Ordering::Relaxed)
-}
-
-/// Resets the peak to the live bytes, so the next peak is that of what follows.
-fn reset_peak() {
-    PEAK.store(live(), Ordering::Relaxed);
-}
 
 fn mib(bytes: usize) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
@@ -239,7 +188,7 @@ fn model_figures(dir: &std::path::Path) -> Result<MiniLm, Failure> {
     let start = Instant::now();
     let model = MiniLm::from_dir(dir)?;
     let load_time = start.elapsed();
-    let load_peak = PEAK.load(Ordering::Relaxed) - before;
+    let load_peak = peak() - before;
     println!("model                {}", model.model_id());
     println!("load                 {load_time:.2?}");
     println!(
@@ -270,7 +219,7 @@ fn model_figures(dir: &std::path::Path) -> Result<MiniLm, Failure> {
     println!(
         "32 × 256 tokens      {:.2?}, heap peak {} above the loaded model",
         start.elapsed(),
-        mib(PEAK.load(Ordering::Relaxed) - before_batch)
+        mib(peak() - before_batch)
     );
     Ok(model)
 }

@@ -30,11 +30,9 @@
 //! pairs, one `[key, base64 value]` JSON array per line (the format the
 //! section's Map adapter loads). Progress goes to stderr.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use memtide::embed::{Embedder, MiniLm};
@@ -44,51 +42,11 @@ use memtide::{Memory, MemoryInput, Scope};
 
 type Failure = Box<dyn std::error::Error>;
 
-/// The system allocator, counting live and peak bytes (for
-/// `--measure-open`).
-struct CountingAllocator;
+// The heap figures of `--measure-open`.
+#[path = "counting_alloc.rs"]
+mod counting_alloc;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn record_growth(bytes: usize) {
-    let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
-    PEAK.fetch_max(live, Ordering::Relaxed);
-}
-
-// SAFETY: every call is forwarded unchanged to `System`; only counters are
-// updated besides.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            record_growth(layout.size());
-        }
-        pointer
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc_zeroed(layout) };
-        if !pointer.is_null() {
-            record_growth(layout.size());
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(pointer, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let new_pointer = unsafe { System.realloc(pointer, layout, new_size) };
-        if !new_pointer.is_null() {
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            record_growth(new_size);
-        }
-        new_pointer
-    }
-}
+use counting_alloc::{live, peak, reset_peak, CountingAllocator};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -309,18 +267,18 @@ fn measure_open(
     storage: MemoryStorage,
     embedder: Option<Arc<dyn Embedder>>,
 ) -> Result<(), Failure> {
-    let stored = LIVE.load(Ordering::Relaxed);
-    PEAK.store(stored, Ordering::Relaxed);
+    reset_peak();
+    let stored = live();
     let mut memory = Memory::open(storage, SystemEnvironment::default(), Default::default())?;
     if let Some(embedder) = embedder {
         memory.set_embedder(embedder)?;
     }
-    let (peak, after) = (PEAK.load(Ordering::Relaxed), LIVE.load(Ordering::Relaxed));
+    let (highest, after) = (peak(), live());
     eprintln!(
         "fill_store: open: live before {:.1} MiB (records and the model), peak {:.1} MiB (+{:.1}), after {:.1} MiB (+{:.1}: the engine)",
         stored as f64 / MIB,
-        peak as f64 / MIB,
-        (peak - stored) as f64 / MIB,
+        highest as f64 / MIB,
+        (highest - stored) as f64 / MIB,
         after as f64 / MIB,
         after.saturating_sub(stored) as f64 / MIB
     );

@@ -55,9 +55,20 @@ pub(crate) fn encode_lexical(docs: &[(u32, Vec<(&str, u32)>)]) -> Vec<u8> {
         .enumerate()
         .map(|(index, &term)| (term, index as u32))
         .collect();
+    // Every term of a doc is in the dictionary.
+    write_part(&dictionary, docs, |term| indexes.get(term).copied().unwrap_or(0))
+}
+
+/// The part's bytes: the sorted `dictionary`, then each doc's terms as
+/// delta-coded indexes into it (`index_of`) with their frequencies.
+fn write_part(
+    dictionary: &[&str],
+    docs: &[(u32, Vec<(&str, u32)>)],
+    index_of: impl Fn(&str) -> u32,
+) -> Vec<u8> {
     let mut out = Vec::new();
     put_varint(&mut out, dictionary.len() as u64);
-    for term in &dictionary {
+    for term in dictionary {
         put_varint(&mut out, term.len() as u64);
         out.extend_from_slice(term.as_bytes());
     }
@@ -67,8 +78,7 @@ pub(crate) fn encode_lexical(docs: &[(u32, Vec<(&str, u32)>)]) -> Vec<u8> {
         put_varint(&mut out, terms.len() as u64);
         let mut previous = None;
         for &(term, frequency) in terms {
-            // Every term of a doc is in the dictionary.
-            let index = indexes.get(term).copied().unwrap_or(0);
+            let index = index_of(term);
             put_varint(&mut out, u64::from(previous.map_or(index, |p| index - p)));
             put_varint(&mut out, u64::from(frequency));
             previous = Some(index);
@@ -167,25 +177,7 @@ mod tests {
         let mut dictionary: Vec<&str> = docs.iter().flat_map(|(_, t)| t.iter().map(|&(term, _)| term)).collect();
         dictionary.sort_unstable();
         dictionary.dedup();
-        let mut out = Vec::new();
-        put_varint(&mut out, dictionary.len() as u64);
-        for term in &dictionary {
-            put_varint(&mut out, term.len() as u64);
-            out.extend_from_slice(term.as_bytes());
-        }
-        put_varint(&mut out, docs.len() as u64);
-        for (record, terms) in docs {
-            put_varint(&mut out, u64::from(*record));
-            put_varint(&mut out, terms.len() as u64);
-            let mut previous = None;
-            for &(term, frequency) in terms {
-                let index = dictionary.binary_search(&term).unwrap_or(0) as u32;
-                put_varint(&mut out, u64::from(previous.map_or(index, |p| index - p)));
-                put_varint(&mut out, u64::from(frequency));
-                previous = Some(index);
-            }
-        }
-        out
+        write_part(&dictionary, docs, |term| dictionary.binary_search(&term).unwrap_or(0) as u32)
     }
 
     proptest::proptest! {

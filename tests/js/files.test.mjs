@@ -7,19 +7,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { Memory, MemtideError } from "../../dist/memtide/node.js";
+import { rejectsWith } from "./rejects.mjs";
 import { mapAdapter, snapshot } from "./map-adapter.mjs";
 
 const home = { userId: "alice", workspaceId: "home" };
 const bob = { userId: "bob", workspaceId: "home" };
-
-async function rejectsWith(promise, code, pattern) {
-  await assert.rejects(promise, (error) => {
-    assert.ok(error instanceof MemtideError, `expected a MemtideError, got ${error}`);
-    assert.equal(error.code, code, error.message);
-    if (pattern) assert.match(error.message, pattern);
-    return true;
-  });
-}
 
 const notes = Array.from({ length: 40 }, (_, i) => `Line ${i + 1} is about the topic number ${i + 1} of the notes.\n`).join("") +
   "The espresso machine is descaled every Sunday.\n";

@@ -7,6 +7,7 @@ import { readFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 
 import { Memory, MemtideError, wasmMemoryBytes } from "../../dist/memtide/node.js";
+import { rejectsWith } from "./rejects.mjs";
 import { mapAdapter } from "./map-adapter.mjs";
 
 const modelDir = process.env.MEMTIDE_MODEL_DIR ??
@@ -18,16 +19,6 @@ const model = {
 
 const home = { userId: "alice", workspaceId: "home" };
 const work = { userId: "alice", workspaceId: "work", projectId: "api" };
-
-async function rejectsWith(promise, code) {
-  await assert.rejects(promise, (error) => {
-    assert.ok(error instanceof MemtideError, `expected a MemtideError, got ${error}`);
-    assert.ok(error instanceof Error);
-    assert.equal(error.code, code, error.message);
-    assert.ok(error.message.length > 10);
-    return true;
-  });
-}
 
 test("ingest, retrieve and inject round trip with the model", async () => {
   const stages = [];

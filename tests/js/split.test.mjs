@@ -11,6 +11,7 @@ import { readFile, stat } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 
 import { Memory, MemtideError, init, wasmMemoryBytes } from "../../dist/memtide/node.js";
+import { rejectsWith } from "./rejects.mjs";
 import { ModelCore } from "../../dist/memtide/wasm/memtide_model.js";
 
 const modelDir = process.env.MEMTIDE_MODEL_DIR ??
@@ -22,15 +23,6 @@ const model = {
 const modelWasmPath = new URL("../../dist/memtide/wasm/memtide_model_bg.wasm", import.meta.url);
 const golden = JSON.parse(await readFile(new URL("../data/minilm-int8-golden.json", import.meta.url), "utf8"));
 const home = { userId: "ann", workspaceId: "home" };
-
-async function rejectsWith(promise, code, pattern) {
-  await assert.rejects(promise, (error) => {
-    assert.ok(error instanceof MemtideError, `expected a MemtideError, got ${error}`);
-    assert.equal(error.code, code, error.message);
-    if (pattern) assert.match(error.message, pattern);
-    return true;
-  });
-}
 
 // Runs first: nothing in this process has started the model's module yet.
 test("a lexical-only app never loads the model's module; the first model starts it", async () => {
