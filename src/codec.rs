@@ -122,6 +122,18 @@ impl From<CodecError> for Error {
     }
 }
 
+impl CodecError {
+    /// The error for the record stored under `key` that did not decode:
+    /// damage names the key; a version this build cannot read stays a
+    /// version mismatch.
+    pub(crate) fn in_record(self, key: &str) -> Error {
+        match Error::from(self) {
+            Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
+            other => other,
+        }
+    }
+}
+
 /// Wraps a payload in a record of the given format version.
 pub fn encode(record_type: RecordType, version: u16, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len() + TRAILER_LEN);

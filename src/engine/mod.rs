@@ -268,10 +268,7 @@ impl Engine {
             let key: &String = key;
             // Taken: a memory decoded from a row moves into the engine.
             let bytes = slot.take();
-            let corrupt = |e: codec::CodecError| match Error::from(e) {
-                Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
-                other => other,
-            };
+            let corrupt = |e: codec::CodecError| e.in_record(key);
             let record = match (key.strip_prefix(ITEM_PREFIX), key.strip_prefix(VECTOR_PREFIX)) {
                 (Some(id), _) => match bytes {
                     None => {

@@ -331,10 +331,7 @@ impl Layout {
 /// bytes as stored).
 fn owned(key: &str, record: &[u8]) -> Result<Stored> {
     if key.starts_with(VECTOR_PREFIX) {
-        let decoded = codec::decode_vector(record).map_err(|e| match Error::from(e) {
-            Error::Corrupt(m) => Error::Corrupt(format!("record `{key}`: {m}")),
-            other => other,
-        })?;
+        let decoded = codec::decode_vector(record).map_err(|e| e.in_record(key))?;
         if !decoded.legacy {
             return Ok(Stored::Vector(decoded.vector));
         }
