@@ -42,6 +42,7 @@ mod export;
 mod files;
 mod ingest;
 mod interner;
+mod load;
 mod purge;
 mod operations;
 mod search;
@@ -61,15 +62,15 @@ pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
 #[cfg(test)]
 pub(crate) use duplicate::Voice;
 pub(crate) use ingest::{text_to_store, Captured};
+pub(crate) use load::Loader;
 pub use txn::{Summary, Txn};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use crate::codec;
-use crate::keys::{FILE_PREFIX, ITEM_PREFIX, VECTOR_PREFIX};
+use crate::keys::VECTOR_PREFIX;
 use crate::embed::Embedder;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::files::StoredFile;
 use crate::index::bm25::TermCounts;
 use crate::index::{Bm25Index, Int8Vector, VectorIndex};
@@ -78,16 +79,8 @@ use catalog::{Entry, FastMap, FastSet, Id, TimeKeys};
 use duplicate::DuplicateKey;
 use interner::Interner;
 use files::FileKey;
+use load::Record;
 use vectors::StoredVector;
-
-/// A decoded record of [`Engine::apply_counted`], or its deletion.
-enum Record<'a> {
-    /// A memory, with its terms when a lexical part counted them (taken:
-    /// each memory's counts are freed once its postings hold them).
-    Item(&'a str, Option<Box<MemoryItem>>, Option<TermCounts>),
-    Vector(&'a str, Option<StoredVector>),
-    File(&'a str, Option<StoredFile>),
-}
 
 /// A record as a store holds it, to load: its bytes, or the memory a
 /// segment's catalog part holds as a row (`docs/format.md`, section 2.2)
@@ -203,35 +196,26 @@ impl Engine {
 
     /// Rebuilds an engine from its records: `item/…`, `vec/…` and `file/…`
     /// keys with their record bytes (`docs/format.md`, section 2), in any
-    /// order, and the model the embeddings come from. Whoever read them
-    /// checked that they are the whole store (`crate::layout`).
+    /// order, each key once, and the model the embeddings come from.
+    /// Whoever read them checked that they are the whole store
+    /// (`crate::layout`).
     pub fn load(
         config: Config,
         records: Vec<(String, Vec<u8>)>,
         model_id: Option<String>,
     ) -> Result<Engine> {
-        let records = records
-            .into_iter()
-            .map(|(k, v)| (k, Stored::Bytes(v), None))
-            .collect();
-        Engine::load_counted(config, records, model_id)
-    }
-
-    /// [`Engine::load`] given the terms of memories as counted when they
-    /// were stored (see [`Engine::apply_counted`]).
-    pub(crate) fn load_counted(
-        config: Config,
-        records: Vec<(String, Stored, Counted)>,
-        model_id: Option<String>,
-    ) -> Result<Engine> {
-        config.validate()?;
-        let mut engine = Engine::new(config);
-        let changes = records
-            .into_iter()
-            .map(|(k, v, counted)| (k, Some(v), counted))
-            .collect();
-        engine.apply_counted(changes, model_id)?;
-        Ok(engine)
+        let mut records = records;
+        // In key order: memories take their doc numbers in that order.
+        records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let embeddings = records
+            .iter()
+            .filter(|(key, _)| key.starts_with(VECTOR_PREFIX))
+            .count();
+        let mut loader = Loader::new(config, model_id, 0, embeddings)?;
+        for (key, bytes) in records {
+            loader.put(&key, Stored::Bytes(bytes), None, None)?;
+        }
+        loader.finish()
     }
 
     /// Applies records another writer committed: each key with its new
@@ -264,130 +248,45 @@ impl Engine {
         let mut decoded = Vec::with_capacity(changes.len());
         let mut gone: FastSet<&str> = FastSet::default();
         let mut added: FastSet<&str> = FastSet::default();
+        // The embeddings loaded come after every memory (see the order
+        // above): before the first goes in, the vector structures are
+        // sized for them all, of the first one's length.
+        let mut loaded: Vec<&str> = Vec::new();
+        let mut first_loaded = None;
         for (key, slot, counted) in changes.iter_mut() {
             let key: &String = key;
             // Taken: a memory decoded from a row moves into the engine.
-            let bytes = slot.take();
-            let corrupt = |e: codec::CodecError| e.in_record(key);
-            let record = match (key.strip_prefix(ITEM_PREFIX), key.strip_prefix(VECTOR_PREFIX)) {
-                (Some(id), _) => match bytes {
-                    None => {
-                        gone.insert(id);
-                        Record::Item(id, None, None)
-                    }
-                    Some(stored) => {
-                        let item = match stored {
-                            Stored::Bytes(bytes) => {
-                                Box::new(codec::decode_item(&bytes).map_err(corrupt)?)
-                            }
-                            Stored::Item(item) => item,
-                            Stored::Vector(_) => return Err(misplaced(key)),
-                        };
-                        if item.id != id {
-                            return Err(Error::Corrupt(format!(
-                                "record `{key}` holds memory `{}`",
-                                item.id
-                            )));
-                        }
-                        let counted = counted.take();
-                        if counted.as_ref().is_some_and(|c| c.is_some() == item.is_deleted()) {
-                            return Err(Error::Corrupt(format!(
-                                "record `{key}`: the lexical part disagrees with the memory about indexing it"
-                            )));
-                        }
-                        added.insert(id);
-                        Record::Item(id, Some(item), counted.flatten())
-                    }
-                },
-                (None, Some(id)) => {
-                    let vector = match bytes {
-                        None => None,
-                        Some(Stored::Item(_)) => return Err(misplaced(key)),
-                        Some(Stored::Bytes(bytes)) => {
-                            Some(codec::decode_vector(&bytes).map_err(corrupt)?.vector)
-                        }
-                        Some(Stored::Vector(vector)) => Some(vector),
-                    };
-                    if vector.is_some() {
-                        let held = self.entries.contains_key(id) && !gone.contains(id);
-                        if !held && !added.contains(id) {
-                            return Err(Error::Corrupt(format!("record `{key}` has no memory")));
-                        }
-                    }
-                    Record::Vector(id, vector.map(StoredVector::loaded))
+            let record = load::decode(key, slot.take(), counted.take())?;
+            match &record {
+                Record::Item(id, None, _) => {
+                    gone.insert(*id);
                 }
-                _ if key.starts_with(FILE_PREFIX) => match bytes {
-                    None => Record::File(key, None),
-                    Some(Stored::Item(_) | Stored::Vector(_)) => return Err(misplaced(key)),
-                    Some(Stored::Bytes(bytes)) => {
-                        let file = codec::decode_file(&bytes).map_err(corrupt)?;
-                        if file.storage_key() != *key {
-                            return Err(Error::Corrupt(format!(
-                                "record `{key}` holds file `{}` of another key",
-                                file.path
-                            )));
-                        }
-                        Record::File(key, Some(file))
+                Record::Item(id, Some(_), _) => {
+                    added.insert(*id);
+                }
+                Record::Vector(id, Some(vector)) => {
+                    let held = self.entries.contains_key(*id) && !gone.contains(id);
+                    if !held && !added.contains(id) {
+                        return Err(load::no_memory(id));
                     }
-                },
-                _ => return Err(Error::Corrupt(format!("`{key}` is not a record key"))),
-            };
+                    first_loaded.get_or_insert((decoded.len(), vector.vector.len()));
+                    loaded.push(*id);
+                }
+                _ => {}
+            }
             decoded.push(record);
         }
         if model_id.is_some() {
             self.model_id = model_id;
         }
         self.defer_time_keys();
-        // The embeddings loaded come after every memory (see the order
-        // above): once those are in, the vector structures are sized for
-        // them all.
-        let loaded: Vec<&str> = decoded
-            .iter()
-            .filter_map(|r| match r {
-                Record::Vector(id, Some(_)) => Some(*id),
-                _ => None,
-            })
-            .collect();
-        let first_loaded = decoded
-            .iter()
-            .position(|r| matches!(r, Record::Vector(_, Some(_))));
-        let dimensions = match first_loaded.map(|at| &decoded[at]) {
-            Some(Record::Vector(_, Some(v))) => v.vector.len(),
-            _ => 0,
-        };
         for (at, record) in decoded.into_iter().enumerate() {
-            if Some(at) == first_loaded {
+            if let Some((_, dimensions)) = first_loaded.filter(|&(first, _)| first == at) {
                 self.reserve_vectors(&loaded, dimensions);
             }
-            match record {
-                Record::Item(id, item, counts) => {
-                    self.set_counted(id, item.map(|item| *item), counts.as_ref());
-                }
-                Record::Vector(id, vector) => {
-                    self.set_vector(id, vector);
-                }
-                Record::File(_, Some(file)) => {
-                    self.set_file(&(file.scope.clone(), file.path.clone()), Some(file));
-                }
-                Record::File(key, None) => {
-                    let held = self
-                        .files
-                        .iter()
-                        .find(|(_, file)| file.storage_key() == key)
-                        .map(|(k, _)| k.clone());
-                    if let Some(file_key) = held {
-                        self.set_file(&file_key, None);
-                    }
-                }
-            }
+            self.apply_record(record);
         }
-        self.build_time_keys();
-        for index in self.lexical.values_mut() {
-            index.forget_resolved();
-        }
-        if first_loaded.is_some() {
-            self.drop_empty_vector_indexes();
-        }
+        self.end_apply(first_loaded.is_some());
         Ok(())
     }
 
@@ -419,10 +318,4 @@ impl Engine {
     pub fn lexical_index_has_term(&self, tenant: &Tenant, term: &str) -> bool {
         self.lexical.get(tenant).is_some_and(|ix| ix.has_term(term))
     }
-}
-
-/// A decoded record (a memory's row, an embedding) found under a key of
-/// another kind of record.
-fn misplaced(key: &str) -> Error {
-    Error::Corrupt(format!("record `{key}` is another kind of record than its key names"))
 }

@@ -175,8 +175,6 @@ pub(crate) struct SegmentContents<'a> {
     pub(crate) lexical: Option<LexicalPart>,
     /// The memories of its empty records, in their order (format 6).
     pub(crate) rows: Vec<MemoryItem>,
-    /// The record's format version.
-    pub(crate) version: u16,
 }
 
 /// Cuts `bytes` into a part of the u32 length it starts with and the rest.
@@ -190,9 +188,19 @@ fn length_prefixed<'a>(bytes: &'a [u8], what: &str) -> Result<(&'a [u8], &'a [u8
     Ok((&bytes[4..end], &bytes[end..]))
 }
 
-/// The records of a segment record, its lexical part (format 5 on) and
-/// its catalog part (format 6).
-pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecError> {
+/// A segment record's records (keys strictly ascending) and its other
+/// parts, not decoded: which keys it holds.
+pub(crate) struct SegmentParts<'a> {
+    pub(crate) records: Vec<(&'a str, &'a [u8])>,
+    lexical: Option<&'a [u8]>,
+    catalog: Option<&'a [u8]>,
+    /// The record's format version.
+    pub(crate) version: u16,
+}
+
+/// The records of a segment record, with its lexical part (format 5 on)
+/// and its catalog part (format 6) not decoded.
+pub(crate) fn segment_parts(bytes: &[u8]) -> Result<SegmentParts<'_>, CodecError> {
     let (version, payload) = payload_of(bytes, RecordType::Segment)?;
     let (frame, lexical, catalog) = match version {
         LAYOUT_VERSION => (payload, None, None),
@@ -218,6 +226,23 @@ pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecE
             "segment keys are not strictly ascending".into(),
         ));
     }
+    Ok(SegmentParts {
+        records,
+        lexical,
+        catalog,
+        version,
+    })
+}
+
+/// The records of a segment record, its lexical part (format 5 on) and
+/// its catalog part (format 6).
+pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecError> {
+    let SegmentParts {
+        records,
+        lexical,
+        catalog,
+        ..
+    } = segment_parts(bytes)?;
     let lexical = match lexical {
         None => None,
         Some(part) => {
@@ -257,7 +282,6 @@ pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecE
         records,
         lexical,
         rows,
-        version,
     })
 }
 
@@ -377,8 +401,8 @@ mod tests {
             ("vec/a", &b"v"[..]),
         ];
         let record = encode_segment(&records, &[], &encode_catalog(&[&a, &c]));
+        assert_eq!(segment_parts(&record).unwrap().version, CATALOG_VERSION);
         let decoded = decode_segment(&record).unwrap();
-        assert_eq!(decoded.version, CATALOG_VERSION);
         assert_eq!(decoded.records, records);
         assert_eq!(decoded.rows, [a.clone(), c.clone()]);
         // Rows out of order, one missing, one too many, an empty record

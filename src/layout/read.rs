@@ -1,25 +1,34 @@
 //! Reading a store of the segmented layout: the segments a manifest names
-//! and its log, into the engine's records with the terms their lexical
-//! parts count ([`read`]), and, after another writer's commits, only what
-//! changed ([`Layout::catch_up`]).
+//! and its log, loaded into the engine ([`read`]), and, after another
+//! writer's commits, only what changed ([`Layout::catch_up`]).
+//!
+//! Both read in two passes. The first lists the keys each segment and the
+//! log hold ([`Layout::add_keys`]): where each record's versions are, and
+//! so which version is its newest (a later segment's, or the log's).
+//! The second decodes the segments one at a time and gives the newest
+//! versions each holds to the caller ([`Layout::newest_records`]), which
+//! an open loads into the engine at once ([`Loader`]): the decoded
+//! records of all segments are never held together beside the engine
+//! being built (WebAssembly memory never shrinks: that sum would stay as
+//! the store's footprint).
 
-use super::format::{self, decode_manifest, decode_segment, records_of, segment_key, Header, SegmentRef};
+use super::format::{self, decode_manifest, decode_segment, records_of, segment_key, segment_parts, Header, SegmentRef};
 use super::{KeyState, Layout, Opened, Read, Segment};
 use crate::codec::{self, CodecError};
-use crate::engine::{Config, Counted, Engine, Stored};
+use crate::engine::{Config, Counted, Loader, Stored};
 use crate::error::{Error, Result};
-use crate::fast_hash::{FastMap, FastSet};
+use crate::fast_hash::FastSet;
 use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
 use crate::storage::AsyncStorage;
 
-/// What a store of the segmented layout holds: its header, where each
-/// record is, and every record.
-struct Contents {
+/// A store of the segmented layout as its first pass leaves it: the
+/// manifest's header, where each record is, the segments read but not
+/// decoded, and the log's frames.
+struct Layers<'a> {
     header: Header,
     layout: Layout,
-    /// With their memories' terms as the segments' lexical parts count
-    /// them.
-    records: Vec<(String, Stored, Counted)>,
+    segments: Vec<(SegmentRef, Vec<u8>)>,
+    frames: Vec<&'a [u8]>,
 }
 
 /// Reads the segments of `header` whose numbers are in `wanted`, checking
@@ -70,8 +79,9 @@ async fn fetch_segments<S: AsyncStorage>(
     Ok(Read::Done(segments))
 }
 
-/// Reads the segments and the log of the store whose manifest is `bytes`.
-async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Read<Contents>> {
+/// Reads the manifest `bytes` names and lists the keys of its segments
+/// and its log (the first pass).
+async fn read_layers<'a, S: AsyncStorage>(storage: &S, bytes: &'a [u8]) -> Result<Read<Layers<'a>>> {
     let (header, frames) = decode_manifest(bytes)?;
     let numbers: Vec<u64> = header.segments.iter().map(|s| s.number).collect();
     let segments = match fetch_segments(storage, &header, &numbers).await? {
@@ -82,13 +92,12 @@ async fn read_contents<S: AsyncStorage>(storage: &S, bytes: &[u8]) -> Result<Rea
         next_segment: header.next_segment,
         ..Layout::default()
     };
-    let mut current = Newest::default();
-    layout.add_layers(segments, &frames, &mut current)?;
-    let records = current.into_records().collect();
-    Ok(Read::Done(Contents {
+    layout.add_keys(&segments, &frames)?;
+    Ok(Read::Done(Layers {
         header,
         layout,
-        records,
+        segments,
+        frames,
     }))
 }
 
@@ -98,16 +107,36 @@ pub(super) async fn read<S: AsyncStorage>(
     config: Config,
     bytes: Vec<u8>,
 ) -> Result<Read<Opened>> {
-    let contents = match read_contents(storage, &bytes).await? {
-        Read::Done(contents) => contents,
+    let Layers {
+        header,
+        layout,
+        segments,
+        frames,
+    } = match read_layers(storage, &bytes).await? {
+        Read::Done(layers) => layers,
         Read::Missing(key) => return Ok(Read::Missing(key)),
     };
-    let header = contents.header;
-    let engine = Engine::load_counted(
-        config,
-        contents.records,
-        header.model_id.clone(),
-    )?;
+    // Each key listed has one newest version, which `newest_records`
+    // gives: these memories, this many embeddings.
+    let mut memory_keys: Vec<&str> = Vec::new();
+    let mut embeddings = 0;
+    for key in layout.keys.keys() {
+        if key.starts_with(ITEM_PREFIX) {
+            memory_keys.push(key);
+        } else if key.starts_with(VECTOR_PREFIX) {
+            embeddings += 1;
+        }
+    }
+    // A memory's doc number is its place in key order (`Loader::put`).
+    memory_keys.sort_unstable();
+    let mut loader = Loader::new(config, header.model_id.clone(), memory_keys.len(), embeddings)?;
+    layout.newest_records(segments, frames, |key, stored, counted| {
+        let doc = memory_keys.binary_search(&key).ok();
+        loader.put(key, stored, counted, doc.and_then(|d| u32::try_from(d).ok()))
+    })?;
+    // Freed before the embeddings go in, where the open peaks.
+    drop(memory_keys);
+    let engine = loader.finish()?;
     let summary = engine.summary();
     if [summary.items, summary.vectors, summary.files]
         != [header.item_count, header.vector_count, header.file_count]
@@ -120,7 +149,7 @@ pub(super) async fn read<S: AsyncStorage>(
     }
     Ok(Read::Done(Opened {
         engine,
-        layout: contents.layout,
+        layout,
         manifest: Some(bytes),
     }))
 }
@@ -134,20 +163,23 @@ pub async fn stored_records<S: AsyncStorage>(
     use super::{is_layout, legacy};
     use crate::keys::MANIFEST_KEY;
     if let Some(bytes) = storage.get(MANIFEST_KEY).await?.filter(|m| is_layout(m)) {
-        {
-            return match read_contents(storage, &bytes).await? {
-                Read::Done(contents) => Ok(contents
-                    .records
-                    .into_iter()
-                    .map(|(key, stored, _)| match stored {
-                        Stored::Bytes(bytes) => (key, bytes),
-                        Stored::Item(item) => (key, crate::codec::encode_item(&item)),
-                        Stored::Vector(vector) => (key, crate::codec::encode_vector(&vector)),
-                    })
-                    .collect()),
-                Read::Missing(key) => Err(Error::Corrupt(format!("`{key}` is missing"))),
-            };
-        }
+        let layers = match read_layers(storage, &bytes).await? {
+            Read::Done(layers) => layers,
+            Read::Missing(key) => return Err(Error::Corrupt(format!("`{key}` is missing"))),
+        };
+        let mut records = std::collections::BTreeMap::new();
+        layers
+            .layout
+            .newest_records(layers.segments, layers.frames, |key, stored, _| {
+                let bytes = match stored {
+                    Stored::Bytes(bytes) => bytes,
+                    Stored::Item(item) => crate::codec::encode_item(&item),
+                    Stored::Vector(vector) => crate::codec::encode_vector(&vector),
+                };
+                records.insert(key.to_string(), bytes);
+                Ok(())
+            })?;
+        return Ok(records);
     }
     let old = legacy::read(storage).await?;
     Ok(old.map(|o| o.records.into_iter().collect()).unwrap_or_default())
@@ -225,12 +257,12 @@ impl Layout {
         // The newest version of every record the new segments or the log
         // hold: new segments are newer than every segment held, the log
         // newer than them all.
-        let mut newest = Newest::default();
-        layout.add_layers(segments, &frames, &mut newest)?;
-        let mut changes: Vec<(String, Option<Stored>, Counted)> = newest
-            .into_records()
-            .map(|(k, v, counted)| (k, Some(v), counted))
-            .collect();
+        layout.add_keys(&segments, &frames)?;
+        let mut changes: Vec<(String, Option<Stored>, Counted)> = Vec::new();
+        layout.newest_records(segments, frames, |key, stored, counted| {
+            changes.push((key.to_string(), Some(stored), counted));
+            Ok(())
+        })?;
         for key in self.keys.keys() {
             if !layout.keys.contains_key(key) {
                 changes.push((key.clone(), None, None));
@@ -244,68 +276,92 @@ impl Layout {
         })))
     }
 
-    /// Adds `segments` (newer than every segment held) and then the log
-    /// `frames` to the layout, and their records to `newest`, a later
-    /// version replacing an earlier one, each with the terms its lexical
-    /// part counts.
-    ///
-    /// Each segment's bytes are freed as soon as it is decoded: what it
-    /// holds is copied out (its memories' catalog rows and embeddings
-    /// decoded, other records' bytes copied), so the bytes of all segments
-    /// and all their decoded records are never held at once (WebAssembly
-    /// memory never shrinks: that sum would stay as the store's footprint).
-    fn add_layers(
-        &mut self,
-        segments: Vec<(SegmentRef, Vec<u8>)>,
-        frames: &[&[u8]],
-        newest: &mut Newest,
-    ) -> Result<()> {
-        // The maps grow to about this many keys: reserved at once rather
-        // than rehashed as they double.
-        let records: usize = segments.iter().map(|(info, _)| info.records as usize).sum();
-        newest.reserve(records);
+    /// Adds the keys of `segments` (newer than every segment held) and
+    /// then of the log `frames` to the layout: where each version of each
+    /// record is, and so which version is the newest. A segment's frame
+    /// and record count are checked here, its other parts when
+    /// [`Layout::newest_records`] decodes it.
+    fn add_keys(&mut self, segments: &[(SegmentRef, Vec<u8>)], frames: &[&[u8]]) -> Result<()> {
+        // The map grows to about this many keys: reserved at once rather
+        // than rehashed as it doubles (a record takes a byte at least,
+        // whatever a damaged manifest says).
+        let records: usize = segments
+            .iter()
+            .map(|(info, value)| (info.records as usize).min(value.len()))
+            .sum();
         self.keys.reserve(records);
         for (info, value) in segments {
-            let contents = decode_segment(&value).map_err(|e| corrupt_at(info.number, e))?;
-            if contents.records.len() != info.records as usize {
+            let parts = segment_parts(value).map_err(|e| corrupt_at(info.number, e))?;
+            if parts.records.len() != info.records as usize {
                 return Err(corrupt_at(
                     info.number,
                     CodecError::Payload("record count differs from the manifest".into()),
                 ));
             }
-            let indexed = contents.lexical.is_some();
-            let current = contents.version == format::CATALOG_VERSION;
-            let mut docs = contents.lexical.map(|l| l.docs).unwrap_or_default().into_iter().peekable();
-            let mut rows = contents.rows.into_iter().peekable();
-            for (index, (key, record)) in contents.records.into_iter().enumerate() {
-                // An empty record is the next catalog row (checked by
-                // `decode_segment`).
-                let version = match rows.next_if(|_| record.is_empty()) {
-                    Some(item) => Stored::Item(Box::new(item)),
-                    None => owned(key, record)?,
-                };
-                let doc = docs.next_if(|(i, _)| *i as usize == index).map(|(_, terms)| terms);
-                let counted = (indexed && key.starts_with(ITEM_PREFIX)).then_some(doc);
-                newest.put(key, version, counted);
-                let state = self.keys.entry(key.to_string()).or_default();
-                state.push(info.number);
+            for (key, _) in &parts.records {
+                self.keys.entry(key.to_string()).or_default().push(info.number);
             }
             let segment = Segment {
-                info,
+                info: *info,
                 live: 0,
-                current,
+                current: parts.version == format::CATALOG_VERSION,
             };
             self.segments.insert(info.number, segment);
         }
         for frame in frames {
-            for (key, record) in records_of(frame)? {
-                newest.put(key, owned(key, record)?, None);
+            for (key, _) in records_of(frame)? {
                 self.keys.entry(key.to_string()).or_default().in_log = true;
                 self.log_keys.insert(key.to_string());
             }
             self.log.push(frame.to_vec());
         }
         self.count_live();
+        Ok(())
+    }
+
+    /// Decodes `segments` one at a time, then the log `frames` (both as
+    /// [`Layout::add_keys`] added them), and gives `put` each record whose
+    /// newest version they hold, that version, with the terms its lexical
+    /// part counts. Each segment's bytes are freed once its records are
+    /// given: what it holds is copied out (its memories' catalog rows and
+    /// embeddings decoded, other records' bytes copied).
+    fn newest_records(
+        &self,
+        segments: Vec<(SegmentRef, Vec<u8>)>,
+        frames: Vec<&[u8]>,
+        mut put: impl FnMut(&str, Stored, Counted) -> Result<()>,
+    ) -> Result<()> {
+        for (info, value) in segments {
+            let contents = decode_segment(&value).map_err(|e| corrupt_at(info.number, e))?;
+            let indexed = contents.lexical.is_some();
+            let mut docs = contents.lexical.map(|l| l.docs).unwrap_or_default().into_iter().peekable();
+            let mut rows = contents.rows.into_iter().peekable();
+            for (index, (key, record)) in contents.records.into_iter().enumerate() {
+                // An empty record is the next catalog row (checked by
+                // `decode_segment`).
+                let row = rows.next_if(|_| record.is_empty());
+                let doc = docs.next_if(|(i, _)| *i as usize == index).map(|(_, terms)| terms);
+                if self.keys.get(key).and_then(KeyState::live_segment) != Some(info.number) {
+                    // A newer segment or the log holds its newest version.
+                    continue;
+                }
+                let version = match row {
+                    Some(item) => Stored::Item(Box::new(item)),
+                    None => owned(key, record)?,
+                };
+                let counted = (indexed && key.starts_with(ITEM_PREFIX)).then_some(doc);
+                put(key, version, counted)?;
+            }
+        }
+        // The newest version a log holds is in the last frame holding it.
+        let mut given: FastSet<&str> = FastSet::default();
+        for frame in frames.iter().rev() {
+            for (key, record) in records_of(frame)?.into_iter().rev() {
+                if given.insert(key) {
+                    put(key, owned(key, record)?, None)?;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -337,48 +393,4 @@ fn owned(key: &str, record: &[u8]) -> Result<Stored> {
         }
     }
     Ok(Stored::Bytes(record.to_vec()))
-}
-
-/// The newest version of each record while segments and the log are
-/// read, with its memory's counted terms, in the order the keys were first
-/// read. A segment holds its records in key order and a commit writes its
-/// segments in ascending key ranges, so this order is mostly the keys'
-/// order already: the engine's sort of the records (`Engine::apply_counted`)
-/// merges a few sorted runs rather than sorting keys that a hash map gave
-/// in no order. It owns what it holds, so a segment's bytes can go as soon
-/// as the segment is read.
-#[derive(Default)]
-struct Newest {
-    /// Each key with where its newest version is in `versions`.
-    at: FastMap<String, usize>,
-    versions: Vec<(Stored, Counted)>,
-}
-
-impl Newest {
-    fn reserve(&mut self, records: usize) {
-        self.at.reserve(records);
-        self.versions.reserve(records);
-    }
-
-    /// `version` is the newest of `key` (a later layer than any before).
-    fn put(&mut self, key: &str, version: Stored, counted: Counted) {
-        match self.at.get(key) {
-            Some(&at) => self.versions[at] = (version, counted),
-            None => {
-                self.at.insert(key.to_string(), self.versions.len());
-                self.versions.push((version, counted));
-            }
-        }
-    }
-
-    /// The records in the order their keys were first read.
-    fn into_records(self) -> impl Iterator<Item = (String, Stored, Counted)> {
-        let mut keys: Vec<Option<String>> = vec![None; self.versions.len()];
-        for (key, at) in self.at {
-            keys[at] = Some(key);
-        }
-        keys.into_iter()
-            .zip(self.versions)
-            .filter_map(|(key, (version, counted))| Some((key?, version, counted)))
-    }
 }

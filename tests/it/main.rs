@@ -25,6 +25,7 @@ mod recall_scope;
 mod relevance;
 mod retention;
 mod secrets;
+mod segment_open;
 mod semantic;
 mod speakers;
 mod summaries;

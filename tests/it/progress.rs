@@ -18,8 +18,8 @@ use memtide_testkit::store::T0;
 const DIMS: usize = 64;
 
 /// A deterministic embedder (hashed words) that counts the texts it embeds.
-struct CountingEmbedder {
-    embedded: Arc<AtomicUsize>,
+pub(crate) struct CountingEmbedder {
+    pub(crate) embedded: Arc<AtomicUsize>,
 }
 
 impl Embedder for CountingEmbedder {

@@ -1,0 +1,317 @@
+//! Records into the engine: a store's records loaded one at a time as its
+//! reader decodes them ([`Loader`], an open), and the records another
+//! writer committed applied as one checked batch
+//! ([`Engine::apply_counted`], a refresh). Both decode a record the same
+//! way ([`decode`]) and apply it the same way ([`Engine::apply_record`]).
+
+use super::vectors::StoredVector;
+use super::{Config, Counted, Engine, Stored};
+use crate::codec;
+use crate::error::{Error, Result};
+use crate::files::StoredFile;
+use crate::index::bm25::TermCounts;
+use crate::item::MemoryItem;
+use crate::keys::{FILE_PREFIX, ITEM_PREFIX, VECTOR_PREFIX};
+
+/// A decoded record, or its deletion.
+pub(super) enum Record<'a> {
+    /// A memory, with its terms when a lexical part counted them (taken:
+    /// each memory's counts are freed once its postings hold them).
+    Item(&'a str, Option<Box<MemoryItem>>, Option<TermCounts>),
+    Vector(&'a str, Option<StoredVector>),
+    File(&'a str, Option<StoredFile>),
+}
+
+/// Decodes the record `key` holds as stored, or its deletion (`None`),
+/// and checks it against its key and, for a memory, against its counted
+/// terms ([`Counted`]). Whether an embedding's memory is held is for the
+/// caller to check: it depends on the other records.
+pub(super) fn decode(key: &str, stored: Option<Stored>, counted: Counted) -> Result<Record<'_>> {
+    let corrupt = |e: codec::CodecError| e.in_record(key);
+    if let Some(id) = key.strip_prefix(ITEM_PREFIX) {
+        let item = match stored {
+            None => return Ok(Record::Item(id, None, None)),
+            Some(Stored::Bytes(bytes)) => Box::new(codec::decode_item(&bytes).map_err(corrupt)?),
+            Some(Stored::Item(item)) => item,
+            Some(Stored::Vector(_)) => return Err(misplaced(key)),
+        };
+        if item.id != id {
+            return Err(Error::Corrupt(format!(
+                "record `{key}` holds memory `{}`",
+                item.id
+            )));
+        }
+        if counted.as_ref().is_some_and(|c| c.is_some() == item.is_deleted()) {
+            return Err(Error::Corrupt(format!(
+                "record `{key}`: the lexical part disagrees with the memory about indexing it"
+            )));
+        }
+        return Ok(Record::Item(id, Some(item), counted.flatten()));
+    }
+    if let Some(id) = key.strip_prefix(VECTOR_PREFIX) {
+        let vector = match stored {
+            None => None,
+            Some(Stored::Item(_)) => return Err(misplaced(key)),
+            Some(Stored::Bytes(bytes)) => {
+                Some(codec::decode_vector(&bytes).map_err(corrupt)?.vector)
+            }
+            Some(Stored::Vector(vector)) => Some(vector),
+        };
+        return Ok(Record::Vector(id, vector.map(StoredVector::loaded)));
+    }
+    if key.starts_with(FILE_PREFIX) {
+        return match stored {
+            None => Ok(Record::File(key, None)),
+            Some(Stored::Item(_) | Stored::Vector(_)) => Err(misplaced(key)),
+            Some(Stored::Bytes(bytes)) => {
+                let file = codec::decode_file(&bytes).map_err(corrupt)?;
+                if file.storage_key() != key {
+                    return Err(Error::Corrupt(format!(
+                        "record `{key}` holds file `{}` of another key",
+                        file.path
+                    )));
+                }
+                Ok(Record::File(key, Some(file)))
+            }
+        };
+    }
+    Err(Error::Corrupt(format!("`{key}` is not a record key")))
+}
+
+/// A decoded record (a memory's row, an embedding) found under a key of
+/// another kind of record.
+fn misplaced(key: &str) -> Error {
+    Error::Corrupt(format!("record `{key}` is another kind of record than its key names"))
+}
+
+/// The error of an embedding whose memory the records do not hold.
+pub(super) fn no_memory(id: &str) -> Error {
+    Error::Corrupt(format!("record `{VECTOR_PREFIX}{id}` has no memory"))
+}
+
+impl Engine {
+    /// Applies one decoded record.
+    pub(super) fn apply_record(&mut self, record: Record<'_>) {
+        match record {
+            Record::Item(id, item, counts) => {
+                self.set_counted(id, item.map(|item| *item), counts.as_ref());
+            }
+            Record::Vector(id, vector) => {
+                self.set_vector(id, vector);
+            }
+            Record::File(_, Some(file)) => {
+                self.set_file(&(file.scope.clone(), file.path.clone()), Some(file));
+            }
+            Record::File(key, None) => {
+                let held = self
+                    .files
+                    .iter()
+                    .find(|(_, file)| file.storage_key() == key)
+                    .map(|(k, _)| k.clone());
+                if let Some(file_key) = held {
+                    self.set_file(&file_key, None);
+                }
+            }
+        }
+    }
+
+    /// What follows applying records: the time keys held back built into
+    /// their trees, the lexical indexes' lookups of the load freed, and
+    /// (after `vectors` were loaded) the vector indexes sized for
+    /// embeddings that were not indexed dropped.
+    pub(super) fn end_apply(&mut self, vectors: bool) {
+        self.build_time_keys();
+        for index in self.lexical.values_mut() {
+            index.forget_resolved();
+        }
+        if vectors {
+            self.drop_empty_vector_indexes();
+        }
+    }
+}
+
+/// An engine loaded from a store's records one at a time, as its reader
+/// decodes them: each memory and file goes into the engine at once, so the
+/// decoded records of a whole store are never held beside the engine
+/// being built (WebAssembly memory never shrinks: that sum would stay as
+/// the store's footprint). The embeddings wait until every memory is in
+/// (an embedding's memory must be held, its context vector takes the
+/// embedding of the memory it follows, and the vector structures are
+/// sized for them all), then go in in key order, as
+/// [`Engine::apply_counted`] applies them; held meanwhile, they are the
+/// very values the engine keeps.
+///
+/// Each key comes at most once, its newest version (the reader decides
+/// which, `crate::layout`). Each record is checked as it comes, not the
+/// whole store before anything changes as [`Engine::apply_counted`] does:
+/// a load that fails drops its engine, which no one saw.
+pub(crate) struct Loader {
+    engine: Engine,
+    /// The embeddings to load once the memories are in, by memory id.
+    vectors: Vec<(String, StoredVector)>,
+}
+
+impl Loader {
+    /// An empty engine to load a store into: `memories` of its memories
+    /// come with their doc numbers ([`Loader::put`]), and `embeddings` is
+    /// how many embeddings it holds (a size hint).
+    pub(crate) fn new(
+        config: Config,
+        model_id: Option<String>,
+        memories: usize,
+        embeddings: usize,
+    ) -> Result<Loader> {
+        config.validate()?;
+        let mut engine = Engine::new(config);
+        engine.model_id = model_id;
+        engine.doc_owner = vec![None; memories];
+        engine.defer_time_keys();
+        Ok(Loader {
+            engine,
+            vectors: Vec::with_capacity(embeddings),
+        })
+    }
+
+    /// Loads the record `key` holds, with its memory's terms as counted
+    /// when it was stored (see [`Counted`]). A memory takes the doc number
+    /// `doc`, one of the `memories` [`Loader::new`] counted: its place
+    /// among the store's memory keys in key order, as a load in key order
+    /// numbers them; or, with `None`, the next doc free. Retrieval breaks
+    /// ties between equal scores by doc number, so a store answers the
+    /// same however its records are spread over segments.
+    pub(crate) fn put(
+        &mut self,
+        key: &str,
+        stored: Stored,
+        counted: Counted,
+        doc: Option<u32>,
+    ) -> Result<()> {
+        match decode(key, Some(stored), counted)? {
+            // The time keys held back until the end find only memories
+            // set once.
+            Record::Item(id, ..) if self.engine.entries.contains_key(id) => {
+                Err(Error::Corrupt(format!("record `{key}` is loaded twice")))
+            }
+            Record::Vector(id, Some(vector)) => {
+                self.vectors.push((id.to_string(), vector));
+                Ok(())
+            }
+            record => {
+                if let (Record::Item(..), Some(doc)) = (&record, doc) {
+                    let free = self.engine.doc_owner.get(doc as usize).is_some_and(Option::is_none);
+                    if !free {
+                        return Err(Error::Corrupt(format!(
+                            "record `{key}` takes doc {doc}, which another memory holds"
+                        )));
+                    }
+                    // The one free doc: the catalog gives it to this memory.
+                    self.engine.free_docs.push(doc);
+                }
+                self.engine.apply_record(record);
+                Ok(())
+            }
+        }
+    }
+
+    /// The engine, once the embeddings are in.
+    pub(crate) fn finish(self) -> Result<Engine> {
+        let Loader {
+            mut engine,
+            mut vectors,
+        } = self;
+        // Docs counted but not taken (none, when the reader gave every
+        // memory it counted) are free for new memories.
+        engine.free_docs = (0..engine.doc_owner.len())
+            .filter(|&d| engine.doc_owner[d].is_none())
+            .filter_map(|d| u32::try_from(d).ok())
+            .collect();
+        vectors.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        if let Some((id, _)) = vectors.iter().find(|(id, _)| !engine.entries.contains_key(id)) {
+            return Err(no_memory(id));
+        }
+        if let Some((_, first)) = vectors.first() {
+            let ids: Vec<&str> = vectors.iter().map(|(id, _)| id.as_str()).collect();
+            engine.reserve_vectors(&ids, first.vector.len());
+        }
+        let loaded = !vectors.is_empty();
+        for (id, vector) in vectors {
+            engine.set_vector(&id, Some(vector));
+        }
+        engine.end_apply(loaded);
+        Ok(engine)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{MemoryInput, Txn};
+    use crate::env::FixedEnvironment;
+    use crate::index::Int8Vector;
+    use crate::item::{Scope, Timestamp};
+
+    /// Three memories of an engine, and their records by id.
+    fn memories() -> Vec<MemoryItem> {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let inputs = ["coffee in berlin", "a guitar lesson", "sushi on friday"]
+            .iter()
+            .map(|text| MemoryInput::new(*text, Scope::workspace("alice", "home")))
+            .collect();
+        engine.ingest(inputs, &mut env, &mut Txn::default()).unwrap();
+        let mut items: Vec<MemoryItem> = engine.items().cloned().collect();
+        items.sort_by(|a, b| a.id.cmp(&b.id));
+        items
+    }
+
+    fn item(item: &MemoryItem) -> Stored {
+        Stored::Item(Box::new(item.clone()))
+    }
+
+    /// Memories take the doc numbers they are given, whatever order they
+    /// come in; embeddings go in once every memory is in, whichever came
+    /// first.
+    #[test]
+    fn memories_take_the_docs_they_are_given_in_any_order() {
+        let items = memories();
+        let mut loader = Loader::new(Config::default(), Some("m".into()), 3, 1).unwrap();
+        let vector = Int8Vector::quantize(&[0.5, -0.25, 1.0]);
+        loader
+            .put(&format!("vec/{}", items[1].id), Stored::Vector(vector), None, None)
+            .unwrap();
+        for at in [2, 0, 1] {
+            let key = format!("item/{}", items[at].id);
+            loader.put(&key, item(&items[at]), None, Some(at as u32)).unwrap();
+        }
+        let engine = loader.finish().unwrap();
+        for (at, item) in items.iter().enumerate() {
+            assert_eq!(engine.entries[&item.id].doc, at as u32, "{}", item.id);
+        }
+        assert!(engine.free_docs.is_empty());
+        assert!(engine.embedding(&items[1].id).is_some());
+        assert_eq!(engine.vector_docs.len(), 1);
+        assert_eq!(engine.by_created.len(), 3, "the time keys are built");
+    }
+
+    /// A memory given twice, a doc another memory holds, an embedding
+    /// without its memory: `CORRUPT`, never a panic.
+    #[test]
+    fn a_memory_twice_a_doc_taken_or_an_embedding_alone_is_corrupt() {
+        let items = memories();
+        let key = format!("item/{}", items[0].id);
+        let mut loader = Loader::new(Config::default(), None, 2, 0).unwrap();
+        loader.put(&key, item(&items[0]), None, Some(0)).unwrap();
+        let twice = loader.put(&key, item(&items[0]), None, Some(1)).unwrap_err();
+        assert_eq!(twice.code(), "CORRUPT");
+        let other = format!("item/{}", items[1].id);
+        for doc in [0, 2] {
+            let taken = loader.put(&other, item(&items[1]), None, Some(doc)).unwrap_err();
+            assert_eq!(taken.code(), "CORRUPT", "doc {doc}");
+        }
+        let vector = Int8Vector::quantize(&[1.0, 0.0]);
+        let alone = format!("vec/{}", items[2].id);
+        loader.put(&alone, Stored::Vector(vector), None, None).unwrap();
+        let err = loader.finish().err().unwrap();
+        assert_eq!(err.to_string(), no_memory(&items[2].id).to_string());
+    }
+}
