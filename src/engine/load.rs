@@ -115,17 +115,12 @@ impl Engine {
         }
     }
 
-    /// What follows applying records: the time keys held back built into
-    /// their trees, the lexical indexes' lookups of the load freed, and
-    /// (after `vectors` were loaded) the vector indexes sized for
-    /// embeddings that were not indexed dropped.
-    pub(super) fn end_apply(&mut self, vectors: bool) {
+    /// What follows applying memories: the time keys held back built into
+    /// their trees, and the lexical indexes' lookups of the load freed.
+    pub(super) fn end_memories(&mut self) {
         self.build_time_keys();
         for index in self.lexical.values_mut() {
             index.forget_resolved();
-        }
-        if vectors {
-            self.drop_empty_vector_indexes();
         }
     }
 }
@@ -229,6 +224,9 @@ impl Loader {
         if let Some((id, _)) = vectors.iter().find(|(id, _)| !engine.entries.contains_key(id)) {
             return Err(no_memory(id));
         }
+        // The memories are all in: what their load held back is built (and
+        // its lists freed) before the vector structures grow.
+        engine.end_memories();
         if let Some((_, first)) = vectors.first() {
             let ids: Vec<&str> = vectors.iter().map(|(id, _)| id.as_str()).collect();
             engine.reserve_vectors(&ids, first.vector.len());
@@ -237,7 +235,9 @@ impl Loader {
         for (id, vector) in vectors {
             engine.set_vector(&id, Some(vector));
         }
-        engine.end_apply(loaded);
+        if loaded {
+            engine.drop_empty_vector_indexes();
+        }
         Ok(engine)
     }
 }

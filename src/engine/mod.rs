@@ -286,7 +286,10 @@ impl Engine {
             }
             self.apply_record(record);
         }
-        self.end_apply(first_loaded.is_some());
+        self.end_memories();
+        if first_loaded.is_some() {
+            self.drop_empty_vector_indexes();
+        }
         Ok(())
     }
 
