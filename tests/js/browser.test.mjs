@@ -4,7 +4,8 @@
 // IndexedDB storage across a page reload, fetchModel's progress and its
 // Cache API copy on the second load, two tabs on one database, Markdown
 // files and the memory tool loop of memtide/anthropic kept in
-// IndexedDB, errors, and that the .wasm is compiled while it downloads.
+// IndexedDB, errors, that the .wasm is compiled while it downloads, and
+// that the allocators reuse what a store frees (tests/js/allocator.mjs).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
@@ -46,6 +47,7 @@ before(async () => {
     if (path === "/") return page;
     if (path === "/compile-watch") return compileWatch;
     if (path.startsWith("/model/")) return readFile(`${modelDir}/${path.slice(7)}`);
+    if (path === "/tests/allocator.js") return readFile(new URL("./allocator.mjs", import.meta.url));
     return undefined;
   });
   ({ base, browser, requests } = site);
@@ -255,5 +257,27 @@ test("the browser entry compiles each .wasm while it downloads (streaming), fetc
   assert.deepEqual(warnings, []);
   assert.deepEqual(requests.filter((path) => path.endsWith(".wasm")).slice(before),
     ["/dist/memtide/wasm/memtide_bg.wasm", "/dist/memtide/wasm/memtide_model_bg.wasm"]);
+  await context.close();
+});
+
+test("freed memory is reused in a tab, and the model's module reuses each embedding batch's", async () => {
+  const context = await browser.newContext();
+  const tab = await openTab(context);
+  const result = await tab.evaluate(async () => {
+    const { churn, embedChurn } = await import("/tests/allocator.js");
+    const { Memory, wasmMemoryBytes } = await import("/dist/memtide/browser.js");
+    const { fetchModel } = await import("/dist/memtide/model.js");
+    const lexical = await churn({ Memory, wasmMemoryBytes });
+    const embedded = await embedChurn({ Memory, wasmMemoryBytes, model: await fetchModel({ baseUrl: "/model/" }) });
+    return { lexical, embedded };
+  });
+  const MIB = 2 ** 20;
+  const { afterFill, afterOpen, items, hits } = result.lexical;
+  assert.ok(items.every((n) => n > 800) && hits > 0, `items ${items}, hits ${hits}`);
+  assert.ok(afterFill.at(-1) <= afterFill[1] + MIB, `fills grew memory: ${afterFill}`);
+  assert.ok(afterOpen.at(-1) <= afterOpen[0] + MIB, `opens grew memory: ${afterOpen}`);
+  const { afterBatch, embedded, items: held } = result.embedded;
+  assert.ok(embedded > 0 && embedded === held, `${embedded} of ${held} embedded`);
+  assert.ok(afterBatch.at(-1) <= afterBatch[0] + MIB, `batches grew memory: ${afterBatch}`);
   await context.close();
 });

@@ -10,6 +10,8 @@
 //! message and stable `code`, which the core turns back into the engine's
 //! error (and so into the package's `MemtideError`).
 
+mod alloc;
+
 use js_sys::Reflect;
 use memtide::embed::{Embedder, MiniLm};
 use wasm_bindgen::prelude::*;
