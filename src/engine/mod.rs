@@ -338,6 +338,7 @@ impl Engine {
             self.model_id = model_id;
         }
         self.defer_time_keys();
+        self.reserve_items(added.len());
         // The embeddings loaded come after every memory (see the order
         // above): once those are in, the vector structures are sized for
         // them all.
