@@ -140,10 +140,11 @@ pub fn hex(bytes: &[u8]) -> String {
     // checked capacity and encoded UTF-8 per digit, and a store's open
     // writes a content hash per memory (`docs/speed.md`, "Issue 21: the
     // native open path (2026-11-26, fourth session)").
-    let digits: Vec<u8> = bytes
-        .iter()
-        .flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]])
-        .collect();
+    let mut digits = vec![0u8; bytes.len() * 2];
+    for (pair, b) in digits.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 15)];
+    }
     // Only ASCII digits were written: the conversion cannot fail.
     String::from_utf8(digits).unwrap_or_default()
 }
@@ -173,8 +174,9 @@ pub(crate) fn hex_bytes(hash: &str) -> Option<[u8; 32]> {
     // Every pair is decoded and the misfits are found once at the end:
     // no branch per digit.
     let mut bad = 0u8;
-    for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
-        let (high, low) = (HEX_VALUES[usize::from(pair[0])], HEX_VALUES[usize::from(pair[1])]);
+    for (i, byte) in out.iter_mut().enumerate() {
+        let high = HEX_VALUES[usize::from(digits[2 * i])];
+        let low = HEX_VALUES[usize::from(digits[2 * i + 1])];
         bad |= high | low;
         *byte = (high << 4) | (low & 15);
     }
