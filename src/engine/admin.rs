@@ -331,11 +331,7 @@ impl Engine {
                 kinds[k] += 1;
             }
             stats.stored_bytes += entry.record_len;
-            // Without embeddings, no memory's id is hashed to look one up.
-            if let Some(vector) = (!self.embeddings.is_empty())
-                .then(|| self.embeddings.get(&item.id))
-                .flatten()
-            {
+            if let Some(vector) = self.embeddings.get(&item.id) {
                 stats.embedded += 1;
                 stats.stored_bytes += vector.record_len();
             }
