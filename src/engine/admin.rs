@@ -10,7 +10,7 @@ use super::catalog::{Id, TenantKey};
 use super::ingest::detects_pii;
 use super::txn::Txn;
 use super::{DeleteAllResult, Engine, ListPage, ListQuery, MemoryPatch, Stats};
-use crate::codec::{self, FORMAT_VERSION};
+use crate::codec::FORMAT_VERSION;
 use crate::error::{Error, Result};
 use crate::index::Bm25Index;
 use crate::item::{
@@ -314,7 +314,11 @@ impl Engine {
         // from the memories: nothing is allocated per memory.
         let mut kinds = [0usize; Kind::ALL.len()];
         let mut tenants: BTreeSet<(&str, &str)> = BTreeSet::new();
-        for item in self.items().filter(|i| filter.matches_item(i)) {
+        for entry in self.entries.values() {
+            let item = &entry.item;
+            if !filter.matches_item(item) {
+                continue;
+            }
             stats.items += 1;
             stats.deleted += usize::from(item.is_deleted());
             stats.pending += usize::from(item.status == Status::Pending);
@@ -326,7 +330,7 @@ impl Engine {
             if let Some(k) = Kind::ALL.iter().position(|k| *k == item.kind) {
                 kinds[k] += 1;
             }
-            stats.stored_bytes += codec::item_record_len(item);
+            stats.stored_bytes += entry.record_len;
             if let Some(vector) = self.embeddings.get(&item.id) {
                 stats.embedded += 1;
                 stats.stored_bytes += vector.record_len();

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use super::duplicate::{DuplicateKey, Voice};
 use super::txn::{Txn, Undo};
 use super::Engine;
+use crate::codec;
 use crate::env::{parse_ulid, Environment};
 use crate::index::bm25::TermCounts;
 use crate::index::Bm25Index;
@@ -106,6 +107,12 @@ fn add_sorted<T: Ord>(tree: &mut BTreeSet<T>, keys: Vec<T>) {
 pub(super) struct Entry {
     pub(super) item: MemoryItem,
     pub(super) doc: u32,
+    /// Bytes of the memory's record as stored (`codec::item_record_len`),
+    /// counted when it is set, while its strings are in the cache: `stats`
+    /// sums it without reading every memory's strings again, which were
+    /// cache misses spread over the whole heap. Only `set` makes an entry,
+    /// so it stays the record's length.
+    pub(super) record_len: usize,
 }
 
 impl Engine {
@@ -134,7 +141,7 @@ impl Engine {
             .as_ref()
             .and_then(|e| self.doc_owner.get(e.doc as usize)?.clone())
             .unwrap_or_else(|| Id::from(id));
-        if let Some(Entry { item, doc: d }) = old.as_deref() {
+        if let Some(Entry { item, doc: d, .. }) = old.as_deref() {
             let key = DuplicateKey::of(self.scope_key(&item.scope), item);
             if self.by_hash.get(&key).map(|h| &**h) == Some(id) {
                 if let Some((held, _)) = self.by_hash.remove_entry(&key) {
@@ -212,18 +219,22 @@ impl Engine {
                     None => (self.allocate_doc(&handle), false),
                 };
                 if !item.is_deleted() && !already_indexed {
+                    // One lookup when the tenant has an index (all but its
+                    // first memory).
                     let tenant: &dyn TenantKey = &item.scope;
-                    if !self.lexical.contains_key(tenant) {
-                        let index = Bm25Index::new(self.config.bm25);
-                        self.lexical.insert(item.scope.tenant(), index);
-                    }
-                    match (self.lexical.get_mut(tenant), counts) {
-                        (Some(index), Some(counts)) => index.insert_counted(d, counts),
-                        (Some(index), None) => index.insert(
+                    let index = match self.lexical.get_mut(tenant) {
+                        Some(index) => index,
+                        None => self
+                            .lexical
+                            .entry(item.scope.tenant())
+                            .or_insert_with(|| Bm25Index::new(self.config.bm25)),
+                    };
+                    match counts {
+                        Some(counts) => index.insert_counted(d, counts),
+                        None => index.insert(
                             d,
                             &text::said_terms(&item.text, item.speaker.as_deref()),
                         ),
-                        (None, _) => {}
                     }
                 }
                 // Chunks belong to their file: they take no part in
@@ -284,7 +295,13 @@ impl Engine {
                     self.pinned.insert(id.to_string());
                 }
                 let key = old_key.unwrap_or_else(|| id.to_string());
-                self.entries.insert(key, Box::new(Entry { item, doc: d }));
+                let record_len = codec::item_record_len(&item);
+                let entry = Entry {
+                    item,
+                    doc: d,
+                    record_len,
+                };
+                self.entries.insert(key, Box::new(entry));
                 self.index_vector(id);
             }
             None => {
@@ -295,6 +312,23 @@ impl Engine {
             }
         }
         old.map(|e| e.item)
+    }
+
+    /// Makes room for `items` more memories in the catalog's maps, which
+    /// would otherwise double (and rehash every key) about
+    /// `log2(items)` times while a store's records are applied; with
+    /// [`Engine::defer_time_keys`], its held keys too.
+    pub(super) fn reserve_items(&mut self, items: usize) {
+        self.entries.reserve(items);
+        self.doc_owner
+            .reserve(items.saturating_sub(self.free_docs.len()));
+        // An upper bound: chunks, keyed and superseded memories and
+        // summaries take no duplicate key.
+        self.by_hash.reserve(items);
+        if let Some(keys) = &mut self.deferred_times {
+            keys.created.reserve(items);
+            keys.scope_time.reserve(items);
+        }
     }
 
     /// Holds the keys of `by_created` and `by_scope_time` that
@@ -396,9 +430,9 @@ mod tests {
 
     use super::{FastMap, TenantKey};
     use crate::codec;
-    use crate::engine::{Config, Engine, MemoryInput, Stored, Txn};
+    use crate::engine::{Config, Engine, MemoryInput, MemoryPatch, Stored, Txn};
     use crate::env::{Environment, FixedEnvironment};
-    use crate::item::{MemoryItem, Scope, Tenant, Timestamp};
+    use crate::item::{MemoryItem, Scope, ScopeFilter, Tenant, Timestamp};
 
     #[test]
     fn a_memory_id_is_one_allocation_shared_by_the_keys() {
@@ -479,6 +513,74 @@ mod tests {
             assert_eq!(loaded.by_created, engine.by_created);
             assert_eq!(loaded.by_scope_time, engine.by_scope_time);
         }
+    }
+
+    /// Each memory's `record_len` is its record's length, and `stats`
+    /// sums exactly the records (the oracle: every record written).
+    fn check_record_lens(engine: &Engine) {
+        let mut all = 0;
+        let mut alice = 0;
+        for entry in engine.entries.values() {
+            let written = codec::encode_item(&entry.item).len();
+            assert_eq!(entry.record_len, written, "{}", entry.item.id);
+            all += written;
+            if entry.item.scope.user_id == "alice" {
+                alice += written;
+            }
+        }
+        assert_eq!(engine.stats(&ScopeFilter::default(), true).stored_bytes, all);
+        let only_alice = ScopeFilter {
+            user_id: Some("alice".into()),
+            ..ScopeFilter::default()
+        };
+        assert_eq!(engine.stats(&only_alice, true).stored_bytes, alice);
+    }
+
+    #[test]
+    fn stats_counts_the_records_as_every_change_leaves_them() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let (alice, bob) = (Scope::workspace("alice", "w"), Scope::workspace("bob", "w"));
+        let said = |text: &str, scope: &Scope, speaker: Option<&str>| MemoryInput {
+            speaker: speaker.map(str::to_string),
+            tags: Some(vec!["a \"tag\"".into(), "é \\ back".into()]),
+            ..MemoryInput::new(text, scope.clone())
+        };
+        let inputs = vec![
+            said("alice said \"hello\"\nover two lines", &alice, Some("Alice")),
+            said("alice likes green tea", &alice, None),
+            said("bob owns a red bicycle", &bob, None),
+        ];
+        let ids: Vec<String> = engine
+            .ingest(inputs, &mut env, &mut Txn::default())
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id.unwrap())
+            .collect();
+        check_record_lens(&engine);
+        // The same text again: merged into the first (a nested field).
+        let again = vec![said("alice likes green tea", &alice, None)];
+        engine.ingest(again, &mut env, &mut Txn::default()).unwrap();
+        check_record_lens(&engine);
+        let patch = MemoryPatch {
+            text: Some("bob owns a blue bicycle, now".into()),
+            pinned: Some(true),
+            ..MemoryPatch::default()
+        };
+        let mut txn = Txn::default();
+        engine.update(&ids[2], patch, env.now(), &mut txn).unwrap();
+        check_record_lens(&engine);
+        engine.rollback(txn);
+        check_record_lens(&engine);
+        let now = env.now();
+        engine.delete(&ids[0], false, now, &mut Txn::default()).unwrap();
+        check_record_lens(&engine);
+        engine.delete(&ids[1], true, now, &mut Txn::default()).unwrap();
+        check_record_lens(&engine);
+        // Loaded from the records: the same lengths.
+        let record = |item: &MemoryItem| (format!("item/{}", item.id), codec::encode_item(item));
+        let records: Vec<_> = engine.items().map(record).collect();
+        check_record_lens(&Engine::load(Config::default(), records, None).unwrap());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! constructor makes it for every map and lookup, so ingest, import,
 //! update and the catalog cannot disagree on what a duplicate is.
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use super::interner::Interner;
@@ -85,11 +86,36 @@ impl ContentKey {
 
 /// The key of `Engine::by_hash`: a memory's scope (the catalog's shared
 /// copy), voice and content hash.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// The scope is compared and hashed by the address of its copy, not by its
+/// five fields: every key is built with `Engine::scope_key` or the
+/// interner's `share`, so two keys of equal scopes hold the one shared copy
+/// whenever either is in `by_hash` (a lookup's fresh copy, made when no key
+/// holds the scope, finds nothing, as it should). Hashing the fields took
+/// a few hundred instructions per memory a store opens with.
+#[derive(Debug, Clone)]
 pub(super) struct DuplicateKey {
     scope: Arc<Scope>,
     voice: Voice,
     hash: ContentKey,
+}
+
+impl PartialEq for DuplicateKey {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.scope, &other.scope)
+            && self.voice == other.voice
+            && self.hash == other.hash
+    }
+}
+
+impl Eq for DuplicateKey {}
+
+impl Hash for DuplicateKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        std::ptr::hash(Arc::as_ptr(&self.scope), state);
+        self.voice.hash(state);
+        self.hash.hash(state);
+    }
 }
 
 impl DuplicateKey {
@@ -224,6 +250,28 @@ mod tests {
             Voice::of(None, Some("assistant")),
             Voice::of(Some(Role::Assistant), None)
         );
+    }
+
+    #[test]
+    fn duplicate_keys_compare_the_shared_scope_by_its_copy() {
+        let hash = crate::text::content_hash("I love hiking");
+        let shared = Arc::new(Scope::workspace("u", "w"));
+        let key = |scope: &Arc<Scope>| DuplicateKey::new(scope.clone(), Voice::Unnamed, &hash);
+        let hashed = |key: &DuplicateKey| {
+            let mut state = std::hash::DefaultHasher::new();
+            key.hash(&mut state);
+            state.finish()
+        };
+        assert_eq!(key(&shared), key(&shared));
+        assert_eq!(hashed(&key(&shared)), hashed(&key(&shared)));
+        // Another copy of an equal scope is another key: the catalog never
+        // builds one while a copy is shared (`Engine::scope_key`).
+        let other = Arc::new(Scope::workspace("u", "w"));
+        assert_ne!(key(&shared), key(&other));
+        let said = DuplicateKey::new(shared.clone(), Voice::of(None, Some("Caroline")), &hash);
+        assert_ne!(key(&shared), said);
+        let other_text = crate::text::content_hash("I love running");
+        assert_ne!(key(&shared), DuplicateKey::new(shared.clone(), Voice::Unnamed, &other_text));
     }
 
     #[test]

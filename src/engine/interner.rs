@@ -4,7 +4,7 @@
 
 use std::borrow::Borrow;
 use std::hash::Hash;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use crate::fast_hash::FastSet;
 
@@ -16,12 +16,20 @@ use crate::fast_hash::FastSet;
 /// the engine does (a leak, never a wrong answer).
 pub(super) struct Interner<T: ?Sized> {
     shared: FastSet<Arc<T>>,
+    /// The copy `share` gave last, weakly: the memories a store opens
+    /// with mostly share the scope and speaker of the one before, and
+    /// comparing with it is cheaper than hashing the value (a scope's five
+    /// fields). A copy that can still be upgraded is in `shared`: `release`
+    /// takes a copy out only when the set and the handle released are its
+    /// last holders.
+    last: Option<Weak<T>>,
 }
 
 impl<T: ?Sized> Default for Interner<T> {
     fn default() -> Self {
         Interner {
             shared: FastSet::default(),
+            last: None,
         }
     }
 }
@@ -42,11 +50,20 @@ impl<T: ?Sized + Eq + Hash> Interner<T> {
         T: ToOwned,
         Arc<T>: From<T::Owned>,
     {
-        if let Some(shared) = self.shared.get(value) {
-            return shared.clone();
+        if let Some(last) = self.last.as_ref().and_then(Weak::upgrade) {
+            if *last == *value {
+                return last;
+            }
         }
-        let shared = Arc::<T>::from(value.to_owned());
-        self.shared.insert(shared.clone());
+        let shared = match self.shared.get(value) {
+            Some(shared) => shared.clone(),
+            None => {
+                let shared = Arc::<T>::from(value.to_owned());
+                self.shared.insert(shared.clone());
+                shared
+            }
+        };
+        self.last = Some(Arc::downgrade(&shared));
         shared
     }
 
@@ -103,8 +120,31 @@ mod tests {
         scopes.release(second);
         assert!(scopes.is_empty());
         assert_eq!(freed.strong_count(), 0, "no copy is left behind");
-        // Shared again, it is a new copy.
+        // Shared again, it is a new copy, which the set holds.
         let again = scopes.share(&scope);
+        assert_eq!(Arc::strong_count(&again), 2);
+        assert!(Arc::ptr_eq(scopes.get(&scope).unwrap(), &again));
+    }
+
+    #[test]
+    fn the_last_copy_shared_is_the_sets_copy() {
+        let mut scopes: Interner<Scope> = Interner::default();
+        let (a, b) = (Scope::workspace("alice", "w"), Scope::workspace("bob", "w"));
+        // Alternating values, repeats, and a value released and shared
+        // again: each handle is the set's copy of its value.
+        let mut held = Vec::new();
+        for value in [&a, &a, &b, &a, &b, &b] {
+            let handle = scopes.share(value);
+            assert!(Arc::ptr_eq(scopes.get(value).unwrap(), &handle));
+            held.push(handle);
+        }
+        assert_eq!(scopes.len(), 2);
+        for handle in held.drain(..) {
+            scopes.release(handle);
+        }
+        assert!(scopes.is_empty());
+        let again = scopes.share(&b);
+        assert!(Arc::ptr_eq(scopes.get(&b).unwrap(), &again));
         assert_eq!(Arc::strong_count(&again), 2);
     }
 

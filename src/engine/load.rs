@@ -159,8 +159,11 @@ impl Loader {
         config.validate()?;
         let mut engine = Engine::new(config);
         engine.model_id = model_id;
-        engine.doc_owner = vec![None; memories];
         engine.defer_time_keys();
+        // The catalog's maps sized once for every memory, not doubled
+        // (and rehashed) as they come.
+        engine.reserve_items(memories);
+        engine.doc_owner.resize(memories, None);
         Ok(Loader {
             engine,
             vectors: Vec::with_capacity(embeddings),

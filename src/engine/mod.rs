@@ -280,6 +280,7 @@ impl Engine {
             self.model_id = model_id;
         }
         self.defer_time_keys();
+        self.reserve_items(added.len());
         for (at, record) in decoded.into_iter().enumerate() {
             if let Some((_, dimensions)) = first_loaded.filter(|&(first, _)| first == at) {
                 self.reserve_vectors(&loaded, dimensions);

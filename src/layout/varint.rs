@@ -48,17 +48,35 @@ impl<'a> Reader<'a> {
     }
 
     /// A varint of at most ten bytes.
+    #[inline]
     pub(super) fn varint64(&mut self) -> Result<u64, CodecError> {
         self.leb(10)
     }
 
     /// A varint of at most five bytes, at most `u32::MAX`.
+    #[inline]
     pub(super) fn varint(&mut self) -> Result<u32, CodecError> {
         let value = self.leb(5)?;
         u32::try_from(value).map_err(|_| self.bad("a varint past u32"))
     }
 
+    /// Most varints of a segment (term ids, counts, lengths, dictionary
+    /// indexes) are below 128: one byte, read here without a loop or a
+    /// call; the others go to [`Reader::leb_long`]. An open reads dozens
+    /// per memory.
+    #[inline]
     fn leb(&mut self, max_bytes: u32) -> Result<u64, CodecError> {
+        match self.bytes.get(self.at) {
+            Some(&byte) if byte < 0x80 => {
+                self.at += 1;
+                Ok(u64::from(byte))
+            }
+            _ => self.leb_long(max_bytes),
+        }
+    }
+
+    #[inline(never)]
+    fn leb_long(&mut self, max_bytes: u32) -> Result<u64, CodecError> {
         let mut value: u64 = 0;
         for shift in 0..max_bytes {
             let byte = *self
@@ -111,6 +129,17 @@ mod tests {
             let mut reader = Reader::new(&out, "t");
             assert_eq!(reader.varint64().unwrap(), value);
             assert!(reader.done());
+        }
+        // Every length of encoding, at its edges.
+        for bits in 0..64 {
+            for value in [(1u64 << bits) - 1, 1u64 << bits, (1u64 << bits) + 1] {
+                let mut out = Vec::new();
+                put_varint(&mut out, value);
+                out.push(0x55);
+                let mut reader = Reader::new(&out, "t");
+                assert_eq!(reader.varint64().unwrap(), value);
+                assert_eq!(reader.byte().unwrap(), 0x55, "the reader stops after the varint");
+            }
         }
         let mut big = Vec::new();
         put_varint(&mut big, u64::from(u32::MAX) + 1);

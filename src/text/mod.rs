@@ -136,31 +136,51 @@ pub fn content_hash(normalized: &str) -> String {
 /// Lowercase hex of bytes.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
+    // Built as bytes and converted once: pushing `char`s one at a time
+    // checked capacity and encoded UTF-8 per digit, and a store's open
+    // writes a content hash per memory (`docs/speed.md`, "Issue 21: the
+    // native open path (2026-11-26, fourth session)").
+    let mut digits = vec![0u8; bytes.len() * 2];
+    for (pair, b) in digits.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 15)];
     }
-    out
+    // Only ASCII digits were written: the conversion cannot fail.
+    String::from_utf8(digits).unwrap_or_default()
 }
+
+/// The value of each byte as a lowercase hex digit, else `NOT_HEX`.
+const HEX_VALUES: [u8; 256] = {
+    let mut values = [NOT_HEX; 256];
+    let mut i = 0;
+    while i < 10 {
+        values[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        values[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    values
+};
+const NOT_HEX: u8 = 0xff;
 
 /// The 32 bytes of a content hash written as 64 lowercase hex digits
 /// ([`content_hash`]), else `None`.
 pub(crate) fn hex_bytes(hash: &str) -> Option<[u8; 32]> {
-    let digits = hash.as_bytes();
-    if digits.len() != 64 {
-        return None;
-    }
-    let nibble = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
+    let digits: &[u8; 64] = hash.as_bytes().try_into().ok()?;
     let mut out = [0u8; 32];
-    for (i, pair) in digits.chunks_exact(2).enumerate() {
-        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    // Every pair is decoded and the misfits are found once at the end:
+    // no branch per digit.
+    let mut bad = 0u8;
+    for (i, byte) in out.iter_mut().enumerate() {
+        let high = HEX_VALUES[usize::from(digits[2 * i])];
+        let low = HEX_VALUES[usize::from(digits[2 * i + 1])];
+        bad |= high | low;
+        *byte = (high << 4) | (low & 15);
     }
-    Some(out)
+    (bad & 0xf0 == 0).then_some(out)
 }
 
 /// Unifies line breaks, drops control and zero-width characters and maps
@@ -395,6 +415,28 @@ mod tests {
         assert_eq!(hex_bytes(&hash).map(|b| hex(&b)), Some(hash.clone()));
         assert_eq!(hex_bytes(&hash.to_uppercase()), None);
         assert_eq!(hex_bytes(&hash[1..]), None);
+    }
+
+    #[test]
+    fn hex_bytes_accepts_exactly_the_lowercase_hex_digits() {
+        // Any byte at any place: refused unless it is a digit `hex` writes
+        // (the oracle: `char::to_digit`, lowercase only).
+        let hash = content_hash("a");
+        for at in 0..64 {
+            for b in 0..=255u8 {
+                let mut digits = hash.clone().into_bytes();
+                digits[at] = b;
+                let Ok(text) = String::from_utf8(digits) else {
+                    continue;
+                };
+                let expected = text.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c));
+                let decoded = hex_bytes(&text);
+                assert_eq!(decoded.is_some(), expected, "{b:#x} at {at}");
+                if let Some(bytes) = decoded {
+                    assert_eq!(hex(&bytes), text);
+                }
+            }
+        }
     }
 
     fn tricky_text() -> impl Strategy<Value = String> {
