@@ -12,8 +12,9 @@ use super::{
     SEGMENT_BYTES, TIER_BASE,
 };
 use crate::codec;
-use crate::engine::Engine;
+use crate::engine::{Change, Changes, Engine};
 use crate::fast_hash::{FastMap, FastSet};
+use crate::index::bm25::TermCounts;
 use crate::item::MemoryItem;
 use crate::keys::{ITEM_PREFIX, MANIFEST_KEY};
 use crate::storage::Batch;
@@ -41,28 +42,30 @@ impl Layout {
     /// The commit that stores every record of `engine` afresh (a migrated
     /// store).
     pub(super) fn plan_all(&self, engine: &Engine) -> Plan {
-        let mut batch = Batch::new();
-        for key in engine.record_keys() {
-            if let Some(record) = engine.record(&key) {
-                batch.put(key, record);
-            }
-        }
-        self.plan(&batch, engine)
+        self.plan(&Changes::all(engine), engine)
     }
 
     /// Prepares the commit of `changed` (the records a write changed, from
     /// [`Engine::batch_for`]; `engine` holds the state after it), with this
     /// commit's share of compaction. See the module documentation.
-    pub(crate) fn plan(&self, changed: &Batch, engine: &Engine) -> Plan {
+    pub(crate) fn plan(&self, changed: &Changes<'_>, engine: &Engine) -> Plan {
         let mut touched: FastSet<&str> = FastSet::default();
-        let mut puts: Vec<(&str, &[u8])> = Vec::new();
+        let mut puts: Vec<(&str, Cow<[u8]>)> = Vec::new();
+        // The terms ingest counted for the memories it added.
+        let mut counted: FastMap<&str, &TermCounts> = FastMap::default();
         let mut rewrite: BTreeSet<u64> = BTreeSet::new();
         let mut erased = Vec::new();
-        for (key, value) in changed.ops() {
+        for (key, change) in changed.iter() {
             touched.insert(key);
-            match value {
-                Some(record) => puts.push((key, record)),
-                None => {
+            match change {
+                Change::Memory(item, terms) => {
+                    puts.push((key, Cow::Owned(codec::encode_item(item))));
+                    if let Some(terms) = terms {
+                        counted.insert(key, terms);
+                    }
+                }
+                Change::Record(record) => puts.push((key, Cow::Borrowed(record))),
+                Change::Delete => {
                     if let Some(state) = self.keys.get(key) {
                         rewrite.extend(state.segments());
                         erased.push(key.to_string());
@@ -95,7 +98,8 @@ impl Layout {
                 fresh.insert(key.to_string(), Some(record.to_vec()));
             }
         } else if !puts.is_empty() {
-            log.push(encode_records(&puts));
+            let records: Vec<(&str, &[u8])> = puts.iter().map(|(k, v)| (*k, &**v)).collect();
+            log.push(encode_records(&records));
         }
         let log_bytes: usize = log.iter().map(Vec::len).sum();
         if log_bytes > LOG_BYTES || log.len() > LOG_FRAMES {
@@ -147,7 +151,10 @@ impl Layout {
         };
         let written: Vec<Fresh> = fresh
             .iter()
-            .filter_map(|(key, record)| Fresh::new(key, record.as_deref(), engine))
+            .filter_map(|(key, record)| {
+                let counted = counted.get(key.as_str()).copied();
+                Fresh::new(key, record.as_deref(), counted, engine)
+            })
             .collect();
         for chunk in chunks(written) {
             let number = update.next_segment;
@@ -334,12 +341,29 @@ impl<'a> Fresh<'a> {
     /// The segments a commit writes must be filled by what they take, or
     /// the size tiers of compaction would merge them again and again, and
     /// values must stay within the backends' limits.
-    /// `None` when `record` is `None` (the engine's memory of `key`) and
-    /// the engine holds no such memory.
-    fn new(key: &'a str, record: Option<&'a [u8]>, engine: &'a Engine) -> Option<Self> {
+    /// `counted`: the memory's terms as ingest counted them, when it did
+    /// (else they are fetched from the lexical index). `None` when
+    /// `record` is `None` (the engine's memory of `key`) and the engine
+    /// holds no such memory.
+    fn new(
+        key: &'a str,
+        record: Option<&'a [u8]>,
+        counted: Option<&'a TermCounts>,
+        engine: &'a Engine,
+    ) -> Option<Self> {
         let id = key.strip_prefix(ITEM_PREFIX);
         let item = id.and_then(|id| engine.get(id).ok());
-        let terms = id.and_then(|id| engine.term_counts(id));
+        let terms = match counted {
+            // The lexical index keeps a frequency in 16 bits
+            // (`Bm25Index::insert_counts`): the part holds what it holds.
+            Some(counts) => Some(
+                counts
+                    .iter()
+                    .map(|(term, frequency)| (term, frequency.min(u32::from(u16::MAX))))
+                    .collect(),
+            ),
+            None => id.and_then(|id| engine.term_counts(id)),
+        };
         let record = match (record, item) {
             (Some(record), _) => Body::Record(record),
             (None, Some(item)) => Body::Item(item),
@@ -446,6 +470,57 @@ mod tests {
     use crate::engine::{Config, MemoryInput, Txn};
     use crate::env::FixedEnvironment;
     use crate::item::{Scope, Timestamp};
+
+    /// The terms ingest counted, handed to the segment write, give the
+    /// segments the terms fetched back from the lexical index give (the
+    /// oracle: `plan_all`, which hands none): for texts with repeated
+    /// words, a speaker, bigrams, duplicates merged in the batch, and a
+    /// memory whose text a later write of the same commit changed (its
+    /// counted terms no longer stand for it).
+    #[test]
+    fn counted_terms_give_the_segments_the_index_gives() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let scope = Scope::workspace("alice", "home");
+        let mut inputs: Vec<MemoryInput> = (0..400)
+            .map(|i| {
+                let text = match i % 4 {
+                    0 => format!("note {i}: apples and apples and more apples {}", i * 7),
+                    1 => format!("東京の天気 {i} は晴れ"),
+                    2 => format!("the garden {} grows", i / 8),
+                    _ => format!("note {i} from the kitchen"),
+                };
+                let mut input = MemoryInput::new(text, scope.clone());
+                if i % 3 == 0 {
+                    input.speaker = Some("Caroline".to_string());
+                }
+                input
+            })
+            .collect();
+        // Exact duplicates, merged into the memories they repeat.
+        inputs.push(MemoryInput::new("note 3 from the kitchen", scope.clone()));
+        let mut txn = Txn::default();
+        let results = engine.ingest(inputs, &mut env, &mut txn).unwrap();
+        let edited = results[5].id.clone().unwrap();
+        let patch = crate::engine::MemoryPatch {
+            text: Some("an entirely new text about pears".to_string()),
+            ..Default::default()
+        };
+        engine.update(&edited, patch, Timestamp(1_700_000_000_001), &mut txn).unwrap();
+        let changes = engine.batch_for(&txn);
+        let counted = changes
+            .iter()
+            .filter(|(_, change)| matches!(change, Change::Memory(_, Some(_))))
+            .count();
+        assert!(counted > 300, "{counted}");
+        let edited_key = format!("{ITEM_PREFIX}{edited}");
+        let (_, change) = changes.iter().find(|(key, _)| *key == edited_key).unwrap();
+        assert!(matches!(change, Change::Memory(_, None)));
+        let planned = Layout::default().plan(&changes, &engine);
+        let oracle = Layout::default().plan_all(&engine);
+        assert_eq!(planned.batch, oracle.batch);
+        assert_eq!(planned.manifest, oracle.manifest);
+    }
 
     /// Segments are filled by the bytes they take (rows, not the JSON
     /// records rows replace): a segment written full is above the size of
