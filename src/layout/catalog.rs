@@ -20,9 +20,9 @@
 //! here, and fast once [`HANDLED`], [`put_row`] and [`read_row`] learn it
 //! (`docs/design.md`, "Where each kind of change goes"). A writer keeps a
 //! memory as a JSON record instead of a row whenever the row would not give
-//! back the same memory (`rows_for`).
+//! back the same memory ([`CatalogWriter::push`]).
 
-use super::varint::{put_str, put_varint, Reader};
+use super::varint::{put_str, put_varint, varint_len, Reader};
 use crate::fast_hash::FastMap;
 use crate::codec::CodecError;
 use crate::text::{hex, hex_bytes};
@@ -86,47 +86,110 @@ const SOURCE_KINDS: [SourceKind; 5] = [
 const ROLES: [Role; 3] = [Role::User, Role::Assistant, Role::System];
 
 /// The catalog part holding `items`, in the order of their records.
+#[cfg(test)]
 pub(crate) fn encode_catalog(items: &[&MemoryItem]) -> Vec<u8> {
-    let mut dictionary = Dictionary::default();
-    let mut rows = Vec::new();
-    put_varint(&mut rows, items.len() as u64);
+    let mut writer = CatalogWriter::default();
     for item in items {
-        put_row(&mut rows, item, &mut dictionary);
+        writer.put(item);
     }
-    let mut out = Vec::with_capacity(rows.len() + dictionary.bytes);
-    put_varint(&mut out, dictionary.strings.len() as u64);
-    for s in &dictionary.strings {
-        put_str(&mut out, s);
-    }
-    out.extend_from_slice(&rows);
-    out
+    writer.finish()
 }
 
 /// Bytes the row of `item` takes in a catalog part of its own (with the
-/// dictionary strings only it uses).
+/// dictionary strings only it uses): the oracle of what
+/// [`CatalogWriter::push`] returns.
+#[cfg(test)]
 pub(crate) fn row_len(item: &MemoryItem) -> usize {
     encode_catalog(&[item]).len()
 }
 
-/// Which of `items` a catalog part gives back exactly (the others stay
-/// JSON records), and the part holding those: encoded, decoded and
-/// compared, so a field this codec does not know is never lost.
-pub(crate) fn rows_for(items: &[&MemoryItem]) -> (Vec<bool>, Vec<u8>) {
-    let part = encode_catalog(items);
-    let decoded = decode_catalog(&part, items.len()).unwrap_or_default();
-    let fits: Vec<bool> = (0..items.len())
-        .map(|i| decoded.get(i) == Some(items[i]))
-        .collect();
-    if fits.iter().all(|&f| f) {
-        return (fits, part);
+/// A catalog part written a row at a time ([`CatalogWriter::push`]); the
+/// last row can be taken back ([`CatalogWriter::pop`]), so a segment
+/// write can size each row as it encodes it and move the row that does
+/// not fit to the next segment.
+#[derive(Default)]
+pub(crate) struct CatalogWriter<'a> {
+    dictionary: Dictionary<'a>,
+    rows: Vec<u8>,
+    count: u64,
+    /// Where the last row's bytes start and how many dictionary strings
+    /// there were before it.
+    last: Option<(usize, usize)>,
+}
+
+impl<'a> CatalogWriter<'a> {
+    /// Adds the row of `item` if it gives the memory back exactly, and
+    /// returns the bytes it takes in a catalog part of its own (with the
+    /// dictionary strings only it uses: what a segment counts for it,
+    /// whichever segment it goes to). `None` adds nothing: the memory stays
+    /// a JSON record.
+    pub(crate) fn push(&mut self, item: &'a MemoryItem) -> Option<usize> {
+        let alone = self.put(item);
+        let start = self.last.map_or(0, |(start, _)| start);
+        // Decoded and compared, so a field this codec does not know is
+        // never lost.
+        let mut reader = Reader::new(&self.rows[start..], "catalog part");
+        let back = read_row(&mut reader, &self.dictionary.strings);
+        if back.ok().as_ref() == Some(item) && reader.done() {
+            Some(alone)
+        } else {
+            self.pop();
+            None
+        }
     }
-    let kept: Vec<&MemoryItem> = items
-        .iter()
-        .zip(&fits)
-        .filter(|(_, &f)| f)
-        .map(|(item, _)| *item)
-        .collect();
-    (fits, encode_catalog(&kept))
+
+    /// Adds the row of `item` as it is; returns [`CatalogWriter::push`]'s
+    /// length.
+    fn put(&mut self, item: &'a MemoryItem) -> usize {
+        let start = self.rows.len();
+        self.last = Some((start, self.dictionary.strings.len()));
+        self.dictionary.row.clear();
+        self.dictionary.row_index_bytes = 0;
+        self.dictionary.row_alone_bytes = 0;
+        put_row(&mut self.rows, item, &mut self.dictionary);
+        self.count += 1;
+        // Alone, the row's strings are numbered from 0 in the order it
+        // first uses them: the dictionary of those, a row count of 1, and
+        // the row with its indexes written in that numbering.
+        let dictionary = &self.dictionary;
+        let strings: usize = dictionary
+            .row
+            .iter()
+            .map(|&index| {
+                let len = dictionary.strings[index as usize].len();
+                varint_len(len as u64) + len
+            })
+            .sum();
+        let row = self.rows.len() - start - dictionary.row_index_bytes + dictionary.row_alone_bytes;
+        varint_len(dictionary.row.len() as u64) + strings + varint_len(1) + row
+    }
+
+    /// Takes back the row added last (nothing if it was taken back already).
+    pub(crate) fn pop(&mut self) {
+        let Some((start, strings)) = self.last.take() else {
+            return;
+        };
+        self.rows.truncate(start);
+        self.count -= 1;
+        let dictionary = &mut self.dictionary;
+        for s in dictionary.strings.drain(strings..) {
+            dictionary.index.remove(s);
+            dictionary.bytes -= s.len() + 2;
+        }
+    }
+
+    /// The part's bytes.
+    pub(crate) fn finish(self) -> Vec<u8> {
+        let dictionary = self.dictionary;
+        let mut out = Vec::with_capacity(self.rows.len() + dictionary.bytes + 10);
+        put_varint(&mut out, dictionary.strings.len() as u64);
+        for s in &dictionary.strings {
+            put_str(&mut out, s);
+        }
+        put_varint(&mut out, self.count);
+        out.extend_from_slice(&self.rows);
+        out
+    }
 }
 
 /// Decodes a catalog part that must hold `rows` rows.
@@ -159,6 +222,12 @@ struct Dictionary<'a> {
     strings: Vec<&'a str>,
     index: FastMap<&'a str, u64>,
     bytes: usize,
+    /// The indexes of the strings the row being written uses, in the order
+    /// it first uses them.
+    row: Vec<u64>,
+    /// Bytes its indexes take, and would take in a part of its own.
+    row_index_bytes: usize,
+    row_alone_bytes: usize,
 }
 
 impl<'a> Dictionary<'a> {
@@ -170,6 +239,15 @@ impl<'a> Dictionary<'a> {
             self.bytes += s.len() + 2;
         }
         put_varint(out, index);
+        let alone = match self.row.iter().position(|&i| i == index) {
+            Some(alone) => alone,
+            None => {
+                self.row.push(index);
+                self.row.len() - 1
+            }
+        };
+        self.row_index_bytes += varint_len(index);
+        self.row_alone_bytes += varint_len(alone as u64);
     }
 }
 
@@ -281,7 +359,7 @@ fn rest_of(item: &MemoryItem) -> Option<String> {
     // Most memories set none of the fields below, the ones a row does not
     // hold that this build knows: they then need no JSON of the memory. A
     // field added later that this list lacks is still kept: its memory's
-    // row does not give it back, so `rows_for` keeps a JSON record.
+    // row does not give it back, so `CatalogWriter::push` leaves it a JSON record.
     let rest_set = !item.merged_from.is_empty()
         || item.metadata.is_some()
         || !item.history.is_empty()
@@ -472,6 +550,7 @@ fn time(reader: &mut Reader<'_>) -> Result<Timestamp, CodecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn plain() -> MemoryItem {
         MemoryItem::stored_example()
@@ -499,6 +578,157 @@ mod tests {
         .unwrap()
     }
 
+    /// Memories with any field set or not: strings from a pool large
+    /// enough that a part's dictionary indexes take two bytes, content
+    /// hashes hex or not, times in and out of years 1..=9999, the
+    /// `withdrawn` mark, and the fields a row keeps in its JSON rest
+    /// (metadata with floats among them).
+    fn item_strategy() -> impl Strategy<Value = MemoryItem> {
+        let word = || (0u32..400).prop_map(|i| format!("w{i}"));
+        let optional_word = || proptest::option::of(word());
+        let time = || prop_oneof![9 => 0i64..4_000_000_000_000, 1 => proptest::num::i64::ANY];
+        let hash = prop_oneof![
+            proptest::array::uniform32(proptest::num::u8::ANY).prop_map(|b| hex(&b)),
+            "[0-9A-Fa-fx]{0,66}",
+        ];
+        let names = (
+            "[a-z0-9]{1,6}",
+            "[a-z 東京]{0,30}",
+            word(),
+            word(),
+            optional_word(),
+            optional_word(),
+            optional_word(),
+            word(),
+            optional_word(),
+            hash,
+            optional_word(),
+            proptest::collection::vec(word(), 0..4),
+        );
+        let marks = (
+            0..Kind::ALL.len(),
+            0..STATUSES.len(),
+            0..SOURCE_KINDS.len(),
+            0..=ROLES.len(),
+            proptest::num::u8::ANY,
+            proptest::option::of(proptest::num::u32::ANY),
+            proptest::num::u64::ANY,
+            proptest::option::of((proptest::num::u32::ANY, proptest::num::u32::ANY)),
+        );
+        let times = (time(), time(), proptest::option::of(time()), proptest::option::of(time()));
+        let rest = (
+            proptest::option::of(optional_word()),
+            proptest::option::of(proptest::num::f64::ANY),
+            0u8..8,
+            proptest::bool::ANY,
+        );
+        (names, marks, times, rest).prop_map(|(names, marks, times, rest)| {
+            let (id, text, user, workspace, project, card, session, reference, uri, content_hash, speaker, tags) =
+                names;
+            let (kind, status, source_kind, role, bits, retention_days, usage_count, lines) = marks;
+            let (created, updated, last_used, deleted) = times;
+            let (follows_or_key, metadata, extra, withdrawn) = rest;
+            let bit = |n: u8| bits & (1 << n) != 0;
+            let mut item = MemoryItem {
+                id,
+                text,
+                kind: Kind::ALL[kind],
+                scope: Scope {
+                    user_id: user,
+                    workspace_id: workspace,
+                    project_id: project,
+                    card_id: card,
+                    session_id: session,
+                },
+                status: STATUSES[status],
+                pinned: bit(0),
+                source: Source {
+                    kind: SOURCE_KINDS[source_kind],
+                    reference,
+                    uri,
+                },
+                content_hash,
+                role: role.checked_sub(1).map(|r| ROLES[r]),
+                speaker,
+                tags,
+                privacy: Privacy {
+                    pii: bit(1),
+                    private: bit(2),
+                    retention_days,
+                },
+                created_at: Timestamp(created),
+                updated_at: Timestamp(updated),
+                last_used_at: last_used.map(Timestamp),
+                usage_count,
+                merged_from: Vec::new(),
+                follows: follows_or_key.clone().flatten().filter(|_| bit(3)),
+                deleted_at: deleted.map(Timestamp),
+                source_lines: lines.map(|(start, end)| LineRange { start, end }),
+                key: follows_or_key.flatten().filter(|_| bit(4)),
+                metadata: None,
+                history: Vec::new(),
+                superseded_at: None,
+                superseded_by: None,
+                supersedes: Vec::new(),
+                summary_of: Vec::new(),
+                withdrawn,
+            };
+            if let Some(value) = metadata {
+                let mut fields = serde_json::Map::new();
+                fields.insert("x".into(), serde_json::json!(value));
+                item.metadata = Some(fields);
+            }
+            let made = Timestamp(1_700_000_000_000);
+            match extra {
+                1 => item.merged_from.push(crate::item::MergeRecord {
+                    source: Source::default(),
+                    merged_at: made,
+                    created_at: made,
+                    text: Some("variant".into()),
+                }),
+                2 => item.superseded_at = Some(made),
+                3 => item.superseded_by = Some("m9".into()),
+                4 => item.supersedes.push("m8".into()),
+                5 => item.summary_of.push("m7".into()),
+                6 => item.history.push(crate::history::HistoryEvent {
+                    event: crate::history::HistoryKind::Deleted,
+                    at: made,
+                    fields: Vec::new(),
+                    status: None,
+                    pinned: None,
+                    other: None,
+                }),
+                _ => {}
+            }
+            item
+        })
+    }
+
+    proptest::proptest! {
+        /// Each row pushed is sized as it would be in a part of its own,
+        /// whatever the dictionary it joins; a row taken back leaves the
+        /// part the others make.
+        #[test]
+        fn rows_are_sized_as_alone_and_taken_back_cleanly(
+            items in proptest::collection::vec(item_strategy(), 1..60),
+            taken in proptest::collection::vec(proptest::bool::ANY, 60),
+        ) {
+            let mut writer = CatalogWriter::default();
+            let mut kept: Vec<&MemoryItem> = Vec::new();
+            for (item, take_back) in items.iter().zip(&taken) {
+                if let Some(len) = writer.push(item) {
+                    prop_assert_eq!(len, row_len(item));
+                    if *take_back {
+                        writer.pop();
+                    } else {
+                        kept.push(item);
+                    }
+                }
+            }
+            prop_assert_eq!(writer.finish(), encode_catalog(&kept));
+        }
+    }
+
     #[test]
     fn rows_give_back_every_field() {
         let items = [plain(), full(), plain()];
@@ -509,9 +739,11 @@ mod tests {
         // The scope's strings are written once.
         let carol = part.windows(5).filter(|w| w == b"carol").count();
         assert_eq!(carol, 1);
-        let (fits, again) = rows_for(&refs);
-        assert_eq!(fits, [true, true, true]);
-        assert_eq!(again, part);
+        let mut writer = CatalogWriter::default();
+        for item in &refs {
+            assert_eq!(writer.push(item), Some(row_len(item)));
+        }
+        assert_eq!(writer.finish(), part);
         assert!(decode_catalog(&encode_catalog(&[]), 0).unwrap().is_empty());
     }
 

@@ -156,21 +156,14 @@ impl Layout {
                 Fresh::new(key, record.as_deref(), counted, engine)
             })
             .collect();
-        for chunk in chunks(written) {
-            let number = update.next_segment;
-            update.next_segment += 1;
-            let keys: Vec<String> = chunk.iter().map(|f| f.key.to_string()).collect();
-            let (records, lexical, catalog) = segment_parts(chunk);
-            let records: Vec<(&str, &[u8])> = records.iter().map(|(k, v)| (*k, &**v)).collect();
-            let record = encode_segment(&records, &lexical, &catalog);
-            let info = SegmentRef {
-                number,
-                records: records.len() as u32,
-                bytes: record.len() as u64,
-                crc32: format::record_crc(&record),
-            };
-            batch.put(segment_key(number), record);
-            update.added.push((info, keys));
+        let mut segment = SegmentWriter::default();
+        for fresh in written {
+            if let Some(full) = segment.add(fresh) {
+                full.write(&mut batch, &mut update);
+            }
+        }
+        if !segment.records.is_empty() {
+            segment.write(&mut batch, &mut update);
         }
         for number in &update.removed {
             batch.delete(segment_key(*number));
@@ -329,22 +322,13 @@ struct Fresh<'a> {
     record: Body<'a>,
     item: Option<&'a MemoryItem>,
     terms: Option<Vec<(&'a str, u32)>>,
-    /// Bytes it takes in the segment, at most ([`Fresh::new`]).
-    len: usize,
 }
 
 impl<'a> Fresh<'a> {
-    /// The record of `key`. Its length is at most what it adds to a
-    /// segment: a memory's empty record, its catalog row and its doc in
-    /// the lexical part (each written as if alone: strings and terms it
-    /// shares with other memories are counted whole), else its record.
-    /// The segments a commit writes must be filled by what they take, or
-    /// the size tiers of compaction would merge them again and again, and
-    /// values must stay within the backends' limits.
-    /// `counted`: the memory's terms as ingest counted them, when it did
-    /// (else they are fetched from the lexical index). `None` when
-    /// `record` is `None` (the engine's memory of `key`) and the engine
-    /// holds no such memory.
+    /// The record of `key`. `counted`: the memory's terms as ingest
+    /// counted them, when it did (else they are fetched from the lexical
+    /// index). `None` when `record` is `None` (the engine's memory of
+    /// `key`) and the engine holds no such memory.
     fn new(
         key: &'a str,
         record: Option<&'a [u8]>,
@@ -369,29 +353,24 @@ impl<'a> Fresh<'a> {
             (None, Some(item)) => Body::Item(item),
             (None, None) => return None,
         };
-        let len = match item {
-            // A term: its bytes and length in the dictionary, its index
-            // step and frequency in the doc (varints of at most five bytes
-            // each, two or three in practice).
-            Some(item) => {
-                let terms: usize = terms
-                    .as_ref()
-                    .map(|terms| terms.iter().map(|(term, _)| term.len() + 1 + 4).sum::<usize>() + 8)
-                    .unwrap_or(0);
-                record_len(key, &[]) + catalog::row_len(item) + terms
-            }
-            None => match record {
-                Body::Record(bytes) => record_len(key, bytes),
-                Body::Item(_) => record_len(key, &[]),
-            },
-        };
         Some(Fresh {
             key,
             record,
             item,
             terms,
-            len,
         })
+    }
+
+    /// Bytes its doc takes in a lexical part, at most: each term its
+    /// bytes and length in the dictionary (written as if alone: terms it
+    /// shares with other docs are counted whole), its index step and
+    /// frequency in the doc (varints of at most five bytes each, two or
+    /// three in practice).
+    fn terms_len(&self) -> usize {
+        self.terms
+            .as_ref()
+            .map(|terms| terms.iter().map(|(term, _)| term.len() + 1 + 4).sum::<usize>() + 8)
+            .unwrap_or(0)
     }
 }
 
@@ -404,64 +383,92 @@ enum Body<'a> {
     Item(&'a MemoryItem),
 }
 
-/// The parts of a new segment of `chunk`: its records, its lexical part
-/// (each memory's terms) and its catalog part. Each memory whose row
-/// gives it back exactly has an empty record and a row; the others keep
-/// their JSON record (`catalog::rows_for`).
-#[allow(clippy::type_complexity)]
-fn segment_parts<'a>(
-    chunk: Vec<Fresh<'a>>,
-) -> (Vec<(&'a str, Cow<'a, [u8]>)>, Vec<(u32, Vec<(&'a str, u32)>)>, Vec<u8>) {
-    let mut lexical = Vec::new();
-    let mut items: Vec<&MemoryItem> = Vec::new();
-    for (index, fresh) in chunk.iter().enumerate() {
-        if let Some(item) = fresh.item {
-            items.push(item);
-        }
-        if let Some(terms) = &fresh.terms {
-            lexical.push((index as u32, terms.clone()));
+impl<'a> Body<'a> {
+    /// The record's bytes.
+    fn bytes(&self) -> Cow<'a, [u8]> {
+        match self {
+            Body::Record(bytes) => Cow::Borrowed(bytes),
+            Body::Item(item) => Cow::Owned(codec::encode_item(item)),
         }
     }
-    let (fits, part) = catalog::rows_for(&items);
-    let mut fits = fits.into_iter();
-    let records = chunk
-        .into_iter()
-        .map(|fresh| {
-            let fit = fresh.item.is_some() && fits.next().unwrap_or(false);
-            let record = match fresh.record {
-                _ if fit => Cow::Borrowed(&[][..]),
-                Body::Record(bytes) => Cow::Borrowed(bytes),
-                Body::Item(item) => Cow::Owned(codec::encode_item(item)),
-            };
-            (fresh.key, record)
-        })
-        .collect();
-    (records, lexical, part)
+}
+
+/// A new segment being filled, in key order: its records (a memory whose
+/// row gives it back exactly has an empty record and a row; the others
+/// keep their JSON record), its lexical part (each memory's terms) and its
+/// catalog part.
+#[derive(Default)]
+struct SegmentWriter<'a> {
+    records: Vec<(&'a str, Cow<'a, [u8]>)>,
+    lexical: Vec<(u32, Vec<(&'a str, u32)>)>,
+    catalog: catalog::CatalogWriter<'a>,
+    /// The bytes its records take, as [`SegmentWriter::add`] counts them.
+    bytes: usize,
+}
+
+impl<'a> SegmentWriter<'a> {
+    /// Adds `fresh`, after the records added so far; when the segment
+    /// cannot take it within [`SEGMENT_BYTES`] (and holds a record), it
+    /// goes to a new segment this writer becomes, and the full one is
+    /// returned. A record counts what it adds to a segment, at most: a
+    /// memory with a row its empty record, its row and its doc in the
+    /// lexical part, each as if alone (strings and terms it shares with
+    /// other memories are counted whole); any other record itself. The
+    /// segments a commit writes must be filled by what they take, or the
+    /// size tiers of compaction would merge them again and again, and
+    /// values must stay within the backends' limits.
+    fn add(&mut self, fresh: Fresh<'a>) -> Option<Self> {
+        let mut row = fresh.item.and_then(|item| self.catalog.push(item));
+        let mut record = match row {
+            Some(_) => Cow::Borrowed(&[][..]),
+            None => fresh.record.bytes(),
+        };
+        let len = record_len(fresh.key, &record) + row.unwrap_or(0) + fresh.terms_len();
+        let mut full = None;
+        if !self.records.is_empty() && self.bytes + len > SEGMENT_BYTES {
+            if row.is_some() {
+                self.catalog.pop();
+                full = Some(std::mem::take(self));
+                // The same row, numbered in the new segment's dictionary
+                // (whether a row gives its memory back does not depend on
+                // the segment, but its record follows what happened).
+                row = fresh.item.and_then(|item| self.catalog.push(item));
+                if row.is_none() {
+                    record = fresh.record.bytes();
+                }
+            } else {
+                full = Some(std::mem::take(self));
+            }
+        }
+        if let Some(terms) = fresh.terms {
+            self.lexical.push((self.records.len() as u32, terms));
+        }
+        self.records.push((fresh.key, record));
+        self.bytes += len;
+        full
+    }
+
+    /// Puts the segment in `batch` as the next segment of `update`.
+    fn write(self, batch: &mut Batch, update: &mut Update) {
+        let number = update.next_segment;
+        update.next_segment += 1;
+        let keys: Vec<String> = self.records.iter().map(|(key, _)| key.to_string()).collect();
+        let records: Vec<(&str, &[u8])> = self.records.iter().map(|(k, v)| (*k, &**v)).collect();
+        let record = encode_segment(&records, &self.lexical, &self.catalog.finish());
+        let info = SegmentRef {
+            number,
+            records: records.len() as u32,
+            bytes: record.len() as u64,
+            crc32: format::record_crc(&record),
+        };
+        batch.put(segment_key(number), record);
+        update.added.push((info, keys));
+    }
 }
 
 /// Bytes a record takes in a frame.
 fn record_len(key: &str, record: &[u8]) -> usize {
     9 + key.len() + record.len()
-}
-
-/// `records` in key order, cut into segments of at most [`SEGMENT_BYTES`]
-/// as [`Fresh::new`] measures a record (one record larger than that
-/// alone).
-fn chunks(records: Vec<Fresh<'_>>) -> Vec<Vec<Fresh<'_>>> {
-    let mut out: Vec<Vec<Fresh>> = Vec::new();
-    let mut bytes = 0;
-    for fresh in records {
-        let len = fresh.len;
-        match out.last_mut() {
-            Some(chunk) if bytes + len <= SEGMENT_BYTES => chunk.push(fresh),
-            _ => {
-                out.push(vec![fresh]);
-                bytes = 0;
-            }
-        }
-        bytes += len;
-    }
-    out
 }
 
 #[cfg(test)]
@@ -555,5 +562,21 @@ mod tests {
             assert!(size > SEGMENT_BYTES / 2 + SEGMENT_BYTES / 8, "{sizes:?}");
             assert!(size <= SEGMENT_BYTES + 64, "{sizes:?}");
         }
+        // Each segment gives back its memories, those whose rows moved to
+        // the next segment when the previous one was full among them.
+        let mut memories = 0;
+        for (key, value) in plan.batch.ops() {
+            let (true, Some(value)) = (key.starts_with(crate::keys::SEGMENT_PREFIX), value) else {
+                continue;
+            };
+            let contents = format::decode_segment(value).unwrap();
+            assert_eq!(contents.rows.len(), contents.records.len());
+            for ((key, record), row) in contents.records.iter().zip(&contents.rows) {
+                assert!(record.is_empty());
+                assert_eq!(engine.get(key.strip_prefix(ITEM_PREFIX).unwrap()).unwrap(), row);
+            }
+            memories += contents.rows.len();
+        }
+        assert_eq!(memories as u64, engine.summary().items);
     }
 }
