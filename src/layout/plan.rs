@@ -50,21 +50,14 @@ impl Layout {
     /// commit's share of compaction. See the module documentation.
     pub(crate) fn plan(&self, changed: &Changes<'_>, engine: &Engine) -> Plan {
         let mut touched: FastSet<&str> = FastSet::default();
-        let mut puts: Vec<(&str, Cow<[u8]>)> = Vec::new();
-        // The terms ingest counted for the memories it added.
-        let mut counted: FastMap<&str, &TermCounts> = FastMap::default();
+        let mut puts: Vec<(&str, Input)> = Vec::new();
         let mut rewrite: BTreeSet<u64> = BTreeSet::new();
         let mut erased = Vec::new();
         for (key, change) in changed.iter() {
             touched.insert(key);
             match change {
-                Change::Memory(item, terms) => {
-                    puts.push((key, Cow::Owned(codec::encode_item(item))));
-                    if let Some(terms) = terms {
-                        counted.insert(key, terms);
-                    }
-                }
-                Change::Record(record) => puts.push((key, Cow::Borrowed(record))),
+                Change::Memory(item, terms) => puts.push((key, Input::Memory(item, *terms))),
+                Change::Record(record) => puts.push((key, Input::Record(record))),
                 Change::Delete => {
                     if let Some(state) = self.keys.get(key) {
                         rewrite.extend(state.segments());
@@ -88,25 +81,27 @@ impl Layout {
                 log.push(encode_records(&kept));
             }
         }
-        // New segments' records, by key; `None` for a memory the engine
-        // holds, whose JSON record is made only if its catalog row does not
-        // give it back.
-        let mut fresh: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
-        let put_bytes: usize = puts.iter().map(|(k, v)| record_len(k, v)).sum();
+        // New segments' records, by key. A memory's JSON record is made
+        // only for the log, or if its catalog row does not give it back.
+        let mut fresh: BTreeMap<&str, Input> = BTreeMap::new();
+        let put_bytes: usize = puts.iter().map(|(key, input)| input.frame_len(key)).sum();
         if put_bytes > DIRECT_BYTES {
-            for (key, record) in &puts {
-                fresh.insert(key.to_string(), Some(record.to_vec()));
-            }
+            fresh.extend(puts);
         } else if !puts.is_empty() {
-            let records: Vec<(&str, &[u8])> = puts.iter().map(|(k, v)| (*k, &**v)).collect();
+            let encoded: Vec<(&str, Cow<[u8]>)> =
+                puts.iter().map(|(key, input)| (*key, input.bytes())).collect();
+            let records: Vec<(&str, &[u8])> = encoded.iter().map(|(k, v)| (*k, &**v)).collect();
             log.push(encode_records(&records));
         }
         let log_bytes: usize = log.iter().map(Vec::len).sum();
-        if log_bytes > LOG_BYTES || log.len() > LOG_FRAMES {
-            for frame in log.drain(..) {
-                for (key, record) in records_of(&frame).unwrap_or_default() {
-                    fresh.insert(key.to_string(), Some(record.to_vec()));
-                }
+        let folded: Vec<Vec<u8>> = if log_bytes > LOG_BYTES || log.len() > LOG_FRAMES {
+            std::mem::take(&mut log)
+        } else {
+            Vec::new()
+        };
+        for frame in &folded {
+            for (key, record) in records_of(frame).unwrap_or_default() {
+                fresh.insert(key, Input::Record(record));
             }
         }
         let mut log_keys = FastSet::default();
@@ -127,11 +122,17 @@ impl Layout {
                 if !live_here || touched.contains(key.as_str()) {
                     continue;
                 }
-                let held = key.strip_prefix(ITEM_PREFIX).is_some_and(|id| engine.get(id).is_ok());
-                if held {
-                    fresh.insert(key.clone(), None);
-                } else if let Some(record) = engine.record(key) {
-                    fresh.insert(key.clone(), Some(record));
+                let held = key.strip_prefix(ITEM_PREFIX).map(|id| engine.get(id));
+                match held {
+                    Some(Ok(item)) => {
+                        fresh.insert(key, Input::Memory(item, None));
+                    }
+                    Some(Err(_)) => {}
+                    None => {
+                        if let Some(record) = engine.record(key) {
+                            fresh.insert(key, Input::Encoded(record));
+                        }
+                    }
                 }
             }
         }
@@ -149,15 +150,9 @@ impl Layout {
             next_segment: self.next_segment,
             ..Update::default()
         };
-        let written: Vec<Fresh> = fresh
-            .iter()
-            .filter_map(|(key, record)| {
-                let counted = counted.get(key.as_str()).copied();
-                Fresh::new(key, record.as_deref(), counted, engine)
-            })
-            .collect();
         let mut segment = SegmentWriter::default();
-        for fresh in written {
+        for (key, input) in fresh {
+            let fresh = Fresh::new(key, input, engine);
             if let Some(full) = segment.add(fresh) {
                 full.write(&mut batch, &mut update);
             }
@@ -325,18 +320,18 @@ struct Fresh<'a> {
 }
 
 impl<'a> Fresh<'a> {
-    /// The record of `key`. `counted`: the memory's terms as ingest
-    /// counted them, when it did (else they are fetched from the lexical
-    /// index). `None` when `record` is `None` (the engine's memory of
-    /// `key`) and the engine holds no such memory.
-    fn new(
-        key: &'a str,
-        record: Option<&'a [u8]>,
-        counted: Option<&'a TermCounts>,
-        engine: &'a Engine,
-    ) -> Option<Self> {
+    /// The record of `key`, from `input`. A memory's terms are those
+    /// ingest counted when it did, else those the lexical index holds.
+    fn new(key: &'a str, input: Input<'a>, engine: &'a Engine) -> Self {
         let id = key.strip_prefix(ITEM_PREFIX);
-        let item = id.and_then(|id| engine.get(id).ok());
+        let (record, item, counted) = match input {
+            Input::Memory(item, counted) => (Body::Item(item), Some(item), counted),
+            Input::Record(bytes) => {
+                let item = id.and_then(|id| engine.get(id).ok());
+                (Body::Record(Cow::Borrowed(bytes)), item, None)
+            }
+            Input::Encoded(bytes) => (Body::Record(Cow::Owned(bytes)), None, None),
+        };
         let terms = match counted {
             // The lexical index keeps a frequency in 16 bits
             // (`Bm25Index::insert_counts`): the part holds what it holds.
@@ -346,19 +341,14 @@ impl<'a> Fresh<'a> {
                     .map(|(term, frequency)| (term, frequency.min(u32::from(u16::MAX))))
                     .collect(),
             ),
-            None => id.and_then(|id| engine.term_counts(id)),
+            None => item.and(id).and_then(|id| engine.term_counts(id)),
         };
-        let record = match (record, item) {
-            (Some(record), _) => Body::Record(record),
-            (None, Some(item)) => Body::Item(item),
-            (None, None) => return None,
-        };
-        Some(Fresh {
+        Fresh {
             key,
             record,
             item,
             terms,
-        })
+        }
     }
 
     /// Bytes its doc takes in a lexical part, at most: each term its
@@ -374,10 +364,44 @@ impl<'a> Fresh<'a> {
     }
 }
 
+/// A record a commit stores, as the plan finds it.
+enum Input<'a> {
+    /// A memory the engine holds, with its terms as ingest counted them
+    /// when this commit's write did.
+    Memory(&'a MemoryItem, Option<&'a TermCounts>),
+    /// A record as a change or the log holds it.
+    Record(&'a [u8]),
+    /// A record the engine encoded for this plan (an embedding or a file
+    /// of a segment rewritten).
+    Encoded(Vec<u8>),
+}
+
+impl Input<'_> {
+    /// Bytes it takes in a frame of records, a memory's JSON record
+    /// counted without making it.
+    fn frame_len(&self, key: &str) -> usize {
+        let len = match self {
+            Input::Memory(item, _) => codec::item_record_len(item),
+            Input::Record(bytes) => bytes.len(),
+            Input::Encoded(bytes) => bytes.len(),
+        };
+        record_len(key, len)
+    }
+
+    /// Its record's bytes.
+    fn bytes(&self) -> Cow<'_, [u8]> {
+        match self {
+            Input::Memory(item, _) => Cow::Owned(codec::encode_item(item)),
+            Input::Record(bytes) => Cow::Borrowed(bytes),
+            Input::Encoded(bytes) => Cow::Borrowed(bytes),
+        }
+    }
+}
+
 /// The record a new segment holds for a key, unless a catalog row stands
 /// for it.
 enum Body<'a> {
-    Record(&'a [u8]),
+    Record(Cow<'a, [u8]>),
     /// A memory the engine holds, whose JSON record is made only if its
     /// row does not give it back.
     Item(&'a MemoryItem),
@@ -385,9 +409,9 @@ enum Body<'a> {
 
 impl<'a> Body<'a> {
     /// The record's bytes.
-    fn bytes(&self) -> Cow<'a, [u8]> {
+    fn into_bytes(self) -> Cow<'a, [u8]> {
         match self {
-            Body::Record(bytes) => Cow::Borrowed(bytes),
+            Body::Record(bytes) => bytes,
             Body::Item(item) => Cow::Owned(codec::encode_item(item)),
         }
     }
@@ -418,12 +442,21 @@ impl<'a> SegmentWriter<'a> {
     /// size tiers of compaction would merge them again and again, and
     /// values must stay within the backends' limits.
     fn add(&mut self, fresh: Fresh<'a>) -> Option<Self> {
-        let mut row = fresh.item.and_then(|item| self.catalog.push(item));
+        let terms_len = fresh.terms_len();
+        let Fresh {
+            key,
+            record: body,
+            item,
+            terms,
+        } = fresh;
+        let mut body = Some(body);
+        let mut bytes = || body.take().map(Body::into_bytes).unwrap_or_default();
+        let mut row = item.and_then(|item| self.catalog.push(item));
         let mut record = match row {
             Some(_) => Cow::Borrowed(&[][..]),
-            None => fresh.record.bytes(),
+            None => bytes(),
         };
-        let len = record_len(fresh.key, &record) + row.unwrap_or(0) + fresh.terms_len();
+        let len = record_len(key, record.len()) + row.unwrap_or(0) + terms_len;
         let mut full = None;
         if !self.records.is_empty() && self.bytes + len > SEGMENT_BYTES {
             if row.is_some() {
@@ -432,18 +465,18 @@ impl<'a> SegmentWriter<'a> {
                 // The same row, numbered in the new segment's dictionary
                 // (whether a row gives its memory back does not depend on
                 // the segment, but its record follows what happened).
-                row = fresh.item.and_then(|item| self.catalog.push(item));
+                row = item.and_then(|item| self.catalog.push(item));
                 if row.is_none() {
-                    record = fresh.record.bytes();
+                    record = bytes();
                 }
             } else {
                 full = Some(std::mem::take(self));
             }
         }
-        if let Some(terms) = fresh.terms {
+        if let Some(terms) = terms {
             self.lexical.push((self.records.len() as u32, terms));
         }
-        self.records.push((fresh.key, record));
+        self.records.push((key, record));
         self.bytes += len;
         full
     }
@@ -466,9 +499,9 @@ impl<'a> SegmentWriter<'a> {
     }
 }
 
-/// Bytes a record takes in a frame.
-fn record_len(key: &str, record: &[u8]) -> usize {
-    9 + key.len() + record.len()
+/// Bytes a record of `len` bytes takes in a frame.
+fn record_len(key: &str, len: usize) -> usize {
+    9 + key.len() + len
 }
 
 #[cfg(test)]
@@ -527,6 +560,49 @@ mod tests {
         let oracle = Layout::default().plan_all(&engine);
         assert_eq!(planned.batch, oracle.batch);
         assert_eq!(planned.manifest, oracle.manifest);
+    }
+
+    /// A commit straight to segments makes no JSON record of a memory
+    /// whose row gives it back, and keeps the JSON record of one whose row
+    /// would not; a commit to the log makes one per memory.
+    #[test]
+    fn json_records_are_made_only_where_they_are_stored() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let scope = Scope::workspace("alice", "home");
+        let inputs: Vec<MemoryInput> = (0..300)
+            .map(|i| MemoryInput::new(format!("note {i} about topic{i} and place{}", i * 13), scope.clone()))
+            .collect();
+        let mut txn = Txn::default();
+        engine.ingest(inputs, &mut env, &mut txn).unwrap();
+        // A clock a Rust caller gave, past year 9999: the row of a memory
+        // stored then would not read its time back.
+        env.advance_ms(253_402_300_800_000 - 1_700_000_000_000);
+        let far = MemoryInput::new("a note from the far future", scope.clone());
+        let far = engine.ingest(vec![far], &mut env, &mut txn).unwrap()[0].id.clone().unwrap();
+        let before = codec::encoded_items();
+        let plan = Layout::default().plan(&engine.batch_for(&txn), &engine);
+        assert_eq!(codec::encoded_items() - before, 1);
+        let mut json = Vec::new();
+        for (key, value) in plan.batch.ops() {
+            let (true, Some(value)) = (key.starts_with(crate::keys::SEGMENT_PREFIX), value) else {
+                continue;
+            };
+            let contents = format::decode_segment(value).unwrap();
+            json.extend(contents.records.iter().filter(|(_, record)| !record.is_empty()).map(|(k, r)| (k.to_string(), r.to_vec())));
+        }
+        let far_item = engine.get(&far).unwrap();
+        assert_eq!(json, [(format!("{ITEM_PREFIX}{far}"), codec::encode_item(far_item))]);
+        let mut layout = Layout::default();
+        layout.apply(plan);
+        env.advance_ms(1_700_000_000_000 - 253_402_300_800_000);
+        let mut txn = Txn::default();
+        let small = ["one more note", "and another one"].map(|t| MemoryInput::new(t, scope.clone()));
+        engine.ingest(small.to_vec(), &mut env, &mut txn).unwrap();
+        let before = codec::encoded_items();
+        let plan = layout.plan(&engine.batch_for(&txn), &engine);
+        assert_eq!(codec::encoded_items() - before, 2);
+        assert!(!plan.batch.ops().any(|(key, _)| key.starts_with(crate::keys::SEGMENT_PREFIX)));
     }
 
     /// Segments are filled by the bytes they take (rows, not the JSON
