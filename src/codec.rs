@@ -214,6 +214,8 @@ pub fn version_for(uses_files: bool) -> u16 {
 /// version ([`MemoryItem::uses_v5_fields`]), else 2 for a chunk of a file,
 /// else 1.
 pub fn encode_item(item: &MemoryItem) -> Vec<u8> {
+    #[cfg(any(test, feature = "testing"))]
+    ENCODED_ITEMS.with(|count| count.set(count.get() + 1));
     let version = if item.uses_v5_fields() {
         KEYED_FORMAT_VERSION
     } else {
@@ -239,6 +241,15 @@ pub fn decode_item(bytes: &[u8]) -> Result<MemoryItem, CodecError> {
 #[cfg(any(test, feature = "testing"))]
 thread_local! {
     static DECODED_ITEMS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    static ENCODED_ITEMS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many item records [`encode_item`] made on this thread so far: the
+/// tests check that a commit makes no JSON of a memory that a segment's
+/// catalog part holds.
+#[cfg(any(test, feature = "testing"))]
+pub fn encoded_items() -> usize {
+    ENCODED_ITEMS.with(std::cell::Cell::get)
 }
 
 /// How many item records [`decode_item`] decoded on this thread so far:

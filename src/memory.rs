@@ -19,7 +19,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::embed::{Embedder, ModelTokens};
 use crate::engine::{
-    Config, DeleteAllResult, Engine, ImportResult, IngestResult, InjectQuery, ListPage, ListQuery, PurgeResult,
+    Changes, Config, DeleteAllResult, Engine, ImportResult, IngestResult, InjectQuery, ListPage, ListQuery, PurgeResult,
     MemoryInput, MemoryPatch, RetrieveHit, RetrieveQuery, Stats, Txn,
 };
 use crate::engine::{SummaryContext, SummaryInput, SummaryQuery};
@@ -330,7 +330,7 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
             let result = result.and_then(|_| op(&mut self.engine, &mut self.env, &mut txn));
             let records = match &result {
                 Ok(_) => self.engine.batch_for(&txn),
-                Err(_) => Batch::new(),
+                Err(_) => Changes::default(),
             };
             let restated = result.is_ok() && self.engine.summary() != summary;
             let writes = !records.is_empty() || restated;

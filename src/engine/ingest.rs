@@ -280,7 +280,12 @@ impl Engine {
             summary_of: Vec::new(),
             withdrawn: false,
         };
-        self.write_counted(txn, &id, Some(item), terms.map(counted).as_ref());
+        let counts = terms.map(counted);
+        let step = txn.undo.len();
+        self.write_counted(txn, &id, Some(item), counts.as_ref());
+        if let Some(counts) = counts {
+            txn.keep_counted(&id, step, counts);
+        }
         if vector.is_some() {
             self.write_vector(txn, &id, vector);
         }

@@ -3,8 +3,8 @@
 //! [`Engine`] holds every item and the indexes over them. Each write operation
 //! takes a [`Txn`], mutates the in-memory state and records how to undo it;
 //! the caller then asks [`Engine::batch_for`] for the records it changed
-//! (a [`Batch`](crate::storage::Batch) of `item/`, `vec/` and `file/` keys),
-//! persists them, and on failure calls [`Engine::rollback`] so memory and
+//! ([`Changes`] of `item/`, `vec/` and `file/` keys: a memory as the engine
+//! holds it, other records encoded), persists them, and on failure calls [`Engine::rollback`] so memory and
 //! storage never disagree.
 //! [`crate::Memory`] does exactly this for a synchronous
 //! [`crate::storage::Storage`]; the JavaScript bindings do it around an async
@@ -63,7 +63,7 @@ pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
 pub(crate) use duplicate::Voice;
 pub(crate) use ingest::{text_to_store, Captured};
 pub(crate) use load::Loader;
-pub use txn::{Summary, Txn};
+pub use txn::{Change, Changes, Summary, Txn};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;

@@ -10,10 +10,11 @@ use super::vectors::StoredVector;
 use super::Engine;
 use crate::codec;
 use crate::embed::Embedder;
+use crate::fast_hash::FastMap;
 use crate::files::{file_storage_key, StoredFile};
+use crate::index::bm25::TermCounts;
 use crate::item::MemoryItem;
 use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
-use crate::storage::Batch;
 
 /// Undo log of one write operation. Pass the same `Txn` to
 /// [`Engine::batch_for`] after the operation and to [`Engine::rollback`] if
@@ -21,6 +22,20 @@ use crate::storage::Batch;
 #[derive(Debug, Default)]
 pub struct Txn {
     pub(super) undo: Vec<Undo>,
+    /// The terms ingest counted for a memory it added, with the index of
+    /// the undo step of that write: the segment write takes them from here
+    /// rather than fetching them back from the lexical index and sorting
+    /// them again. They stand for the memory only while that step is its
+    /// last one in `undo` (a later write of it may change its text).
+    counted: FastMap<String, (usize, TermCounts)>,
+}
+
+impl Txn {
+    /// Keeps `counts`, the terms the lexical index was given for the
+    /// memory `id` by the write recorded at undo step `step`.
+    pub(super) fn keep_counted(&mut self, id: &str, step: usize, counts: TermCounts) {
+        self.counted.insert(id.to_string(), (step, counts));
+    }
 }
 
 /// One recorded change and what it replaced.
@@ -66,15 +81,19 @@ impl Engine {
 
     /// The records `txn` changed: the final state of every item, embedding
     /// and file that differs from before (a put of its record, or a
-    /// delete). Empty when nothing changed. `crate::layout` decides where they are stored.
-    pub fn batch_for(&self, txn: &Txn) -> Batch {
+    /// delete), in key order. Empty when nothing changed. A memory is
+    /// handed over as the engine holds it, with the terms ingest counted
+    /// for it when it has them. `crate::layout` decides where they are
+    /// stored.
+    pub fn batch_for<'a>(&'a self, txn: &'a Txn) -> Changes<'a> {
         // Each touched record with whether it differs from what it was
-        // before the transaction (the first undo step of a key holds that):
-        // a record written back unchanged (an import of what the store
-        // holds) is not written again.
-        let mut changed: BTreeMap<String, bool> = BTreeMap::new();
-        for step in &txn.undo {
-            let (key, differs) = match step {
+        // before the transaction (the first undo step of a key holds that)
+        // and the last undo step that wrote it: a record written back
+        // unchanged (an import of what the store holds) is not written
+        // again.
+        let mut changed: BTreeMap<String, (bool, usize)> = BTreeMap::new();
+        for (step, undo) in txn.undo.iter().enumerate() {
+            let (key, differs) = match undo {
                 Undo::Item(id, before) => {
                     let now = self.entries.get(id).map(|e| &e.item);
                     (format!("{ITEM_PREFIX}{id}"), now != before.as_deref())
@@ -90,19 +109,33 @@ impl Engine {
                 }
                 Undo::Model(..) => continue,
             };
-            changed.entry(key).or_insert(differs);
+            changed.entry(key).or_insert((differs, step)).1 = step;
         }
-        let mut batch = Batch::new();
-        for (key, differs) in changed {
+        let mut changes = Changes::default();
+        for (key, (differs, last)) in changed {
             if !differs {
                 continue;
             }
-            match self.record(&key) {
-                Some(bytes) => batch.put(key, bytes),
-                None => batch.delete(key),
-            }
+            let change = match key.strip_prefix(ITEM_PREFIX) {
+                Some(id) => match self.entries.get(id) {
+                    Some(entry) => {
+                        let terms = txn
+                            .counted
+                            .get(id)
+                            .filter(|(step, _)| *step == last)
+                            .map(|(_, counts)| counts);
+                        Change::Memory(&entry.item, terms)
+                    }
+                    None => Change::Delete,
+                },
+                None => match self.record(&key) {
+                    Some(bytes) => Change::Record(bytes),
+                    None => Change::Delete,
+                },
+            };
+            changes.records.push((key, change));
         }
-        batch
+        changes
     }
 
     /// The record stored under `key` (an `item/`, `vec/` or `file/` key) as
@@ -155,4 +188,58 @@ pub struct Summary {
     pub files: u64,
     /// The model every embedding comes from (absent without embeddings).
     pub model_id: Option<String>,
+}
+
+/// The records a write changed ([`Engine::batch_for`]), in key order, each
+/// key once: what the layout turns into the storage batch of the commit.
+#[derive(Debug, Default)]
+pub struct Changes<'a> {
+    records: Vec<(String, Change<'a>)>,
+}
+
+/// The new state of one record.
+#[derive(Debug)]
+pub enum Change<'a> {
+    /// A memory as the engine holds it, with its terms as ingest counted
+    /// them when this write did (else the lexical index holds them).
+    Memory(&'a MemoryItem, Option<&'a TermCounts>),
+    /// Any other record (an embedding, a file), encoded.
+    Record(Vec<u8>),
+    /// The record is gone.
+    Delete,
+}
+
+impl<'a> Changes<'a> {
+    /// Every record of `engine` (a store written afresh).
+    pub(crate) fn all(engine: &'a Engine) -> Self {
+        let mut changes = Changes::default();
+        for key in engine.record_keys() {
+            let change = match key.strip_prefix(ITEM_PREFIX).map(|id| engine.entries.get(id)) {
+                Some(Some(entry)) => Change::Memory(&entry.item, None),
+                Some(None) => continue,
+                None => match engine.record(&key) {
+                    Some(bytes) => Change::Record(bytes),
+                    None => continue,
+                },
+            };
+            changes.records.push((key, change));
+        }
+        changes.records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        changes
+    }
+
+    /// The records, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Change<'a>)> {
+        self.records.iter().map(|(key, change)| (key.as_str(), change))
+    }
+
+    /// True when nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// True when a record is deleted.
+    pub fn has_deletes(&self) -> bool {
+        self.records.iter().any(|(_, change)| matches!(change, Change::Delete))
+    }
 }

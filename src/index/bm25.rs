@@ -42,7 +42,7 @@ use std::sync::{Arc, Weak};
 use serde::{Deserialize, Serialize};
 
 use super::signatures::{Signatures, PARTS};
-use crate::fast_hash::FastMap;
+use crate::fast_hash::{FastMap, FastSet};
 
 /// The BM25 free parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -425,7 +425,8 @@ impl Bm25Index {
 
     /// The distinct terms of a text, for [`Bm25Index::overlap`].
     pub fn term_set(&self, terms: &[String]) -> TermSet {
-        let distinct: HashSet<&str> = terms.iter().map(String::as_str).collect();
+        // Ingest asks this of every new memory: foldhash, not SipHash.
+        let distinct: FastSet<&str> = terms.iter().map(String::as_str).collect();
         let mut known: Vec<u32> = distinct
             .iter()
             .filter_map(|term| self.term_ids.get(*term).copied())

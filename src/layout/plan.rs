@@ -12,8 +12,9 @@ use super::{
     SEGMENT_BYTES, TIER_BASE,
 };
 use crate::codec;
-use crate::engine::Engine;
+use crate::engine::{Change, Changes, Engine};
 use crate::fast_hash::{FastMap, FastSet};
+use crate::index::bm25::TermCounts;
 use crate::item::MemoryItem;
 use crate::keys::{ITEM_PREFIX, MANIFEST_KEY};
 use crate::storage::Batch;
@@ -41,28 +42,23 @@ impl Layout {
     /// The commit that stores every record of `engine` afresh (a migrated
     /// store).
     pub(super) fn plan_all(&self, engine: &Engine) -> Plan {
-        let mut batch = Batch::new();
-        for key in engine.record_keys() {
-            if let Some(record) = engine.record(&key) {
-                batch.put(key, record);
-            }
-        }
-        self.plan(&batch, engine)
+        self.plan(&Changes::all(engine), engine)
     }
 
     /// Prepares the commit of `changed` (the records a write changed, from
     /// [`Engine::batch_for`]; `engine` holds the state after it), with this
     /// commit's share of compaction. See the module documentation.
-    pub(crate) fn plan(&self, changed: &Batch, engine: &Engine) -> Plan {
+    pub(crate) fn plan(&self, changed: &Changes<'_>, engine: &Engine) -> Plan {
         let mut touched: FastSet<&str> = FastSet::default();
-        let mut puts: Vec<(&str, &[u8])> = Vec::new();
+        let mut puts: Vec<(&str, Input)> = Vec::new();
         let mut rewrite: BTreeSet<u64> = BTreeSet::new();
         let mut erased = Vec::new();
-        for (key, value) in changed.ops() {
+        for (key, change) in changed.iter() {
             touched.insert(key);
-            match value {
-                Some(record) => puts.push((key, record)),
-                None => {
+            match change {
+                Change::Memory(item, terms) => puts.push((key, Input::Memory(item, *terms))),
+                Change::Record(record) => puts.push((key, Input::Record(record))),
+                Change::Delete => {
                     if let Some(state) = self.keys.get(key) {
                         rewrite.extend(state.segments());
                         erased.push(key.to_string());
@@ -85,24 +81,27 @@ impl Layout {
                 log.push(encode_records(&kept));
             }
         }
-        // New segments' records, by key; `None` for a memory the engine
-        // holds, whose JSON record is made only if its catalog row does not
-        // give it back.
-        let mut fresh: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
-        let put_bytes: usize = puts.iter().map(|(k, v)| record_len(k, v)).sum();
+        // New segments' records, by key. A memory's JSON record is made
+        // only for the log, or if its catalog row does not give it back.
+        let mut fresh: BTreeMap<&str, Input> = BTreeMap::new();
+        let put_bytes: usize = puts.iter().map(|(key, input)| input.frame_len(key)).sum();
         if put_bytes > DIRECT_BYTES {
-            for (key, record) in &puts {
-                fresh.insert(key.to_string(), Some(record.to_vec()));
-            }
+            fresh.extend(puts);
         } else if !puts.is_empty() {
-            log.push(encode_records(&puts));
+            let encoded: Vec<(&str, Cow<[u8]>)> =
+                puts.iter().map(|(key, input)| (*key, input.bytes())).collect();
+            let records: Vec<(&str, &[u8])> = encoded.iter().map(|(k, v)| (*k, &**v)).collect();
+            log.push(encode_records(&records));
         }
         let log_bytes: usize = log.iter().map(Vec::len).sum();
-        if log_bytes > LOG_BYTES || log.len() > LOG_FRAMES {
-            for frame in log.drain(..) {
-                for (key, record) in records_of(&frame).unwrap_or_default() {
-                    fresh.insert(key.to_string(), Some(record.to_vec()));
-                }
+        let folded: Vec<Vec<u8>> = if log_bytes > LOG_BYTES || log.len() > LOG_FRAMES {
+            std::mem::take(&mut log)
+        } else {
+            Vec::new()
+        };
+        for frame in &folded {
+            for (key, record) in records_of(frame).unwrap_or_default() {
+                fresh.insert(key, Input::Record(record));
             }
         }
         let mut log_keys = FastSet::default();
@@ -123,11 +122,17 @@ impl Layout {
                 if !live_here || touched.contains(key.as_str()) {
                     continue;
                 }
-                let held = key.strip_prefix(ITEM_PREFIX).is_some_and(|id| engine.get(id).is_ok());
-                if held {
-                    fresh.insert(key.clone(), None);
-                } else if let Some(record) = engine.record(key) {
-                    fresh.insert(key.clone(), Some(record));
+                let held = key.strip_prefix(ITEM_PREFIX).map(|id| engine.get(id));
+                match held {
+                    Some(Ok(item)) => {
+                        fresh.insert(key, Input::Memory(item, None));
+                    }
+                    Some(Err(_)) => {}
+                    None => {
+                        if let Some(record) = engine.record(key) {
+                            fresh.insert(key, Input::Encoded(record));
+                        }
+                    }
                 }
             }
         }
@@ -145,25 +150,15 @@ impl Layout {
             next_segment: self.next_segment,
             ..Update::default()
         };
-        let written: Vec<Fresh> = fresh
-            .iter()
-            .filter_map(|(key, record)| Fresh::new(key, record.as_deref(), engine))
-            .collect();
-        for chunk in chunks(written) {
-            let number = update.next_segment;
-            update.next_segment += 1;
-            let keys: Vec<String> = chunk.iter().map(|f| f.key.to_string()).collect();
-            let (records, lexical, catalog) = segment_parts(chunk);
-            let records: Vec<(&str, &[u8])> = records.iter().map(|(k, v)| (*k, &**v)).collect();
-            let record = encode_segment(&records, &lexical, &catalog);
-            let info = SegmentRef {
-                number,
-                records: records.len() as u32,
-                bytes: record.len() as u64,
-                crc32: format::record_crc(&record),
-            };
-            batch.put(segment_key(number), record);
-            update.added.push((info, keys));
+        let mut segment = SegmentWriter::default();
+        for (key, input) in fresh {
+            let fresh = Fresh::new(key, input, engine);
+            if let Some(full) = segment.add(fresh) {
+                full.write(&mut batch, &mut update);
+            }
+        }
+        if !segment.records.is_empty() {
+            segment.write(&mut batch, &mut update);
         }
         for number in &update.removed {
             batch.delete(segment_key(*number));
@@ -322,122 +317,191 @@ struct Fresh<'a> {
     record: Body<'a>,
     item: Option<&'a MemoryItem>,
     terms: Option<Vec<(&'a str, u32)>>,
-    /// Bytes it takes in the segment, at most ([`Fresh::new`]).
-    len: usize,
 }
 
 impl<'a> Fresh<'a> {
-    /// The record of `key`. Its length is at most what it adds to a
-    /// segment: a memory's empty record, its catalog row and its doc in
-    /// the lexical part (each written as if alone: strings and terms it
-    /// shares with other memories are counted whole), else its record.
-    /// The segments a commit writes must be filled by what they take, or
-    /// the size tiers of compaction would merge them again and again, and
-    /// values must stay within the backends' limits.
-    /// `None` when `record` is `None` (the engine's memory of `key`) and
-    /// the engine holds no such memory.
-    fn new(key: &'a str, record: Option<&'a [u8]>, engine: &'a Engine) -> Option<Self> {
+    /// The record of `key`, from `input`. A memory's terms are those
+    /// ingest counted when it did, else those the lexical index holds.
+    fn new(key: &'a str, input: Input<'a>, engine: &'a Engine) -> Self {
         let id = key.strip_prefix(ITEM_PREFIX);
-        let item = id.and_then(|id| engine.get(id).ok());
-        let terms = id.and_then(|id| engine.term_counts(id));
-        let record = match (record, item) {
-            (Some(record), _) => Body::Record(record),
-            (None, Some(item)) => Body::Item(item),
-            (None, None) => return None,
-        };
-        let len = match item {
-            // A term: its bytes and length in the dictionary, its index
-            // step and frequency in the doc (varints of at most five bytes
-            // each, two or three in practice).
-            Some(item) => {
-                let terms: usize = terms
-                    .as_ref()
-                    .map(|terms| terms.iter().map(|(term, _)| term.len() + 1 + 4).sum::<usize>() + 8)
-                    .unwrap_or(0);
-                record_len(key, &[]) + catalog::row_len(item) + terms
+        let (record, item, counted) = match input {
+            Input::Memory(item, counted) => (Body::Item(item), Some(item), counted),
+            Input::Record(bytes) => {
+                let item = id.and_then(|id| engine.get(id).ok());
+                (Body::Record(Cow::Borrowed(bytes)), item, None)
             }
-            None => match record {
-                Body::Record(bytes) => record_len(key, bytes),
-                Body::Item(_) => record_len(key, &[]),
-            },
+            Input::Encoded(bytes) => (Body::Record(Cow::Owned(bytes)), None, None),
         };
-        Some(Fresh {
+        let terms = match counted {
+            // The lexical index keeps a frequency in 16 bits
+            // (`Bm25Index::insert_counts`): the part holds what it holds.
+            Some(counts) => Some(
+                counts
+                    .iter()
+                    .map(|(term, frequency)| (term, frequency.min(u32::from(u16::MAX))))
+                    .collect(),
+            ),
+            None => item.and(id).and_then(|id| engine.term_counts(id)),
+        };
+        Fresh {
             key,
             record,
             item,
             terms,
-            len,
-        })
+        }
+    }
+
+    /// Bytes its doc takes in a lexical part, at most: each term its
+    /// bytes and length in the dictionary (written as if alone: terms it
+    /// shares with other docs are counted whole), its index step and
+    /// frequency in the doc (varints of at most five bytes each, two or
+    /// three in practice).
+    fn terms_len(&self) -> usize {
+        self.terms
+            .as_ref()
+            .map(|terms| terms.iter().map(|(term, _)| term.len() + 1 + 4).sum::<usize>() + 8)
+            .unwrap_or(0)
+    }
+}
+
+/// A record a commit stores, as the plan finds it.
+enum Input<'a> {
+    /// A memory the engine holds, with its terms as ingest counted them
+    /// when this commit's write did.
+    Memory(&'a MemoryItem, Option<&'a TermCounts>),
+    /// A record as a change or the log holds it.
+    Record(&'a [u8]),
+    /// A record the engine encoded for this plan (an embedding or a file
+    /// of a segment rewritten).
+    Encoded(Vec<u8>),
+}
+
+impl Input<'_> {
+    /// Bytes it takes in a frame of records, a memory's JSON record
+    /// counted without making it.
+    fn frame_len(&self, key: &str) -> usize {
+        let len = match self {
+            Input::Memory(item, _) => codec::item_record_len(item),
+            Input::Record(bytes) => bytes.len(),
+            Input::Encoded(bytes) => bytes.len(),
+        };
+        record_len(key, len)
+    }
+
+    /// Its record's bytes.
+    fn bytes(&self) -> Cow<'_, [u8]> {
+        match self {
+            Input::Memory(item, _) => Cow::Owned(codec::encode_item(item)),
+            Input::Record(bytes) => Cow::Borrowed(bytes),
+            Input::Encoded(bytes) => Cow::Borrowed(bytes),
+        }
     }
 }
 
 /// The record a new segment holds for a key, unless a catalog row stands
 /// for it.
 enum Body<'a> {
-    Record(&'a [u8]),
+    Record(Cow<'a, [u8]>),
     /// A memory the engine holds, whose JSON record is made only if its
     /// row does not give it back.
     Item(&'a MemoryItem),
 }
 
-/// The parts of a new segment of `chunk`: its records, its lexical part
-/// (each memory's terms) and its catalog part. Each memory whose row
-/// gives it back exactly has an empty record and a row; the others keep
-/// their JSON record (`catalog::rows_for`).
-#[allow(clippy::type_complexity)]
-fn segment_parts<'a>(
-    chunk: Vec<Fresh<'a>>,
-) -> (Vec<(&'a str, Cow<'a, [u8]>)>, Vec<(u32, Vec<(&'a str, u32)>)>, Vec<u8>) {
-    let mut lexical = Vec::new();
-    let mut items: Vec<&MemoryItem> = Vec::new();
-    for (index, fresh) in chunk.iter().enumerate() {
-        if let Some(item) = fresh.item {
-            items.push(item);
-        }
-        if let Some(terms) = &fresh.terms {
-            lexical.push((index as u32, terms.clone()));
+impl<'a> Body<'a> {
+    /// The record's bytes.
+    fn into_bytes(self) -> Cow<'a, [u8]> {
+        match self {
+            Body::Record(bytes) => bytes,
+            Body::Item(item) => Cow::Owned(codec::encode_item(item)),
         }
     }
-    let (fits, part) = catalog::rows_for(&items);
-    let mut fits = fits.into_iter();
-    let records = chunk
-        .into_iter()
-        .map(|fresh| {
-            let fit = fresh.item.is_some() && fits.next().unwrap_or(false);
-            let record = match fresh.record {
-                _ if fit => Cow::Borrowed(&[][..]),
-                Body::Record(bytes) => Cow::Borrowed(bytes),
-                Body::Item(item) => Cow::Owned(codec::encode_item(item)),
-            };
-            (fresh.key, record)
-        })
-        .collect();
-    (records, lexical, part)
 }
 
-/// Bytes a record takes in a frame.
-fn record_len(key: &str, record: &[u8]) -> usize {
-    9 + key.len() + record.len()
+/// A new segment being filled, in key order: its records (a memory whose
+/// row gives it back exactly has an empty record and a row; the others
+/// keep their JSON record), its lexical part (each memory's terms) and its
+/// catalog part.
+#[derive(Default)]
+struct SegmentWriter<'a> {
+    records: Vec<(&'a str, Cow<'a, [u8]>)>,
+    lexical: Vec<(u32, Vec<(&'a str, u32)>)>,
+    catalog: catalog::CatalogWriter<'a>,
+    /// The bytes its records take, as [`SegmentWriter::add`] counts them.
+    bytes: usize,
 }
 
-/// `records` in key order, cut into segments of at most [`SEGMENT_BYTES`]
-/// as [`Fresh::new`] measures a record (one record larger than that
-/// alone).
-fn chunks(records: Vec<Fresh<'_>>) -> Vec<Vec<Fresh<'_>>> {
-    let mut out: Vec<Vec<Fresh>> = Vec::new();
-    let mut bytes = 0;
-    for fresh in records {
-        let len = fresh.len;
-        match out.last_mut() {
-            Some(chunk) if bytes + len <= SEGMENT_BYTES => chunk.push(fresh),
-            _ => {
-                out.push(vec![fresh]);
-                bytes = 0;
+impl<'a> SegmentWriter<'a> {
+    /// Adds `fresh`, after the records added so far; when the segment
+    /// cannot take it within [`SEGMENT_BYTES`] (and holds a record), it
+    /// goes to a new segment this writer becomes, and the full one is
+    /// returned. A record counts what it adds to a segment, at most: a
+    /// memory with a row its empty record, its row and its doc in the
+    /// lexical part, each as if alone (strings and terms it shares with
+    /// other memories are counted whole); any other record itself. The
+    /// segments a commit writes must be filled by what they take, or the
+    /// size tiers of compaction would merge them again and again, and
+    /// values must stay within the backends' limits.
+    fn add(&mut self, fresh: Fresh<'a>) -> Option<Self> {
+        let terms_len = fresh.terms_len();
+        let Fresh {
+            key,
+            record: body,
+            item,
+            terms,
+        } = fresh;
+        let mut body = Some(body);
+        let mut bytes = || body.take().map(Body::into_bytes).unwrap_or_default();
+        let mut row = item.and_then(|item| self.catalog.push(item));
+        let mut record = match row {
+            Some(_) => Cow::Borrowed(&[][..]),
+            None => bytes(),
+        };
+        let len = record_len(key, record.len()) + row.unwrap_or(0) + terms_len;
+        let mut full = None;
+        if !self.records.is_empty() && self.bytes + len > SEGMENT_BYTES {
+            if row.is_some() {
+                self.catalog.pop();
+                full = Some(std::mem::take(self));
+                // The same row, numbered in the new segment's dictionary
+                // (whether a row gives its memory back does not depend on
+                // the segment, but its record follows what happened).
+                row = item.and_then(|item| self.catalog.push(item));
+                if row.is_none() {
+                    record = bytes();
+                }
+            } else {
+                full = Some(std::mem::take(self));
             }
         }
-        bytes += len;
+        if let Some(terms) = terms {
+            self.lexical.push((self.records.len() as u32, terms));
+        }
+        self.records.push((key, record));
+        self.bytes += len;
+        full
     }
-    out
+
+    /// Puts the segment in `batch` as the next segment of `update`.
+    fn write(self, batch: &mut Batch, update: &mut Update) {
+        let number = update.next_segment;
+        update.next_segment += 1;
+        let keys: Vec<String> = self.records.iter().map(|(key, _)| key.to_string()).collect();
+        let records: Vec<(&str, &[u8])> = self.records.iter().map(|(k, v)| (*k, &**v)).collect();
+        let record = encode_segment(&records, &self.lexical, &self.catalog.finish());
+        let info = SegmentRef {
+            number,
+            records: records.len() as u32,
+            bytes: record.len() as u64,
+            crc32: format::record_crc(&record),
+        };
+        batch.put(segment_key(number), record);
+        update.added.push((info, keys));
+    }
+}
+
+/// Bytes a record of `len` bytes takes in a frame.
+fn record_len(key: &str, len: usize) -> usize {
+    9 + key.len() + len
 }
 
 #[cfg(test)]
@@ -446,6 +510,100 @@ mod tests {
     use crate::engine::{Config, MemoryInput, Txn};
     use crate::env::FixedEnvironment;
     use crate::item::{Scope, Timestamp};
+
+    /// The terms ingest counted, handed to the segment write, give the
+    /// segments the terms fetched back from the lexical index give (the
+    /// oracle: `plan_all`, which hands none): for texts with repeated
+    /// words, a speaker, bigrams, duplicates merged in the batch, and a
+    /// memory whose text a later write of the same commit changed (its
+    /// counted terms no longer stand for it).
+    #[test]
+    fn counted_terms_give_the_segments_the_index_gives() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let scope = Scope::workspace("alice", "home");
+        let mut inputs: Vec<MemoryInput> = (0..400)
+            .map(|i| {
+                let text = match i % 4 {
+                    0 => format!("note {i}: apples and apples and more apples {}", i * 7),
+                    1 => format!("東京の天気 {i} は晴れ"),
+                    2 => format!("the garden {} grows", i / 8),
+                    _ => format!("note {i} from the kitchen"),
+                };
+                let mut input = MemoryInput::new(text, scope.clone());
+                if i % 3 == 0 {
+                    input.speaker = Some("Caroline".to_string());
+                }
+                input
+            })
+            .collect();
+        // Exact duplicates, merged into the memories they repeat.
+        inputs.push(MemoryInput::new("note 3 from the kitchen", scope.clone()));
+        let mut txn = Txn::default();
+        let results = engine.ingest(inputs, &mut env, &mut txn).unwrap();
+        let edited = results[5].id.clone().unwrap();
+        let patch = crate::engine::MemoryPatch {
+            text: Some("an entirely new text about pears".to_string()),
+            ..Default::default()
+        };
+        engine.update(&edited, patch, Timestamp(1_700_000_000_001), &mut txn).unwrap();
+        let changes = engine.batch_for(&txn);
+        let counted = changes
+            .iter()
+            .filter(|(_, change)| matches!(change, Change::Memory(_, Some(_))))
+            .count();
+        assert!(counted > 300, "{counted}");
+        let edited_key = format!("{ITEM_PREFIX}{edited}");
+        let (_, change) = changes.iter().find(|(key, _)| *key == edited_key).unwrap();
+        assert!(matches!(change, Change::Memory(_, None)));
+        let planned = Layout::default().plan(&changes, &engine);
+        let oracle = Layout::default().plan_all(&engine);
+        assert_eq!(planned.batch, oracle.batch);
+        assert_eq!(planned.manifest, oracle.manifest);
+    }
+
+    /// A commit straight to segments makes no JSON record of a memory
+    /// whose row gives it back, and keeps the JSON record of one whose row
+    /// would not; a commit to the log makes one per memory.
+    #[test]
+    fn json_records_are_made_only_where_they_are_stored() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let scope = Scope::workspace("alice", "home");
+        let inputs: Vec<MemoryInput> = (0..300)
+            .map(|i| MemoryInput::new(format!("note {i} about topic{i} and place{}", i * 13), scope.clone()))
+            .collect();
+        let mut txn = Txn::default();
+        engine.ingest(inputs, &mut env, &mut txn).unwrap();
+        // A clock a Rust caller gave, past year 9999: the row of a memory
+        // stored then would not read its time back.
+        env.advance_ms(253_402_300_800_000 - 1_700_000_000_000);
+        let far = MemoryInput::new("a note from the far future", scope.clone());
+        let far = engine.ingest(vec![far], &mut env, &mut txn).unwrap()[0].id.clone().unwrap();
+        let before = codec::encoded_items();
+        let plan = Layout::default().plan(&engine.batch_for(&txn), &engine);
+        assert_eq!(codec::encoded_items() - before, 1);
+        let mut json = Vec::new();
+        for (key, value) in plan.batch.ops() {
+            let (true, Some(value)) = (key.starts_with(crate::keys::SEGMENT_PREFIX), value) else {
+                continue;
+            };
+            let contents = format::decode_segment(value).unwrap();
+            json.extend(contents.records.iter().filter(|(_, record)| !record.is_empty()).map(|(k, r)| (k.to_string(), r.to_vec())));
+        }
+        let far_item = engine.get(&far).unwrap();
+        assert_eq!(json, [(format!("{ITEM_PREFIX}{far}"), codec::encode_item(far_item))]);
+        let mut layout = Layout::default();
+        layout.apply(plan);
+        env.advance_ms(1_700_000_000_000 - 253_402_300_800_000);
+        let mut txn = Txn::default();
+        let small = ["one more note", "and another one"].map(|t| MemoryInput::new(t, scope.clone()));
+        engine.ingest(small.to_vec(), &mut env, &mut txn).unwrap();
+        let before = codec::encoded_items();
+        let plan = layout.plan(&engine.batch_for(&txn), &engine);
+        assert_eq!(codec::encoded_items() - before, 2);
+        assert!(!plan.batch.ops().any(|(key, _)| key.starts_with(crate::keys::SEGMENT_PREFIX)));
+    }
 
     /// Segments are filled by the bytes they take (rows, not the JSON
     /// records rows replace): a segment written full is above the size of
@@ -480,5 +638,21 @@ mod tests {
             assert!(size > SEGMENT_BYTES / 2 + SEGMENT_BYTES / 8, "{sizes:?}");
             assert!(size <= SEGMENT_BYTES + 64, "{sizes:?}");
         }
+        // Each segment gives back its memories, those whose rows moved to
+        // the next segment when the previous one was full among them.
+        let mut memories = 0;
+        for (key, value) in plan.batch.ops() {
+            let (true, Some(value)) = (key.starts_with(crate::keys::SEGMENT_PREFIX), value) else {
+                continue;
+            };
+            let contents = format::decode_segment(value).unwrap();
+            assert_eq!(contents.rows.len(), contents.records.len());
+            for ((key, record), row) in contents.records.iter().zip(&contents.rows) {
+                assert!(record.is_empty());
+                assert_eq!(engine.get(key.strip_prefix(ITEM_PREFIX).unwrap()).unwrap(), row);
+            }
+            memories += contents.rows.len();
+        }
+        assert_eq!(memories as u64, engine.summary().items);
     }
 }

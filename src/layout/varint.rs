@@ -14,6 +14,12 @@ pub(super) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     out.push(value as u8);
 }
 
+/// Bytes [`put_varint`] writes for `value`.
+pub(super) fn varint_len(value: u64) -> usize {
+    // One byte per started group of seven bits (at least one).
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 /// Appends a string as its varint byte length and its UTF-8 bytes.
 pub(super) fn put_str(out: &mut Vec<u8>, text: &str) {
     put_varint(out, text.len() as u64);
@@ -123,9 +129,10 @@ mod tests {
 
     #[test]
     fn varints_round_trip_and_refuse_overlong_encodings() {
-        for value in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+        for value in [0, 1, 127, 128, 300, 16_383, 16_384, u64::from(u32::MAX), u64::MAX] {
             let mut out = Vec::new();
             put_varint(&mut out, value);
+            assert_eq!(varint_len(value), out.len(), "{value}");
             let mut reader = Reader::new(&out, "t");
             assert_eq!(reader.varint64().unwrap(), value);
             assert!(reader.done());

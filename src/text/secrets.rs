@@ -112,7 +112,11 @@ fn scrub_present(text: &str, keep_lines: bool, present: &ByteSet) -> Scrubbed {
 /// True when `text` holds an email address, a phone number or a payment
 /// card number (Luhn-checked).
 pub fn has_pii(text: &str) -> bool {
-    has_email(text) || has_phone(text) || has_card(text)
+    // The digit runs are found once for both checks that read them.
+    has_email(text) || {
+        let runs = digit_runs(text);
+        runs.iter().any(is_phone) || runs.iter().any(is_card)
+    }
 }
 
 /// The set of bytes a text holds.
@@ -762,26 +766,22 @@ fn digit_runs(text: &str) -> Vec<DigitRun> {
 
 /// `+44 20 7946 0958` (a `+` and 8 to 15 digits in groups), or the North
 /// American `415-555-0100`, `(415) 555-0100`, `1-415-555-0100`.
-fn has_phone(text: &str) -> bool {
-    digit_runs(text).iter().any(|run| {
-        let n = run.digits.len();
-        if run.leading_plus {
-            return (8..=15).contains(&n) && run.groups.len() >= 2;
-        }
-        let g = run.groups.as_slice();
-        matches!(g, [3, 3, 4]) || matches!(g, [1, 3, 3, 4]) && run.digits[0] == 1 && !run.parenthesized_first
-    })
+fn is_phone(run: &DigitRun) -> bool {
+    let n = run.digits.len();
+    if run.leading_plus {
+        return (8..=15).contains(&n) && run.groups.len() >= 2;
+    }
+    let g = run.groups.as_slice();
+    matches!(g, [3, 3, 4]) || matches!(g, [1, 3, 3, 4]) && run.digits[0] == 1 && !run.parenthesized_first
 }
 
 /// 13 to 19 digits, bare or in groups, that pass the Luhn check.
-fn has_card(text: &str) -> bool {
-    digit_runs(text).iter().any(|run| {
-        let n = run.digits.len();
-        !run.leading_plus
-            && (13..=19).contains(&n)
-            && (run.groups.len() == 1 || run.groups.iter().all(|&g| (4..=6).contains(&g)))
-            && luhn(&run.digits)
-    })
+fn is_card(run: &DigitRun) -> bool {
+    let n = run.digits.len();
+    !run.leading_plus
+        && (13..=19).contains(&n)
+        && (run.groups.len() == 1 || run.groups.iter().all(|&g| (4..=6).contains(&g)))
+        && luhn(&run.digits)
 }
 
 fn luhn(digits: &[u8]) -> bool {

@@ -120,24 +120,24 @@ fn push_word(out: &mut Vec<String>, word: &mut String) {
     if word.is_empty() {
         return;
     }
-    // An ASCII word has no accent to fold: lowercasing it is all.
-    let folded: String = if word.is_ascii() {
-        word.to_ascii_lowercase()
+    // An ASCII word has no accent to fold: lowercasing it in place is all
+    // (no copy of the word for each word of a text).
+    if word.is_ascii() {
+        word.make_ascii_lowercase();
     } else {
-        word.to_lowercase()
+        *word = word
+            .to_lowercase()
             .nfd()
             .filter(|&c| !is_combining_mark(c))
-            .collect()
-    };
+            .collect();
+    }
+    let kept = !word.is_empty() && word.len() <= MAX_TERM_BYTES && !is_stopword(word);
+    if kept && word.bytes().all(|b| b.is_ascii_alphabetic()) {
+        out.push(super::stem::stem(word));
+    } else if kept {
+        out.push(std::mem::take(word));
+    }
     word.clear();
-    if folded.is_empty() || folded.len() > MAX_TERM_BYTES || is_stopword(&folded) {
-        return;
-    }
-    if folded.bytes().all(|b| b.is_ascii_alphabetic()) {
-        out.push(super::stem::stem(&folded));
-    } else {
-        out.push(folded);
-    }
 }
 
 /// Emits the bigrams of the pending CJK run (or its single character) and
