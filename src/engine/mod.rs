@@ -139,8 +139,9 @@ pub struct Engine {
     lexical: FastMap<Tenant, Bm25Index>,
     // Embeddings: changed only by `set_vector` (vectors.rs), which keeps
     // the vector indexes in step.
-    /// Own embedding of each memory that has one (key `vec/<id>`).
-    embeddings: FastMap<String, StoredVector>,
+    /// Own embedding of each memory that has one (key `vec/<id>`), by
+    /// the memory's doc number: no copy of its id.
+    embeddings: FastMap<u32, StoredVector>,
     /// Per tenant, the context vectors of its live memories (see
     /// [`crate::rank`]): the embedding plus the one of the memory it follows.
     vectors: FastMap<Arc<Tenant>, VectorIndex>,

@@ -80,7 +80,7 @@ impl Engine {
                     (format!("{ITEM_PREFIX}{id}"), now != before.as_deref())
                 }
                 Undo::Vector(id, before) => {
-                    let now = self.embeddings.get(id).map(|v| &v.vector);
+                    let now = self.embedding(id);
                     let was = before.as_ref().map(|v| &v.vector);
                     (format!("{VECTOR_PREFIX}{id}"), now != was)
                 }
@@ -112,7 +112,7 @@ impl Engine {
             return self.entries.get(id).map(|e| codec::encode_item(&e.item));
         }
         if let Some(id) = key.strip_prefix(VECTOR_PREFIX) {
-            return self.embeddings.get(id).map(|v| codec::encode_vector(&v.vector));
+            return self.embedding(id).map(codec::encode_vector);
         }
         // Few stores hold more than a handful of files.
         self.files
@@ -124,7 +124,7 @@ impl Engine {
     /// The key of every record the engine holds.
     pub fn record_keys(&self) -> Vec<String> {
         let items = self.entries.keys().map(|id| format!("{ITEM_PREFIX}{id}"));
-        let vectors = self.embeddings.keys().map(|id| format!("{VECTOR_PREFIX}{id}"));
+        let vectors = self.embedded_ids().map(|id| format!("{VECTOR_PREFIX}{id}"));
         let files = self.files.values().map(StoredFile::storage_key);
         items.chain(vectors).chain(files).collect()
     }

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::catalog::FastMap;
+use super::catalog::{FastMap, TenantKey};
 use super::txn::{Txn, Undo};
 use super::Engine;
 use crate::codec;
@@ -48,21 +48,41 @@ impl StoredVector {
 
 impl Engine {
     /// Replaces (or removes) the embedding of memory `id`, keeping the
-    /// vector index in step. Returns the previous embedding.
+    /// vector index in step. Returns the previous embedding. An embedding
+    /// is held by its memory's doc number, so it needs the memory: without
+    /// one nothing changes (every path that removes a memory removes its
+    /// embedding first, [`Engine::write_erased`], and a rollback restores
+    /// the memory before its embedding).
     pub(super) fn set_vector(
         &mut self,
         id: &str,
         new: Option<StoredVector>,
     ) -> Option<StoredVector> {
-        if let Some(doc) = self.entries.get(id).map(|e| e.doc) {
-            self.unindex_vector(doc);
-        }
-        let old = self.embeddings.remove(id);
-        if let Some(v) = new {
-            self.embeddings.insert(id.to_string(), v);
-        }
+        let doc = self.entries.get(id)?.doc;
+        self.unindex_vector(doc);
+        let old = match new {
+            Some(v) => self.embeddings.insert(doc, v),
+            None => self.embeddings.remove(&doc),
+        };
         self.index_vector(id);
         old
+    }
+
+    /// Forgets the embedding of `doc`, whose memory is being removed (its
+    /// doc number is freed for another memory). The removal paths have
+    /// taken it already ([`Engine::write_erased`]); this keeps a record
+    /// that removed a memory without its embedding from leaving one behind.
+    pub(super) fn forget_vector(&mut self, doc: u32) {
+        self.embeddings.remove(&doc);
+    }
+
+    /// Erases memory `id` with its embedding, recording both undo steps:
+    /// the embedding first, while the memory's doc number still finds it.
+    pub(super) fn write_erased(&mut self, txn: &mut Txn, id: &str) {
+        if self.has_embedding(id) {
+            self.write_vector(txn, id, None);
+        }
+        self.write(txn, id, None);
     }
 
     /// Sizes the embeddings, the vector indexes' doc maps and
@@ -73,31 +93,27 @@ impl Engine {
     /// embeddings' length.
     pub(super) fn reserve_vectors(&mut self, ids: &[&str], dimensions: usize) {
         self.embeddings.reserve(ids.len());
-        // Borrowed from the memories: one count per tenant, not a copy of
-        // its names per embedding.
-        let mut per_tenant: FastMap<(&str, &str), (&MemoryItem, usize)> = FastMap::default();
+        // One walk: a count per tenant, its names copied once per tenant
+        // (looked up by the memory's borrowed scope).
+        let mut per_tenant: FastMap<Tenant, usize> = FastMap::default();
         for id in ids {
-            if let Some(entry) = self.entries.get(*id).filter(|e| !e.item.is_deleted()) {
-                let scope = &entry.item.scope;
-                per_tenant
-                    .entry((&scope.user_id, &scope.workspace_id))
-                    .or_insert((&entry.item, 0))
-                    .1 += 1;
+            let Some(entry) = self.entries.get(*id).filter(|e| !e.item.is_deleted()) else {
+                continue;
+            };
+            let scope: &dyn TenantKey = &entry.item.scope;
+            match per_tenant.get_mut(scope) {
+                Some(n) => *n += 1,
+                None => {
+                    per_tenant.insert(entry.item.scope.tenant(), 1);
+                }
             }
         }
-        self.vector_docs.reserve(per_tenant.values().map(|(_, n)| n).sum());
-        let reserve: Vec<(Tenant, usize)> = per_tenant
-            .into_values()
-            .map(|(item, n)| (item.scope.tenant(), n))
-            .collect();
-        for (tenant, n) in reserve {
-            if !self.vectors.contains_key(&tenant) {
-                let index = VectorIndex::new(dimensions, VectorParams::default());
-                self.vectors.insert(Arc::new(tenant.clone()), index);
-            }
-            if let Some(index) = self.vectors.get_mut(&tenant) {
-                index.reserve(n);
-            }
+        self.vector_docs.reserve(per_tenant.values().sum());
+        for (tenant, n) in per_tenant {
+            self.vectors
+                .entry(Arc::new(tenant))
+                .or_insert_with(|| VectorIndex::new(dimensions, VectorParams::default()))
+                .reserve(n);
         }
     }
 
@@ -149,12 +165,11 @@ impl Engine {
     /// The context vector of a memory: its embedding plus the embedding of
     /// the memory it follows, normalized (see [`crate::rank`]).
     pub(super) fn context_vector(&self, item: &MemoryItem) -> Option<Vec<f32>> {
-        let own = &self.embeddings.get(&item.id)?.vector;
+        let own = self.embedding(&item.id)?;
         let previous = item
             .follows
             .as_ref()
-            .and_then(|p| self.embeddings.get(p))
-            .map(|p| &p.vector)
+            .and_then(|p| self.embedding(p))
             .filter(|p| p.len() == own.len());
         let mut context = own.to_f32();
         if let Some(p) = previous {
@@ -233,7 +248,25 @@ impl Engine {
 
     /// The stored embedding of memory `id`, if it has one.
     pub(crate) fn embedding(&self, id: &str) -> Option<&Int8Vector> {
-        self.embeddings.get(id).map(|v| &v.vector)
+        self.stored_vector(id).map(|v| &v.vector)
+    }
+
+    /// The stored embedding of memory `id` as the engine holds it.
+    pub(super) fn stored_vector(&self, id: &str) -> Option<&StoredVector> {
+        self.embeddings.get(&self.entries.get(id)?.doc)
+    }
+
+    /// Whether memory `id` has an embedding.
+    pub(super) fn has_embedding(&self, id: &str) -> bool {
+        self.stored_vector(id).is_some()
+    }
+
+    /// The id of each memory that has an embedding, in no order.
+    pub(super) fn embedded_ids(&self) -> impl Iterator<Item = &str> {
+        self.embeddings
+            .keys()
+            .filter_map(|&doc| self.entry_of(doc))
+            .map(|entry| entry.item.id.as_str())
     }
 
     /// Attaches an embedding model: from now on memories are embedded at
@@ -257,7 +290,7 @@ impl Engine {
         txn.undo
             .push(Undo::Model(self.model_id.clone(), self.embedder.clone()));
         if self.model_id.as_deref() != Some(model.as_str()) {
-            let stale: Vec<String> = self.embeddings.keys().cloned().collect();
+            let stale: Vec<String> = self.embedded_ids().map(str::to_string).collect();
             for id in stale {
                 self.write_vector(txn, &id, None);
             }
@@ -267,7 +300,7 @@ impl Engine {
         let mut missing: Vec<(&String, std::borrow::Cow<str>)> = self
             .entries
             .values()
-            .filter(|e| !self.embeddings.contains_key(&e.item.id))
+            .filter(|e| !self.embeddings.contains_key(&e.doc))
             .map(|e| {
                 let said = text::said_text(&e.item.text, e.item.speaker.as_deref());
                 (&e.item.id, said)
@@ -293,8 +326,8 @@ impl Engine {
     pub(crate) fn unembedded(&self, model: &str) -> usize {
         if self.model_id.as_deref() == Some(model) {
             self.entries
-                .keys()
-                .filter(|id| !self.embeddings.contains_key(*id))
+                .values()
+                .filter(|e| !self.embeddings.contains_key(&e.doc))
                 .count()
         } else {
             self.entries.len()
@@ -309,9 +342,14 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
     use crate::codec;
-    use crate::engine::{Config, Engine, MemoryInput, Txn};
-    use crate::env::FixedEnvironment;
+    use crate::embed::Embedder;
+    use crate::engine::{Config, Engine, MemoryInput, SummaryInput, Txn};
+    use crate::text::tokens::EstimatedTokens;
+    use crate::env::{Environment, FixedEnvironment};
     use crate::index::Int8Vector;
     use crate::item::{Scope, Timestamp};
     use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
@@ -325,6 +363,177 @@ mod tests {
                 (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
             })
             .collect()
+    }
+
+    /// Hashes each word of a text into one of 16 components: distinct
+    /// texts get distinct embeddings, with no model file.
+    struct HashedWords;
+
+    impl Embedder for HashedWords {
+        fn model_id(&self) -> &str {
+            "test/hashed-words"
+        }
+
+        fn dimensions(&self) -> usize {
+            16
+        }
+
+        fn embed_batch(&self, texts: &[&str]) -> crate::error::Result<Vec<Vec<f32>>> {
+            Ok(texts
+                .iter()
+                .map(|text| {
+                    let mut v = vec![0.1f32; 16];
+                    for word in text.split_whitespace() {
+                        let h = word.bytes().fold(7usize, |h, b| h * 31 + usize::from(b));
+                        v[h % 16] += 1.0;
+                    }
+                    v
+                })
+                .collect())
+        }
+
+        fn count_tokens(&self, text: &str) -> usize {
+            text.split_whitespace().count()
+        }
+    }
+
+    /// Every memory's embedding codes, by id.
+    fn embeddings_by_id(engine: &Engine) -> BTreeMap<String, Vec<i8>> {
+        engine
+            .items()
+            .filter_map(|item| Some((item.id.clone(), engine.embedding(&item.id)?.codes().to_vec())))
+            .collect()
+    }
+
+    /// No embedding is held under a doc number no memory holds.
+    fn assert_no_orphan(engine: &Engine) {
+        for &doc in engine.embeddings.keys() {
+            assert!(engine.entry_of(doc).is_some(), "doc {doc} holds an embedding but no memory");
+        }
+    }
+
+    #[test]
+    fn each_path_that_erases_a_memory_erases_its_embedding_and_a_rollback_restores_it() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        engine
+            .attach_embedder(Arc::new(HashedWords), &mut Txn::default())
+            .unwrap();
+        let scope = Scope::workspace("u", "w");
+        let texts = [
+            "alpha keeps bees",
+            "bravo rides horses",
+            "charlie paints murals",
+            "delta grows tomatoes",
+            "echo sails boats",
+        ];
+        let mut txn = Txn::default();
+        let ids: Vec<String> = engine
+            .ingest(
+                texts.iter().map(|t| MemoryInput::new(*t, scope.clone())).collect(),
+                &mut env,
+                &mut txn,
+            )
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id.unwrap())
+            .collect();
+        let summary = engine
+            .store_summary(
+                SummaryInput {
+                    scope: scope.clone(),
+                    text: "a summary of alpha and bravo".into(),
+                    sources: ids[..2].to_vec(),
+                },
+                &mut env,
+                &mut Txn::default(),
+            )
+            .unwrap()
+            .id;
+        engine
+            .sync_file(
+                &scope,
+                "notes/garden.md",
+                "# Garden\n\nthe roses need pruning in march\n",
+                &EstimatedTokens,
+                &mut env,
+                &mut Txn::default(),
+            )
+            .unwrap();
+        let chunks: Vec<String> = engine
+            .chunks_of_file(&scope, "notes/garden.md")
+            .iter()
+            .map(|c| c.id.clone())
+            .collect();
+        assert!(!chunks.is_empty());
+        let before = embeddings_by_id(&engine);
+        assert_eq!(before.len(), engine.items().count(), "every memory is embedded");
+        assert_eq!(engine.embeddings.len(), before.len());
+        assert_no_orphan(&engine);
+
+        let now = env.now();
+        type Path<'a> = Box<dyn Fn(&mut Engine, &mut Txn) + 'a>;
+        let paths: Vec<(&str, Vec<&String>, Path)> = vec![
+            (
+                "hard delete",
+                vec![&ids[2]],
+                Box::new(|e, txn| e.delete(&ids[2], true, now, txn).unwrap()),
+            ),
+            (
+                // Erasing a source erases the summary listing it.
+                "a source erased with its summary",
+                vec![&ids[0], &summary],
+                Box::new(|e, txn| e.delete(&ids[0], true, now, txn).unwrap()),
+            ),
+            (
+                "a file removed with its chunks",
+                chunks.iter().collect(),
+                Box::new(|e, txn| assert!(e.remove_file(&scope, "notes/garden.md", txn))),
+            ),
+        ];
+        for (name, erased, path) in paths {
+            let mut txn = Txn::default();
+            path(&mut engine, &mut txn);
+            let after = embeddings_by_id(&engine);
+            for id in &erased {
+                assert!(engine.get(id).is_err(), "{name}: `{id}` is erased");
+            }
+            assert_eq!(after.len(), before.len() - erased.len(), "{name}");
+            assert_eq!(engine.embeddings.len(), after.len(), "{name}");
+            assert_no_orphan(&engine);
+            let batch = engine.batch_for(&txn);
+            for id in &erased {
+                let key = format!("{VECTOR_PREFIX}{id}");
+                assert!(
+                    batch.ops().any(|(k, v)| k == key && v.is_none()),
+                    "{name}: `{key}` is deleted"
+                );
+            }
+            engine.rollback(txn);
+            assert_eq!(embeddings_by_id(&engine), before, "{name}: a rollback restores them");
+            assert_eq!(engine.embeddings.len(), before.len(), "{name}");
+            assert_no_orphan(&engine);
+        }
+
+        // A memory removed by a record that kept its embedding (a store
+        // another writer changed) leaves none behind for the memory that
+        // takes its doc number next.
+        let doc = engine.entries[&ids[4]].doc;
+        let mut reused = engine.entries[&ids[4]].item.clone();
+        engine.set(&ids[4], None);
+        assert!(!engine.embeddings.contains_key(&doc));
+        reused.id = "m-reused".into();
+        engine.set("m-reused", Some(reused));
+        assert_eq!(engine.entries["m-reused"].doc, doc, "the doc number is reused");
+        assert!(engine.embedding("m-reused").is_none());
+        assert_no_orphan(&engine);
+        let keys = engine.record_keys();
+        assert!(!keys.contains(&format!("{VECTOR_PREFIX}{}", ids[4])));
+        assert!(!keys.contains(&format!("{VECTOR_PREFIX}m-reused")));
+        assert_eq!(
+            keys.iter().filter(|k| k.starts_with(VECTOR_PREFIX)).count(),
+            engine.embeddings.len()
+        );
     }
 
     #[test]
