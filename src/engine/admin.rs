@@ -324,9 +324,9 @@ impl Engine {
                 kinds[k] += 1;
             }
             stats.stored_bytes += codec::item_record_len(item);
-            if let Some(vector) = self.stored_vector(&item.id) {
+            if let Some(vector) = self.embedding(&item.id) {
                 stats.embedded += 1;
-                stats.stored_bytes += vector.record_len();
+                stats.stored_bytes += codec::encode_vector(vector).len();
             }
             tenants.insert((item.scope.user_id.as_str(), item.scope.workspace_id.as_str()));
         }

@@ -81,7 +81,7 @@ impl Engine {
                 }
                 Undo::Vector(id, before) => {
                     let now = self.embedding(id);
-                    let was = before.as_ref().map(|v| &v.vector);
+                    let was = before.as_ref().map(|v| v.vector.view());
                     (format!("{VECTOR_PREFIX}{id}"), now != was)
                 }
                 Undo::File(key, before) => {
@@ -134,12 +134,12 @@ impl Engine {
     pub fn summary(&self) -> Summary {
         Summary {
             items: self.entries.len() as u64,
-            vectors: self.embeddings.len() as u64,
+            vectors: self.embedding_count() as u64,
             files: self.files.len() as u64,
             model_id: self
                 .model_id
                 .clone()
-                .filter(|_| !self.embeddings.is_empty()),
+                .filter(|_| self.embedding_count() > 0),
         }
     }
 }

@@ -1,6 +1,9 @@
 //! Embeddings: each memory's own vector as stored (int8), the model that
-//! makes them, and the context vectors the tenants' vector indexes hold for
-//! ranking (`docs/design.md`, "Embeddings"). `Engine::set_vector` is the
+//! makes them, and the context vectors of ranking (`docs/design.md`,
+//! "Embeddings"). Each embedding is held once: by its tenant's vector index
+//! when the memory is live (the index scores its context vector from it and
+//! its predecessor's), else by the engine (`embeddings`: soft-deleted
+//! memories, an embedding the index refuses). `Engine::set_vector` is the
 //! only code that changes an embedding; it keeps the vector index in step,
 //! as `Engine::set` does for memories.
 
@@ -10,10 +13,9 @@ use std::sync::Arc;
 use super::catalog::{FastMap, TenantKey};
 use super::txn::{Txn, Undo};
 use super::Engine;
-use crate::codec;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::index::{Int8Vector, VectorIndex, VectorParams};
+use crate::index::{Int8Ref, Int8Vector, VectorIndex, VectorParams};
 use crate::item::{MemoryItem, Tenant};
 use crate::text;
 
@@ -40,10 +42,6 @@ impl StoredVector {
         StoredVector { vector }
     }
 
-    /// Bytes of its record.
-    pub(super) fn record_len(&self) -> usize {
-        codec::encode_vector(&self.vector).len()
-    }
 }
 
 impl Engine {
@@ -73,6 +71,7 @@ impl Engine {
     /// taken it already ([`Engine::write_erased`]); this keeps a record
     /// that removed a memory without its embedding from leaving one behind.
     pub(super) fn forget_vector(&mut self, doc: u32) {
+        self.unindex_vector(doc);
         self.embeddings.remove(&doc);
     }
 
@@ -92,8 +91,8 @@ impl Engine {
     /// WebAssembly memory keeps that peak). `dimensions` is the
     /// embeddings' length.
     pub(super) fn reserve_vectors(&mut self, ids: &[&str], dimensions: usize) {
-        self.embeddings.reserve(ids.len());
-        // One walk: a count per tenant, its names copied once per tenant
+        // `embeddings` holds each loaded embedding only on its way to its
+        // index (and those of soft-deleted memories): not reserved. One walk: a count per tenant, its names copied once per tenant
         // (looked up by the memory's borrowed scope).
         let mut per_tenant: FastMap<Tenant, usize> = FastMap::default();
         for id in ids {
@@ -123,42 +122,74 @@ impl Engine {
         self.vectors.retain(|_, index| !index.is_empty());
     }
 
-    /// Removes a doc from the vector index it sits in, if any.
+    /// Takes a doc out of the vector index it sits in, if any: its
+    /// embedding goes back to `embeddings` (where [`Engine::index_vector`]
+    /// finds it when the memory is indexed again).
     pub(super) fn unindex_vector(&mut self, doc: u32) {
-        if let Some(tenant) = self.vector_docs.remove(&doc) {
-            if let Some(ix) = self.vectors.get_mut(&tenant) {
-                ix.remove(doc);
-                if ix.is_empty() {
-                    self.vectors.remove(&tenant);
-                }
+        let Some(tenant) = self.vector_docs.remove(&doc) else {
+            return;
+        };
+        if let Some(ix) = self.vectors.get_mut(&tenant) {
+            if let Some(own) = ix.remove(doc) {
+                self.embeddings.insert(doc, StoredVector::loaded(own));
+            }
+            if ix.is_empty() {
+                self.vectors.remove(&tenant);
             }
         }
     }
 
-    /// Puts a live memory that has an embedding into its tenant's vector
-    /// index, as its context vector.
+    /// Moves the embedding of a live memory into its tenant's vector index,
+    /// following the memory it follows there, and links the memories that
+    /// follow it and sit in that index to it.
     pub(super) fn index_vector(&mut self, id: &str) {
         let Some(entry) = self.entries.get(id) else {
             return;
         };
-        if entry.item.is_deleted() || self.vector_docs.contains_key(&entry.doc) {
+        let doc = entry.doc;
+        if entry.item.is_deleted() || self.vector_docs.contains_key(&doc) {
             return;
         }
-        let Some(context) = self.context_vector(&entry.item) else {
+        let Some(own) = self.embeddings.remove(&doc) else {
             return;
         };
-        let tenant = entry.item.scope.tenant();
-        let doc = entry.doc;
+        let item = &entry.item;
+        let tenant = item.scope.tenant();
         let tenant = match self.vectors.get_key_value(&tenant) {
             Some((held, _)) => held.clone(),
             None => Arc::new(tenant),
         };
+        let prev = item
+            .follows
+            .as_ref()
+            .and_then(|p| self.entries.get(p))
+            .map(|e| e.doc);
+        let followers: Vec<u32> = self
+            .followers
+            .get(id)
+            .into_iter()
+            .flatten()
+            .filter_map(|f| self.entries.get(&**f))
+            .map(|e| e.doc)
+            .filter(|f| self.vector_docs.get(f) == Some(&tenant))
+            .collect();
         let index = self
             .vectors
             .entry(tenant.clone())
-            .or_insert_with(|| VectorIndex::new(context.len(), VectorParams::default()));
-        if index.insert(doc, &context).is_ok() {
-            self.vector_docs.insert(doc, tenant);
+            .or_insert_with(|| VectorIndex::new(own.vector.len(), VectorParams::default()));
+        match index.insert_own(doc, own.vector, prev) {
+            Ok(()) => {
+                for follower in followers {
+                    index.link(follower, Some(doc));
+                }
+                self.vector_docs.insert(doc, tenant);
+            }
+            Err(refused) => {
+                if index.is_empty() {
+                    self.vectors.remove(&tenant);
+                }
+                self.embeddings.insert(doc, StoredVector::loaded(refused));
+            }
         }
     }
 
@@ -247,24 +278,41 @@ impl Engine {
     }
 
     /// The stored embedding of memory `id`, if it has one.
-    pub(crate) fn embedding(&self, id: &str) -> Option<&Int8Vector> {
-        self.stored_vector(id).map(|v| &v.vector)
+    pub(crate) fn embedding(&self, id: &str) -> Option<Int8Ref<'_>> {
+        self.embedding_of(self.entries.get(id)?.doc)
     }
 
-    /// The stored embedding of memory `id` as the engine holds it.
-    pub(super) fn stored_vector(&self, id: &str) -> Option<&StoredVector> {
-        self.embeddings.get(&self.entries.get(id)?.doc)
+    /// The stored embedding of `doc`: from its tenant's vector index, or
+    /// from `embeddings` when no index holds it.
+    fn embedding_of(&self, doc: u32) -> Option<Int8Ref<'_>> {
+        match self.vector_docs.get(&doc) {
+            Some(tenant) => self.vectors.get(tenant)?.embedding(doc),
+            None => self.embeddings.get(&doc).map(|v| v.vector.view()),
+        }
     }
 
     /// Whether memory `id` has an embedding.
     pub(super) fn has_embedding(&self, id: &str) -> bool {
-        self.stored_vector(id).is_some()
+        self.entries
+            .get(id)
+            .is_some_and(|e| self.is_embedded(e.doc))
+    }
+
+    /// Whether `doc` has an embedding.
+    fn is_embedded(&self, doc: u32) -> bool {
+        self.vector_docs.contains_key(&doc) || self.embeddings.contains_key(&doc)
+    }
+
+    /// How many memories have an embedding.
+    pub(super) fn embedding_count(&self) -> usize {
+        self.vector_docs.len() + self.embeddings.len()
     }
 
     /// The id of each memory that has an embedding, in no order.
     pub(super) fn embedded_ids(&self) -> impl Iterator<Item = &str> {
-        self.embeddings
+        self.vector_docs
             .keys()
+            .chain(self.embeddings.keys())
             .filter_map(|&doc| self.entry_of(doc))
             .map(|entry| entry.item.id.as_str())
     }
@@ -300,7 +348,7 @@ impl Engine {
         let mut missing: Vec<(&String, std::borrow::Cow<str>)> = self
             .entries
             .values()
-            .filter(|e| !self.embeddings.contains_key(&e.doc))
+            .filter(|e| !self.is_embedded(e.doc))
             .map(|e| {
                 let said = text::said_text(&e.item.text, e.item.speaker.as_deref());
                 (&e.item.id, said)
@@ -327,7 +375,7 @@ impl Engine {
         if self.model_id.as_deref() == Some(model) {
             self.entries
                 .values()
-                .filter(|e| !self.embeddings.contains_key(&e.doc))
+                .filter(|e| !self.is_embedded(e.doc))
                 .count()
         } else {
             self.entries.len()
@@ -347,7 +395,7 @@ mod tests {
 
     use crate::codec;
     use crate::embed::Embedder;
-    use crate::engine::{Config, Engine, MemoryInput, SummaryInput, Txn};
+    use crate::engine::{Config, Engine, MemoryInput, MemoryPatch, SummaryInput, Txn};
     use crate::text::tokens::EstimatedTokens;
     use crate::env::{Environment, FixedEnvironment};
     use crate::index::Int8Vector;
@@ -407,7 +455,7 @@ mod tests {
 
     /// No embedding is held under a doc number no memory holds.
     fn assert_no_orphan(engine: &Engine) {
-        for &doc in engine.embeddings.keys() {
+        for &doc in engine.embeddings.keys().chain(engine.vector_docs.keys()) {
             assert!(engine.entry_of(doc).is_some(), "doc {doc} holds an embedding but no memory");
         }
     }
@@ -468,7 +516,7 @@ mod tests {
         assert!(!chunks.is_empty());
         let before = embeddings_by_id(&engine);
         assert_eq!(before.len(), engine.items().count(), "every memory is embedded");
-        assert_eq!(engine.embeddings.len(), before.len());
+        assert_eq!(engine.embedding_count(), before.len());
         assert_no_orphan(&engine);
 
         let now = env.now();
@@ -499,7 +547,7 @@ mod tests {
                 assert!(engine.get(id).is_err(), "{name}: `{id}` is erased");
             }
             assert_eq!(after.len(), before.len() - erased.len(), "{name}");
-            assert_eq!(engine.embeddings.len(), after.len(), "{name}");
+            assert_eq!(engine.embedding_count(), after.len(), "{name}");
             assert_no_orphan(&engine);
             let batch = engine.batch_for(&txn);
             for id in &erased {
@@ -511,7 +559,7 @@ mod tests {
             }
             engine.rollback(txn);
             assert_eq!(embeddings_by_id(&engine), before, "{name}: a rollback restores them");
-            assert_eq!(engine.embeddings.len(), before.len(), "{name}");
+            assert_eq!(engine.embedding_count(), before.len(), "{name}");
             assert_no_orphan(&engine);
         }
 
@@ -521,7 +569,7 @@ mod tests {
         let doc = engine.entries[&ids[4]].doc;
         let mut reused = engine.entries[&ids[4]].item.clone();
         engine.set(&ids[4], None);
-        assert!(!engine.embeddings.contains_key(&doc));
+        assert!(!engine.is_embedded(doc));
         reused.id = "m-reused".into();
         engine.set("m-reused", Some(reused));
         assert_eq!(engine.entries["m-reused"].doc, doc, "the doc number is reused");
@@ -532,8 +580,119 @@ mod tests {
         assert!(!keys.contains(&format!("{VECTOR_PREFIX}m-reused")));
         assert_eq!(
             keys.iter().filter(|k| k.starts_with(VECTOR_PREFIX)).count(),
-            engine.embeddings.len()
+            engine.embedding_count()
         );
+    }
+
+    /// The index's score of each live memory against the cosine of the
+    /// query with its context vector as ranking computes it
+    /// ([`Engine::context_vector`]), or with its own embedding for a
+    /// memory whose predecessor the index does not hold (soft-deleted).
+    fn assert_index_scores_contexts(engine: &Engine, query: &[f32]) {
+        let unit: Vec<f32> = {
+            let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt();
+            query.iter().map(|x| x / norm).collect()
+        };
+        let dot = |a: &[f32]| a.iter().zip(&unit).map(|(x, y)| x * y).sum::<f32>();
+        let mut scored = 0;
+        for (tenant, index) in &engine.vectors {
+            for (doc, score) in index.search(query, usize::MAX, &|_| true) {
+                let item = &engine.entry_of(doc).unwrap().item;
+                assert_eq!(item.scope.tenant(), **tenant);
+                assert!(!item.is_deleted());
+                let prev_live = item
+                    .follows
+                    .as_ref()
+                    .and_then(|p| engine.entries.get(p))
+                    .is_some_and(|p| !p.item.is_deleted() && engine.has_embedding(&p.item.id));
+                let expected = if prev_live || item.follows.is_none() {
+                    dot(&engine.context_vector(item).unwrap())
+                } else {
+                    let own = engine.embedding(&item.id).unwrap().to_f32();
+                    let norm = own.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    dot(&own) / norm
+                };
+                assert!(
+                    (score - expected).abs() < 1e-3,
+                    "`{}`: the index scores {score}, its context {expected}",
+                    item.id
+                );
+                scored += 1;
+            }
+        }
+        let live_embedded = engine
+            .items()
+            .filter(|i| !i.is_deleted() && engine.has_embedding(&i.id))
+            .count();
+        assert_eq!(scored, live_embedded, "every live embedded memory is indexed once");
+        assert_eq!(engine.embedding_count(), engine.items().filter(|i| engine.has_embedding(&i.id)).count());
+    }
+
+    #[test]
+    fn the_index_holds_each_embedding_once_and_scores_the_context_of_each_memory() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        engine
+            .attach_embedder(Arc::new(HashedWords), &mut Txn::default())
+            .unwrap();
+        let (alice, bob) = (Scope::workspace("alice", "w"), Scope::workspace("bob", "w"));
+        let words = ["apple", "river", "stone", "cloud", "maple", "tiger", "piano", "ocean"];
+        let mut ids = Vec::new();
+        // One conversation per tenant: each turn follows the one before.
+        for turn in 0..16 {
+            let scope = if turn % 2 == 0 { alice.clone() } else { bob.clone() };
+            let text = format!("{} {} turn{turn}", words[turn % 8], words[(turn * 3 + 1) % 8]);
+            let result = engine
+                .ingest(vec![MemoryInput::new(text, scope)], &mut env, &mut Txn::default())
+                .unwrap();
+            ids.push(result[0].id.clone().unwrap());
+            env.advance_ms(1_000);
+        }
+        let followers = engine.items().filter(|i| i.follows.is_some()).count();
+        assert!(followers >= 10, "the turns follow one another ({followers})");
+        assert!(engine.embeddings.is_empty(), "every embedding is in an index");
+        let queries: Vec<Vec<f32>> = ["apple river", "stone tiger", "ocean piano maple"]
+            .iter()
+            .map(|q| HashedWords.embed_batch(&[*q]).unwrap().remove(0))
+            .collect();
+        let check = |engine: &Engine| {
+            for query in &queries {
+                assert_index_scores_contexts(engine, query);
+            }
+        };
+        check(&engine);
+
+        let now = env.now();
+        let mut txn = Txn::default();
+        // A soft-deleted memory's embedding leaves the index for the
+        // engine's map; its follower is then scored by its own.
+        engine.delete(&ids[4], false, now, &mut txn).unwrap();
+        assert_eq!(engine.embeddings.len(), 1);
+        check(&engine);
+        // A new text re-embeds a memory: its followers follow the new one.
+        engine
+            .update(&ids[6], MemoryPatch { text: Some("cloud ocean anew".into()), ..MemoryPatch::default() }, now, &mut txn)
+            .unwrap();
+        check(&engine);
+        // Erasing a memory unlinks its follower.
+        engine.delete(&ids[8], true, now, &mut txn).unwrap();
+        check(&engine);
+        engine.rollback(txn);
+        assert!(engine.embeddings.is_empty());
+        check(&engine);
+
+        // Loading the records links each memory to its predecessor
+        // whatever the order the embeddings come in.
+        let mut records: Vec<(String, Vec<u8>)> = Vec::new();
+        for item in engine.items() {
+            records.push((format!("{ITEM_PREFIX}{}", item.id), codec::encode_item(item)));
+            let own = engine.embedding(&item.id).unwrap();
+            records.push((format!("{VECTOR_PREFIX}{}", item.id), codec::encode_vector(own)));
+        }
+        records.reverse();
+        let loaded = Engine::load(Config::default(), records, Some("test/hashed-words".into())).unwrap();
+        assert_eq!(embeddings_by_id(&loaded), embeddings_by_id(&engine));
+        check(&loaded);
     }
 
     #[test]
@@ -559,8 +718,7 @@ mod tests {
             records.push((format!("{VECTOR_PREFIX}{}", item.id), codec::encode_vector(&embedding)));
         }
         let loaded = Engine::load(Config::default(), records, Some("test-model".into())).unwrap();
-        assert_eq!(loaded.embeddings.len(), 900);
-        assert!(loaded.embeddings.capacity() >= 900);
+        assert!(loaded.embeddings.is_empty(), "each embedding is held by its index only");
         assert_eq!(loaded.vector_docs.len(), 900);
         let mut held: Vec<(String, usize, usize)> = loaded
             .vectors
@@ -576,7 +734,7 @@ mod tests {
         // Loaded as the records are, whatever their order.
         for item in engine.items() {
             assert_eq!(
-                loaded.embedding(&item.id).map(Int8Vector::len),
+                loaded.embedding(&item.id).map(|e| e.len()),
                 Some(16),
                 "`{}` keeps its embedding",
                 item.id

@@ -8,8 +8,9 @@
 //! vectors, an exactly scanned tail plus HNSW segments.
 
 pub mod bm25;
+mod rows;
 mod signatures;
 pub mod vector;
 
 pub use bm25::{Bm25Index, Bm25Params};
-pub use vector::{Int8Vector, VectorIndex, VectorParams};
+pub use vector::{Int8Ref, Int8Vector, VectorIndex, VectorParams};
