@@ -116,6 +116,7 @@ use std::sync::Arc;
 use instant_distance::{Builder, Hnsw, Point, Search};
 use serde::{Deserialize, Serialize};
 
+use super::int8::{Int8Ref, Int8Vector};
 use super::rows::Rows;
 #[cfg(any(test, feature = "testing"))]
 use crate::error::{Error, Result};
@@ -152,8 +153,6 @@ impl Default for VectorParams {
     }
 }
 
-/// Largest int8 code magnitude.
-const CODE_MAX: f32 = 127.0;
 /// Largest `i16` query component magnitude.
 const QUERY_MAX: f32 = 32767.0;
 #[cfg(any(test, feature = "testing"))]
@@ -162,163 +161,15 @@ const QUERY_MAX: f32 = 32767.0;
 /// where about 0.4 of the points appear in total.
 const GRAPH_BYTES_PER_POINT: usize = 64 * 4 + 52;
 
-/// A vector stored as int8 codes with one scale (symmetric, no zero
-/// point): component `i` is about `codes[i] · scale`, off by at most
-/// `scale / 2`. The engine keeps every memory's own embedding this way and
-/// persists it so (a quarter of the bytes of `f32`); the index quantizes
-/// its rows with the same formula.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Int8Vector {
-    scale: f32,
-    codes: Box<[i8]>,
-}
-
-impl Int8Vector {
-    /// Quantizes finite components: the largest magnitude `m` becomes ±127
-    /// and `scale = m / 127`. An all-zero vector gets scale 0.
-    pub fn quantize(vector: &[f32]) -> Int8Vector {
-        let max_abs = vector.iter().fold(0.0f32, |max, x| max.max(x.abs()));
-        if max_abs == 0.0 || !max_abs.is_finite() {
-            return Int8Vector {
-                scale: 0.0,
-                codes: vec![0; vector.len()].into(),
-            };
-        }
-        let codes = vector
-            .iter()
-            // In [-127, 127], so the cast never saturates.
-            .map(|&x| (x / max_abs * CODE_MAX).round() as i8)
-            .collect();
-        Int8Vector {
-            scale: max_abs / CODE_MAX,
-            codes,
-        }
-    }
-
-    /// A vector from stored parts; `None` unless the scale is finite and
-    /// not negative.
-    pub fn from_parts(codes: Box<[i8]>, scale: f32) -> Option<Int8Vector> {
-        (scale.is_finite() && scale >= 0.0).then_some(Int8Vector { scale, codes })
-    }
-
-    /// The codes.
-    pub fn codes(&self) -> &[i8] {
-        &self.codes
-    }
-
-    /// The scale: a component is its code times this.
-    pub fn scale(&self) -> f32 {
-        self.scale
-    }
-
-    /// Number of components.
-    pub fn len(&self) -> usize {
-        self.codes.len()
-    }
-
-#[cfg(any(test, feature = "testing"))]
-    /// Whether the vector has no component.
-    pub fn is_empty(&self) -> bool {
-        self.codes.is_empty()
-    }
-
-    /// The vector borrowed.
-    pub fn view(&self) -> Int8Ref<'_> {
-        Int8Ref {
-            codes: &self.codes,
-            scale: self.scale,
-        }
-    }
-
-    #[cfg(any(test, feature = "testing"))]
-    /// The components as `f32` (codes times the scale).
-    pub fn to_f32(&self) -> Vec<f32> {
-        self.view().to_f32()
-    }
-
-    #[cfg(any(test, feature = "testing"))]
-    /// The dot product with `other` (0 for a length mismatch).
-    pub fn dot(&self, other: &[f32]) -> f32 {
-        self.view().dot(other)
-    }
-}
-
-/// An int8 vector borrowed: an [`Int8Vector`], or a row of a
-/// [`VectorIndex`], which holds each memory's embedding once.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Int8Ref<'a> {
-    codes: &'a [i8],
-    scale: f32,
-}
-
-impl<'a> From<&'a Int8Vector> for Int8Ref<'a> {
-    fn from(vector: &'a Int8Vector) -> Self {
-        vector.view()
-    }
-}
-
-impl<'a> Int8Ref<'a> {
-    /// The codes.
-    pub fn codes(self) -> &'a [i8] {
-        self.codes
-    }
-
-    /// The scale: a component is its code times this.
-    pub fn scale(self) -> f32 {
-        self.scale
-    }
-
-    /// Number of components.
-    pub fn len(self) -> usize {
-        self.codes.len()
-    }
-
-    #[cfg(any(test, feature = "testing"))]
-    /// Whether the vector has no component.
-    pub fn is_empty(self) -> bool {
-        self.codes.is_empty()
-    }
-
-    /// The components as `f32` (codes times the scale).
-    pub fn to_f32(self) -> Vec<f32> {
-        self.codes
-            .iter()
-            .map(|&code| f32::from(code) * self.scale)
-            .collect()
-    }
-
-    /// The dot product with `other` (0 for a length mismatch).
-    pub fn dot(self, other: &[f32]) -> f32 {
-        if other.len() != self.codes.len() {
-            return 0.0;
-        }
-        let sum: f32 = self
-            .codes
-            .iter()
-            .zip(other)
-            .map(|(&code, x)| f32::from(code) * x)
-            .sum();
-        sum * self.scale
-    }
-
-    /// An owned copy.
-    pub fn to_vector(self) -> Int8Vector {
-        Int8Vector {
-            scale: self.scale,
-            codes: self.codes.into(),
-        }
-    }
-}
-
-/// The unit vector along `vector`; `None` when it is all zeros or has a
-/// non-finite component. Divides by the largest component first so the sum
-/// of squares can neither overflow nor underflow.
 /// A row or segment number as a [`Location`] holds it: each is below the
 /// number of docs the index holds, and docs are `u32`.
 fn row_number(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// The unit vector along `vector`; `None` when it is all zeros or has a
+/// non-finite component. Divides by the largest component first so the sum
+/// of squares can neither overflow nor underflow.
 fn normalize(vector: &[f32]) -> Option<Vec<f32>> {
     if vector.iter().any(|x| !x.is_finite()) {
         return None;
@@ -665,10 +516,7 @@ impl VectorIndex {
                 (&*self.segments[segment as usize].rows, row as usize)
             }
         };
-        Some(Int8Ref {
-            codes: rows.code(row),
-            scale: rows.scale(row),
-        })
+        Some(Int8Ref::new(rows.code(row), rows.scale(row)))
     }
 
     #[cfg(any(test, feature = "testing"))]
@@ -683,11 +531,7 @@ impl VectorIndex {
                 (&held.rows, &held.docs, row as usize)
             }
         };
-        let part = |row: usize| Int8Ref {
-            codes: rows.code(row),
-            scale: rows.scale(row),
-        }
-        .to_vector();
+        let part = |row: usize| Int8Ref::new(rows.code(row), rows.scale(row)).to_vector();
         Some((part(row), rows.prev(row).map(|p| (docs[p], part(p)))))
     }
 
@@ -1001,42 +845,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn int8_vectors_round_trip_within_half_a_step() {
-        let mut rng = Rng(5);
-        let vector = rng.gaussian_vector(384);
-        let quantized = Int8Vector::quantize(&vector);
-        let max_abs = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-        assert_eq!(quantized.scale(), max_abs / 127.0);
-        assert!(quantized.codes().iter().any(|&c| c.abs() == 127));
-        for (x, y) in vector.iter().zip(quantized.to_f32()) {
-            assert!(
-                (x - y).abs() <= quantized.scale() / 2.0 + 1e-6,
-                "{x} vs {y}"
-            );
-        }
-        let other = rng.gaussian_vector(384);
-        let exact: f32 = quantized
-            .to_f32()
-            .iter()
-            .zip(&other)
-            .map(|(a, b)| a * b)
-            .sum();
-        assert!((quantized.dot(&other) - exact).abs() < 1e-3);
-        assert_eq!(quantized.dot(&other[..10]), 0.0);
-        // Quantizing the dequantized vector gives the same codes back.
-        assert_eq!(Int8Vector::quantize(&quantized.to_f32()), quantized);
-        let zero = Int8Vector::quantize(&[0.0; 4]);
-        assert_eq!((zero.scale(), zero.codes()), (0.0, &[0i8; 4][..]));
-        assert!(Int8Vector::from_parts(vec![1].into(), f32::NAN).is_none());
-        assert!(Int8Vector::from_parts(vec![1].into(), -1.0).is_none());
-        assert_eq!(
-            Int8Vector::from_parts(vec![1, -2].into(), 0.5)
-                .unwrap()
-                .to_f32(),
-            [0.5, -1.0]
-        );
     }
 }
