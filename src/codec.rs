@@ -41,7 +41,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Error;
 use crate::files::StoredFile;
-use crate::index::Int8Vector;
+use crate::index::{Int8Ref, Int8Vector};
 use crate::item::MemoryItem;
 
 /// The newest record format version this build writes and reads: the
@@ -261,7 +261,8 @@ pub fn decoded_items() -> usize {
 }
 
 /// Encodes an embedding record: version 3, int8 codes and their scale.
-pub fn encode_vector(vector: &Int8Vector) -> Vec<u8> {
+pub fn encode_vector<'a>(vector: impl Into<Int8Ref<'a>>) -> Vec<u8> {
+    let vector = vector.into();
     let mut payload = Vec::with_capacity(8 + vector.len());
     let dims = u32::try_from(vector.len()).unwrap_or(u32::MAX);
     payload.extend_from_slice(&dims.to_le_bytes());

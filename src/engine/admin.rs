@@ -186,7 +186,7 @@ impl Engine {
         self.record_history(&before, &mut item, now);
         self.write(txn, id, Some(item.clone()));
         if let Some(vector) = new_vector {
-            if vector.is_some() || self.embeddings.contains_key(id) {
+            if vector.is_some() || self.has_embedding(id) {
                 self.write_vector(txn, id, vector);
             }
         }
@@ -209,10 +209,7 @@ impl Engine {
                     self.write(txn, &follower, Some(unlinked));
                 }
             }
-            self.write(txn, id, None);
-            if self.embeddings.contains_key(id) {
-                self.write_vector(txn, id, None);
-            }
+            self.write_erased(txn, id);
         } else if !item.is_deleted() {
             let mut deleted = item.clone();
             deleted.deleted_at = Some(now);
@@ -331,9 +328,9 @@ impl Engine {
                 kinds[k] += 1;
             }
             stats.stored_bytes += entry.record_len;
-            if let Some(vector) = self.embeddings.get(&item.id) {
+            if let Some(vector) = self.embedding(&item.id) {
                 stats.embedded += 1;
-                stats.stored_bytes += vector.record_len();
+                stats.stored_bytes += crate::codec::encode_vector(vector).len();
             }
             tenants.insert((item.scope.user_id.as_str(), item.scope.workspace_id.as_str()));
         }

@@ -306,6 +306,7 @@ impl Engine {
             }
             None => {
                 if let Some((d, _)) = doc {
+                    self.forget_vector(d);
                     self.doc_owner[d as usize] = None;
                     self.free_docs.push(d);
                 }

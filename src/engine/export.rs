@@ -227,7 +227,7 @@ impl Engine {
         let mut vectors = self.embed(&texts)?.map(Vec::into_iter);
         for (id, _) in &new_texts {
             let vector = vectors.as_mut().and_then(Iterator::next);
-            if vector.is_some() || self.embeddings.contains_key(id) {
+            if vector.is_some() || self.has_embedding(id) {
                 self.write_vector(txn, id, vector);
             }
         }

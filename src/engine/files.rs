@@ -298,10 +298,7 @@ impl Engine {
     /// Erases the chunks `ids`, with their embeddings.
     pub(super) fn erase_chunks(&mut self, ids: &BTreeSet<String>, txn: &mut Txn) {
         for id in ids {
-            self.write(txn, id, None);
-            if self.embeddings.contains_key(id) {
-                self.write_vector(txn, id, None);
-            }
+            self.write_erased(txn, id);
         }
     }
 

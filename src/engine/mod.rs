@@ -131,11 +131,15 @@ pub struct Engine {
     newest_ulid: Option<Id>,
     lexical: FastMap<Tenant, Bm25Index>,
     // Embeddings: changed only by `set_vector` (vectors.rs), which keeps
-    // the vector indexes in step.
-    /// Own embedding of each memory that has one (key `vec/<id>`).
-    embeddings: FastMap<String, StoredVector>,
-    /// Per tenant, the context vectors of its live memories (see
-    /// [`crate::rank`]): the embedding plus the one of the memory it follows.
+    // the vector indexes in step. Each is held once: by its tenant's index
+    // (`vector_docs`) or here.
+    /// Own embedding (key `vec/<id>`) of each memory that has one and that
+    /// no vector index holds (soft-deleted, or refused by the index), by
+    /// the memory's doc number: no copy of its id.
+    embeddings: FastMap<u32, StoredVector>,
+    /// Per tenant, the own embeddings of its live memories, each linked to
+    /// the one of the memory it follows: the index scores their context
+    /// vectors (see [`crate::rank`]).
     vectors: FastMap<Arc<Tenant>, VectorIndex>,
     /// Docs present in `vectors`, with their tenant: the allocation of
     /// `vectors`' key, shared rather than two strings per doc.

@@ -262,7 +262,7 @@ impl Engine {
         }
         let text_changed = previous.as_ref().is_none_or(|p| p.text != item.text);
         self.write(txn, &id, Some(item.clone()));
-        if text_changed && (vector.is_some() || self.embeddings.contains_key(&id)) {
+        if text_changed && (vector.is_some() || self.has_embedding(&id)) {
             self.write_vector(txn, &id, vector);
         }
         Ok(item)
@@ -289,10 +289,7 @@ impl Engine {
         for summary in summaries {
             match change {
                 Change::Erased => {
-                    self.write(txn, &summary, None);
-                    if self.embeddings.contains_key(&summary) {
-                        self.write_vector(txn, &summary, None);
-                    }
+                    self.write_erased(txn, &summary);
                 }
                 Change::Withdrawn(at) => {
                     let Some(before) = self.entries.get(&summary).map(|e| e.item.clone()) else {

@@ -99,8 +99,8 @@ impl Engine {
                     (format!("{ITEM_PREFIX}{id}"), now != before.as_deref())
                 }
                 Undo::Vector(id, before) => {
-                    let now = self.embeddings.get(id).map(|v| &v.vector);
-                    let was = before.as_ref().map(|v| &v.vector);
+                    let now = self.embedding(id);
+                    let was = before.as_ref().map(|v| v.vector.view());
                     (format!("{VECTOR_PREFIX}{id}"), now != was)
                 }
                 Undo::File(key, before) => {
@@ -145,7 +145,7 @@ impl Engine {
             return self.entries.get(id).map(|e| codec::encode_item(&e.item));
         }
         if let Some(id) = key.strip_prefix(VECTOR_PREFIX) {
-            return self.embeddings.get(id).map(|v| codec::encode_vector(&v.vector));
+            return self.embedding(id).map(codec::encode_vector);
         }
         // Few stores hold more than a handful of files.
         self.files
@@ -157,7 +157,7 @@ impl Engine {
     /// The key of every record the engine holds.
     pub fn record_keys(&self) -> Vec<String> {
         let items = self.entries.keys().map(|id| format!("{ITEM_PREFIX}{id}"));
-        let vectors = self.embeddings.keys().map(|id| format!("{VECTOR_PREFIX}{id}"));
+        let vectors = self.embedded_ids().map(|id| format!("{VECTOR_PREFIX}{id}"));
         let files = self.files.values().map(StoredFile::storage_key);
         items.chain(vectors).chain(files).collect()
     }
@@ -167,12 +167,12 @@ impl Engine {
     pub fn summary(&self) -> Summary {
         Summary {
             items: self.entries.len() as u64,
-            vectors: self.embeddings.len() as u64,
+            vectors: self.embedding_count() as u64,
             files: self.files.len() as u64,
             model_id: self
                 .model_id
                 .clone()
-                .filter(|_| !self.embeddings.is_empty()),
+                .filter(|_| self.embedding_count() > 0),
         }
     }
 }

@@ -125,8 +125,8 @@ impl Engine {
         history::record(&mut item, events, self.config.limits.max_history_events);
         let text_changed = item.text != before.text;
         self.write(txn, id, Some(item));
-        let stale = text_changed && self.embeddings.contains_key(id);
-        let missing = !self.embeddings.contains_key(id) && vector.is_some();
+        let stale = text_changed && self.has_embedding(id);
+        let missing = !self.has_embedding(id) && vector.is_some();
         if stale || missing {
             self.write_vector(txn, id, vector);
         }

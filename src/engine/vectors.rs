@@ -1,19 +1,21 @@
 //! Embeddings: each memory's own vector as stored (int8), the model that
-//! makes them, and the context vectors the tenants' vector indexes hold for
-//! ranking (`docs/design.md`, "Embeddings"). `Engine::set_vector` is the
+//! makes them, and the context vectors of ranking (`docs/design.md`,
+//! "Embeddings"). Each embedding is held once: by its tenant's vector index
+//! when the memory is live (the index scores its context vector from it and
+//! its predecessor's), else by the engine (`embeddings`: soft-deleted
+//! memories, an embedding the index refuses). `Engine::set_vector` is the
 //! only code that changes an embedding; it keeps the vector index in step,
 //! as `Engine::set` does for memories.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::catalog::FastMap;
+use super::catalog::{FastMap, TenantKey};
 use super::txn::{Txn, Undo};
 use super::Engine;
-use crate::codec;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::index::{Int8Vector, VectorIndex, VectorParams};
+use crate::index::{Int8Ref, Int8Vector, VectorIndex, VectorParams};
 use crate::item::{MemoryItem, Tenant};
 use crate::text;
 
@@ -40,29 +42,46 @@ impl StoredVector {
         StoredVector { vector }
     }
 
-    /// Bytes of its record.
-    pub(super) fn record_len(&self) -> usize {
-        codec::encode_vector(&self.vector).len()
-    }
 }
 
 impl Engine {
     /// Replaces (or removes) the embedding of memory `id`, keeping the
-    /// vector index in step. Returns the previous embedding.
+    /// vector index in step. Returns the previous embedding. An embedding
+    /// is held by its memory's doc number, so it needs the memory: without
+    /// one nothing changes (every path that removes a memory removes its
+    /// embedding first, [`Engine::write_erased`], and a rollback restores
+    /// the memory before its embedding).
     pub(super) fn set_vector(
         &mut self,
         id: &str,
         new: Option<StoredVector>,
     ) -> Option<StoredVector> {
-        if let Some(doc) = self.entries.get(id).map(|e| e.doc) {
-            self.unindex_vector(doc);
-        }
-        let old = self.embeddings.remove(id);
-        if let Some(v) = new {
-            self.embeddings.insert(id.to_string(), v);
-        }
+        let doc = self.entries.get(id)?.doc;
+        self.unindex_vector(doc);
+        let old = match new {
+            Some(v) => self.embeddings.insert(doc, v),
+            None => self.embeddings.remove(&doc),
+        };
         self.index_vector(id);
         old
+    }
+
+    /// Forgets the embedding of `doc`, whose memory is being removed (its
+    /// doc number is freed for another memory). The removal paths have
+    /// taken it already ([`Engine::write_erased`]); this keeps a record
+    /// that removed a memory without its embedding from leaving one behind.
+    pub(super) fn forget_vector(&mut self, doc: u32) {
+        self.unindex_vector(doc);
+        self.embeddings.remove(&doc);
+    }
+
+    /// Erases memory `id` with its embedding, recording both undo steps:
+    /// the embedding first, while the memory's doc number still finds it.
+    pub(super) fn write_erased(&mut self, txn: &mut Txn, id: &str) {
+        if self.has_embedding(id) {
+            self.write_vector(txn, id, None);
+        }
+        self.write(txn, id, None);
     }
 
     /// Sizes the embeddings, the vector indexes' doc maps and
@@ -72,32 +91,28 @@ impl Engine {
     /// WebAssembly memory keeps that peak). `dimensions` is the
     /// embeddings' length.
     pub(super) fn reserve_vectors(&mut self, ids: &[&str], dimensions: usize) {
-        self.embeddings.reserve(ids.len());
-        // Borrowed from the memories: one count per tenant, not a copy of
-        // its names per embedding.
-        let mut per_tenant: FastMap<(&str, &str), (&MemoryItem, usize)> = FastMap::default();
+        // `embeddings` holds each loaded embedding only on its way to its
+        // index (and those of soft-deleted memories): not reserved. One walk: a count per tenant, its names copied once per tenant
+        // (looked up by the memory's borrowed scope).
+        let mut per_tenant: FastMap<Tenant, usize> = FastMap::default();
         for id in ids {
-            if let Some(entry) = self.entries.get(*id).filter(|e| !e.item.is_deleted()) {
-                let scope = &entry.item.scope;
-                per_tenant
-                    .entry((&scope.user_id, &scope.workspace_id))
-                    .or_insert((&entry.item, 0))
-                    .1 += 1;
+            let Some(entry) = self.entries.get(*id).filter(|e| !e.item.is_deleted()) else {
+                continue;
+            };
+            let scope: &dyn TenantKey = &entry.item.scope;
+            match per_tenant.get_mut(scope) {
+                Some(n) => *n += 1,
+                None => {
+                    per_tenant.insert(entry.item.scope.tenant(), 1);
+                }
             }
         }
-        self.vector_docs.reserve(per_tenant.values().map(|(_, n)| n).sum());
-        let reserve: Vec<(Tenant, usize)> = per_tenant
-            .into_values()
-            .map(|(item, n)| (item.scope.tenant(), n))
-            .collect();
-        for (tenant, n) in reserve {
-            if !self.vectors.contains_key(&tenant) {
-                let index = VectorIndex::new(dimensions, VectorParams::default());
-                self.vectors.insert(Arc::new(tenant.clone()), index);
-            }
-            if let Some(index) = self.vectors.get_mut(&tenant) {
-                index.reserve(n);
-            }
+        self.vector_docs.reserve(per_tenant.values().sum());
+        for (tenant, n) in per_tenant {
+            self.vectors
+                .entry(Arc::new(tenant))
+                .or_insert_with(|| VectorIndex::new(dimensions, VectorParams::default()))
+                .reserve(n);
         }
     }
 
@@ -107,54 +122,85 @@ impl Engine {
         self.vectors.retain(|_, index| !index.is_empty());
     }
 
-    /// Removes a doc from the vector index it sits in, if any.
+    /// Takes a doc out of the vector index it sits in, if any: its
+    /// embedding goes back to `embeddings` (where [`Engine::index_vector`]
+    /// finds it when the memory is indexed again).
     pub(super) fn unindex_vector(&mut self, doc: u32) {
-        if let Some(tenant) = self.vector_docs.remove(&doc) {
-            if let Some(ix) = self.vectors.get_mut(&tenant) {
-                ix.remove(doc);
-                if ix.is_empty() {
-                    self.vectors.remove(&tenant);
-                }
+        let Some(tenant) = self.vector_docs.remove(&doc) else {
+            return;
+        };
+        if let Some(ix) = self.vectors.get_mut(&tenant) {
+            if let Some(own) = ix.remove(doc) {
+                self.embeddings.insert(doc, StoredVector::loaded(own));
+            }
+            if ix.is_empty() {
+                self.vectors.remove(&tenant);
             }
         }
     }
 
-    /// Puts a live memory that has an embedding into its tenant's vector
-    /// index, as its context vector.
+    /// Moves the embedding of a live memory into its tenant's vector index,
+    /// following the memory it follows there, and links the memories that
+    /// follow it and sit in that index to it.
     pub(super) fn index_vector(&mut self, id: &str) {
         let Some(entry) = self.entries.get(id) else {
             return;
         };
-        if entry.item.is_deleted() || self.vector_docs.contains_key(&entry.doc) {
+        let doc = entry.doc;
+        if entry.item.is_deleted() || self.vector_docs.contains_key(&doc) {
             return;
         }
-        let Some(context) = self.context_vector(&entry.item) else {
+        let Some(own) = self.embeddings.remove(&doc) else {
             return;
         };
-        let tenant = entry.item.scope.tenant();
-        let doc = entry.doc;
+        let item = &entry.item;
+        let tenant = item.scope.tenant();
         let tenant = match self.vectors.get_key_value(&tenant) {
             Some((held, _)) => held.clone(),
             None => Arc::new(tenant),
         };
+        let prev = item
+            .follows
+            .as_ref()
+            .and_then(|p| self.entries.get(p))
+            .map(|e| e.doc);
+        let followers: Vec<u32> = self
+            .followers
+            .get(id)
+            .into_iter()
+            .flatten()
+            .filter_map(|f| self.entries.get(&**f))
+            .map(|e| e.doc)
+            .filter(|f| self.vector_docs.get(f) == Some(&tenant))
+            .collect();
         let index = self
             .vectors
             .entry(tenant.clone())
-            .or_insert_with(|| VectorIndex::new(context.len(), VectorParams::default()));
-        if index.insert(doc, &context).is_ok() {
-            self.vector_docs.insert(doc, tenant);
+            .or_insert_with(|| VectorIndex::new(own.vector.len(), VectorParams::default()));
+        match index.insert_own(doc, own.vector, prev) {
+            Ok(()) => {
+                for follower in followers {
+                    index.link(follower, Some(doc));
+                }
+                self.vector_docs.insert(doc, tenant);
+            }
+            Err(refused) => {
+                if index.is_empty() {
+                    self.vectors.remove(&tenant);
+                }
+                self.embeddings.insert(doc, StoredVector::loaded(refused));
+            }
         }
     }
 
     /// The context vector of a memory: its embedding plus the embedding of
     /// the memory it follows, normalized (see [`crate::rank`]).
     pub(super) fn context_vector(&self, item: &MemoryItem) -> Option<Vec<f32>> {
-        let own = &self.embeddings.get(&item.id)?.vector;
+        let own = self.embedding(&item.id)?;
         let previous = item
             .follows
             .as_ref()
-            .and_then(|p| self.embeddings.get(p))
-            .map(|p| &p.vector)
+            .and_then(|p| self.embedding(p))
             .filter(|p| p.len() == own.len());
         let mut context = own.to_f32();
         if let Some(p) = previous {
@@ -232,8 +278,43 @@ impl Engine {
     }
 
     /// The stored embedding of memory `id`, if it has one.
-    pub(crate) fn embedding(&self, id: &str) -> Option<&Int8Vector> {
-        self.embeddings.get(id).map(|v| &v.vector)
+    pub(crate) fn embedding(&self, id: &str) -> Option<Int8Ref<'_>> {
+        self.embedding_of(self.entries.get(id)?.doc)
+    }
+
+    /// The stored embedding of `doc`: from its tenant's vector index, or
+    /// from `embeddings` when no index holds it.
+    fn embedding_of(&self, doc: u32) -> Option<Int8Ref<'_>> {
+        match self.vector_docs.get(&doc) {
+            Some(tenant) => self.vectors.get(tenant)?.embedding(doc),
+            None => self.embeddings.get(&doc).map(|v| v.vector.view()),
+        }
+    }
+
+    /// Whether memory `id` has an embedding.
+    pub(super) fn has_embedding(&self, id: &str) -> bool {
+        self.entries
+            .get(id)
+            .is_some_and(|e| self.is_embedded(e.doc))
+    }
+
+    /// Whether `doc` has an embedding.
+    fn is_embedded(&self, doc: u32) -> bool {
+        self.vector_docs.contains_key(&doc) || self.embeddings.contains_key(&doc)
+    }
+
+    /// How many memories have an embedding.
+    pub(super) fn embedding_count(&self) -> usize {
+        self.vector_docs.len() + self.embeddings.len()
+    }
+
+    /// The id of each memory that has an embedding, in no order.
+    pub(super) fn embedded_ids(&self) -> impl Iterator<Item = &str> {
+        self.vector_docs
+            .keys()
+            .chain(self.embeddings.keys())
+            .filter_map(|&doc| self.entry_of(doc))
+            .map(|entry| entry.item.id.as_str())
     }
 
     /// Attaches an embedding model: from now on memories are embedded at
@@ -257,7 +338,7 @@ impl Engine {
         txn.undo
             .push(Undo::Model(self.model_id.clone(), self.embedder.clone()));
         if self.model_id.as_deref() != Some(model.as_str()) {
-            let stale: Vec<String> = self.embeddings.keys().cloned().collect();
+            let stale: Vec<String> = self.embedded_ids().map(str::to_string).collect();
             for id in stale {
                 self.write_vector(txn, &id, None);
             }
@@ -267,7 +348,7 @@ impl Engine {
         let mut missing: Vec<(&String, std::borrow::Cow<str>)> = self
             .entries
             .values()
-            .filter(|e| !self.embeddings.contains_key(&e.item.id))
+            .filter(|e| !self.is_embedded(e.doc))
             .map(|e| {
                 let said = text::said_text(&e.item.text, e.item.speaker.as_deref());
                 (&e.item.id, said)
@@ -293,8 +374,8 @@ impl Engine {
     pub(crate) fn unembedded(&self, model: &str) -> usize {
         if self.model_id.as_deref() == Some(model) {
             self.entries
-                .keys()
-                .filter(|id| !self.embeddings.contains_key(*id))
+                .values()
+                .filter(|e| !self.is_embedded(e.doc))
                 .count()
         } else {
             self.entries.len()
@@ -309,9 +390,14 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
     use crate::codec;
-    use crate::engine::{Config, Engine, MemoryInput, Txn};
-    use crate::env::FixedEnvironment;
+    use crate::embed::Embedder;
+    use crate::engine::{Config, Engine, MemoryInput, MemoryPatch, SummaryInput, Txn};
+    use crate::text::tokens::EstimatedTokens;
+    use crate::env::{Environment, FixedEnvironment};
     use crate::index::Int8Vector;
     use crate::item::{Scope, Timestamp};
     use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
@@ -325,6 +411,288 @@ mod tests {
                 (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
             })
             .collect()
+    }
+
+    /// Hashes each word of a text into one of 16 components: distinct
+    /// texts get distinct embeddings, with no model file.
+    struct HashedWords;
+
+    impl Embedder for HashedWords {
+        fn model_id(&self) -> &str {
+            "test/hashed-words"
+        }
+
+        fn dimensions(&self) -> usize {
+            16
+        }
+
+        fn embed_batch(&self, texts: &[&str]) -> crate::error::Result<Vec<Vec<f32>>> {
+            Ok(texts
+                .iter()
+                .map(|text| {
+                    let mut v = vec![0.1f32; 16];
+                    for word in text.split_whitespace() {
+                        let h = word.bytes().fold(7usize, |h, b| h * 31 + usize::from(b));
+                        v[h % 16] += 1.0;
+                    }
+                    v
+                })
+                .collect())
+        }
+
+        fn count_tokens(&self, text: &str) -> usize {
+            text.split_whitespace().count()
+        }
+    }
+
+    /// Every memory's embedding codes, by id.
+    fn embeddings_by_id(engine: &Engine) -> BTreeMap<String, Vec<i8>> {
+        engine
+            .items()
+            .filter_map(|item| Some((item.id.clone(), engine.embedding(&item.id)?.codes().to_vec())))
+            .collect()
+    }
+
+    /// No embedding is held under a doc number no memory holds.
+    fn assert_no_orphan(engine: &Engine) {
+        for &doc in engine.embeddings.keys().chain(engine.vector_docs.keys()) {
+            assert!(engine.entry_of(doc).is_some(), "doc {doc} holds an embedding but no memory");
+        }
+    }
+
+    #[test]
+    fn each_path_that_erases_a_memory_erases_its_embedding_and_a_rollback_restores_it() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        engine
+            .attach_embedder(Arc::new(HashedWords), &mut Txn::default())
+            .unwrap();
+        let scope = Scope::workspace("u", "w");
+        let texts = [
+            "alpha keeps bees",
+            "bravo rides horses",
+            "charlie paints murals",
+            "delta grows tomatoes",
+            "echo sails boats",
+        ];
+        let mut txn = Txn::default();
+        let ids: Vec<String> = engine
+            .ingest(
+                texts.iter().map(|t| MemoryInput::new(*t, scope.clone())).collect(),
+                &mut env,
+                &mut txn,
+            )
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id.unwrap())
+            .collect();
+        let summary = engine
+            .store_summary(
+                SummaryInput {
+                    scope: scope.clone(),
+                    text: "a summary of alpha and bravo".into(),
+                    sources: ids[..2].to_vec(),
+                },
+                &mut env,
+                &mut Txn::default(),
+            )
+            .unwrap()
+            .id;
+        engine
+            .sync_file(
+                &scope,
+                "notes/garden.md",
+                "# Garden\n\nthe roses need pruning in march\n",
+                &EstimatedTokens,
+                &mut env,
+                &mut Txn::default(),
+            )
+            .unwrap();
+        let chunks: Vec<String> = engine
+            .chunks_of_file(&scope, "notes/garden.md")
+            .iter()
+            .map(|c| c.id.clone())
+            .collect();
+        assert!(!chunks.is_empty());
+        let before = embeddings_by_id(&engine);
+        assert_eq!(before.len(), engine.items().count(), "every memory is embedded");
+        assert_eq!(engine.embedding_count(), before.len());
+        assert_no_orphan(&engine);
+
+        let now = env.now();
+        type Path<'a> = Box<dyn Fn(&mut Engine, &mut Txn) + 'a>;
+        let paths: Vec<(&str, Vec<&String>, Path)> = vec![
+            (
+                "hard delete",
+                vec![&ids[2]],
+                Box::new(|e, txn| e.delete(&ids[2], true, now, txn).unwrap()),
+            ),
+            (
+                // Erasing a source erases the summary listing it.
+                "a source erased with its summary",
+                vec![&ids[0], &summary],
+                Box::new(|e, txn| e.delete(&ids[0], true, now, txn).unwrap()),
+            ),
+            (
+                "a file removed with its chunks",
+                chunks.iter().collect(),
+                Box::new(|e, txn| assert!(e.remove_file(&scope, "notes/garden.md", txn))),
+            ),
+        ];
+        for (name, erased, path) in paths {
+            let mut txn = Txn::default();
+            path(&mut engine, &mut txn);
+            let after = embeddings_by_id(&engine);
+            for id in &erased {
+                assert!(engine.get(id).is_err(), "{name}: `{id}` is erased");
+            }
+            assert_eq!(after.len(), before.len() - erased.len(), "{name}");
+            assert_eq!(engine.embedding_count(), after.len(), "{name}");
+            assert_no_orphan(&engine);
+            let batch = engine.batch_for(&txn);
+            for id in &erased {
+                let key = format!("{VECTOR_PREFIX}{id}");
+                assert!(
+                    batch.ops().any(|(k, v)| k == key && v.is_none()),
+                    "{name}: `{key}` is deleted"
+                );
+            }
+            engine.rollback(txn);
+            assert_eq!(embeddings_by_id(&engine), before, "{name}: a rollback restores them");
+            assert_eq!(engine.embedding_count(), before.len(), "{name}");
+            assert_no_orphan(&engine);
+        }
+
+        // A memory removed by a record that kept its embedding (a store
+        // another writer changed) leaves none behind for the memory that
+        // takes its doc number next.
+        let doc = engine.entries[&ids[4]].doc;
+        let mut reused = engine.entries[&ids[4]].item.clone();
+        engine.set(&ids[4], None);
+        assert!(!engine.is_embedded(doc));
+        reused.id = "m-reused".into();
+        engine.set("m-reused", Some(reused));
+        assert_eq!(engine.entries["m-reused"].doc, doc, "the doc number is reused");
+        assert!(engine.embedding("m-reused").is_none());
+        assert_no_orphan(&engine);
+        let keys = engine.record_keys();
+        assert!(!keys.contains(&format!("{VECTOR_PREFIX}{}", ids[4])));
+        assert!(!keys.contains(&format!("{VECTOR_PREFIX}m-reused")));
+        assert_eq!(
+            keys.iter().filter(|k| k.starts_with(VECTOR_PREFIX)).count(),
+            engine.embedding_count()
+        );
+    }
+
+    /// The index's score of each live memory against the cosine of the
+    /// query with its context vector as ranking computes it
+    /// ([`Engine::context_vector`]), or with its own embedding for a
+    /// memory whose predecessor the index does not hold (soft-deleted).
+    fn assert_index_scores_contexts(engine: &Engine, query: &[f32]) {
+        let unit: Vec<f32> = {
+            let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt();
+            query.iter().map(|x| x / norm).collect()
+        };
+        let dot = |a: &[f32]| a.iter().zip(&unit).map(|(x, y)| x * y).sum::<f32>();
+        let mut scored = 0;
+        for (tenant, index) in &engine.vectors {
+            for (doc, score) in index.search(query, usize::MAX, &|_| true) {
+                let item = &engine.entry_of(doc).unwrap().item;
+                assert_eq!(item.scope.tenant(), **tenant);
+                assert!(!item.is_deleted());
+                let prev_live = item
+                    .follows
+                    .as_ref()
+                    .and_then(|p| engine.entries.get(p))
+                    .is_some_and(|p| !p.item.is_deleted() && engine.has_embedding(&p.item.id));
+                let expected = if prev_live || item.follows.is_none() {
+                    dot(&engine.context_vector(item).unwrap())
+                } else {
+                    let own = engine.embedding(&item.id).unwrap().to_f32();
+                    let norm = own.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    dot(&own) / norm
+                };
+                assert!(
+                    (score - expected).abs() < 1e-3,
+                    "`{}`: the index scores {score}, its context {expected}",
+                    item.id
+                );
+                scored += 1;
+            }
+        }
+        let live_embedded = engine
+            .items()
+            .filter(|i| !i.is_deleted() && engine.has_embedding(&i.id))
+            .count();
+        assert_eq!(scored, live_embedded, "every live embedded memory is indexed once");
+        assert_eq!(engine.embedding_count(), engine.items().filter(|i| engine.has_embedding(&i.id)).count());
+    }
+
+    #[test]
+    fn the_index_holds_each_embedding_once_and_scores_the_context_of_each_memory() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        engine
+            .attach_embedder(Arc::new(HashedWords), &mut Txn::default())
+            .unwrap();
+        let (alice, bob) = (Scope::workspace("alice", "w"), Scope::workspace("bob", "w"));
+        let words = ["apple", "river", "stone", "cloud", "maple", "tiger", "piano", "ocean"];
+        let mut ids = Vec::new();
+        // One conversation per tenant: each turn follows the one before.
+        for turn in 0..16 {
+            let scope = if turn % 2 == 0 { alice.clone() } else { bob.clone() };
+            let text = format!("{} {} turn{turn}", words[turn % 8], words[(turn * 3 + 1) % 8]);
+            let result = engine
+                .ingest(vec![MemoryInput::new(text, scope)], &mut env, &mut Txn::default())
+                .unwrap();
+            ids.push(result[0].id.clone().unwrap());
+            env.advance_ms(1_000);
+        }
+        let followers = engine.items().filter(|i| i.follows.is_some()).count();
+        assert!(followers >= 10, "the turns follow one another ({followers})");
+        assert!(engine.embeddings.is_empty(), "every embedding is in an index");
+        let queries: Vec<Vec<f32>> = ["apple river", "stone tiger", "ocean piano maple"]
+            .iter()
+            .map(|q| HashedWords.embed_batch(&[*q]).unwrap().remove(0))
+            .collect();
+        let check = |engine: &Engine| {
+            for query in &queries {
+                assert_index_scores_contexts(engine, query);
+            }
+        };
+        check(&engine);
+
+        let now = env.now();
+        let mut txn = Txn::default();
+        // A soft-deleted memory's embedding leaves the index for the
+        // engine's map; its follower is then scored by its own.
+        engine.delete(&ids[4], false, now, &mut txn).unwrap();
+        assert_eq!(engine.embeddings.len(), 1);
+        check(&engine);
+        // A new text re-embeds a memory: its followers follow the new one.
+        engine
+            .update(&ids[6], MemoryPatch { text: Some("cloud ocean anew".into()), ..MemoryPatch::default() }, now, &mut txn)
+            .unwrap();
+        check(&engine);
+        // Erasing a memory unlinks its follower.
+        engine.delete(&ids[8], true, now, &mut txn).unwrap();
+        check(&engine);
+        engine.rollback(txn);
+        assert!(engine.embeddings.is_empty());
+        check(&engine);
+
+        // Loading the records links each memory to its predecessor
+        // whatever the order the embeddings come in.
+        let mut records: Vec<(String, Vec<u8>)> = Vec::new();
+        for item in engine.items() {
+            records.push((format!("{ITEM_PREFIX}{}", item.id), codec::encode_item(item)));
+            let own = engine.embedding(&item.id).unwrap();
+            records.push((format!("{VECTOR_PREFIX}{}", item.id), codec::encode_vector(own)));
+        }
+        records.reverse();
+        let loaded = Engine::load(Config::default(), records, Some("test/hashed-words".into())).unwrap();
+        assert_eq!(embeddings_by_id(&loaded), embeddings_by_id(&engine));
+        check(&loaded);
     }
 
     #[test]
@@ -350,8 +718,7 @@ mod tests {
             records.push((format!("{VECTOR_PREFIX}{}", item.id), codec::encode_vector(&embedding)));
         }
         let loaded = Engine::load(Config::default(), records, Some("test-model".into())).unwrap();
-        assert_eq!(loaded.embeddings.len(), 900);
-        assert!(loaded.embeddings.capacity() >= 900);
+        assert!(loaded.embeddings.is_empty(), "each embedding is held by its index only");
         assert_eq!(loaded.vector_docs.len(), 900);
         let mut held: Vec<(String, usize, usize)> = loaded
             .vectors
@@ -367,7 +734,7 @@ mod tests {
         // Loaded as the records are, whatever their order.
         for item in engine.items() {
             assert_eq!(
-                loaded.embedding(&item.id).map(Int8Vector::len),
+                loaded.embedding(&item.id).map(|e| e.len()),
                 Some(16),
                 "`{}` keeps its embedding",
                 item.id

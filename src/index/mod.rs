@@ -8,8 +8,11 @@
 //! vectors, an exactly scanned tail plus HNSW segments.
 
 pub mod bm25;
+mod int8;
+mod rows;
 mod signatures;
 pub mod vector;
 
 pub use bm25::{Bm25Index, Bm25Params};
-pub use vector::{Int8Vector, VectorIndex, VectorParams};
+pub use int8::{Int8Ref, Int8Vector};
+pub use vector::{VectorIndex, VectorParams};

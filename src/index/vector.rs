@@ -1,20 +1,30 @@
-//! A cosine-similarity vector index: an exactly scanned tail of recent
-//! vectors plus HNSW segments built with `instant-distance`.
+//! A cosine-similarity vector index over context vectors: an exactly
+//! scanned tail of recent rows plus HNSW segments built with
+//! `instant-distance`.
 //!
-//! Vectors have a fixed dimension; each is normalized to unit length on the
-//! way in, so the cosine is a dot product.
+//! # Memory layout: one int8 row per embedding
 //!
-//! # Memory layout: int8 rows
-//!
-//! A unit vector `u` is stored as one row of `i8` codes with a per-row
-//! scale (symmetric, no zero point), `m` being its largest |component|:
+//! Each doc's row is its own embedding as the engine stores it (the index
+//! holds the only copy, [`VectorIndex::embedding`]): `i8` codes with a
+//! per-row scale (symmetric, no zero point), `m` being its largest
+//! |component|:
 //!
 //! ```text
-//! code_i = round(127 · u_i / m)        scale = m / 127        u ≈ code · scale
+//! code_i = round(127 · v_i / m)        scale = m / 127        v ≈ code · scale
 //! ```
 //!
-//! The rows of the tail, and of each segment, sit in one contiguous
-//! `Vec<i8>`: a quarter of the memory of `f32`. A query is normalized and
+//! A doc is scored by its *context vector*: its embedding `a` plus the
+//! embedding `b` of the doc it follows, normalized, `(a + b) / ‖a + b‖`
+//! (`crate::rank`). A row holds its predecessor's row number and
+//! `1 / ‖a + b‖` (`src/index/rows.rs`), so the cosine with a unit query
+//! `q` is `(q·a + q·b) / ‖a + b‖`: a scan computes every row's dot product
+//! in one contiguous pass, then each score from two entries of that list.
+//! Links are kept within the tail's rows and within a segment's; a doc
+//! whose predecessor is elsewhere (soft-deleted, in a segment, of another
+//! tenant) is scored by its own embedding.
+//!
+//! The rows of the tail, and of each segment, sit in contiguous chunks
+//! of `i8`: a quarter of the memory of `f32`. A query is normalized and
 //! quantized to `i16` (256 times finer than the rows, so the scoring is
 //! effectively asymmetric); a score is the exact integer dot product times
 //! both scales. The loops accumulate in independent `i32` lanes over
@@ -47,7 +57,10 @@
 //!   can call [`VectorIndex::compact`] to build it earlier).
 //! - **Tombstones.** Removing or replacing a doc of a segment marks its row
 //!   dead; searches skip it. A segment whose dead rows exceed a quarter of its
-//!   rows is rebuilt from its live rows (dropped when none is left).
+//!   rows is rebuilt from its live rows (dropped when none is left). A
+//!   segment's links are fixed with its graph: a dead row still serves as
+//!   its followers' predecessor until the rebuild, and a doc of a segment
+//!   linked to another predecessor moves to the tail.
 //! - **Merges.** Past [`VectorParams::max_segments`] segments, all are rebuilt
 //!   into one. With threshold `T` and `S` segments a merge happens at most
 //!   every `S · T` inserts and rebuilds the `N` live vectors: `N / (S · T)`
@@ -65,11 +78,12 @@
 //! `docs/speed.md` ("Retrieval") has the measurements behind this section.
 //!
 //! - **Exact scan**: one exact integer dot product per row (SIMD in wasm, a
-//!   portable loop elsewhere); 388 bytes per row (384 codes and the scale)
-//!   plus the doc map.
+//!   portable loop elsewhere) and a lookup of its predecessor's; 404 bytes
+//!   per row (384 codes, the scale, the norm, three links) plus the doc map.
 //! - **Graph build**: `instant-distance` fixes `M` = 32 (64 links on layer
 //!   0) and re-selects the links of every neighbour of a new point with the
-//!   diversity heuristic: some 10⁵ distance computations per point. Its
+//!   diversity heuristic: some 10⁵ distance computations per point, each the
+//!   cosine of two context vectors (up to four int8 dot products). Its
 //!   simple selection is cheap but loses recall as graphs grow, so it is not
 //!   used.
 //! - **Graph search**: random 384-d vectors need an `ef_search` in the
@@ -102,8 +116,11 @@ use std::sync::Arc;
 use instant_distance::{Builder, Hnsw, Point, Search};
 use serde::{Deserialize, Serialize};
 
+use super::int8::{Int8Ref, Int8Vector};
+use super::rows::Rows;
+#[cfg(any(test, feature = "testing"))]
 use crate::error::{Error, Result};
-use memtide_int_dot::{dot_i16_i8, dot_i8_i8};
+use memtide_int_dot::dot_i16_i8;
 
 /// The tuning parameters of a [`VectorIndex`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,8 +153,6 @@ impl Default for VectorParams {
     }
 }
 
-/// Largest int8 code magnitude.
-const CODE_MAX: f32 = 127.0;
 /// Largest `i16` query component magnitude.
 const QUERY_MAX: f32 = 32767.0;
 #[cfg(any(test, feature = "testing"))]
@@ -146,198 +161,15 @@ const QUERY_MAX: f32 = 32767.0;
 /// where about 0.4 of the points appear in total.
 const GRAPH_BYTES_PER_POINT: usize = 64 * 4 + 52;
 
-/// Rows per chunk of [`Rows`]: 1,024 rows of 384 codes are 384 KiB.
-const ROWS_PER_CHUNK: usize = 1024;
-
-/// Int8 rows with per-row scales (see the module docs). The codes sit in
-/// chunks of [`ROWS_PER_CHUNK`] rows, each allocated for exactly what it
-/// holds once it is past its first rows: a large index never doubles one
-/// big allocation, which would leave up to half of it unused and, while it
-/// moves, hold the old and the new copy at once (WebAssembly memory never
-/// shrinks, so that peak would stay).
-#[derive(Debug, Clone, Default)]
-struct Rows {
-    dimensions: usize,
-    chunks: Vec<Vec<i8>>,
-    scales: Vec<f32>,
-}
-
-impl Rows {
-    fn new(dimensions: usize) -> Self {
-        Rows {
-            dimensions,
-            ..Rows::default()
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.scales.len()
-    }
-
-    fn code(&self, row: usize) -> &[i8] {
-        let start = row % ROWS_PER_CHUNK * self.dimensions;
-        &self.chunks[row / ROWS_PER_CHUNK][start..start + self.dimensions]
-    }
-
-    fn push(&mut self, row: &Int8Vector) {
-        self.push_parts(row.codes(), row.scale());
-    }
-
-    fn push_parts(&mut self, code: &[i8], scale: f32) {
-        let full = ROWS_PER_CHUNK * self.dimensions;
-        if self.len().is_multiple_of(ROWS_PER_CHUNK) {
-            self.chunks.push(Vec::new());
-        }
-        if let Some(chunk) = self.chunks.last_mut() {
-            if chunk.len() + code.len() > chunk.capacity() {
-                // Doubling within the chunk (small indexes stay small), capped
-                // at the full chunk.
-                let wanted = (2 * chunk.capacity()).max(8 * code.len()).min(full);
-                chunk.reserve_exact(wanted.max(chunk.len() + code.len()) - chunk.len());
-            }
-            chunk.extend_from_slice(code);
-        }
-        self.scales.push(scale);
-    }
-
-    /// Removes `row` by moving the last row into its place.
-    fn swap_remove(&mut self, row: usize) {
-        let last = self.len() - 1;
-        let width = self.dimensions;
-        if row != last {
-            let moved = self.code(last).to_vec();
-            let start = row % ROWS_PER_CHUNK * width;
-            self.chunks[row / ROWS_PER_CHUNK][start..start + width].copy_from_slice(&moved);
-        }
-        if let Some(chunk) = self.chunks.last_mut() {
-            chunk.truncate(chunk.len() - width);
-        }
-        if last.is_multiple_of(ROWS_PER_CHUNK) {
-            self.chunks.pop();
-        }
-        self.scales.swap_remove(row);
-    }
-
-    /// Every row's codes and scale, in row order.
-    fn iter(&self) -> impl Iterator<Item = (&[i8], f32)> {
-        // `chunks_exact` refuses a zero size; an index of zero dimensions
-        // never holds a row, so the clamp changes nothing.
-        let width = self.dimensions.max(1);
-        self.chunks
-            .iter()
-            .flat_map(move |chunk| chunk.chunks_exact(width))
-            .zip(self.scales.iter().copied())
-    }
-
-    /// Frees the unused capacity (of a segment's rows, which never grow).
-    fn shrink_to_fit(&mut self) {
-        if let Some(chunk) = self.chunks.last_mut() {
-            chunk.shrink_to_fit();
-        }
-        self.chunks.shrink_to_fit();
-        self.scales.shrink_to_fit();
-    }
-
-#[cfg(any(test, feature = "testing"))]
-    fn heap_bytes(&self) -> usize {
-        self.chunks.iter().map(Vec::capacity).sum::<usize>()
-            + self.chunks.capacity() * size_of::<Vec<i8>>()
-            + self.scales.capacity() * size_of::<f32>()
-    }
-}
-
-/// A vector stored as int8 codes with one scale (symmetric, no zero
-/// point): component `i` is about `codes[i] · scale`, off by at most
-/// `scale / 2`. The engine keeps every memory's own embedding this way and
-/// persists it so (a quarter of the bytes of `f32`); the index quantizes
-/// its rows with the same formula.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Int8Vector {
-    scale: f32,
-    codes: Box<[i8]>,
-}
-
-impl Int8Vector {
-    /// Quantizes finite components: the largest magnitude `m` becomes ±127
-    /// and `scale = m / 127`. An all-zero vector gets scale 0.
-    pub fn quantize(vector: &[f32]) -> Int8Vector {
-        let max_abs = vector.iter().fold(0.0f32, |max, x| max.max(x.abs()));
-        if max_abs == 0.0 || !max_abs.is_finite() {
-            return Int8Vector {
-                scale: 0.0,
-                codes: vec![0; vector.len()].into(),
-            };
-        }
-        let codes = vector
-            .iter()
-            // In [-127, 127], so the cast never saturates.
-            .map(|&x| (x / max_abs * CODE_MAX).round() as i8)
-            .collect();
-        Int8Vector {
-            scale: max_abs / CODE_MAX,
-            codes,
-        }
-    }
-
-    /// A vector from stored parts; `None` unless the scale is finite and
-    /// not negative.
-    pub fn from_parts(codes: Box<[i8]>, scale: f32) -> Option<Int8Vector> {
-        (scale.is_finite() && scale >= 0.0).then_some(Int8Vector { scale, codes })
-    }
-
-    /// The codes.
-    pub fn codes(&self) -> &[i8] {
-        &self.codes
-    }
-
-    /// The scale: a component is its code times this.
-    pub fn scale(&self) -> f32 {
-        self.scale
-    }
-
-    /// Number of components.
-    pub fn len(&self) -> usize {
-        self.codes.len()
-    }
-
-#[cfg(any(test, feature = "testing"))]
-    /// Whether the vector has no component.
-    pub fn is_empty(&self) -> bool {
-        self.codes.is_empty()
-    }
-
-    /// The components as `f32` (codes times the scale).
-    pub fn to_f32(&self) -> Vec<f32> {
-        self.codes
-            .iter()
-            .map(|&code| f32::from(code) * self.scale)
-            .collect()
-    }
-
-    /// The dot product with `other` (0 for a length mismatch).
-    pub fn dot(&self, other: &[f32]) -> f32 {
-        if other.len() != self.codes.len() {
-            return 0.0;
-        }
-        let sum: f32 = self
-            .codes
-            .iter()
-            .zip(other)
-            .map(|(&code, x)| f32::from(code) * x)
-            .sum();
-        sum * self.scale
-    }
-}
-
-/// The unit vector along `vector`; `None` when it is all zeros or has a
-/// non-finite component. Divides by the largest component first so the sum
-/// of squares can neither overflow nor underflow.
 /// A row or segment number as a [`Location`] holds it: each is below the
 /// number of docs the index holds, and docs are `u32`.
 fn row_number(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// The unit vector along `vector`; `None` when it is all zeros or has a
+/// non-finite component. Divides by the largest component first so the sum
+/// of squares can neither overflow nor underflow.
 fn normalize(vector: &[f32]) -> Option<Vec<f32>> {
     if vector.iter().any(|x| !x.is_finite()) {
         return None;
@@ -375,7 +207,8 @@ impl Query {
             .map(|&x| (x / max_abs * QUERY_MAX).round() as i16)
             .collect();
         let mut rows = Rows::new(unit.len());
-        rows.push(&Int8Vector::quantize(&unit));
+        let point = Int8Vector::quantize(&unit);
+        rows.push(point.codes(), point.scale());
         Some(Query {
             values,
             scale: max_abs / QUERY_MAX,
@@ -386,15 +219,16 @@ impl Query {
         })
     }
 
-    /// The cosine similarity to a row with these codes and scale.
+    /// The dot product with a row with these codes and scale (the cosine
+    /// when the row is a unit vector).
     fn score(&self, code: &[i8], scale: f32) -> f32 {
         dot_i16_i8(&self.values, code) as f32 * self.scale * scale
     }
 }
 
 /// A row of a segment as a point of its graph. Graph distances compare two
-/// int8 rows (the query is quantized to int8 too for the traversal); the
-/// candidates are then scored with the `i16` query.
+/// rows' context vectors (the query is quantized to int8 too for the
+/// traversal); the candidates are then scored with the `i16` query.
 #[derive(Debug, Clone)]
 struct GraphPoint {
     rows: Arc<Rows>,
@@ -403,8 +237,7 @@ struct GraphPoint {
 
 impl Point for GraphPoint {
     fn distance(&self, other: &Self) -> f32 {
-        let dot = dot_i8_i8(self.rows.code(self.row), other.rows.code(other.row)) as f32;
-        1.0 - dot * self.rows.scales[self.row] * other.rows.scales[other.row]
+        1.0 - self.rows.context_cosine(self.row, &other.rows, other.row)
     }
 }
 
@@ -446,14 +279,26 @@ impl Segment {
         self.docs.len() - self.dead
     }
 
-    /// Appends this segment's live rows and their docs, in row order.
+    /// Appends this segment's live rows and their docs, in row order, with
+    /// the links between them (a row whose predecessor is dead has none).
     fn collect_live(&self, rows: &mut Rows, docs: &mut Vec<u32>) {
+        let mut moved_to = vec![None; self.docs.len()];
         for (row, (code, scale)) in self.rows.iter().enumerate() {
             if self.live[row] {
-                rows.push_parts(code, scale);
+                moved_to[row] = Some(rows.push(code, scale));
                 docs.push(self.docs[row]);
             }
         }
+        for (row, to) in moved_to.iter().enumerate() {
+            if let (Some(to), Some(prev)) = (to, self.rows.prev(row)) {
+                rows.set_prev(*to, moved_to[prev]);
+            }
+        }
+    }
+
+    /// The doc of the predecessor of `row`, if it has one in this segment.
+    fn prev_doc(&self, row: usize) -> Option<u32> {
+        self.rows.prev(row).map(|p| self.docs[p])
     }
 
     /// Offers this segment's best `k` live accepted docs to `top`: the
@@ -468,14 +313,15 @@ impl Segment {
             .collect();
         if candidates.len() >= k || candidates.len() == self.live_count() {
             for row in candidates {
-                let score = query.score(self.rows.code(row), self.rows.scales[row]);
+                let score = self.rows.context_score_of(row, |c, s| query.score(c, s));
                 top.offer(self.docs[row], score);
             }
             return;
         }
-        for (row, (code, scale)) in self.rows.iter().enumerate() {
+        let dots = self.rows.dots(|c, s| query.score(c, s));
+        for (row, &doc) in self.docs.iter().enumerate() {
             if self.live[row] {
-                top.offer_accepted(self.docs[row], query.score(code, scale), accept);
+                top.offer_accepted(doc, self.rows.context_score(&dots, row), accept);
             }
         }
     }
@@ -586,10 +432,11 @@ impl VectorIndex {
         }
     }
 
-    /// Indexes `doc` with `vector` (normalized here), replacing the doc if
-    /// present. Fails with [`Error::InvalidInput`], leaving the index
-    /// unchanged, when the vector has the wrong dimension, a non-finite
-    /// component or no non-zero component.
+    #[cfg(any(test, feature = "testing"))]
+    /// Indexes `doc` with `vector` quantized, following no other doc,
+    /// replacing the doc if present. Fails with [`Error::InvalidInput`],
+    /// leaving the index unchanged, when the vector has the wrong
+    /// dimension, a non-finite component or no non-zero component.
     pub fn insert(&mut self, doc: u32, vector: &[f32]) -> Result<()> {
         if vector.len() != self.dimensions {
             return Err(Error::invalid(format!(
@@ -598,18 +445,94 @@ impl VectorIndex {
                 self.dimensions
             )));
         }
-        let unit = normalize(vector).ok_or_else(|| {
-            Error::invalid("the vector must have finite components, not all zero")
-        })?;
+        if normalize(vector).is_none() {
+            return Err(Error::invalid("the vector must have finite components, not all zero"));
+        }
+        self.insert_own(doc, Int8Vector::quantize(vector), None)
+            .map_err(|_| Error::invalid("the vector must have finite components, not all zero"))
+    }
+
+    /// Indexes `doc` with its own embedding `own`, kept as given (the
+    /// index holds the only copy: [`VectorIndex::embedding`] gives it
+    /// back), following doc `prev` (see [`VectorIndex::link`]), replacing
+    /// the doc if present. Gives `own` back, leaving the index unchanged,
+    /// when it has the wrong dimension or is all zeros.
+    pub fn insert_own(&mut self, doc: u32, own: Int8Vector, prev: Option<u32>) -> std::result::Result<(), Int8Vector> {
+        if own.len() != self.dimensions || own.scale() == 0.0 || own.codes().iter().all(|&c| c == 0) {
+            return Err(own);
+        }
         self.remove(doc);
-        self.tail.push(&Int8Vector::quantize(&unit));
+        self.tail.push(own.codes(), own.scale());
         self.tail_docs.push(doc);
         self.locations
             .insert(doc, Location::Tail(row_number(self.tail_docs.len() - 1)));
+        self.link(doc, prev);
         if self.tail_docs.len() >= self.params.segment_threshold {
             self.compact();
         }
         Ok(())
+    }
+
+    /// Makes `doc`'s context vector its embedding plus the embedding of
+    /// doc `prev` (the memory it follows), normalized; its embedding alone
+    /// when `prev` is `None` or not in the tail with it. Links are kept
+    /// in the tail's rows, so a scan scores a context from two dot
+    /// products of its one pass; a segment's links are fixed when its graph
+    /// is built, so a doc of a segment linked anew moves to the tail.
+    /// Returns whether `doc` is indexed.
+    pub fn link(&mut self, doc: u32, prev: Option<u32>) -> bool {
+        let prev_row = |index: &Self| match prev.and_then(|p| index.locations.get(&p)) {
+            Some(&Location::Tail(row)) if prev != Some(doc) => Some(row as usize),
+            _ => None,
+        };
+        match self.locations.get(&doc) {
+            None => false,
+            Some(&Location::Tail(row)) => {
+                let row = row as usize;
+                let wanted = prev_row(self);
+                if self.tail.prev(row) != wanted {
+                    self.tail.set_prev(row, wanted);
+                }
+                true
+            }
+            Some(&Location::Segment { segment, row }) => {
+                let held = &self.segments[segment as usize];
+                if held.prev_doc(row as usize) == prev {
+                    return true;
+                }
+                match self.remove(doc) {
+                    Some(own) => self.insert_own(doc, own, prev).is_ok(),
+                    None => false,
+                }
+            }
+        }
+    }
+
+    /// The own embedding of `doc`, as it was inserted.
+    pub fn embedding(&self, doc: u32) -> Option<Int8Ref<'_>> {
+        let (rows, row) = match *self.locations.get(&doc)? {
+            Location::Tail(row) => (&self.tail, row as usize),
+            Location::Segment { segment, row } => {
+                (&*self.segments[segment as usize].rows, row as usize)
+            }
+        };
+        Some(Int8Ref::new(rows.code(row), rows.scale(row)))
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    /// What `doc`'s context vector is made of, as the index holds it: its
+    /// embedding, and its predecessor's doc and row (a segment's row of a
+    /// doc removed since still serves until the segment is rebuilt).
+    pub fn context_parts(&self, doc: u32) -> Option<(Int8Vector, Option<(u32, Int8Vector)>)> {
+        let (rows, docs, row): (&Rows, &[u32], usize) = match *self.locations.get(&doc)? {
+            Location::Tail(row) => (&self.tail, &self.tail_docs, row as usize),
+            Location::Segment { segment, row } => {
+                let held = &self.segments[segment as usize];
+                (&held.rows, &held.docs, row as usize)
+            }
+        };
+        let part = |row: usize| Int8Ref::new(rows.code(row), rows.scale(row)).to_vector();
+        Some((part(row), rows.prev(row).map(|p| (docs[p], part(p)))))
     }
 
     /// Makes room for `additional` more docs in the tail without growing
@@ -620,7 +543,7 @@ impl VectorIndex {
     pub fn reserve(&mut self, additional: usize) {
         self.locations.reserve(additional);
         self.tail_docs.reserve(additional);
-        self.tail.scales.reserve(additional);
+        self.tail.reserve(additional);
     }
 
     #[cfg(any(test, feature = "testing"))]
@@ -629,20 +552,19 @@ impl VectorIndex {
         self.tail_docs.capacity()
     }
 
-    /// Removes `doc`; returns whether it was present.
-    pub fn remove(&mut self, doc: u32) -> bool {
-        match self.locations.remove(&doc) {
-            None => false,
-            Some(Location::Tail(row)) => {
+    /// Removes `doc`; returns its own embedding if it was present.
+    pub fn remove(&mut self, doc: u32) -> Option<Int8Vector> {
+        let own = self.embedding(doc)?.to_vector();
+        match self.locations.remove(&doc)? {
+            Location::Tail(row) => {
                 let row = row as usize;
                 self.tail.swap_remove(row);
                 self.tail_docs.swap_remove(row);
                 if let Some(&moved) = self.tail_docs.get(row) {
                     self.locations.insert(moved, Location::Tail(row_number(row)));
                 }
-                true
             }
-            Some(Location::Segment { segment, row }) => {
+            Location::Segment { segment, row } => {
                 let (segment, row) = (segment as usize, row as usize);
                 let held = &mut self.segments[segment];
                 held.live[row] = false;
@@ -650,15 +572,15 @@ impl VectorIndex {
                 if held.dead * 4 > held.docs.len() {
                     self.rebuild_segment(segment);
                 }
-                true
             }
         }
+        Some(own)
     }
 
-    /// The `k` docs most similar to `query` among those `accept` lets
-    /// through, with their cosine similarity, best first (ties: smaller doc
-    /// first). A query of the wrong dimension, with a non-finite component
-    /// or all zeros finds nothing.
+    /// The `k` docs whose context vectors are most similar to `query`
+    /// among those `accept` lets through, with their cosine similarity,
+    /// best first (ties: smaller doc first). A query of the wrong
+    /// dimension, with a non-finite component or all zeros finds nothing.
     pub fn search(&self, query: &[f32], k: usize, accept: &dyn Fn(u32) -> bool) -> Vec<(u32, f32)> {
         if k == 0 || query.len() != self.dimensions {
             return Vec::new();
@@ -667,8 +589,11 @@ impl VectorIndex {
             return Vec::new();
         };
         let mut top = TopK::new(k);
-        for ((code, scale), &doc) in self.tail.iter().zip(&self.tail_docs) {
-            top.offer_accepted(doc, query.score(code, scale), accept);
+        // Every row's dot product in one contiguous pass, then each
+        // context score from the row's and its predecessor's.
+        let dots = self.tail.dots(|code, scale| query.score(code, scale));
+        for (row, &doc) in self.tail_docs.iter().enumerate() {
+            top.offer_accepted(doc, self.tail.context_score(&dots, row), accept);
         }
         for segment in &self.segments {
             segment.search(&query, k, accept, &mut top);
@@ -920,92 +845,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn swap_remove_moves_the_last_row_into_the_hole() {
-        let mut rows = Rows::new(2);
-        rows.push_parts(&[1, 2], 0.5);
-        rows.push_parts(&[3, 4], 0.25);
-        rows.push_parts(&[5, 6], 0.125);
-        rows.swap_remove(0);
-        assert_eq!(rows.code(0), [5, 6]);
-        assert_eq!(rows.code(1), [3, 4]);
-        assert_eq!(rows.scales, [0.125, 0.25]);
-        rows.swap_remove(1);
-        assert_eq!(rows.chunks, [vec![5, 6]]);
-        assert_eq!(rows.len(), 1);
-        rows.swap_remove(0);
-        assert!(rows.chunks.is_empty() && rows.len() == 0);
-    }
-
-    #[test]
-    fn rows_span_chunks_allocated_for_what_they_hold() {
-        let width = 3;
-        let code = |row: usize| -> Vec<i8> { (0..width).map(|i| (row * 7 + i) as i8).collect() };
-        let mut rows = Rows::new(width);
-        let count = 2 * ROWS_PER_CHUNK + 5;
-        for row in 0..count {
-            rows.push_parts(&code(row), row as f32);
-        }
-        assert_eq!(rows.chunks.len(), 3);
-        assert!(rows.chunks[..2]
-            .iter()
-            .all(|chunk| chunk.capacity() == ROWS_PER_CHUNK * width));
-        assert!(rows.chunks[2].capacity() < ROWS_PER_CHUNK * width);
-        for row in [0, ROWS_PER_CHUNK - 1, ROWS_PER_CHUNK, count - 1] {
-            assert_eq!(rows.code(row), code(row), "row {row}");
-        }
-        let listed: Vec<(Vec<i8>, f32)> = rows.iter().map(|(c, s)| (c.to_vec(), s)).collect();
-        assert_eq!(listed.len(), count);
-        assert!(listed
-            .iter()
-            .enumerate()
-            .all(|(row, (c, s))| *c == code(row) && *s == row as f32));
-        // Removing rows from the first chunk pulls the last rows across
-        // chunks and drops the emptied last chunk.
-        for removed in 0..6 {
-            rows.swap_remove(removed);
-            assert_eq!(rows.code(removed), code(count - 1 - removed));
-        }
-        assert_eq!((rows.len(), rows.chunks.len()), (2 * ROWS_PER_CHUNK - 1, 2));
-        assert_eq!(rows.iter().count(), rows.len());
-    }
-
-    #[test]
-    fn int8_vectors_round_trip_within_half_a_step() {
-        let mut rng = Rng(5);
-        let vector = rng.gaussian_vector(384);
-        let quantized = Int8Vector::quantize(&vector);
-        let max_abs = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-        assert_eq!(quantized.scale(), max_abs / 127.0);
-        assert!(quantized.codes().iter().any(|&c| c.abs() == 127));
-        for (x, y) in vector.iter().zip(quantized.to_f32()) {
-            assert!(
-                (x - y).abs() <= quantized.scale() / 2.0 + 1e-6,
-                "{x} vs {y}"
-            );
-        }
-        let other = rng.gaussian_vector(384);
-        let exact: f32 = quantized
-            .to_f32()
-            .iter()
-            .zip(&other)
-            .map(|(a, b)| a * b)
-            .sum();
-        assert!((quantized.dot(&other) - exact).abs() < 1e-3);
-        assert_eq!(quantized.dot(&other[..10]), 0.0);
-        // Quantizing the dequantized vector gives the same codes back.
-        assert_eq!(Int8Vector::quantize(&quantized.to_f32()), quantized);
-        let zero = Int8Vector::quantize(&[0.0; 4]);
-        assert_eq!((zero.scale(), zero.codes()), (0.0, &[0i8; 4][..]));
-        assert!(Int8Vector::from_parts(vec![1].into(), f32::NAN).is_none());
-        assert!(Int8Vector::from_parts(vec![1].into(), -1.0).is_none());
-        assert_eq!(
-            Int8Vector::from_parts(vec![1, -2].into(), 0.5)
-                .unwrap()
-                .to_f32(),
-            [0.5, -1.0]
-        );
     }
 }

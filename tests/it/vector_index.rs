@@ -1,11 +1,12 @@
 //! The vector index against brute force: HNSW recall, exact results for
-//! flat scans and selective filters, deletes, replacement, bad input and
-//! determinism.
+//! flat scans and selective filters, deletes, replacement, bad input,
+//! determinism, and context scores (each row's embedding plus its
+//! predecessor's) against a brute force of the same scores.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
-use memtide::index::{VectorIndex, VectorParams};
+use memtide::index::{Int8Vector, VectorIndex, VectorParams};
 use memtide::Error;
 use proptest::prelude::*;
 
@@ -316,7 +317,9 @@ fn apply(index: &mut VectorIndex, ops: Vec<Op>) -> Result<BTreeMap<u32, Vec<f32>
                     model.insert(doc, vector);
                 }
             }
-            Op::Remove(doc) => prop_assert_eq!(index.remove(doc), model.remove(&doc).is_some()),
+            Op::Remove(doc) => {
+                prop_assert_eq!(index.remove(doc).is_some(), model.remove(&doc).is_some())
+            }
             Op::Compact => index.compact(),
         }
     }
@@ -439,6 +442,168 @@ fn benchmark_report() {
                 index.memory_bytes() / count,
                 search_latency(&index, &queries)
             );
+        }
+    }
+}
+
+/// A change to an index whose docs follow one another.
+#[derive(Debug, Clone)]
+enum LinkOp {
+    Insert(u32, Vec<f32>, Option<u32>),
+    Link(u32, Option<u32>),
+    Remove(u32),
+    Compact,
+}
+
+fn link_op() -> impl Strategy<Value = LinkOp> {
+    let doc = || 0u32..24;
+    prop_oneof![
+        6 => (doc(), small_vector(), prop::option::of(doc()))
+            .prop_map(|(d, vector, prev)| LinkOp::Insert(d, vector, prev)),
+        3 => (doc(), prop::option::of(doc())).prop_map(|(d, prev)| LinkOp::Link(d, prev)),
+        2 => doc().prop_map(LinkOp::Remove),
+        1 => Just(LinkOp::Compact),
+    ]
+}
+
+/// The cosine of `query` with `(own + prev) / ‖own + prev‖`, in `f64`
+/// from the dequantized codes; 0 for a zero sum.
+fn context_cosine(query: &[f32], own: &Int8Vector, prev: Option<&Int8Vector>) -> f64 {
+    let mut context: Vec<f64> = own.to_f32().iter().map(|&x| f64::from(x)).collect();
+    if let Some(prev) = prev {
+        for (c, x) in context.iter_mut().zip(prev.to_f32()) {
+            *c += f64::from(x);
+        }
+    }
+    let norm = context.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let query_norm = query
+        .iter()
+        .map(|&x| f64::from(x).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    if norm == 0.0 {
+        return 0.0;
+    }
+    let dot: f64 = context
+        .iter()
+        .zip(query)
+        .map(|(c, &q)| c * f64::from(q))
+        .sum();
+    dot / (norm * query_norm)
+}
+
+/// Applies `ops` to a flat index and to a model of its links: a doc
+/// follows the predecessor it was inserted or linked with while both are
+/// indexed; removing or replacing a doc unlinks its followers.
+fn apply_links(
+    index: &mut VectorIndex,
+    ops: Vec<LinkOp>,
+) -> Result<BTreeMap<u32, (Int8Vector, Option<u32>)>, TestCaseError> {
+    let mut model: BTreeMap<u32, (Int8Vector, Option<u32>)> = BTreeMap::new();
+    let unlink_followers = |model: &mut BTreeMap<u32, (Int8Vector, Option<u32>)>, doc: u32| {
+        for (_, prev) in model.values_mut() {
+            if *prev == Some(doc) {
+                *prev = None;
+            }
+        }
+    };
+    for op in ops {
+        match op {
+            LinkOp::Insert(doc, vector, prev) => {
+                let own = Int8Vector::quantize(&vector);
+                let valid = own.codes().iter().any(|&c| c != 0);
+                prop_assert_eq!(index.insert_own(doc, own.clone(), prev).is_ok(), valid);
+                if valid {
+                    if model.remove(&doc).is_some() {
+                        unlink_followers(&mut model, doc);
+                    }
+                    let prev = prev.filter(|p| *p != doc && model.contains_key(p));
+                    model.insert(doc, (own, prev));
+                }
+            }
+            LinkOp::Link(doc, prev) => {
+                let held = model.contains_key(&doc);
+                let prev = prev.filter(|p| *p != doc && model.contains_key(p));
+                prop_assert_eq!(index.link(doc, prev), held);
+                if let Some((_, linked)) = model.get_mut(&doc) {
+                    *linked = prev;
+                }
+            }
+            LinkOp::Remove(doc) => {
+                let removed = model.remove(&doc);
+                prop_assert_eq!(index.remove(doc), removed.map(|(own, _)| own));
+                unlink_followers(&mut model, doc);
+            }
+            LinkOp::Compact => {}
+        }
+    }
+    Ok(model)
+}
+
+proptest! {
+    /// In the tail, each doc holds its embedding as given and follows the
+    /// predecessor the model says; a search for everything scores every
+    /// doc as a brute force of its context vector does (up to the query's
+    /// `i16` rounding), best first.
+    #[test]
+    fn context_scores_in_the_tail_equal_a_brute_force_of_the_same_scores(
+        ops in prop::collection::vec(link_op(), 0..80),
+        query in small_vector(),
+    ) {
+        prop_assume!(query.iter().any(|&x| x != 0.0));
+        let mut index = VectorIndex::new(SMALL, VectorParams { segment_threshold: usize::MAX, ..VectorParams::default() });
+        let model = apply_links(&mut index, ops)?;
+        prop_assert_eq!(index.len(), model.len());
+        for (doc, (own, prev)) in &model {
+            let (held, held_prev) = index.context_parts(*doc).unwrap();
+            prop_assert_eq!(&held, own);
+            prop_assert_eq!(held_prev.map(|(p, _)| p), *prev, "doc {}", doc);
+            prop_assert_eq!(index.embedding(*doc).map(|e| e.to_vector()), Some(own.clone()));
+        }
+        let got = index.search(&query, 64, &accept_all);
+        prop_assert_eq!(got.len(), model.len());
+        for (doc, score) in &got {
+            let (own, prev) = &model[doc];
+            let truth = context_cosine(&query, own, prev.map(|p| &model[&p].0));
+            prop_assert!((f64::from(*score) - truth).abs() < 1e-3, "doc {doc}: {score} vs {truth}");
+        }
+        prop_assert!(got.windows(2).all(|w| w[0].1 >= w[1].1));
+    }
+
+    /// Through segment builds, tombstones, rebuilds and merges, every doc
+    /// is scored from the parts its row holds (the graph's candidates and
+    /// the exact fallback alike) as a brute force of them.
+    #[test]
+    fn context_scores_in_segments_equal_a_brute_force_of_the_same_scores(
+        ops in prop::collection::vec(link_op(), 0..120),
+        query in small_vector(),
+    ) {
+        prop_assume!(query.iter().any(|&x| x != 0.0));
+        let mut index = VectorIndex::new(SMALL, small_params(5));
+        let mut live = HashSet::new();
+        for op in ops {
+            match op {
+                LinkOp::Insert(doc, vector, prev) => {
+                    if index.insert_own(doc, Int8Vector::quantize(&vector), prev).is_ok() {
+                        live.insert(doc);
+                    }
+                }
+                LinkOp::Link(doc, prev) => {
+                    index.link(doc, prev);
+                }
+                LinkOp::Remove(doc) => {
+                    index.remove(doc);
+                    live.remove(&doc);
+                }
+                LinkOp::Compact => index.compact(),
+            }
+        }
+        let got = index.search(&query, 64, &accept_all);
+        prop_assert_eq!(got.iter().map(|(d, _)| *d).collect::<HashSet<_>>(), live);
+        for (doc, score) in &got {
+            let (own, prev) = index.context_parts(*doc).unwrap();
+            let truth = context_cosine(&query, &own, prev.as_ref().map(|(_, p)| p));
+            prop_assert!((f64::from(*score) - truth).abs() < 1e-3, "doc {doc}: {score} vs {truth}");
         }
     }
 }
