@@ -395,7 +395,7 @@ mod tests {
 
     use crate::codec;
     use crate::embed::Embedder;
-    use crate::engine::{Config, Engine, MemoryInput, MemoryPatch, SummaryInput, Txn};
+    use crate::engine::{Change, Config, Engine, MemoryInput, MemoryPatch, SummaryInput, Txn};
     use crate::text::tokens::EstimatedTokens;
     use crate::env::{Environment, FixedEnvironment};
     use crate::index::Int8Vector;
@@ -553,7 +553,7 @@ mod tests {
             for id in &erased {
                 let key = format!("{VECTOR_PREFIX}{id}");
                 assert!(
-                    batch.ops().any(|(k, v)| k == key && v.is_none()),
+                    batch.iter().any(|(k, c)| k == key && matches!(c, Change::Delete)),
                     "{name}: `{key}` is deleted"
                 );
             }
