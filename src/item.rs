@@ -637,6 +637,20 @@ impl MemoryItem {
         self.expires_at().is_some_and(|end| now >= end)
     }
 
+    /// True when a field most memories leave empty is set (merges,
+    /// metadata, history, supersession, a summary's sources): such a
+    /// memory is written whole, as JSON, where a compact form names only
+    /// the common fields (a catalog row's rest, its JSON length).
+    pub(crate) fn has_rare_fields(&self) -> bool {
+        !self.merged_from.is_empty()
+            || self.metadata.is_some()
+            || !self.history.is_empty()
+            || self.superseded_at.is_some()
+            || self.superseded_by.is_some()
+            || !self.supersedes.is_empty()
+            || !self.summary_of.is_empty()
+    }
+
     /// True when soft-deleted.
     pub fn is_deleted(&self) -> bool {
         self.deleted_at.is_some()

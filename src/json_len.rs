@@ -20,7 +20,8 @@ use crate::item::{MemoryItem, Privacy, Scope, Source, SourceKind, Status};
 /// Bytes of `serde_json::to_vec(item)`.
 pub(crate) fn item_json_len(item: &MemoryItem) -> usize {
     // Every field is named, without `..`: a field added to `MemoryItem`
-    // does not compile here until it is counted (or counted by writing).
+    // does not compile here until it is counted (or counted by writing:
+    // the fields bound to `_`, which `MemoryItem::has_rare_fields` reads).
     let MemoryItem {
         id,
         text,
@@ -38,27 +39,20 @@ pub(crate) fn item_json_len(item: &MemoryItem) -> usize {
         updated_at: _,
         last_used_at,
         usage_count,
-        merged_from,
+        merged_from: _,
         follows,
         deleted_at,
         source_lines,
         key,
-        metadata,
-        history,
-        superseded_at,
-        superseded_by,
-        supersedes,
-        summary_of,
+        metadata: _,
+        history: _,
+        superseded_at: _,
+        superseded_by: _,
+        supersedes: _,
+        summary_of: _,
         withdrawn,
     } = item;
-    let nested = !merged_from.is_empty()
-        || metadata.is_some()
-        || !history.is_empty()
-        || superseded_at.is_some()
-        || superseded_by.is_some()
-        || !supersedes.is_empty()
-        || !summary_of.is_empty()
-        || *withdrawn;
+    let nested = item.has_rare_fields() || *withdrawn;
     if nested {
         return written_len(item);
     }

@@ -279,7 +279,8 @@ impl<'a> Dictionary<'a> {
 fn put_row<'a>(out: &mut Vec<u8>, item: &'a MemoryItem, dictionary: &mut Dictionary<'a>) -> Row {
     // Every field by name, with no `..`: a field added to a memory (or to
     // its scope, source or privacy) does not compile here until it is
-    // written in binary or counted among the rest's.
+    // written in binary or counted among the rest's (the fields bound to
+    // `_`, which `MemoryItem::has_rare_fields` reads).
     let MemoryItem {
         id,
         text,
@@ -297,17 +298,17 @@ fn put_row<'a>(out: &mut Vec<u8>, item: &'a MemoryItem, dictionary: &mut Diction
         updated_at,
         last_used_at,
         usage_count,
-        merged_from,
+        merged_from: _,
         follows,
         deleted_at,
         source_lines,
         key,
-        metadata,
-        history,
-        superseded_at,
-        superseded_by,
-        supersedes,
-        summary_of,
+        metadata: _,
+        history: _,
+        superseded_at: _,
+        superseded_by: _,
+        supersedes: _,
+        summary_of: _,
         withdrawn,
     } = item;
     let Scope {
@@ -329,13 +330,7 @@ fn put_row<'a>(out: &mut Vec<u8>, item: &'a MemoryItem, dictionary: &mut Diction
     } = privacy;
     // The fields the rest holds (as JSON, with any field this build does
     // not know): most memories set none, and then need no JSON.
-    let rest_set = !merged_from.is_empty()
-        || metadata.is_some()
-        || !history.is_empty()
-        || superseded_at.is_some()
-        || superseded_by.is_some()
-        || !supersedes.is_empty()
-        || !summary_of.is_empty();
+    let rest_set = item.has_rare_fields();
     // The `withdrawn` mark is kept by the rest alone: a memory with it and
     // no other rest field keeps its JSON record.
     let mut exact = !*withdrawn || rest_set;
