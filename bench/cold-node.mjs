@@ -27,35 +27,12 @@ import { Session } from "node:inspector/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { memoryCorpus } from "./lib/corpus.mjs";
+import { load, mapAdapter, save } from "./lib/map-store.mjs";
 import { PACKAGE_DIR } from "./lib/paths.mjs";
 import { median } from "./lib/stats.mjs";
 
 const SCOPE = { userId: "bench", workspaceId: "main" };
 const BATCH = 1000;
-
-function mapAdapter(map) {
-  return {
-    get: (key) => map.get(key) ?? null,
-    put: (key, value) => void map.set(key, value.slice()),
-    delete: (key) => void map.delete(key),
-    list: (prefix) => [...map.keys()].filter((k) => k.startsWith(prefix)),
-  };
-}
-
-function save(map, file) {
-  const lines = [...map].map(([k, v]) => JSON.stringify([k, Buffer.from(v).toString("base64")]));
-  fs.writeFileSync(file, lines.join("\n") + "\n");
-}
-
-function load(file) {
-  const map = new Map();
-  for (const line of fs.readFileSync(file, "utf8").split("\n")) {
-    if (!line) continue;
-    const [k, v] = JSON.parse(line);
-    map.set(k, new Uint8Array(Buffer.from(v, "base64")));
-  }
-  return map;
-}
 
 function options(argv) {
   const out = { pkg: [] };

@@ -38,37 +38,13 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { isMain, parseArgs, runNodeChild } from "../lib/child.mjs";
+import { load, mapAdapter, save } from "../lib/map-store.mjs";
 import { memoryCorpus } from "../lib/corpus.mjs";
 import { FILL_STORE_BIN, PACKAGE_DIR, modelDir } from "../lib/paths.mjs";
 
 const SCOPE = { userId: "bench", workspaceId: "main" };
 const FILL_BATCH = 1000;
 const MIB = 1024 * 1024;
-
-function mapAdapter(map) {
-  return {
-    get: (key) => map.get(key) ?? null,
-    put: (key, value) => void map.set(key, value.slice()),
-    delete: (key) => void map.delete(key),
-    list: (prefix) => [...map.keys()].filter((k) => k.startsWith(prefix)),
-  };
-}
-
-/** Writes the Map as JSON Lines of [key, base64 value]. */
-function save(map, file) {
-  const lines = [...map].map(([k, v]) => JSON.stringify([k, Buffer.from(v).toString("base64")]));
-  fs.writeFileSync(file, lines.join("\n") + "\n");
-}
-
-function load(file) {
-  const map = new Map();
-  for (const line of fs.readFileSync(file, "utf8").split("\n")) {
-    if (!line) continue;
-    const [k, v] = JSON.parse(line);
-    map.set(k, new Uint8Array(Buffer.from(v, "base64")));
-  }
-  return map;
-}
 
 async function fill({ size, out, pkg }) {
   const { Memory } = await import(path.join(pkg, "node.js"));
