@@ -9,6 +9,7 @@ use super::{Config, Counted, Engine, Stored};
 use crate::codec;
 use crate::error::{Error, Result};
 use crate::files::StoredFile;
+use crate::index::VectorParams;
 use crate::index::bm25::TermCounts;
 use crate::item::MemoryItem;
 use crate::keys::{FILE_PREFIX, ITEM_PREFIX, VECTOR_PREFIX};
@@ -129,12 +130,19 @@ impl Engine {
 /// decodes them: each memory and file goes into the engine at once, so the
 /// decoded records of a whole store are never held beside the engine
 /// being built (WebAssembly memory never shrinks: that sum would stay as
-/// the store's footprint). The embeddings wait until every memory is in
-/// (an embedding's memory must be held, its context vector takes the
-/// embedding of the memory it follows, and the vector structures are
-/// sized for them all), then go in in key order, as
-/// [`Engine::apply_counted`] applies them; held meanwhile, they are the
-/// very values the engine keeps.
+/// the store's footprint). Each embedding whose memory is in goes into its
+/// tenant's vector index at once too (within a segment `item/` keys sort
+/// before `vec/` keys), its row linked to no other; the few whose memory
+/// comes later wait, and at the end go in, and every row is linked to its
+/// predecessor's in one pass ([`Engine::link_loaded_vectors`]). The
+/// indexes end as [`Engine::set_vector`] one embedding after another, in
+/// key order, leaves them: the same rows, links and norms, rows perhaps
+/// in another order, which no score depends on (ties go by doc). That
+/// holds while no index builds a graph segment, whose graph depends on the
+/// order of its rows: a store of [`VectorParams::segment_threshold`]
+/// embeddings or more holds them all and loads them in key order at the
+/// end, as [`Engine::apply_counted`] does (`docs/speed.md`, "Issue 21:
+/// embeddings straight into the index").
 ///
 /// Each key comes at most once, its newest version (the reader decides
 /// which, `crate::layout`). Each record is checked as it comes, not the
@@ -142,8 +150,17 @@ impl Engine {
 /// a load that fails drops its engine, which no one saw.
 pub(crate) struct Loader {
     engine: Engine,
-    /// The embeddings to load once the memories are in, by memory id.
+    /// The embeddings to load at the end, by memory id: those whose memory
+    /// had not come yet, or every one past the rows loadable at once.
     vectors: Vec<(String, StoredVector)>,
+    /// The embeddings the store holds, as [`Loader::new`] was told.
+    embeddings: usize,
+    /// The embeddings loaded as they came.
+    loaded: usize,
+    /// Whether embeddings still go in as they come: fewer than `limit` came.
+    direct: bool,
+    /// The rows below which no index builds a graph segment.
+    limit: usize,
 }
 
 impl Loader {
@@ -164,9 +181,14 @@ impl Loader {
         // (and rehashed) as they come.
         engine.reserve_items(memories);
         engine.doc_owner.resize(memories, None);
+        let limit = VectorParams::default().segment_threshold;
         Ok(Loader {
             engine,
-            vectors: Vec::with_capacity(embeddings),
+            vectors: Vec::new(),
+            embeddings,
+            loaded: 0,
+            direct: embeddings < limit,
+            limit,
         })
     }
 
@@ -191,7 +213,21 @@ impl Loader {
                 Err(Error::Corrupt(format!("record `{key}` is loaded twice")))
             }
             Record::Vector(id, Some(vector)) => {
-                self.vectors.push((id.to_string(), vector));
+                if self.direct && self.loaded + self.vectors.len() + 1 >= self.limit {
+                    // More than the store said: every one goes in in key
+                    // order at the end.
+                    self.direct = false;
+                    self.loaded = 0;
+                    let taken = self.engine.unload_vectors();
+                    self.vectors.extend(taken);
+                }
+                if self.direct && self.engine.entries.contains_key(id) {
+                    let room = self.embeddings.saturating_sub(self.loaded);
+                    self.engine.load_vector(id, vector, room);
+                    self.loaded += 1;
+                } else {
+                    self.vectors.push((id.to_string(), vector));
+                }
                 Ok(())
             }
             record => {
@@ -216,6 +252,10 @@ impl Loader {
         let Loader {
             mut engine,
             mut vectors,
+            embeddings,
+            loaded,
+            direct,
+            ..
         } = self;
         // Docs counted but not taken (none, when the reader gave every
         // memory it counted) are free for new memories.
@@ -230,6 +270,14 @@ impl Loader {
         // The memories are all in: what their load held back is built (and
         // its lists freed) before the vector structures grow.
         engine.end_memories();
+        if direct {
+            for (id, vector) in vectors {
+                let room = embeddings.saturating_sub(loaded);
+                engine.load_vector(&id, vector, room);
+            }
+            engine.link_loaded_vectors();
+            return Ok(engine);
+        }
         if let Some((_, first)) = vectors.first() {
             let ids: Vec<&str> = vectors.iter().map(|(id, _)| id.as_str()).collect();
             engine.reserve_vectors(&ids, first.vector.len());
@@ -251,7 +299,11 @@ mod tests {
     use crate::engine::{MemoryInput, Txn};
     use crate::env::FixedEnvironment;
     use crate::index::Int8Vector;
-    use crate::item::{Scope, Timestamp};
+    use crate::item::{Scope, Tenant, Timestamp};
+    use crate::index::VectorIndex;
+    use memtide_testkit::rng::Rng;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
 
     /// Three memories of an engine, and their records by id.
     fn memories() -> Vec<MemoryItem> {
@@ -316,5 +368,132 @@ mod tests {
         loader.put(&alone, Stored::Vector(vector), None, None).unwrap();
         let err = loader.finish().err().unwrap();
         assert_eq!(err.to_string(), no_memory(&items[2].id).to_string());
+    }
+
+    /// Memories of three tenants (a tenant is a user's workspace), with
+    /// threads that cross tenants, follow themselves or follow a memory
+    /// without an embedding, some soft-deleted; and embeddings for most of
+    /// them (one all zeros, which the index refuses), by memory id.
+    fn store() -> (Vec<MemoryItem>, Vec<(String, Int8Vector)>) {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let inputs = (0..60)
+            .map(|n| {
+                let user = ["alice", "bob", "carol"][n % 3];
+                MemoryInput::new(format!("note {n} about topic {}", n * 7 % 11), Scope::workspace(user, "home"))
+            })
+            .collect();
+        engine.ingest(inputs, &mut env, &mut Txn::default()).unwrap();
+        let mut items: Vec<MemoryItem> = engine.items().cloned().collect();
+        items.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut rng = Rng(7);
+        let ids: Vec<String> = items.iter().map(|item| item.id.clone()).collect();
+        for (n, item) in items.iter_mut().enumerate() {
+            item.follows = match rng.next_u64() % 5 {
+                0 => None,
+                1 => Some(ids[n].clone()),
+                _ => Some(ids[rng.next_u64() as usize % ids.len()].clone()),
+            };
+            if n % 9 == 4 {
+                item.deleted_at = Some(Timestamp(1_700_000_000_001));
+            }
+        }
+        let mut vectors = Vec::new();
+        for (n, id) in ids.iter().enumerate() {
+            if n % 7 == 3 {
+                continue;
+            }
+            let vector: Vec<f32> = if n == 10 {
+                vec![0.0; 8]
+            } else {
+                (0..8).map(|_| (rng.next_u64() % 2001) as f32 / 1000.0 - 1.0).collect()
+            };
+            vectors.push((id.clone(), Int8Vector::quantize(&vector)));
+        }
+        (items, vectors)
+    }
+
+    /// Loads the records `order` names (`Ok` a memory, `Err` an embedding,
+    /// by index) into a loader of `limit` rows loadable as they come.
+    fn load(items: &[MemoryItem], vectors: &[(String, Int8Vector)], order: &[std::result::Result<usize, usize>], limit: usize) -> Engine {
+        let mut loader = Loader::new(Config::default(), Some("m".into()), items.len(), vectors.len()).unwrap();
+        loader.limit = limit;
+        loader.direct = limit > 0;
+        for record in order {
+            match *record {
+                Ok(at) => {
+                    let key = format!("item/{}", items[at].id);
+                    loader.put(&key, item(&items[at]), None, Some(at as u32)).unwrap();
+                }
+                Err(at) => {
+                    let (id, vector) = &vectors[at];
+                    loader.put(&format!("vec/{id}"), Stored::Vector(vector.clone()), None, None).unwrap();
+                }
+            }
+        }
+        loader.finish().unwrap()
+    }
+
+    /// The vector state of an engine as it answers: which index holds each
+    /// embedding, each row's embedding and predecessor, the embeddings held
+    /// outside the indexes, and the results (scores to the bit) of queries.
+    fn vector_state(engine: &Engine) -> String {
+        let mut out = String::new();
+        let held: BTreeMap<u32, &Arc<Tenant>> = engine.vector_docs.iter().map(|(d, t)| (*d, t)).collect();
+        for (doc, tenant) in &held {
+            let parts = engine.vectors[*tenant].context_parts(*doc);
+            out += &format!("{doc} {tenant:?} {parts:?}\n");
+        }
+        let aside: BTreeMap<u32, &StoredVector> = engine.embeddings.iter().map(|(d, v)| (*d, v)).collect();
+        out += &format!("aside {aside:?}\n");
+        let tenants: BTreeMap<&Arc<Tenant>, &VectorIndex> = engine.vectors.iter().collect();
+        let mut rng = Rng(11);
+        for (tenant, index) in tenants {
+            out += &format!("{tenant:?} {}\n", index.len());
+            for _ in 0..5 {
+                let query: Vec<f32> = (0..8).map(|_| (rng.next_u64() % 2001) as f32 / 1000.0 - 1.0).collect();
+                let found: Vec<(u32, u32)> = index.search(&query, 50, &|_| true).into_iter().map(|(d, s)| (d, s.to_bits())).collect();
+                out += &format!("{found:?}\n");
+            }
+        }
+        out
+    }
+
+    /// Embeddings loaded as they come, whether before or after their
+    /// memories, spread over segments or shuffled, or taken back out when
+    /// more come than can load as they come, leave the indexes as
+    /// `set_vector` one by one in key order does (the loader holding every
+    /// embedding until the end, as before).
+    #[test]
+    fn embeddings_loaded_as_they_come_end_as_set_vector_in_key_order() {
+        let (items, vectors) = store();
+        let key_order: Vec<_> = (0..items.len()).map(Ok).chain((0..vectors.len()).map(Err)).collect();
+        let oracle = vector_state(&load(&items, &vectors, &key_order, 0));
+        assert!(oracle.matches("Some((").count() > 5, "rows linked to their predecessors:\n{oracle}");
+        assert!(oracle.contains("Tenant") && !oracle.contains("aside {}"), "{oracle}");
+        // Segments of a third of the records each, items before vecs in
+        // each: many embeddings come before their memory.
+        let mut segmented = Vec::new();
+        for part in 0..3usize {
+            segmented.extend((0..items.len()).filter(|n| (n * 7 + part) % 3 == 0).map(Ok));
+            segmented.extend((0..vectors.len()).filter(|n| (n * 5 + part) % 3 == 1).map(Err));
+        }
+        assert_eq!(segmented.len(), key_order.len());
+        let mut shuffled = key_order.clone();
+        let mut rng = Rng(3);
+        for n in (1..shuffled.len()).rev() {
+            shuffled.swap(n, rng.next_u64() as usize % (n + 1));
+        }
+        let vectors_first: Vec<_> = (0..vectors.len()).map(Err).chain((0..items.len()).map(Ok)).collect();
+        let limit = VectorParams::default().segment_threshold;
+        for (name, order, limit) in [
+            ("key order", &key_order, limit),
+            ("segments", &segmented, limit),
+            ("shuffled", &shuffled, limit),
+            ("vectors first", &vectors_first, limit),
+            ("taken back", &segmented, vectors.len() / 2),
+        ] {
+            assert_eq!(vector_state(&load(&items, &vectors, order, limit)), oracle, "{name}");
+        }
     }
 }

@@ -143,6 +143,74 @@ impl Engine {
     /// following the memory it follows there, and links the memories that
     /// follow it and sit in that index to it.
     pub(super) fn index_vector(&mut self, id: &str) {
+        self.index_vector_linked(id, true);
+    }
+
+    /// Loads the embedding of memory `id`, whose memory is loaded, as an
+    /// open decodes it: into its tenant's vector index when the memory is
+    /// live, as [`Engine::set_vector`] would, but linked to no row
+    /// ([`Engine::link_loaded_vectors`] links them all once every one is
+    /// in). The first index made makes room for `room` rows.
+    pub(super) fn load_vector(&mut self, id: &str, vector: StoredVector, room: usize) {
+        let Some(entry) = self.entries.get(id) else {
+            return;
+        };
+        // Only the first tenant's index makes room: a room per tenant for
+        // the rows still to come would add up to many times the store.
+        if !entry.item.is_deleted() && self.vectors.is_empty() {
+            let tenant = entry.item.scope.tenant();
+            let mut index = VectorIndex::new(vector.vector.len(), VectorParams::default());
+            index.reserve(room);
+            self.vectors.insert(Arc::new(tenant), index);
+        }
+        self.embeddings.insert(entry.doc, vector);
+        self.index_vector_linked(id, false);
+    }
+
+    /// Links every row of the vector indexes to the row of the memory it
+    /// follows, when that memory's row is in the same index: what
+    /// [`Engine::set_vector`] one embedding after another leaves, in one
+    /// pass over the rows. Then frees the room the indexes did not use.
+    pub(super) fn link_loaded_vectors(&mut self) {
+        let links: Vec<(u32, u32)> = self
+            .vector_docs
+            .iter()
+            .filter_map(|(&doc, tenant)| {
+                let id = self.doc_owner.get(doc as usize)?.as_ref()?;
+                let follows = self.entries.get(&**id)?.item.follows.as_ref()?;
+                let prev = self.entries.get(follows)?.doc;
+                (self.vector_docs.get(&prev) == Some(tenant)).then_some((doc, prev))
+            })
+            .collect();
+        for (doc, prev) in links {
+            if let Some(index) = self.vector_docs.get(&doc).and_then(|t| self.vectors.get_mut(t)) {
+                index.link(doc, Some(prev));
+            }
+        }
+        for index in self.vectors.values_mut() {
+            index.shrink_to_fit();
+        }
+    }
+
+    /// Takes every indexed embedding back out of the vector indexes, with
+    /// its memory's id (an open that found more embeddings than it can
+    /// load row by row: they go in one by one, in key order, instead).
+    pub(super) fn unload_vectors(&mut self) -> Vec<(String, StoredVector)> {
+        let mut taken = Vec::with_capacity(self.vector_docs.len());
+        for (doc, tenant) in self.vector_docs.drain() {
+            let own = self.vectors.get_mut(&tenant).and_then(|index| index.remove(doc));
+            let id = self.doc_owner.get(doc as usize).and_then(Option::as_ref);
+            if let (Some(own), Some(id)) = (own, id) {
+                taken.push((id.to_string(), StoredVector::loaded(own)));
+            }
+        }
+        self.vectors.clear();
+        taken
+    }
+
+    /// [`Engine::index_vector`], linking the rows (`linked`) or leaving them
+    /// unlinked for [`Engine::link_loaded_vectors`].
+    fn index_vector_linked(&mut self, id: &str, linked: bool) {
         let Some(entry) = self.entries.get(id) else {
             return;
         };
@@ -162,11 +230,13 @@ impl Engine {
         let prev = item
             .follows
             .as_ref()
+            .filter(|_| linked)
             .and_then(|p| self.entries.get(p))
             .map(|e| e.doc);
         let followers: Vec<u32> = self
             .followers
             .get(id)
+            .filter(|_| linked)
             .into_iter()
             .flatten()
             .filter_map(|f| self.entries.get(&**f))

@@ -273,7 +273,8 @@ impl Rows {
         sum * self.inv_norms[a] * other.inv_norms[b]
     }
 
-    /// Frees the unused capacity (of a segment's rows, which never grow).
+    /// Frees the unused capacity (of a segment's rows, which never grow;
+    /// of a loaded tail's).
     pub(super) fn shrink_to_fit(&mut self) {
         if let Some(chunk) = self.chunks.last_mut() {
             chunk.shrink_to_fit();

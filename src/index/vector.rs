@@ -546,6 +546,14 @@ impl VectorIndex {
         self.tail.reserve(additional);
     }
 
+    /// Frees the tail's unused room (what [`VectorIndex::reserve`] made
+    /// for docs that did not come).
+    pub fn shrink_to_fit(&mut self) {
+        self.locations.shrink_to_fit();
+        self.tail_docs.shrink_to_fit();
+        self.tail.shrink_to_fit();
+    }
+
     #[cfg(any(test, feature = "testing"))]
     /// How many docs the tail's doc list holds without growing.
     pub fn tail_capacity(&self) -> usize {
