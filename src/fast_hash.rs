@@ -2,8 +2,8 @@
 //!
 //! They hash with foldhash rather than the standard library's SipHash,
 //! which took about a sixth of the CPU time of opening a large store
-//! (`docs/speed.md`, "Heap per memory" and "Issue 21: the native open
-//! path"). Their keys are ids, record keys, caller keys, content hashes,
+//! (`docs/speed.md`, "The open"). Their keys are ids, record keys,
+//! caller keys, content hashes,
 //! scopes and terms, some of which callers choose: foldhash's per-map
 //! random seed means a caller cannot precompute colliding keys, though it
 //! is not a keyed cryptographic hash; the worst a caller who found

@@ -2,8 +2,7 @@
 //! it: the catalog counts it for every memory it sets (every memory a store
 //! opens with, so it must be cheap), and `stats` sums those counts; writing
 //! each memory's JSON (even to a byte counter) was a tenth of the CPU time
-//! of `memtide stats` on a large store (`docs/speed.md`, "Issue 21: the
-//! native open path").
+//! of `memtide stats` on a large store (`docs/speed.md`, "The open").
 //!
 //! The count follows `serde_json`'s compact output of [`MemoryItem`]'s
 //! `Serialize`: the fields it always writes, those it skips when unset, and

@@ -12,8 +12,8 @@
 // browser has: an incognito context (playwright's `newContext`) keeps its
 // HTTP cache in memory, where no entry may be larger than an eighth of the
 // cache, so the 9 MiB .wasm was downloaded again on every visit, and it
-// keeps no code cache and IndexedDB only in memory (docs/speed.md, "Issue
-// 21: cold start in Chromium").
+// keeps no code cache and IndexedDB only in memory (docs/speed.md, "Cold
+// start").
 //
 // `before` (bench/main.mjs `--cold-before DIR`): an earlier build of the
 // package, served from /pkg-before/ and run as a third engine,

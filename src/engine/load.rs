@@ -141,8 +141,7 @@ impl Engine {
 /// holds while no index builds a graph segment, whose graph depends on the
 /// order of its rows: a store of [`VectorParams::segment_threshold`]
 /// embeddings or more holds them all and loads them in key order at the
-/// end, as [`Engine::apply_counted`] does (`docs/speed.md`, "Issue 21:
-/// embeddings straight into the index").
+/// end, as [`Engine::apply_counted`] does (`docs/speed.md`, "The open").
 ///
 /// Each key comes at most once, its newest version (the reader decides
 /// which, `crate::layout`). Each record is checked as it comes, not the

@@ -160,8 +160,7 @@ impl TermCounts {
 /// docs that share it (a segment's, or an ingest's) are inserted by id:
 /// each of its terms is looked up in the index's dictionary once, not
 /// once per doc holding it, which was most of the hashing of opening a
-/// store (`docs/speed.md`, "Issue 21: the native open path (2026-11-26,
-/// third session)").
+/// store (`docs/speed.md`, "The open").
 #[derive(Debug, Clone)]
 struct Resolved {
     /// Which dictionary: a weak handle, so the cache does not keep its

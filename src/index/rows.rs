@@ -4,7 +4,7 @@
 //! embedding plus its predecessor's, normalized: `crate::rank`) is then
 //! scored from the dot products of one contiguous pass over the rows, as
 //! `(d[row] + d[prev]) · inv_norm`: a lookup, not a second row
-//! (`docs/speed.md`, "Issue 21: one copy of each embedding").
+//! (`docs/speed.md`, "Heap per memory").
 //!
 //! The codes sit in chunks of [`ROWS_PER_CHUNK`] rows, each allocated for
 //! exactly what it holds once it is past its first rows: a large index

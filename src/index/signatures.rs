@@ -1,5 +1,5 @@
 //! Partition signatures of term sets: the near-duplicate search's index
-//! (`docs/speed.md`, "Issue 21: the near-duplicate search by signatures").
+//! (`docs/speed.md`, "Building a store").
 //!
 //! The term ids of a [`crate::index::Bm25Index`] are split into [`PARTS`]
 //! fixed partitions by a hash of the id. A doc's signature in partition

@@ -165,8 +165,7 @@ pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     // Built as bytes and converted once: pushing `char`s one at a time
     // checked capacity and encoded UTF-8 per digit, and a store's open
-    // writes a content hash per memory (`docs/speed.md`, "Issue 21: the
-    // native open path (2026-11-26, fourth session)").
+    // writes a content hash per memory (`docs/speed.md`, "The open").
     let mut digits = vec![0u8; bytes.len() * 2];
     for (pair, b) in digits.chunks_exact_mut(2).zip(bytes) {
         pair[0] = DIGITS[usize::from(b >> 4)];

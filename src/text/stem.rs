@@ -1,7 +1,7 @@
 //! The Snowball English stemmer behind [`super::terms`], with a small cache
 //! of the words it stemmed last. Stemming was the largest single cost of
-//! ingest (`docs/speed.md`, "Issue 21: building a store (2026-11-26, third
-//! session)"), and the words of a store's texts repeat: most words a text
+//! ingest (`docs/speed.md`, "Building a store"), and the words of a
+//! store's texts repeat: most words a text
 //! holds were stemmed for an earlier one. The cache changes no result: a
 //! slot holds a word and the stemmer's output for it, and a word is looked
 //! up by equality.

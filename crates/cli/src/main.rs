@@ -39,8 +39,8 @@ use plumbing::{
 
 /// Every command opens the whole store, a few small allocations per memory
 /// (ids, texts, index entries), and glibc's malloc was about a fifth of the
-/// CPU of opening a large one (`docs/speed.md`, "Issue 21: the native open
-/// path"). mimalloc's thread-local free lists serve them faster. The
+/// CPU of opening a large one (`docs/speed.md`, "The open"). mimalloc's
+/// thread-local free lists serve them faster. The
 /// binary only: the library leaves the allocator to whoever links it, and
 /// WebAssembly keeps its own.
 #[global_allocator]

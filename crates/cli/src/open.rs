@@ -11,9 +11,8 @@ use memtide::Memory;
 /// directory's `LOCK`, which `FsStorage` removes on drop) but not the
 /// engine: every command drops its store just before the process exits,
 /// and freeing an engine of 100,000 memories one allocation at a time took
-/// about a third of a command's CPU time (`docs/benchmarks.md`, "Issue 21:
-/// the catalog in memory"). The operating system takes the memory back at
-/// exit.
+/// about a third of a command's CPU time (`docs/speed.md`, "The open").
+/// The operating system takes the memory back at exit.
 pub struct OpenStore<E: Environment> {
     /// Always `Some` until `drop` takes it.
     memory: Option<Memory<FsStorage, E>>,

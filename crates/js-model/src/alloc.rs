@@ -6,7 +6,7 @@
 //! instance kept growing past what the model needs; the time of a batch
 //! is tract's kernels, not allocation. The core module keeps dlmalloc:
 //! in the baseline code a cold open runs, its allocations are cheaper
-//! there. Figures: `docs/speed.md`, "Issue 21: the wasm host's cold start".
+//! there. Figures: `docs/speed.md`, "Heap per memory".
 //!
 //! Single-threaded wasm only (`TalcSyncCell` takes no lock): a build with
 //! the `atomics` target feature keeps the default allocator.
