@@ -70,8 +70,8 @@ async function serve(roots) {
 /** Files in the profile's code cache of compiled WebAssembly. Chromium
  * 156 writes one when 1,000,000 bytes of a module's code were optimized
  * since the last write, or 2 s after an optimizing compile with none
- * since (V8's `--wasm-caching-*` flags); in the bench's visits neither
- * happened, even with a visit kept open 10 s after its answer
+ * since (V8's `--wasm-caching-*` flags). Neither happened in the bench's
+ * visits, nor in visits of a test page kept open 10 s after their answer
  * (docs/speed.md, "Issue 21, fifth session"). */
 function wasmCodeCacheEntries(profile) {
   const dir = path.join(profile, "Default", "Code Cache", "wasm");
