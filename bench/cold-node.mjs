@@ -10,9 +10,15 @@
 // `Memory.open` over the store; the first `retrieve` (dry run, limit 10), a
 // second with another query, and the first query again; the process's CPU
 // time (every thread: V8 compiles on background threads) of the open and of
-// the first answer, less noisy than wall time on a loaded machine; and the
-// core's linear memory after the open and after the answers. Packages
-// alternate run by run, so load on the machine falls on each alike.
+// the first answer, less noisy than wall time on a loaded machine; the
+// main thread's own CPU time of each (Linux, from /proc: the process's
+// figure adds V8's background threads, which compile hot functions with
+// the optimizing compiler while the open runs: at 10,000 they took about
+// twice the main thread's time, docs/speed.md, "Issue 21, fifth
+// session"); and the core's linear memory after the open and after the
+// answers. Packages alternate run by run, so load on the machine falls on
+// each alike. V8 flags given to `run` (`node --liftoff-only
+// bench/cold-node.mjs run ...`) are passed to each run's process.
 //
 // Usage:
 //   node bench/cold-node.mjs fill --size 10000 --out store.jsonl [--pkg DIR]
@@ -80,6 +86,17 @@ async function profiler(stage, out) {
   };
 }
 
+/** CPU time of this process's main thread in ms (Linux; `undefined`
+ * elsewhere): what the page's own thread would spend, without V8's
+ * compiler and GC threads. */
+function mainThreadMs() {
+  try {
+    return Number(fs.readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
 /** One cold run in this process (the child of `run`). */
 async function once({ file, pkg, size = "10000", profile: stage, out }) {
   const prof = await profiler(stage, out);
@@ -91,15 +108,19 @@ async function once({ file, pkg, size = "10000", profile: stage, out }) {
   await init();
   const t2 = performance.now();
   const c2 = process.cpuUsage();
+  const m2 = mainThreadMs();
   const memory = await prof.around("open", () => Memory.open({ storage: mapAdapter(map) }));
   const t3 = performance.now();
   const c3 = process.cpuUsage(c2);
+  const m3 = mainThreadMs();
   const opened = wasmMemoryBytes();
   const ask = (q) => memory.retrieve({ text: q.text, scope: SCOPE, limit: 10, dryRun: true });
   const c4 = process.cpuUsage();
+  const m4 = mainThreadMs();
   const first = await prof.around("first", () => ask(queries[0]));
   const t4 = performance.now();
   const c5 = process.cpuUsage(c4);
+  const m5 = mainThreadMs();
   await ask(queries[1]);
   const t5 = performance.now();
   const again = await ask(queries[0]);
@@ -109,6 +130,7 @@ async function once({ file, pkg, size = "10000", profile: stage, out }) {
   return {
     import: t1 - t0, compile: t2 - t1, open: t3 - t2, first: t4 - t3, second: t5 - t4, repeat: t6 - t5,
     openCpu: (c3.user + c3.system) / 1000, firstCpu: (c5.user + c5.system) / 1000,
+    ...(m2 === undefined ? {} : { openMain: m3 - m2, firstMain: m5 - m4 }),
     memOpen: opened, memAnswer: wasmMemoryBytes(),
   };
 }
@@ -118,7 +140,7 @@ function run({ file, pkg, runs = "5", size = "10000" }) {
   const samples = Object.fromEntries(pkg.map((p) => [p, []]));
   for (let i = 0; i < Number(runs); i++) {
     for (const p of pkg) {
-      const out = execFileSync(process.execPath, [script, "once", "--file", file, "--pkg", p, "--size", size], { encoding: "utf8" });
+      const out = execFileSync(process.execPath, [...process.execArgv, script, "once", "--file", file, "--pkg", p, "--size", size], { encoding: "utf8" });
       samples[p].push(JSON.parse(out.trim().split("\n").pop()));
     }
   }

@@ -153,7 +153,13 @@ ${nativeParagraph(results)}## What each section measures
    in-memory context, which downloaded the 9 MiB .wasm again on every
    visit); memtide's row also tells whether each counted visit took the
    .wasm from the HTTP cache, when its response ended, and how many
-   entries V8's wasm code cache holds afterwards.
+   entries V8's wasm code cache holds afterwards. One more visit per
+   memtide build, traced through the DevTools protocol and not timed,
+   counts what V8 did for the WebAssembly (since 2026-11-26, fifth
+   session): functions compiled by the baseline compiler at their first
+   call, \`memory.grow\`s, functions recompiled by the optimizing compiler
+   in the background, each with its summed wall time, and whether the
+   compiled module came from Chromium's code cache.
    Texts only, no model on either side (its load is section 1's figure).
 5. **Footprint** (\`bench/sections/footprint.mjs\`). \`dist/memtide\`'s .wasm raw
    and gzipped (level 9, no model inside) against onnxruntime-web's

@@ -94,6 +94,14 @@ function coldRows(cold) {
     rows.push(plain(`cold start ${n}: memtide's .wasm from the HTTP cache; its response's end after the import; V8 code cache entries`,
       `${fromCache.filter(Boolean).length} of ${fromCache.length} visits; ${fetched === undefined ? "–" : ms(fetched)}; ${cold.memtide.wasmCodeCacheEntries}`));
   }
+  // Runs of before the fifth session of 2026-11-26 have no traced visit.
+  for (const [engine, label] of [["memtide", "memtide"], ["memtideBefore", "the earlier build"]]) {
+    const w = cold[engine]?.wasm;
+    if (!w) continue;
+    const part = (p) => `${p.count} (${ms(p.ms)})`;
+    rows.push(plain(`cold start ${n}: ${label}'s traced visit: lazy (baseline) compiles; memory.grow; optimizing compiles (background); code cache hit, writes`,
+      `${part(w.lazyCompiles)}; ${part(w.memoryGrows)}; ${part(w.optimizingCompiles)}; ${w.codeCacheHit ? "hit" : "miss"}, ${w.codeCacheWrites}`));
+  }
   // `--cold-before`: an earlier build of the package in the same run.
   const before = cold.memtideBefore;
   if (before) {

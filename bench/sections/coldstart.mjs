@@ -51,9 +51,11 @@ async function serve(roots) {
       res.writeHead(404).end();
       return;
     }
-    // Cacheable, as a site or CDN serves its assets: Chromium then keeps
-    // the code and the compiled .wasm between visits (V8's code cache),
-    // for memtide and Orama alike.
+    // Cacheable, as a site or CDN serves its assets: Chromium then takes
+    // the scripts and the .wasm from its HTTP cache and keeps the scripts'
+    // compiled code between visits, for memtide and Orama alike. It would
+    // keep the .wasm's compiled code too, but does not write it after a
+    // visit this short (below, `wasmCodeCacheEntries`).
     res.writeHead(200, {
       "content-type": TYPES[path.extname(file)] ?? "application/octet-stream",
       "cache-control": "max-age=3600",
@@ -65,25 +67,80 @@ async function serve(roots) {
   return server;
 }
 
-/** Files in the profile's code cache of compiled WebAssembly (V8 writes
- * one for a module once enough of its code was optimized). */
+/** Files in the profile's code cache of compiled WebAssembly. Chromium
+ * 156 writes one when 1,000,000 bytes of a module's code were optimized
+ * since the last write, or 2 s after an optimizing compile with none
+ * since (V8's `--wasm-caching-*` flags). Neither happened in the bench's
+ * visits, nor in visits of a test page kept open 10 s after their answer
+ * (docs/speed.md, "Issue 21, fifth session"). */
 function wasmCodeCacheEntries(profile) {
   const dir = path.join(profile, "Default", "Code Cache", "wasm");
   if (!fs.existsSync(dir)) return 0;
   return fs.readdirSync(dir).filter((name) => /^[0-9a-f]+_\d+$/.test(name)).length;
 }
 
-async function visit(context, base, query) {
+/** Trace categories holding V8's WebAssembly events (compiles, memory
+ * growth, the code cache's reads and writes). */
+const TRACE_CATEGORIES = ["v8", "v8.wasm", "disabled-by-default-v8.wasm.detailed", "disabled-by-default-devtools.timeline"];
+
+/** One visit of the page; with `traced`, its V8 WebAssembly events are
+ * recorded and summed (`wasmEvents`) into the result's `wasm`. */
+async function visit(context, base, query, traced = false) {
   const page = await context.newPage();
   try {
+    const trace = traced ? await startTrace(context, page) : null;
     await page.goto(`${base}/?${new URLSearchParams(query)}`);
     await page.waitForFunction(() => window.benchResult, null, { timeout: TIMEOUT_MS });
     const result = await page.evaluate(() => window.benchResult);
     if (result.error) throw new Error(`${query.engine} ${query.phase}: ${result.error}`);
+    if (trace) result.wasm = wasmEvents(await trace.stop());
     return result;
   } finally {
     await page.close();
   }
+}
+
+/** Starts tracing `page` through the DevTools protocol; `stop()` resolves
+ * to the events. */
+async function startTrace(context, page) {
+  const cdp = await context.newCDPSession(page);
+  const events = [];
+  cdp.on("Tracing.dataCollected", ({ value }) => events.push(...value));
+  await cdp.send("Tracing.start", { traceConfig: { includedCategories: TRACE_CATEGORIES }, transferMode: "ReportEvents" });
+  return {
+    async stop() {
+      const complete = new Promise((resolve) => cdp.once("Tracing.tracingComplete", resolve));
+      await cdp.send("Tracing.end");
+      await complete;
+      await cdp.detach();
+      return events;
+    },
+  };
+}
+
+/** What V8 did for the page's WebAssembly during one visit, from its trace
+ * events (durations are wall time: on a loaded machine they include time
+ * the thread waited for a core):
+ * - `lazyCompiles`: functions compiled by the baseline compiler (Liftoff)
+ *   at their first call, on the thread calling them;
+ * - `memoryGrows`: `memory.grow`s (the allocator asking for more pages);
+ * - `optimizingCompiles`: functions recompiled by TurboFan once hot
+ *   (dynamic tiering), on background threads;
+ * - `codeCacheHit`: whether the compiled module came from Chromium's code
+ *   cache, and `codeCacheWrites`: how many times V8 serialized it for that
+ *   cache during the visit. */
+function wasmEvents(events) {
+  const sum = (name) => {
+    const matching = events.filter((e) => e.name === name && e.ph === "X");
+    return { count: matching.length, ms: Math.round(matching.reduce((n, e) => n + (e.dur ?? 0), 0) / 100) / 10 };
+  };
+  return {
+    lazyCompiles: sum("wasm.CompileLazy"),
+    memoryGrows: sum("wasm.GrowMemory"),
+    optimizingCompiles: sum("wasm.TopTierCompilation"),
+    codeCacheHit: events.some((e) => e.name === "v8.wasm.moduleCacheHit"),
+    codeCacheWrites: events.filter((e) => e.name === "v8.wasm.cachedModule").length,
+  };
 }
 
 export async function runColdStart({ size, runs, before, log }) {
@@ -135,6 +192,10 @@ export async function runColdStart({ size, runs, before, log }) {
         // and whether V8 kept its compiled code.
         results[name].wasmFromCache = wasmFromCache;
         results[name].wasmCodeCacheEntries = wasmCodeCacheEntries(profile);
+        // One more visit, traced and not timed (tracing slows the page):
+        // where V8's time in the open went (docs/speed.md, "Issue 21,
+        // fifth session").
+        results[name].wasm = (await visit(context, base, { engine, phase: "cold", size, query, ...pkgQuery }, true)).wasm;
       }
       await context.close();
     }
