@@ -10,7 +10,8 @@
 //
 // Prints the ratio table and writes the raw results to
 // bench/.build/results/latest.json; a full run (every section, not quick)
-// rewrites docs/benchmarks.md unless --no-docs.
+// writes its table into docs/benchmarks.md's "Latest full run" unless
+// --no-docs.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -101,7 +102,7 @@ const log = (message) => console.error(`bench: ${message}`);
 
 /**
  * Prints the table of `results` and the native section's report, and, if
- * asked, rewrites docs/benchmarks.md.
+ * asked, writes the table into docs/benchmarks.md's "Latest full run".
  */
 async function report(results, writeDocsToo) {
   const table = markdownTable(tableRows(results));
@@ -110,7 +111,7 @@ async function report(results, writeDocsToo) {
   if (writeDocsToo) {
     const { writeDocs } = await import("./lib/docs.mjs");
     writeDocs(results, table);
-    log("rewrote docs/benchmarks.md");
+    log("wrote the table into docs/benchmarks.md");
   }
 }
 

@@ -3,7 +3,7 @@
 # peers, fetches the model, builds the npm package if a source is newer
 # than it, builds the Rust entry points of bench/rust/, then runs every
 # section (bench/main.mjs), prints the ratio table and, after a full run,
-# rewrites docs/benchmarks.md. Not part of scripts/test.sh. Builds only
+# writes it into docs/benchmarks.md's "Latest full run". Not part of scripts/test.sh. Builds only
 # what the sections asked for need (bench/rust/'s entry points for embed,
 # retrieval and native; the release CLI for cli).
 #
