@@ -9,6 +9,7 @@
 use std::borrow::Borrow;
 use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use super::duplicate::{DuplicateKey, Voice};
@@ -108,11 +109,48 @@ pub(super) struct Entry {
     pub(super) item: MemoryItem,
     pub(super) doc: u32,
     /// Bytes of the memory's record as stored (`codec::item_record_len`),
-    /// counted when it is set, while its strings are in the cache: `stats`
-    /// sums it without reading every memory's strings again, which were
-    /// cache misses spread over the whole heap. Only `set` makes an entry,
-    /// so it stays the record's length.
-    pub(super) record_len: usize,
+    /// counted by the first `stats` that reads the entry and kept, so a
+    /// later `stats` does not read every memory's strings again (cache
+    /// misses spread over the whole heap); 0 until then, which no record
+    /// is. Counted lazily because an open that only answers would count
+    /// every memory for nothing. Only `set` makes an entry, and a change
+    /// makes a new one, so a count kept is the record's length. Atomic
+    /// only so that `stats` can keep it through `&self`.
+    record_len: AtomicU32,
+}
+
+impl Entry {
+    fn new(item: MemoryItem, doc: u32) -> Entry {
+        Entry {
+            item,
+            doc,
+            record_len: AtomicU32::new(0),
+        }
+    }
+
+    /// The length of the memory's record as stored: counted once, then
+    /// kept (a length beyond `u32` is counted each time).
+    pub(super) fn record_len(&self) -> usize {
+        match self.record_len.load(Ordering::Relaxed) {
+            0 => {
+                let len = codec::item_record_len(&self.item);
+                if let Ok(kept) = u32::try_from(len) {
+                    self.record_len.store(kept, Ordering::Relaxed);
+                }
+                len
+            }
+            kept => kept as usize,
+        }
+    }
+
+    /// The length kept, if counted yet.
+    #[cfg(test)]
+    fn kept_record_len(&self) -> Option<usize> {
+        match self.record_len.load(Ordering::Relaxed) {
+            0 => None,
+            kept => Some(kept as usize),
+        }
+    }
 }
 
 impl Engine {
@@ -295,13 +333,7 @@ impl Engine {
                     self.pinned.insert(id.to_string());
                 }
                 let key = old_key.unwrap_or_else(|| id.to_string());
-                let record_len = codec::item_record_len(&item);
-                let entry = Entry {
-                    item,
-                    doc: d,
-                    record_len,
-                };
-                self.entries.insert(key, Box::new(entry));
+                self.entries.insert(key, Box::new(Entry::new(item, d)));
                 self.index_vector(id);
             }
             None => {
@@ -431,6 +463,7 @@ mod tests {
 
     use super::{FastMap, TenantKey};
     use crate::codec;
+    use crate::engine::vectors::tests::HashedWords;
     use crate::engine::{Config, Engine, MemoryInput, MemoryPatch, Stored, Txn};
     use crate::env::{Environment, FixedEnvironment};
     use crate::item::{MemoryItem, Scope, ScopeFilter, Tenant, Timestamp};
@@ -516,25 +549,54 @@ mod tests {
         }
     }
 
-    /// Each memory's `record_len` is its record's length, and `stats`
-    /// sums exactly the records (the oracle: every record written).
+    /// `stats` sums exactly the records (the oracle: every record written,
+    /// memories and embeddings), over the whole store and over one user,
+    /// and keeps each memory's record length once it has counted it.
     fn check_record_lens(engine: &Engine) {
         let mut all = 0;
         let mut alice = 0;
+        let mut embedded = 0;
         for entry in engine.entries.values() {
-            let written = codec::encode_item(&entry.item).len();
-            assert_eq!(entry.record_len, written, "{}", entry.item.id);
+            let mut written = codec::encode_item(&entry.item).len();
+            if let Some(vector) = engine.embedding(&entry.item.id) {
+                written += codec::encode_vector(vector).len();
+                embedded += 1;
+            }
             all += written;
             if entry.item.scope.user_id == "alice" {
                 alice += written;
             }
         }
-        assert_eq!(engine.stats(&ScopeFilter::default(), true).stored_bytes, all);
+        let everyone = ScopeFilter::default();
+        let stats = engine.stats(&everyone, true);
+        assert_eq!((stats.stored_bytes, stats.embedded), (all, embedded));
+        for entry in engine.entries.values() {
+            let written = codec::encode_item(&entry.item).len();
+            assert_eq!(entry.kept_record_len(), Some(written), "{}", entry.item.id);
+        }
+        // Again, from the lengths kept.
+        assert_eq!(engine.stats(&everyone, true).stored_bytes, all);
         let only_alice = ScopeFilter {
             user_id: Some("alice".into()),
             ..ScopeFilter::default()
         };
         assert_eq!(engine.stats(&only_alice, true).stored_bytes, alice);
+    }
+
+    /// The engine loaded from `engine`'s records, memories and embeddings;
+    /// the load counts no record length (`stats` does, later).
+    fn reloaded(engine: &Engine) -> Engine {
+        let mut records = Vec::new();
+        for item in engine.items() {
+            records.push((format!("item/{}", item.id), codec::encode_item(item)));
+            if let Some(vector) = engine.embedding(&item.id) {
+                records.push((format!("vec/{}", item.id), codec::encode_vector(vector)));
+            }
+        }
+        let model = engine.model_id.clone();
+        let loaded = Engine::load(Config::default(), records, model).unwrap();
+        assert!(loaded.entries.values().all(|e| e.kept_record_len().is_none()));
+        loaded
     }
 
     #[test]
@@ -579,9 +641,61 @@ mod tests {
         engine.delete(&ids[1], true, now, &mut Txn::default()).unwrap();
         check_record_lens(&engine);
         // Loaded from the records: the same lengths.
-        let record = |item: &MemoryItem| (format!("item/{}", item.id), codec::encode_item(item));
-        let records: Vec<_> = engine.items().map(record).collect();
-        check_record_lens(&Engine::load(Config::default(), records, None).unwrap());
+        check_record_lens(&reloaded(&engine));
+    }
+
+    #[test]
+    fn stats_counts_the_embeddings_as_writes_deletes_and_re_embeds_leave_them() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let (alice, bob) = (Scope::workspace("alice", "w"), Scope::workspace("bob", "w"));
+        let inputs = vec![
+            MemoryInput::new("alice keeps bees", alice.clone()),
+            MemoryInput::new("alice likes green tea", alice.clone()),
+            MemoryInput::new("bob owns a red bicycle", bob.clone()),
+        ];
+        let ids: Vec<String> = engine
+            .ingest(inputs, &mut env, &mut Txn::default())
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id.unwrap())
+            .collect();
+        check_record_lens(&engine);
+        // The model comes after the memories: each is embedded.
+        engine
+            .attach_embedder(Arc::new(HashedWords), &mut Txn::default())
+            .unwrap();
+        check_record_lens(&engine);
+        let more = vec![MemoryInput::new("bob paints the fence blue", bob.clone())];
+        engine.ingest(more, &mut env, &mut Txn::default()).unwrap();
+        check_record_lens(&engine);
+        // A new text: a new record and a new embedding.
+        let patch = MemoryPatch {
+            text: Some("alice keeps two hives of bees".into()),
+            ..MemoryPatch::default()
+        };
+        engine.update(&ids[0], patch, env.now(), &mut Txn::default()).unwrap();
+        check_record_lens(&engine);
+        let patch = MemoryPatch {
+            text: Some("bob owns a blue bicycle".into()),
+            ..MemoryPatch::default()
+        };
+        let mut txn = Txn::default();
+        engine.update(&ids[2], patch, env.now(), &mut txn).unwrap();
+        check_record_lens(&engine);
+        engine.rollback(txn);
+        check_record_lens(&engine);
+        // Soft-deleted: its embedding is kept outside the index.
+        let now = env.now();
+        engine.delete(&ids[1], false, now, &mut Txn::default()).unwrap();
+        check_record_lens(&engine);
+        let loaded = reloaded(&engine);
+        check_record_lens(&loaded);
+        engine.delete(&ids[2], true, now, &mut Txn::default()).unwrap();
+        check_record_lens(&engine);
+        check_record_lens(&reloaded(&engine));
+        assert_eq!(loaded.stats(&ScopeFilter::default(), true).embedded, 4);
+        assert_eq!(engine.stats(&ScopeFilter::default(), true).embedded, 3);
     }
 
     #[test]
