@@ -202,7 +202,7 @@ impl Engine {
             self.unlink_supersessions(id, txn);
             // Erasing leaves no trace: the memories that followed this one
             // forget the link.
-            for follower in self.followers.get(id).cloned().unwrap_or_default() {
+            for follower in self.followers.get(id).map(<[Id]>::to_vec).unwrap_or_default() {
                 if let Some(entry) = self.entries.get(&*follower) {
                     let mut unlinked = entry.item.clone();
                     unlinked.follows = None;

@@ -23,10 +23,9 @@ use crate::item::{validate_item_id, MemoryItem, Scope, Tenant};
 use crate::text;
 
 /// A memory's id as the catalog's keys hold it: one allocation shared by
-/// every map and set that names the memory (`doc_owner`, `by_hash`,
-/// `by_key`, `by_created`, `by_scope_time`, `followers`), where each used
-/// to hold a copy of its own. (`entries` keeps `String` keys, which the
-/// engine's many lookups by `&String` need.)
+/// every map and set that names the memory (`entries`, `doc_owner`,
+/// `by_hash`, `by_key`, `by_created`, `by_scope_time`, `followers`), where
+/// each used to hold a copy of its own.
 pub(super) type Id = Arc<str>;
 
 /// The engine's hash maps and sets (foldhash: see `crate::fast_hash`).
@@ -104,6 +103,113 @@ fn add_sorted<T: Ord>(tree: &mut BTreeSet<T>, keys: Vec<T>) {
     }
 }
 
+/// Every memory's entry, by its id: the shared copy (`Id`), which also
+/// numbers it in `doc_owner`, rather than a `String` copy of its own.
+/// Lookups take any string (`&str`, `&String`, `&Id`), so the engine's
+/// ids find it as they are. Boxed: an `Entry` holds a whole memory, and a table holds up
+/// to twice the entries it has while it doubles, so boxing keeps the
+/// table small when it grows (`docs/speed.md`, "Heap per memory").
+#[derive(Default)]
+pub(super) struct Entries(FastMap<Id, Box<Entry>>);
+
+impl Entries {
+    pub(super) fn get(&self, id: impl AsRef<str>) -> Option<&Entry> {
+        self.0.get(id.as_ref()).map(Box::as_ref)
+    }
+
+    pub(super) fn contains_key(&self, id: impl AsRef<str>) -> bool {
+        self.0.contains_key(id.as_ref())
+    }
+
+    /// Every entry, in no order.
+    pub(super) fn values(&self) -> impl Iterator<Item = &Entry> {
+        self.0.values().map(Box::as_ref)
+    }
+
+    /// Every memory's id, in no order.
+    pub(super) fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(|id| &**id)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(super) fn reserve(&mut self, additional: usize) {
+        self.0.reserve(additional);
+    }
+
+    /// Takes out `id`'s entry with its key, the id's shared copy.
+    fn remove_entry(&mut self, id: &str) -> Option<(Id, Box<Entry>)> {
+        self.0.remove_entry(id)
+    }
+
+    fn insert(&mut self, id: Id, entry: Entry) {
+        self.0.insert(id, Box::new(entry));
+    }
+}
+
+/// The entry of a memory the test knows is held.
+#[cfg(test)]
+impl<Q: AsRef<str> + ?Sized> std::ops::Index<&Q> for Entries {
+    type Output = Entry;
+
+    fn index(&self, id: &Q) -> &Entry {
+        self.get(id).expect("a memory the catalog holds")
+    }
+}
+
+/// The memories that follow each memory (their `follows`), by its id.
+///
+/// Most memories of a conversation have one follower, so the list is a
+/// boxed slice of exactly its length (a `Vec` took room for four), and the
+/// key is the followed memory's shared id when the catalog holds it (a
+/// `String` key was one more copy of it): see `docs/speed.md`, "Issue 21,
+/// fifth session".
+#[derive(Default)]
+pub(super) struct Followers(FastMap<Id, Box<[Id]>>);
+
+impl Followers {
+    /// The memories that follow `id`, in the order they were added.
+    pub(super) fn get(&self, id: &str) -> Option<&[Id]> {
+        self.0.get(id).map(|list| &**list)
+    }
+
+    /// Adds `follower` after the followers of `prev`; `key` makes the key
+    /// of a memory that has none yet.
+    fn add(&mut self, prev: &str, follower: Id, key: impl FnOnce() -> Id) {
+        match self.0.get_mut(prev) {
+            Some(list) => {
+                let mut longer = std::mem::take(list).into_vec();
+                longer.push(follower);
+                *list = longer.into_boxed_slice();
+            }
+            None => {
+                self.0.insert(key(), Box::new([follower]));
+            }
+        }
+    }
+
+    /// Takes `follower` out of the followers of `prev`.
+    fn remove(&mut self, prev: &str, follower: &str) {
+        if let Some(list) = self.0.get_mut(prev) {
+            if list.iter().any(|f| &**f == follower) {
+                let rest: Box<[Id]> = list.iter().filter(|f| &***f != follower).cloned().collect();
+                if rest.is_empty() {
+                    self.0.remove(prev);
+                } else {
+                    *list = rest;
+                }
+            }
+        }
+    }
+}
+
 /// One memory and its doc number in the lexical and vector indexes.
 pub(super) struct Entry {
     pub(super) item: MemoryItem,
@@ -169,16 +275,12 @@ impl Engine {
         new: Option<MemoryItem>,
         counts: Option<&TermCounts>,
     ) -> Option<MemoryItem> {
-        let (old_key, old) = match self.entries.remove_entry(id) {
-            Some((key, entry)) => (Some(key), Some(entry)),
-            None => (None, None),
+        // The id's shared copy: the old entry's key, else a new one.
+        let (handle, old) = match self.entries.remove_entry(id) {
+            Some((key, entry)) => (key, Some(entry)),
+            None => (Id::from(id), None),
         };
         let mut doc = None;
-        // The id's shared copy: the old entry's, else a new one.
-        let handle = old
-            .as_ref()
-            .and_then(|e| self.doc_owner.get(e.doc as usize)?.clone())
-            .unwrap_or_else(|| Id::from(id));
         if let Some(Entry { item, doc: d, .. }) = old.as_deref() {
             let key = DuplicateKey::of(self.scope_key(&item.scope), item);
             if self.by_hash.get(&key).map(|h| &**h) == Some(id) {
@@ -211,12 +313,7 @@ impl Engine {
             }
             self.scopes.release(scope);
             if let Some(prev) = &item.follows {
-                if let Some(list) = self.followers.get_mut(prev) {
-                    list.retain(|f| &**f != id);
-                    if list.is_empty() {
-                        self.followers.remove(prev);
-                    }
-                }
+                self.followers.remove(prev, id);
             }
             self.pinned.remove(id);
             self.index_file_chunk(item, false);
@@ -324,16 +421,19 @@ impl Engine {
                     }
                 }
                 if let Some(prev) = &item.follows {
-                    self.followers
-                        .entry(prev.clone())
-                        .or_default()
-                        .push(handle.clone());
+                    let (entries, owners) = (&self.entries, &self.doc_owner);
+                    let shared = || {
+                        entries
+                            .get(prev)
+                            .and_then(|e| owners.get(e.doc as usize)?.clone())
+                            .unwrap_or_else(|| Id::from(prev.as_str()))
+                    };
+                    self.followers.add(prev, handle.clone(), shared);
                 }
                 if item.pinned {
                     self.pinned.insert(id.to_string());
                 }
-                let key = old_key.unwrap_or_else(|| id.to_string());
-                self.entries.insert(key, Box::new(Entry::new(item, d)));
+                self.entries.insert(handle, Entry::new(item, d));
                 self.index_vector(id);
             }
             None => {
@@ -383,6 +483,15 @@ impl Engine {
         }
     }
 
+    /// Gives back the room the lexical indexes' lists grew into while a
+    /// store's memories were applied ([`Bm25Index::trim`]), before the
+    /// vector structures grow and can take it.
+    pub(super) fn trim_lexical(&mut self) {
+        for index in self.lexical.values_mut() {
+            index.trim();
+        }
+    }
+
     /// `scope` as a key of `by_hash`, `by_key`, `by_scope_time` or `by_summary`: the shared copy, or
     /// a new one when no key holds it (so the lookup finds nothing).
     pub(super) fn scope_key(&self, scope: &Scope) -> Arc<Scope> {
@@ -407,7 +516,7 @@ impl Engine {
 
     pub(super) fn entry_of(&self, doc: u32) -> Option<&Entry> {
         let id = self.doc_owner.get(doc as usize)?.as_ref()?;
-        self.entries.get(&**id).map(Box::as_ref)
+        self.entries.get(id)
     }
 
     pub(super) fn fresh_id(&self, env: &mut dyn Environment) -> String {
@@ -461,7 +570,7 @@ impl Engine {
 mod tests {
     use std::sync::Arc;
 
-    use super::{FastMap, TenantKey};
+    use super::{FastMap, Followers, Id, TenantKey};
     use crate::codec;
     use crate::engine::vectors::tests::HashedWords;
     use crate::engine::{Config, Engine, MemoryInput, MemoryPatch, Stored, Txn};
@@ -481,19 +590,57 @@ mod tests {
         engine.ingest(inputs, &mut env, &mut txn).unwrap();
         let first = engine.doc_owner[0].clone().unwrap();
         let second = engine.doc_owner[1].clone().unwrap();
-        assert_eq!(engine.followers[&*first].len(), 1, "the second follows the first");
-        // doc_owner, by_hash, by_created, by_scope_time, this handle; the
-        // second also in the first's followers.
-        assert_eq!(Arc::strong_count(&first), 5);
-        assert_eq!(Arc::strong_count(&second), 6);
+        let followers = engine.followers.get(&first).unwrap();
+        assert!(Arc::ptr_eq(&followers[0], &second), "the second follows the first");
+        // entries, doc_owner, by_hash, by_created, by_scope_time, this
+        // handle; the first also as the key of its followers, the second in
+        // its list.
+        assert_eq!(Arc::strong_count(&first), 7);
+        assert_eq!(Arc::strong_count(&second), 7);
         let now = env.now();
         let mut txn = Txn::default();
         engine.delete(&second, true, now, &mut txn).unwrap();
         assert_eq!(Arc::strong_count(&second), 1, "erasing drops every key");
+        assert!(engine.followers.get(&first).is_none());
+        assert_eq!(Arc::strong_count(&first), 6, "nothing follows the first");
         engine.rollback(txn);
         let back = engine.doc_owner[1].clone().unwrap();
         assert_eq!(back, second);
-        assert_eq!(Arc::strong_count(&back), 6, "a rollback brings them back");
+        assert_eq!(Arc::strong_count(&back), 7, "a rollback brings them back");
+    }
+
+    #[test]
+    fn followers_are_the_lists_a_map_of_vectors_keeps() {
+        // The oracle: the map of growable lists the catalog used to keep.
+        let mut oracle: FastMap<String, Vec<String>> = FastMap::default();
+        let mut followers = Followers::default();
+        let mut x = 12_345u64;
+        for _ in 0..4_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let prev = format!("m{}", (x >> 33) % 12);
+            let follower = format!("m{}", (x >> 45) % 40);
+            let held = oracle.get(&prev).is_some_and(|l| l.contains(&follower));
+            if held || (x >> 20).is_multiple_of(3) {
+                followers.remove(&prev, &follower);
+                if let Some(list) = oracle.get_mut(&prev) {
+                    list.retain(|f| *f != follower);
+                    if list.is_empty() {
+                        oracle.remove(&prev);
+                    }
+                }
+            } else {
+                followers.add(&prev, Id::from(follower.as_str()), || Id::from(prev.as_str()));
+                oracle.entry(prev.clone()).or_default().push(follower);
+            }
+            for n in 0..12 {
+                let prev = format!("m{n}");
+                let got: Option<Vec<String>> = followers
+                    .get(&prev)
+                    .map(|list| list.iter().map(|f| f.to_string()).collect());
+                assert_eq!(got.as_ref(), oracle.get(&prev), "{prev}");
+            }
+        }
+        assert_eq!(followers.0.len(), oracle.len());
     }
 
     #[test]
