@@ -271,6 +271,14 @@ pub fn encode_vector<'a>(vector: impl Into<Int8Ref<'a>>) -> Vec<u8> {
     encode(RecordType::Vector, INT8_VECTOR_VERSION, &payload)
 }
 
+/// The length of [`encode_vector`]'s record for an embedding of
+/// `dimensions` components, without making it (`stats` sums it over every
+/// embedding): the header, the length and the scale (4 bytes each), one
+/// byte per code, the trailer.
+pub fn vector_record_len(dimensions: usize) -> usize {
+    HEADER_LEN + 8 + dimensions + TRAILER_LEN
+}
+
 /// A decoded embedding record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodedVector {
@@ -487,6 +495,28 @@ mod tests {
             assert!(decode_vector(&v3(&payload)).is_err());
         }
         assert!(decode_vector(&encode_manifest(&Manifest::default())).is_err());
+    }
+
+    #[test]
+    fn a_vector_record_length_follows_from_the_dimensions() {
+        // Every dimension up to twice MiniLM's, each kind of embedding a
+        // store holds: all zero (scale 0), quantized, and read from an
+        // `f32` record of a legacy store (written back as int8).
+        for dimensions in 0..=768 {
+            let ramp: Vec<f32> = (0..dimensions).map(|i| i as f32 - 100.0).collect();
+            let legacy = decode_vector(&legacy_vector_record(&ramp)).unwrap().vector;
+            for vector in [
+                Int8Vector::quantize(&vec![0.0; dimensions]),
+                Int8Vector::quantize(&ramp),
+                legacy,
+            ] {
+                assert_eq!(
+                    vector_record_len(dimensions),
+                    encode_vector(&vector).len(),
+                    "{dimensions} dimensions"
+                );
+            }
+        }
     }
 
     /// A vector record as builds before int8 records wrote it: version 1,

@@ -202,7 +202,7 @@ impl Engine {
             self.unlink_supersessions(id, txn);
             // Erasing leaves no trace: the memories that followed this one
             // forget the link.
-            for follower in self.followers.get(id).cloned().unwrap_or_default() {
+            for follower in self.followers.get(id).map(<[Id]>::to_vec).unwrap_or_default() {
                 if let Some(entry) = self.entries.get(&*follower) {
                     let mut unlinked = entry.item.clone();
                     unlinked.follows = None;
@@ -327,10 +327,10 @@ impl Engine {
             if let Some(k) = Kind::ALL.iter().position(|k| *k == item.kind) {
                 kinds[k] += 1;
             }
-            stats.stored_bytes += entry.record_len;
-            if let Some(vector) = self.embedding(&item.id) {
+            stats.stored_bytes += entry.record_len();
+            if let Some(vector) = self.embedding_of(entry.doc) {
                 stats.embedded += 1;
-                stats.stored_bytes += crate::codec::encode_vector(vector).len();
+                stats.stored_bytes += crate::codec::vector_record_len(vector.len());
             }
             tenants.insert((item.scope.user_id.as_str(), item.scope.workspace_id.as_str()));
         }

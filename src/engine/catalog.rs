@@ -9,6 +9,7 @@
 use std::borrow::Borrow;
 use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use super::duplicate::{DuplicateKey, Voice};
@@ -22,10 +23,9 @@ use crate::item::{validate_item_id, MemoryItem, Scope, Tenant};
 use crate::text;
 
 /// A memory's id as the catalog's keys hold it: one allocation shared by
-/// every map and set that names the memory (`doc_owner`, `by_hash`,
-/// `by_key`, `by_created`, `by_scope_time`, `followers`), where each used
-/// to hold a copy of its own. (`entries` keeps `String` keys, which the
-/// engine's many lookups by `&String` need.)
+/// every map and set that names the memory (`entries`, `doc_owner`,
+/// `by_hash`, `by_key`, `by_created`, `by_scope_time`, `followers`), where
+/// each used to hold a copy of its own.
 pub(super) type Id = Arc<str>;
 
 /// The engine's hash maps and sets (foldhash: see `crate::fast_hash`).
@@ -103,16 +103,160 @@ fn add_sorted<T: Ord>(tree: &mut BTreeSet<T>, keys: Vec<T>) {
     }
 }
 
+/// Every memory's entry, by its id: the shared copy (`Id`), which also
+/// numbers it in `doc_owner`, rather than a `String` copy of its own.
+/// Lookups take any string (`&str`, `&String`, `&Id`), so the engine's
+/// ids find it as they are. Boxed: an `Entry` holds a whole memory, and a table holds up
+/// to twice the entries it has while it doubles, so boxing keeps the
+/// table small when it grows (`docs/speed.md`, "Heap per memory").
+#[derive(Default)]
+pub(super) struct Entries(FastMap<Id, Box<Entry>>);
+
+impl Entries {
+    pub(super) fn get(&self, id: impl AsRef<str>) -> Option<&Entry> {
+        self.0.get(id.as_ref()).map(Box::as_ref)
+    }
+
+    pub(super) fn contains_key(&self, id: impl AsRef<str>) -> bool {
+        self.0.contains_key(id.as_ref())
+    }
+
+    /// Every entry, in no order.
+    pub(super) fn values(&self) -> impl Iterator<Item = &Entry> {
+        self.0.values().map(Box::as_ref)
+    }
+
+    /// Every memory's id, in no order.
+    pub(super) fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(|id| &**id)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(super) fn reserve(&mut self, additional: usize) {
+        self.0.reserve(additional);
+    }
+
+    /// Takes out `id`'s entry with its key, the id's shared copy.
+    fn remove_entry(&mut self, id: &str) -> Option<(Id, Box<Entry>)> {
+        self.0.remove_entry(id)
+    }
+
+    fn insert(&mut self, id: Id, entry: Entry) {
+        self.0.insert(id, Box::new(entry));
+    }
+}
+
+/// The entry of a memory the test knows is held.
+#[cfg(test)]
+impl<Q: AsRef<str> + ?Sized> std::ops::Index<&Q> for Entries {
+    type Output = Entry;
+
+    fn index(&self, id: &Q) -> &Entry {
+        self.get(id).expect("a memory the catalog holds")
+    }
+}
+
+/// The memories that follow each memory (their `follows`), by its id.
+///
+/// Most memories of a conversation have one follower, so the list is a
+/// boxed slice of exactly its length (a `Vec` took room for four), and the
+/// key is the followed memory's shared id when the catalog holds it (a
+/// `String` key was one more copy of it): see `docs/speed.md`, "Issue 21,
+/// fifth session".
+#[derive(Default)]
+pub(super) struct Followers(FastMap<Id, Box<[Id]>>);
+
+impl Followers {
+    /// The memories that follow `id`, in the order they were added.
+    pub(super) fn get(&self, id: &str) -> Option<&[Id]> {
+        self.0.get(id).map(|list| &**list)
+    }
+
+    /// Adds `follower` after the followers of `prev`; `key` makes the key
+    /// of a memory that has none yet.
+    fn add(&mut self, prev: &str, follower: Id, key: impl FnOnce() -> Id) {
+        match self.0.get_mut(prev) {
+            Some(list) => {
+                let mut longer = std::mem::take(list).into_vec();
+                longer.push(follower);
+                *list = longer.into_boxed_slice();
+            }
+            None => {
+                self.0.insert(key(), Box::new([follower]));
+            }
+        }
+    }
+
+    /// Takes `follower` out of the followers of `prev`.
+    fn remove(&mut self, prev: &str, follower: &str) {
+        if let Some(list) = self.0.get_mut(prev) {
+            if list.iter().any(|f| &**f == follower) {
+                let rest: Box<[Id]> = list.iter().filter(|f| &***f != follower).cloned().collect();
+                if rest.is_empty() {
+                    self.0.remove(prev);
+                } else {
+                    *list = rest;
+                }
+            }
+        }
+    }
+}
+
 /// One memory and its doc number in the lexical and vector indexes.
 pub(super) struct Entry {
     pub(super) item: MemoryItem,
     pub(super) doc: u32,
     /// Bytes of the memory's record as stored (`codec::item_record_len`),
-    /// counted when it is set, while its strings are in the cache: `stats`
-    /// sums it without reading every memory's strings again, which were
-    /// cache misses spread over the whole heap. Only `set` makes an entry,
-    /// so it stays the record's length.
-    pub(super) record_len: usize,
+    /// counted by the first `stats` that reads the entry and kept, so a
+    /// later `stats` does not read every memory's strings again (cache
+    /// misses spread over the whole heap); 0 until then, which no record
+    /// is. Counted lazily because an open that only answers would count
+    /// every memory for nothing. Only `set` makes an entry, and a change
+    /// makes a new one, so a count kept is the record's length. Atomic
+    /// only so that `stats` can keep it through `&self`.
+    record_len: AtomicU32,
+}
+
+impl Entry {
+    fn new(item: MemoryItem, doc: u32) -> Entry {
+        Entry {
+            item,
+            doc,
+            record_len: AtomicU32::new(0),
+        }
+    }
+
+    /// The length of the memory's record as stored: counted once, then
+    /// kept (a length beyond `u32` is counted each time).
+    pub(super) fn record_len(&self) -> usize {
+        match self.record_len.load(Ordering::Relaxed) {
+            0 => {
+                let len = codec::item_record_len(&self.item);
+                if let Ok(kept) = u32::try_from(len) {
+                    self.record_len.store(kept, Ordering::Relaxed);
+                }
+                len
+            }
+            kept => kept as usize,
+        }
+    }
+
+    /// The length kept, if counted yet.
+    #[cfg(test)]
+    fn kept_record_len(&self) -> Option<usize> {
+        match self.record_len.load(Ordering::Relaxed) {
+            0 => None,
+            kept => Some(kept as usize),
+        }
+    }
 }
 
 impl Engine {
@@ -131,16 +275,12 @@ impl Engine {
         new: Option<MemoryItem>,
         counts: Option<&TermCounts>,
     ) -> Option<MemoryItem> {
-        let (old_key, old) = match self.entries.remove_entry(id) {
-            Some((key, entry)) => (Some(key), Some(entry)),
-            None => (None, None),
+        // The id's shared copy: the old entry's key, else a new one.
+        let (handle, old) = match self.entries.remove_entry(id) {
+            Some((key, entry)) => (key, Some(entry)),
+            None => (Id::from(id), None),
         };
         let mut doc = None;
-        // The id's shared copy: the old entry's, else a new one.
-        let handle = old
-            .as_ref()
-            .and_then(|e| self.doc_owner.get(e.doc as usize)?.clone())
-            .unwrap_or_else(|| Id::from(id));
         if let Some(Entry { item, doc: d, .. }) = old.as_deref() {
             let key = DuplicateKey::of(self.scope_key(&item.scope), item);
             if self.by_hash.get(&key).map(|h| &**h) == Some(id) {
@@ -173,12 +313,7 @@ impl Engine {
             }
             self.scopes.release(scope);
             if let Some(prev) = &item.follows {
-                if let Some(list) = self.followers.get_mut(prev) {
-                    list.retain(|f| &**f != id);
-                    if list.is_empty() {
-                        self.followers.remove(prev);
-                    }
-                }
+                self.followers.remove(prev, id);
             }
             self.pinned.remove(id);
             self.index_file_chunk(item, false);
@@ -286,22 +421,19 @@ impl Engine {
                     }
                 }
                 if let Some(prev) = &item.follows {
-                    self.followers
-                        .entry(prev.clone())
-                        .or_default()
-                        .push(handle.clone());
+                    let (entries, owners) = (&self.entries, &self.doc_owner);
+                    let shared = || {
+                        entries
+                            .get(prev)
+                            .and_then(|e| owners.get(e.doc as usize)?.clone())
+                            .unwrap_or_else(|| Id::from(prev.as_str()))
+                    };
+                    self.followers.add(prev, handle.clone(), shared);
                 }
                 if item.pinned {
                     self.pinned.insert(id.to_string());
                 }
-                let key = old_key.unwrap_or_else(|| id.to_string());
-                let record_len = codec::item_record_len(&item);
-                let entry = Entry {
-                    item,
-                    doc: d,
-                    record_len,
-                };
-                self.entries.insert(key, Box::new(entry));
+                self.entries.insert(handle, Entry::new(item, d));
                 self.index_vector(id);
             }
             None => {
@@ -351,6 +483,15 @@ impl Engine {
         }
     }
 
+    /// Gives back the room the lexical indexes' lists grew into while a
+    /// store's memories were applied ([`Bm25Index::trim`]), before the
+    /// vector structures grow and can take it.
+    pub(super) fn trim_lexical(&mut self) {
+        for index in self.lexical.values_mut() {
+            index.trim();
+        }
+    }
+
     /// `scope` as a key of `by_hash`, `by_key`, `by_scope_time` or `by_summary`: the shared copy, or
     /// a new one when no key holds it (so the lookup finds nothing).
     pub(super) fn scope_key(&self, scope: &Scope) -> Arc<Scope> {
@@ -375,7 +516,7 @@ impl Engine {
 
     pub(super) fn entry_of(&self, doc: u32) -> Option<&Entry> {
         let id = self.doc_owner.get(doc as usize)?.as_ref()?;
-        self.entries.get(&**id).map(Box::as_ref)
+        self.entries.get(id)
     }
 
     pub(super) fn fresh_id(&self, env: &mut dyn Environment) -> String {
@@ -429,8 +570,9 @@ impl Engine {
 mod tests {
     use std::sync::Arc;
 
-    use super::{FastMap, TenantKey};
+    use super::{FastMap, Followers, Id, TenantKey};
     use crate::codec;
+    use crate::engine::vectors::tests::HashedWords;
     use crate::engine::{Config, Engine, MemoryInput, MemoryPatch, Stored, Txn};
     use crate::env::{Environment, FixedEnvironment};
     use crate::item::{MemoryItem, Scope, ScopeFilter, Tenant, Timestamp};
@@ -448,19 +590,57 @@ mod tests {
         engine.ingest(inputs, &mut env, &mut txn).unwrap();
         let first = engine.doc_owner[0].clone().unwrap();
         let second = engine.doc_owner[1].clone().unwrap();
-        assert_eq!(engine.followers[&*first].len(), 1, "the second follows the first");
-        // doc_owner, by_hash, by_created, by_scope_time, this handle; the
-        // second also in the first's followers.
-        assert_eq!(Arc::strong_count(&first), 5);
-        assert_eq!(Arc::strong_count(&second), 6);
+        let followers = engine.followers.get(&first).unwrap();
+        assert!(Arc::ptr_eq(&followers[0], &second), "the second follows the first");
+        // entries, doc_owner, by_hash, by_created, by_scope_time, this
+        // handle; the first also as the key of its followers, the second in
+        // its list.
+        assert_eq!(Arc::strong_count(&first), 7);
+        assert_eq!(Arc::strong_count(&second), 7);
         let now = env.now();
         let mut txn = Txn::default();
         engine.delete(&second, true, now, &mut txn).unwrap();
         assert_eq!(Arc::strong_count(&second), 1, "erasing drops every key");
+        assert!(engine.followers.get(&first).is_none());
+        assert_eq!(Arc::strong_count(&first), 6, "nothing follows the first");
         engine.rollback(txn);
         let back = engine.doc_owner[1].clone().unwrap();
         assert_eq!(back, second);
-        assert_eq!(Arc::strong_count(&back), 6, "a rollback brings them back");
+        assert_eq!(Arc::strong_count(&back), 7, "a rollback brings them back");
+    }
+
+    #[test]
+    fn followers_are_the_lists_a_map_of_vectors_keeps() {
+        // The oracle: the map of growable lists the catalog used to keep.
+        let mut oracle: FastMap<String, Vec<String>> = FastMap::default();
+        let mut followers = Followers::default();
+        let mut x = 12_345u64;
+        for _ in 0..4_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let prev = format!("m{}", (x >> 33) % 12);
+            let follower = format!("m{}", (x >> 45) % 40);
+            let held = oracle.get(&prev).is_some_and(|l| l.contains(&follower));
+            if held || (x >> 20).is_multiple_of(3) {
+                followers.remove(&prev, &follower);
+                if let Some(list) = oracle.get_mut(&prev) {
+                    list.retain(|f| *f != follower);
+                    if list.is_empty() {
+                        oracle.remove(&prev);
+                    }
+                }
+            } else {
+                followers.add(&prev, Id::from(follower.as_str()), || Id::from(prev.as_str()));
+                oracle.entry(prev.clone()).or_default().push(follower);
+            }
+            for n in 0..12 {
+                let prev = format!("m{n}");
+                let got: Option<Vec<String>> = followers
+                    .get(&prev)
+                    .map(|list| list.iter().map(|f| f.to_string()).collect());
+                assert_eq!(got.as_ref(), oracle.get(&prev), "{prev}");
+            }
+        }
+        assert_eq!(followers.0.len(), oracle.len());
     }
 
     #[test]
@@ -516,25 +696,54 @@ mod tests {
         }
     }
 
-    /// Each memory's `record_len` is its record's length, and `stats`
-    /// sums exactly the records (the oracle: every record written).
+    /// `stats` sums exactly the records (the oracle: every record written,
+    /// memories and embeddings), over the whole store and over one user,
+    /// and keeps each memory's record length once it has counted it.
     fn check_record_lens(engine: &Engine) {
         let mut all = 0;
         let mut alice = 0;
+        let mut embedded = 0;
         for entry in engine.entries.values() {
-            let written = codec::encode_item(&entry.item).len();
-            assert_eq!(entry.record_len, written, "{}", entry.item.id);
+            let mut written = codec::encode_item(&entry.item).len();
+            if let Some(vector) = engine.embedding(&entry.item.id) {
+                written += codec::encode_vector(vector).len();
+                embedded += 1;
+            }
             all += written;
             if entry.item.scope.user_id == "alice" {
                 alice += written;
             }
         }
-        assert_eq!(engine.stats(&ScopeFilter::default(), true).stored_bytes, all);
+        let everyone = ScopeFilter::default();
+        let stats = engine.stats(&everyone, true);
+        assert_eq!((stats.stored_bytes, stats.embedded), (all, embedded));
+        for entry in engine.entries.values() {
+            let written = codec::encode_item(&entry.item).len();
+            assert_eq!(entry.kept_record_len(), Some(written), "{}", entry.item.id);
+        }
+        // Again, from the lengths kept.
+        assert_eq!(engine.stats(&everyone, true).stored_bytes, all);
         let only_alice = ScopeFilter {
             user_id: Some("alice".into()),
             ..ScopeFilter::default()
         };
         assert_eq!(engine.stats(&only_alice, true).stored_bytes, alice);
+    }
+
+    /// The engine loaded from `engine`'s records, memories and embeddings;
+    /// the load counts no record length (`stats` does, later).
+    fn reloaded(engine: &Engine) -> Engine {
+        let mut records = Vec::new();
+        for item in engine.items() {
+            records.push((format!("item/{}", item.id), codec::encode_item(item)));
+            if let Some(vector) = engine.embedding(&item.id) {
+                records.push((format!("vec/{}", item.id), codec::encode_vector(vector)));
+            }
+        }
+        let model = engine.model_id.clone();
+        let loaded = Engine::load(Config::default(), records, model).unwrap();
+        assert!(loaded.entries.values().all(|e| e.kept_record_len().is_none()));
+        loaded
     }
 
     #[test]
@@ -579,9 +788,61 @@ mod tests {
         engine.delete(&ids[1], true, now, &mut Txn::default()).unwrap();
         check_record_lens(&engine);
         // Loaded from the records: the same lengths.
-        let record = |item: &MemoryItem| (format!("item/{}", item.id), codec::encode_item(item));
-        let records: Vec<_> = engine.items().map(record).collect();
-        check_record_lens(&Engine::load(Config::default(), records, None).unwrap());
+        check_record_lens(&reloaded(&engine));
+    }
+
+    #[test]
+    fn stats_counts_the_embeddings_as_writes_deletes_and_re_embeds_leave_them() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let (alice, bob) = (Scope::workspace("alice", "w"), Scope::workspace("bob", "w"));
+        let inputs = vec![
+            MemoryInput::new("alice keeps bees", alice.clone()),
+            MemoryInput::new("alice likes green tea", alice.clone()),
+            MemoryInput::new("bob owns a red bicycle", bob.clone()),
+        ];
+        let ids: Vec<String> = engine
+            .ingest(inputs, &mut env, &mut Txn::default())
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id.unwrap())
+            .collect();
+        check_record_lens(&engine);
+        // The model comes after the memories: each is embedded.
+        engine
+            .attach_embedder(Arc::new(HashedWords), &mut Txn::default())
+            .unwrap();
+        check_record_lens(&engine);
+        let more = vec![MemoryInput::new("bob paints the fence blue", bob.clone())];
+        engine.ingest(more, &mut env, &mut Txn::default()).unwrap();
+        check_record_lens(&engine);
+        // A new text: a new record and a new embedding.
+        let patch = MemoryPatch {
+            text: Some("alice keeps two hives of bees".into()),
+            ..MemoryPatch::default()
+        };
+        engine.update(&ids[0], patch, env.now(), &mut Txn::default()).unwrap();
+        check_record_lens(&engine);
+        let patch = MemoryPatch {
+            text: Some("bob owns a blue bicycle".into()),
+            ..MemoryPatch::default()
+        };
+        let mut txn = Txn::default();
+        engine.update(&ids[2], patch, env.now(), &mut txn).unwrap();
+        check_record_lens(&engine);
+        engine.rollback(txn);
+        check_record_lens(&engine);
+        // Soft-deleted: its embedding is kept outside the index.
+        let now = env.now();
+        engine.delete(&ids[1], false, now, &mut Txn::default()).unwrap();
+        check_record_lens(&engine);
+        let loaded = reloaded(&engine);
+        check_record_lens(&loaded);
+        engine.delete(&ids[2], true, now, &mut Txn::default()).unwrap();
+        check_record_lens(&engine);
+        check_record_lens(&reloaded(&engine));
+        assert_eq!(loaded.stats(&ScopeFilter::default(), true).embedded, 4);
+        assert_eq!(engine.stats(&ScopeFilter::default(), true).embedded, 3);
     }
 
     #[test]

@@ -75,7 +75,7 @@ use crate::files::StoredFile;
 use crate::index::bm25::TermCounts;
 use crate::index::{Bm25Index, Int8Vector, VectorIndex};
 use crate::item::{MemoryItem, Scope, Tenant};
-use catalog::{Entry, FastMap, FastSet, Id, TimeKeys};
+use catalog::{Entries, FastMap, FastSet, Followers, Id, TimeKeys};
 use duplicate::DuplicateKey;
 use interner::Interner;
 use files::FileKey;
@@ -105,10 +105,7 @@ pub struct Engine {
     config: Config,
     // The catalog: changed only by `set` (catalog.rs), which keeps every
     // key below in step, up to the lexical indexes.
-    /// Boxed: an `Entry` holds a whole memory, and a table holds up to
-    /// twice the entries it has while it doubles, so boxing keeps the table
-    /// small when it grows (`docs/speed.md`, "Heap per memory").
-    entries: FastMap<String, Box<Entry>>,
+    entries: Entries,
     doc_owner: Vec<Option<Id>>,
     free_docs: Vec<u32>,
     /// Each scope of a memory in `by_hash`, `by_key`, `by_scope_time` or `by_summary`,
@@ -123,7 +120,7 @@ pub struct Engine {
     by_key: FastMap<(Arc<Scope>, String), Id>,
     by_created: BTreeSet<(i64, Id)>,
     by_scope_time: BTreeSet<(Arc<Scope>, i64, Id)>,
-    followers: FastMap<String, Vec<Id>>,
+    followers: Followers,
     pinned: BTreeSet<String>,
     /// The largest ULID among the ids ever held: new ids are made after it
     /// (`Environment::new_id`), so memories that share a timestamp
@@ -171,7 +168,7 @@ impl Engine {
     pub fn new(config: Config) -> Self {
         Engine {
             config,
-            entries: FastMap::default(),
+            entries: Entries::default(),
             doc_owner: Vec::new(),
             free_docs: Vec::new(),
             scopes: Interner::default(),
@@ -180,7 +177,7 @@ impl Engine {
             by_key: FastMap::default(),
             by_created: BTreeSet::new(),
             by_scope_time: BTreeSet::new(),
-            followers: FastMap::default(),
+            followers: Followers::default(),
             pinned: BTreeSet::new(),
             newest_ulid: None,
             lexical: FastMap::default(),

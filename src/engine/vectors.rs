@@ -354,7 +354,7 @@ impl Engine {
 
     /// The stored embedding of `doc`: from its tenant's vector index, or
     /// from `embeddings` when no index holds it.
-    fn embedding_of(&self, doc: u32) -> Option<Int8Ref<'_>> {
+    pub(super) fn embedding_of(&self, doc: u32) -> Option<Int8Ref<'_>> {
         match self.vector_docs.get(&doc) {
             Some(tenant) => self.vectors.get(tenant)?.embedding(doc),
             None => self.embeddings.get(&doc).map(|v| v.vector.view()),
@@ -459,7 +459,7 @@ impl Engine {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
@@ -485,7 +485,7 @@ mod tests {
 
     /// Hashes each word of a text into one of 16 components: distinct
     /// texts get distinct embeddings, with no model file.
-    struct HashedWords;
+    pub(in crate::engine) struct HashedWords;
 
     impl Embedder for HashedWords {
         fn model_id(&self) -> &str {

@@ -277,6 +277,14 @@ impl Bm25Index {
         self.resolved = None;
     }
 
+    /// Gives back the room the dictionary's and the docs' lists grew into
+    /// and do not use: once a store is open, they grow only by what later
+    /// writes add. (Not after a refresh: that would copy them each time.)
+    pub(crate) fn trim(&mut self) {
+        self.terms.shrink_to_fit();
+        self.docs.shrink_to_fit();
+    }
+
     /// Indexes `doc` (not held) with its distinct terms' ids, each once,
     /// and their frequencies.
     fn insert_ids(&mut self, doc: u32, terms: Vec<(u32, u32)>) {
@@ -630,9 +638,12 @@ impl Bm25Index {
         if let Some(&id) = self.term_ids.get(term) {
             return id;
         }
+        // Interned only for a doc that holds it: room for that one
+        // posting, exactly. Most terms of a store are in one doc, and a
+        // growing list would make room for four.
         let slot = TermSlot {
             term: Arc::from(term),
-            postings: Vec::new(),
+            postings: Vec::with_capacity(1),
         };
         let key = slot.term.clone();
         let id = match self.free_terms.pop() {
