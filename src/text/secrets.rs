@@ -509,31 +509,39 @@ const KEY_WORD_ROOTS: &[&str] = &[
     "auth",
 ];
 
-/// The bytes a root of [`KEY_WORD_ROOTS`] starts with, in either case.
-const ROOT_STARTS: [bool; 256] = {
-    let mut starts = [false; 256];
+/// For each byte, the roots of [`KEY_WORD_ROOTS`] that start with it in
+/// either case, one bit each.
+const ROOT_STARTS: [u8; 256] = {
+    assert!(KEY_WORD_ROOTS.len() <= 8, "one bit per root");
+    let mut starts = [0u8; 256];
     let mut i = 0;
     while i < KEY_WORD_ROOTS.len() {
         let first = KEY_WORD_ROOTS[i].as_bytes()[0];
-        starts[first as usize] = true;
-        starts[first.to_ascii_uppercase() as usize] = true;
+        starts[first as usize] |= 1 << i;
+        starts[first.to_ascii_uppercase() as usize] |= 1 << i;
         i += 1;
     }
     starts
 };
 
 /// True when `text` holds one of [`KEY_WORD_ROOTS`] in any ASCII letter
-/// case: otherwise no word of it names a credential. One pass; the roots
-/// are compared only where a byte could start one.
+/// case: otherwise no word of it names a credential. One pass; at each
+/// byte only the roots that start with it are compared.
 fn holds_key_word_root(text: &str) -> bool {
     let bytes = text.as_bytes();
     bytes.iter().enumerate().any(|(at, &b)| {
-        ROOT_STARTS[usize::from(b)]
-            && KEY_WORD_ROOTS.iter().any(|root| {
-                bytes
-                    .get(at..at + root.len())
-                    .is_some_and(|word| word.eq_ignore_ascii_case(root.as_bytes()))
-            })
+        let mut roots = ROOT_STARTS[usize::from(b)];
+        while roots != 0 {
+            let root = KEY_WORD_ROOTS[roots.trailing_zeros() as usize].as_bytes();
+            if bytes
+                .get(at..at + root.len())
+                .is_some_and(|word| word.eq_ignore_ascii_case(root))
+            {
+                return true;
+            }
+            roots &= roots - 1;
+        }
+        false
     })
 }
 
