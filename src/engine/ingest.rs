@@ -44,8 +44,15 @@ pub(crate) fn text_to_store(raw: &str, secrets: SecretsConfig) -> Result<Capture
             let text = if secrets.redact {
                 // The marker replaces whole tokens of a normalized text, so
                 // the result is normalized already; normalizing again keeps
-                // that a checked fact rather than an argument.
-                text::normalize(&text::scrub(&text).text)
+                // that a checked fact rather than an argument. A text with
+                // no secret is the captured text, normalized (a fixed
+                // point).
+                let scrubbed = text::scrub(text);
+                if scrubbed.secrets > 0 {
+                    text::normalize(&scrubbed.text)
+                } else {
+                    scrubbed.text
+                }
             } else {
                 text
             };

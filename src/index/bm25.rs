@@ -42,7 +42,7 @@ use std::sync::{Arc, Weak};
 use serde::{Deserialize, Serialize};
 
 use super::signatures::{Signatures, PARTS};
-use crate::fast_hash::{FastMap, FastSet};
+use crate::fast_hash::FastMap;
 
 /// The BM25 free parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -432,16 +432,24 @@ impl Bm25Index {
 
     /// The distinct terms of a text, for [`Bm25Index::overlap`].
     pub fn term_set(&self, terms: &[String]) -> TermSet {
-        // Ingest asks this of every new memory: foldhash, not SipHash.
-        let distinct: FastSet<&str> = terms.iter().map(String::as_str).collect();
-        let mut known: Vec<u32> = distinct
-            .iter()
-            .filter_map(|term| self.term_ids.get(*term).copied())
-            .collect();
+        // Ingest asks this of every new memory: one lookup per term, the
+        // ids (and the few terms the index lacks) deduplicated by sorting,
+        // not a hash set of the terms built first and looked up again.
+        let mut known = Vec::with_capacity(terms.len());
+        let mut unknown: Vec<&str> = Vec::new();
+        for term in terms {
+            match self.term_ids.get(term.as_str()) {
+                Some(&id) => known.push(id),
+                None => unknown.push(term),
+            }
+        }
         known.sort_unstable();
+        known.dedup();
+        unknown.sort_unstable();
+        unknown.dedup();
         TermSet {
+            distinct: known.len() + unknown.len(),
             known,
-            distinct: distinct.len(),
         }
     }
 

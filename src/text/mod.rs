@@ -23,7 +23,9 @@ mod terms;
 pub mod tokens;
 
 pub use redact::{redact, remove_private_keeping_lines, Capture};
-pub use secrets::{has_pii, scrub, scrub_keeping_lines, SecretsConfig, SECRET_MARKER};
+pub use secrets::{
+    has_pii, scrub, scrub_keeping_lines, SecretsConfig, SECRET_MARKER,
+};
 #[cfg(any(test, feature = "testing"))]
 pub use terms::analysed_texts;
 pub use terms::{said_terms, said_text, term_overlap, terms};
@@ -143,14 +145,22 @@ fn normalize_chars(raw: &str) -> String {
 /// The result is a fixed point: capturing the text of a [`Capture::Text`]
 /// again yields the same text, with `private_removed` false.
 pub fn capture(raw: &str) -> Capture {
-    match redact(&normalize(raw)) {
+    match redact(normalize(raw)) {
         Capture::NoMemory => Capture::NoMemory,
+        // Nothing was cut: the text is normalized already (a fixed point).
         Capture::Text {
             text,
-            private_removed,
+            private_removed: false,
+        } => Capture::Text {
+            text,
+            private_removed: false,
+        },
+        Capture::Text {
+            text,
+            private_removed: true,
         } => Capture::Text {
             text: normalize(&text),
-            private_removed,
+            private_removed: true,
         },
     }
 }
@@ -501,6 +511,27 @@ mod tests {
             if let Capture::Text { text, .. } = capture(&raw) {
                 prop_assert_eq!(capture(&text), Capture::Text { text: text.clone(), private_removed: false });
             }
+        }
+
+        /// Capture keeps the normalized text when nothing was cut, as
+        /// normalizing it again did (the oracle: normalize, redact,
+        /// normalize), over texts with and without tags and markers.
+        #[test]
+        fn capture_is_normalize_redact_normalize(
+            parts in prop::collection::vec(prop::sample::select(vec![
+                "<private>", "</private>", "<no-memory>", "<", "a", "é", " ", "  ", "\n\n\n",
+                "\t", "\r\n", "\u{200B}", "e\u{301}", "x",
+            ]), 0..16)
+        ) {
+            let raw = parts.concat();
+            let oracle = match redact(normalize(&raw)) {
+                Capture::NoMemory => Capture::NoMemory,
+                Capture::Text { text, private_removed } => Capture::Text {
+                    text: normalize(&text),
+                    private_removed,
+                },
+            };
+            prop_assert_eq!(capture(&raw), oracle);
         }
 
         #[test]

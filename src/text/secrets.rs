@@ -59,10 +59,14 @@ pub struct Scrubbed {
 }
 
 /// Replaces every credential of `text` by [`SECRET_MARKER`]. A text without
-/// any is returned unchanged. The marker is not taken for a credential, so
-/// scrubbing a scrubbed text changes nothing.
-pub fn scrub(text: &str) -> Scrubbed {
-    scrub_with(text, false)
+/// any (most texts) is handed back as it is, not copied. The marker is not
+/// taken for a credential, so scrubbing a scrubbed text changes nothing.
+pub fn scrub(text: String) -> Scrubbed {
+    let spans = secret_spans(&text, &Present::of(&text));
+    if spans.is_empty() {
+        return Scrubbed { text, secrets: 0 };
+    }
+    replace_spans(&text, &spans, false)
 }
 
 /// [`scrub`] keeping the text's lines: a credential spanning lines (a PEM
@@ -73,27 +77,62 @@ pub fn scrub_keeping_lines(text: &str) -> Scrubbed {
 }
 
 fn scrub_with(text: &str, keep_lines: bool) -> Scrubbed {
-    scrub_present(text, keep_lines, &ByteSet::of(text))
+    scrub_present(text, keep_lines, &Present::of(text))
 }
 
-/// [`scrub_with`] given (a superset of) the bytes `text` holds: a scanner
-/// looking for a marker one of whose bytes the text lacks finds nothing
-/// and is skipped. Most texts lack `-`, `_` or the capitals of the
-/// providers' prefixes; each skipped search is a pass over the text saved.
-fn scrub_present(text: &str, keep_lines: bool, present: &ByteSet) -> Scrubbed {
+/// What a text holds that the scanners look for, found in one pass each:
+/// a scanner whose marker the text cannot hold finds nothing and is
+/// skipped.
+struct Present {
+    /// (A superset of) the bytes the text holds. Most texts lack `-`, `_`
+    /// or the capitals of the providers' prefixes; each skipped search is
+    /// a pass over the text saved.
+    bytes: ByteSet,
+    /// Whether the text may hold a credential word ([`KEY_WORDS`]): the
+    /// assignments and the tokens after such a word are looked for only
+    /// then. That scan tried every word of every text, and most texts
+    /// name no credential.
+    credential_words: bool,
+}
+
+impl Present {
+    fn of(text: &str) -> Self {
+        Present {
+            bytes: ByteSet::of(text),
+            credential_words: holds_key_word_root(text),
+        }
+    }
+}
+
+/// [`scrub_with`] given what `text` may hold ([`Present`]).
+fn scrub_present(text: &str, keep_lines: bool, present: &Present) -> Scrubbed {
+    replace_spans(text, &secret_spans(text, present), keep_lines)
+}
+
+/// The byte ranges of `text`'s credentials: sorted, disjoint, on char
+/// boundaries.
+fn secret_spans(text: &str, present: &Present) -> Vec<Range<usize>> {
+    let bytes = &present.bytes;
     let mut spans = Vec::new();
-    if present.has_all("-----BEGIN ") {
+    if bytes.has_all("-----BEGIN ") {
         pem_blocks(text, &mut spans);
     }
-    provider_keys(text, present, &mut spans);
-    if present.has_all("://") {
+    provider_keys(text, bytes, &mut spans);
+    if bytes.has_all("://") {
         url_passwords(text, &mut spans);
     }
-    assignments_and_context(text, &mut spans);
-    let spans = merge(spans);
+    if present.credential_words {
+        assignments_and_context(text, &mut spans);
+    }
+    merge(spans)
+}
+
+/// `text` with each span replaced by [`SECRET_MARKER`] (and, with
+/// `keep_lines`, the line breaks it held).
+fn replace_spans(text: &str, spans: &[Range<usize>], keep_lines: bool) -> Scrubbed {
     let mut out = String::with_capacity(text.len());
     let mut from = 0;
-    for span in &spans {
+    for span in spans {
         out.push_str(text.get(from..span.start).unwrap_or_default());
         out.push_str(SECRET_MARKER);
         if keep_lines {
@@ -456,6 +495,55 @@ const KEY_WORDS: &[&str] = &[
     "authorization",
     "auth",
 ];
+
+/// Roots such that every word of [`KEY_WORDS`] holds one (a test checks
+/// it): a name that ends in a credential word holds its root.
+const KEY_WORD_ROOTS: &[&str] = &[
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "credential",
+    "bearer",
+    "auth",
+];
+
+/// For each byte, the roots of [`KEY_WORD_ROOTS`] that start with it in
+/// either case, one bit each.
+const ROOT_STARTS: [u8; 256] = {
+    assert!(KEY_WORD_ROOTS.len() <= 8, "one bit per root");
+    let mut starts = [0u8; 256];
+    let mut i = 0;
+    while i < KEY_WORD_ROOTS.len() {
+        let first = KEY_WORD_ROOTS[i].as_bytes()[0];
+        starts[first as usize] |= 1 << i;
+        starts[first.to_ascii_uppercase() as usize] |= 1 << i;
+        i += 1;
+    }
+    starts
+};
+
+/// True when `text` holds one of [`KEY_WORD_ROOTS`] in any ASCII letter
+/// case: otherwise no word of it names a credential. One pass; at each
+/// byte only the roots that start with it are compared.
+fn holds_key_word_root(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(at, &b)| {
+        let mut roots = ROOT_STARTS[usize::from(b)];
+        while roots != 0 {
+            let root = KEY_WORD_ROOTS[roots.trailing_zeros() as usize].as_bytes();
+            if bytes
+                .get(at..at + root.len())
+                .is_some_and(|word| word.eq_ignore_ascii_case(root))
+            {
+                return true;
+            }
+            roots &= roots - 1;
+        }
+        false
+    })
+}
 
 /// Names whose value is a secret whatever it looks like (a password may be
 /// a plain word).
@@ -836,18 +924,38 @@ mod tests {
                 "hooks.slack.com/services/", "-----BEGIN ", "RSA ", "PRIVATE KEY-----",
                 "-----END ", "\n", " ", "=", ": ", "\"", "password", "Token", "API_KEY",
                 "accessToken", "Secret", "is", "7Fh2kQ9zLm3Xp8Rt", "ABCDEFGH12345678",
-                "0123456789", "aB3dE5fG7hJ9kL1m", "é", "note", "_", "-",
+                "0123456789", "aB3dE5fG7hJ9kL1m", "é", "note", "_", "-", "pwd", "PASS",
+                "passphrase", "bearer", "AUTH", "Authorization", "key", "Credentials", "tok",
+                "secre", "ke", "hunter2", "my",
             ]),
             0..30,
         )
         .prop_map(|parts| parts.concat())
     }
 
+    /// The prefilter that skips nothing: every byte, and credential words.
+    fn everything() -> Present {
+        Present {
+            bytes: ByteSet([u64::MAX; 4]),
+            credential_words: true,
+        }
+    }
+
+    #[test]
+    fn every_credential_word_holds_a_root() {
+        for word in KEY_WORDS {
+            assert!(KEY_WORD_ROOTS.iter().any(|root| word.contains(root)), "{word}");
+            assert!(holds_key_word_root(word), "{word}");
+            assert!(holds_key_word_root(&word.to_ascii_uppercase()), "{word}");
+        }
+        assert!(!holds_key_word_root("a plain sentence about the garden"));
+        assert!(holds_key_word_root("the keyboard"));
+    }
+
     #[test]
     fn locomo_turns_scrub_as_without_the_prefilter() {
         for turn in crate::text::tests::locomo_turns() {
-            let every_byte = ByteSet([u64::MAX; 4]);
-            assert_eq!(scrub(&turn), scrub_present(&turn, false, &every_byte), "{turn:?}");
+            assert_eq!(scrub(turn.clone()), scrub_present(&turn, false, &everything()), "{turn:?}");
             for word in turn.split_whitespace() {
                 assert_eq!(names_credential(word), names_credential_lowercasing(word), "{word:?}");
             }
@@ -855,15 +963,16 @@ mod tests {
     }
 
     proptest! {
-        /// Skipping the scanners whose marker has a byte the text lacks
-        /// changes no output.
+        /// Skipping the scanners whose marker has a byte the text lacks,
+        /// and the credential-word scan of a text without their roots,
+        /// changes no output; a text handed over is scrubbed alike.
         #[test]
-        fn the_byte_prefilter_changes_nothing(text in pieces(), keep_lines: bool) {
-            let every_byte = ByteSet([u64::MAX; 4]);
+        fn the_prefilter_changes_nothing(text in pieces(), keep_lines: bool) {
             prop_assert_eq!(
                 scrub_with(&text, keep_lines),
-                scrub_present(&text, keep_lines, &every_byte)
+                scrub_present(&text, keep_lines, &everything())
             );
+            prop_assert_eq!(scrub(text.clone()), scrub_with(&text, false));
         }
 
         /// Credential names are recognized as they were when the name was
@@ -877,7 +986,7 @@ mod tests {
     }
 
     fn scrubbed(text: &str) -> String {
-        scrub(text).text
+        scrub(text.to_string()).text
     }
 
     #[test]
@@ -895,7 +1004,7 @@ mod tests {
         ];
         for key in cases {
             let text = format!("deploy with {key} please");
-            let out = scrub(&text);
+            let out = scrub(text);
             assert_eq!(out.text, "deploy with [secret] please", "{key}");
             assert_eq!(out.secrets, 1);
         }
@@ -946,7 +1055,7 @@ mod tests {
             "My phone broke; call me later",
             "I changed my password twice, it's annoying.",
         ] {
-            let out = scrub(text);
+            let out = scrub(text.to_string());
             assert_eq!(out.text, text);
             assert_eq!(out.secrets, 0);
         }

@@ -203,7 +203,7 @@ fn ordinary_locomo_turns_are_not_altered() {
                 let raw = turn["text"].as_str().unwrap();
                 let normalized = text::normalize(raw);
                 turns += 1;
-                if text::scrub(&normalized).text != normalized {
+                if text::scrub(normalized.clone()).text != normalized {
                     altered.push(raw.to_string());
                 }
                 pii += usize::from(text::has_pii(&normalized));
