@@ -12,7 +12,7 @@ use crate::codec::{self, CodecError, RecordType};
 use crate::engine::Summary;
 use crate::item::MemoryItem;
 use crate::keys::{ITEM_PREFIX, SEGMENT_PREFIX};
-use crate::storage::frame::{encode_frame, intact_frame_len, parse_frame, parse_frame_bytes, read_u32, Op};
+use crate::storage::frame::{declared_frame_len, encode_frame, intact_frame_len, parse_frame, parse_frame_bytes, read_u32, Op};
 
 /// The format version of the segmented layout's first records (format 4):
 /// segments of records alone.
@@ -97,7 +97,7 @@ pub(crate) fn encode_manifest(header: &Header, log: &[Vec<u8>]) -> Vec<u8> {
 
 /// The header and the log frames of a manifest record.
 pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<(Header, Vec<&[u8]>), CodecError> {
-    let (version, payload) = payload_of(bytes, RecordType::Manifest)?;
+    let (version, payload) = payload_of(bytes, RecordType::Manifest, true)?;
     let bad = |m: String| CodecError::Payload(m);
     let json_len = read_u32(payload, 0).ok_or_else(|| bad("manifest without header".into()))?;
     let json_end = 4usize
@@ -204,7 +204,7 @@ pub(crate) struct SegmentParts<'a, K = &'a str> {
 /// ascending), with its lexical part (format 5 on) and its catalog part
 /// (format 6) not decoded.
 pub(crate) fn segment_parts(bytes: &[u8]) -> Result<SegmentParts<'_>, CodecError> {
-    let (version, frame, lexical, catalog) = cut_segment(bytes)?;
+    let (version, frame, lexical, catalog) = cut_segment(bytes, true)?;
     let records = records_of(frame)?;
     if records.windows(2).any(|w| w[0].0 >= w[1].0) {
         return Err(CodecError::Payload(
@@ -223,9 +223,11 @@ pub(crate) fn segment_parts(bytes: &[u8]) -> Result<SegmentParts<'_>, CodecError
 /// its lexical part (format 5 on) and its catalog part (format 6).
 type Cut<'a> = (u16, &'a [u8], Option<&'a [u8]>, Option<&'a [u8]>);
 
-/// Cuts a segment record into its [`Cut`].
-fn cut_segment(bytes: &[u8]) -> Result<Cut<'_>, CodecError> {
-    let (version, payload) = payload_of(bytes, RecordType::Segment)?;
+/// Cuts a segment record into its [`Cut`]; with `checked` false, for a
+/// record [`segment_parts`] has read before, its checksums (the record's
+/// and its frame's) are not computed again.
+fn cut_segment(bytes: &[u8], checked: bool) -> Result<Cut<'_>, CodecError> {
+    let (version, payload) = payload_of(bytes, RecordType::Segment, checked)?;
     let (frame, lexical, catalog) = match version {
         LAYOUT_VERSION => (payload, None, None),
         INDEXED_VERSION => {
@@ -241,7 +243,12 @@ fn cut_segment(bytes: &[u8]) -> Result<Cut<'_>, CodecError> {
     if frame.is_empty() {
         return Err(CodecError::Payload("an empty segment".into()));
     }
-    if intact_frame_len(frame) != Some(frame.len()) {
+    let len = if checked {
+        intact_frame_len(frame)
+    } else {
+        declared_frame_len(frame)
+    };
+    if len != Some(frame.len()) {
         return Err(CodecError::Payload("segment frame is damaged".into()));
     }
     Ok((version, frame, lexical, catalog))
@@ -255,11 +262,11 @@ pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecE
 }
 
 /// The contents of a segment record (as `decode_segment` gives them)
-/// whose keys [`segment_parts`]
-/// has read (and so checked) before: its keys are left as bytes, not
-/// checked again (the layout reader gives each record the key it listed).
+/// that [`segment_parts`] has read (and so checked) before: its keys are
+/// left as bytes and its checksums not computed again (the layout reader
+/// gives each record the key it listed).
 pub(crate) fn decode_listed_segment(bytes: &[u8]) -> Result<SegmentContents<'_, &[u8]>, CodecError> {
-    let (version, frame, lexical, catalog) = cut_segment(bytes)?;
+    let (version, frame, lexical, catalog) = cut_segment(bytes, false)?;
     let ops = parse_frame_bytes(frame).map_err(CodecError::Payload)?;
     let records = ops
         .into_iter()
@@ -335,8 +342,14 @@ pub(crate) fn record_crc(bytes: &[u8]) -> u32 {
 }
 
 /// The version (4 to 6) and payload of a record of the segmented layout.
-fn payload_of(bytes: &[u8], expected: RecordType) -> Result<(u16, &[u8]), CodecError> {
-    let (found, payload) = codec::decode(bytes)?;
+/// With `checked` false, for a record accepted before: its checksum is not
+/// computed again.
+fn payload_of(bytes: &[u8], expected: RecordType, checked: bool) -> Result<(u16, &[u8]), CodecError> {
+    let (found, payload) = if checked {
+        codec::decode(bytes)?
+    } else {
+        codec::decode_accepted(bytes)?
+    };
     if found != expected {
         return Err(CodecError::WrongType { expected, found });
     }
@@ -448,6 +461,11 @@ mod tests {
         let decoded = decode_segment(&record).unwrap();
         assert_eq!(decoded.records, records);
         assert_eq!(decoded.rows, [a.clone(), c.clone()]);
+        // Read again once listed: the same records, keys as bytes.
+        let listed = decode_listed_segment(&record).unwrap();
+        let as_bytes: Vec<(&[u8], &[u8])> = records.iter().map(|(k, v)| (k.as_bytes(), *v)).collect();
+        assert_eq!(listed.records, as_bytes);
+        assert_eq!(listed.rows, decoded.rows);
         // Rows out of order, one missing, one too many, an empty record
         // that is not a memory's.
         for catalog in [
