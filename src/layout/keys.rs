@@ -386,4 +386,82 @@ mod tests {
             assert!(map.segments.len() <= live_segments.len() + 8, "seed {seed}");
         }
     }
+
+    /// The bytes a map's allocations ask for, as a counting allocator
+    /// counts them (before the allocator's rounding).
+    fn heap_bytes(map: &KeyMap) -> usize {
+        let keys: usize = map.slots.iter().map(|slot| slot.key.len()).sum();
+        let older: usize = map.older.values().map(|v| v.capacity() * 4).sum();
+        map.slots.capacity() * std::mem::size_of::<Slot>()
+            + map.table.allocation_size()
+            + keys
+            + older
+            + map.free.capacity() * 4
+            + map.segments.capacity() * std::mem::size_of::<Option<u64>>()
+            + hash_map_bytes(map.places.capacity(), 12)
+            + hash_map_bytes(map.older.capacity(), 4 + 24)
+    }
+
+    /// Bytes of the table of a std `HashMap` of `capacity` entries of
+    /// `entry` bytes (hashbrown: buckets a power of two, 7/8 of them
+    /// usable, a control byte each plus a group's).
+    fn hash_map_bytes(capacity: usize, entry: usize) -> usize {
+        if capacity == 0 {
+            return 0;
+        }
+        let buckets = if capacity < 8 {
+            (capacity + 1).next_power_of_two()
+        } else {
+            (capacity * 8 / 7).next_power_of_two()
+        };
+        buckets * entry + buckets + 16
+    }
+
+    /// The map of a store of 100,000 memories with embeddings (200,000
+    /// keys of ULIDs, one version each, in segments of 2,500 records) as
+    /// the reader fills it, against the map it replaced (a `HashMap` of a
+    /// `String` and a state with a `Vec<u64>` of older segments, an
+    /// `Option<u64>` and a flag), filled the same way: under half the
+    /// bytes. `--nocapture` prints both (`docs/speed.md`).
+    #[test]
+    fn a_key_takes_under_half_the_bytes_it_took() {
+        #[allow(dead_code)]
+        #[derive(Default)]
+        struct Replaced {
+            older: Vec<u64>,
+            last: Option<u64>,
+            in_log: bool,
+        }
+        let mut ids = crate::env::UlidGenerator::default();
+        let mut keys = Vec::new();
+        for n in 0..100_000u64 {
+            let id = ids.next(1_700_000_000_000 + n as i64, [7; 10], None);
+            keys.push(format!("item/{id}"));
+            keys.push(format!("vec/{id}"));
+        }
+        keys.sort();
+        let mut map = KeyMap::default();
+        map.reserve(keys.len());
+        let mut replaced: FastMap<String, Replaced> = FastMap::default();
+        replaced.reserve(keys.len());
+        for (n, key) in keys.iter().enumerate() {
+            let segment = (n / 2_500) as u64;
+            let id = map.entry(key);
+            map.push(id, segment);
+            let state = replaced.entry(key.clone()).or_default();
+            state.last = Some(segment);
+        }
+        let bytes = heap_bytes(&map);
+        let entry = std::mem::size_of::<(String, Replaced)>();
+        let key_bytes: usize = keys.iter().map(String::len).sum();
+        let replaced_bytes = hash_map_bytes(replaced.capacity(), entry) + key_bytes;
+        println!(
+            "200,000 keys: {bytes} bytes ({:.1} MiB, {} a key) against {replaced_bytes} ({:.1} MiB, {} a key)",
+            bytes as f64 / 1048576.0,
+            bytes / keys.len(),
+            replaced_bytes as f64 / 1048576.0,
+            replaced_bytes / keys.len()
+        );
+        assert!(bytes * 2 < replaced_bytes, "{bytes} against {replaced_bytes}");
+    }
 }
