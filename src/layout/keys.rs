@@ -225,8 +225,9 @@ impl KeyMap {
         if kept.iter().zip(&self.segments).all(|(k, n)| *k || n.is_none()) {
             return;
         }
+        let is_kept = |place: u32| kept.get(place as usize).copied().unwrap_or(false);
         for (id, slot) in self.slots.iter_mut().enumerate() {
-            if slot.last == NO_SEGMENT || kept[slot.last as usize] && !slot.has_older {
+            if slot.last == NO_SEGMENT || is_kept(slot.last) && !slot.has_older {
                 continue;
             }
             let id = id as KeyId;
@@ -235,8 +236,8 @@ impl KeyMap {
             } else {
                 Vec::new()
             };
-            older.retain(|&place| kept[place as usize]);
-            if !kept[slot.last as usize] {
+            older.retain(|&place| is_kept(place));
+            if !is_kept(slot.last) {
                 slot.last = older.pop().unwrap_or(NO_SEGMENT);
             }
             slot.has_older = !older.is_empty();
