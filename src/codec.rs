@@ -152,6 +152,17 @@ pub fn encode(record_type: RecordType, version: u16, payload: &[u8]) -> Vec<u8> 
 
 /// Checks a record and returns its type and payload.
 pub fn decode(bytes: &[u8]) -> Result<(RecordType, &[u8]), CodecError> {
+    decode_record(bytes, true)
+}
+
+/// [`decode`] of a record that [`decode`] has accepted before, these same
+/// bytes: its checksum is not computed again (the layout reader reads each
+/// segment twice, listing its keys and then decoding it).
+pub(crate) fn decode_accepted(bytes: &[u8]) -> Result<(RecordType, &[u8]), CodecError> {
+    decode_record(bytes, false)
+}
+
+fn decode_record(bytes: &[u8], check_crc: bool) -> Result<(RecordType, &[u8]), CodecError> {
     if bytes.len() < HEADER_LEN + TRAILER_LEN {
         return Err(CodecError::Truncated(bytes.len()));
     }
@@ -165,7 +176,7 @@ pub fn decode(bytes: &[u8]) -> Result<(RecordType, &[u8]), CodecError> {
         .ok_or(CodecError::Truncated(bytes.len()))?;
     let stored_crc =
         u32::from_le_bytes([bytes[end], bytes[end + 1], bytes[end + 2], bytes[end + 3]]);
-    if crc32fast::hash(&bytes[..end]) != stored_crc {
+    if check_crc && crc32fast::hash(&bytes[..end]) != stored_crc {
         return Err(CodecError::BadChecksum);
     }
     let version = record_version(bytes);

@@ -12,7 +12,7 @@ use crate::codec::{self, CodecError, RecordType};
 use crate::engine::Summary;
 use crate::item::MemoryItem;
 use crate::keys::{ITEM_PREFIX, SEGMENT_PREFIX};
-use crate::storage::frame::{encode_frame, intact_frame_len, parse_frame, read_u32, Op};
+use crate::storage::frame::{declared_frame_len, encode_frame, intact_frame_len, parse_frame, parse_frame_bytes, read_u32, Op};
 
 /// The format version of the segmented layout's first records (format 4):
 /// segments of records alone.
@@ -97,7 +97,7 @@ pub(crate) fn encode_manifest(header: &Header, log: &[Vec<u8>]) -> Vec<u8> {
 
 /// The header and the log frames of a manifest record.
 pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<(Header, Vec<&[u8]>), CodecError> {
-    let (version, payload) = payload_of(bytes, RecordType::Manifest)?;
+    let (version, payload) = payload_of(bytes, RecordType::Manifest, true)?;
     let bad = |m: String| CodecError::Payload(m);
     let json_len = read_u32(payload, 0).ok_or_else(|| bad("manifest without header".into()))?;
     let json_end = 4usize
@@ -166,11 +166,13 @@ pub(crate) fn encode_segment(
     codec::encode(RecordType::Segment, CATALOG_VERSION, &payload)
 }
 
-/// What a segment record holds.
-pub(crate) struct SegmentContents<'a> {
+/// What a segment record holds; its keys as `K`: `&str`, or their bytes
+/// when another read of the same record has checked them
+/// ([`decode_listed_segment`]).
+pub(crate) struct SegmentContents<'a, K = &'a str> {
     /// Its records, keys strictly ascending; a memory's record is empty
     /// when its row is in `rows`.
-    pub(crate) records: Vec<(&'a str, &'a [u8])>,
+    pub(crate) records: Vec<(K, &'a [u8])>,
     /// The lexical part of its memories; `None` in a segment of format 4.
     pub(crate) lexical: Option<LexicalPart>,
     /// The memories of its empty records, in their order (format 6).
@@ -188,20 +190,44 @@ fn length_prefixed<'a>(bytes: &'a [u8], what: &str) -> Result<(&'a [u8], &'a [u8
     Ok((&bytes[4..end], &bytes[end..]))
 }
 
-/// A segment record's records (keys strictly ascending) and its other
-/// parts, not decoded: which keys it holds.
-pub(crate) struct SegmentParts<'a> {
-    pub(crate) records: Vec<(&'a str, &'a [u8])>,
+/// A segment record's records and its other parts, not decoded: which
+/// keys it holds. Keys as in [`SegmentContents`].
+pub(crate) struct SegmentParts<'a, K = &'a str> {
+    pub(crate) records: Vec<(K, &'a [u8])>,
     lexical: Option<&'a [u8]>,
     catalog: Option<&'a [u8]>,
     /// The record's format version.
     pub(crate) version: u16,
 }
 
-/// The records of a segment record, with its lexical part (format 5 on)
-/// and its catalog part (format 6) not decoded.
+/// The records of a segment record (keys checked: keys, strictly
+/// ascending), with its lexical part (format 5 on) and its catalog part
+/// (format 6) not decoded.
 pub(crate) fn segment_parts(bytes: &[u8]) -> Result<SegmentParts<'_>, CodecError> {
-    let (version, payload) = payload_of(bytes, RecordType::Segment)?;
+    let (version, frame, lexical, catalog) = cut_segment(bytes, true)?;
+    let records = records_of(frame)?;
+    if records.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return Err(CodecError::Payload(
+            "segment keys are not strictly ascending".into(),
+        ));
+    }
+    Ok(SegmentParts {
+        records,
+        lexical,
+        catalog,
+        version,
+    })
+}
+
+/// A segment record's version, its frame of records (whole and intact),
+/// its lexical part (format 5 on) and its catalog part (format 6).
+type Cut<'a> = (u16, &'a [u8], Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// Cuts a segment record into its [`Cut`]; with `checked` false, for a
+/// record [`segment_parts`] has read before, its checksums (the record's
+/// and its frame's) are not computed again.
+fn cut_segment(bytes: &[u8], checked: bool) -> Result<Cut<'_>, CodecError> {
+    let (version, payload) = payload_of(bytes, RecordType::Segment, checked)?;
     let (frame, lexical, catalog) = match version {
         LAYOUT_VERSION => (payload, None, None),
         INDEXED_VERSION => {
@@ -217,16 +243,37 @@ pub(crate) fn segment_parts(bytes: &[u8]) -> Result<SegmentParts<'_>, CodecError
     if frame.is_empty() {
         return Err(CodecError::Payload("an empty segment".into()));
     }
-    if intact_frame_len(frame) != Some(frame.len()) {
+    let len = if checked {
+        intact_frame_len(frame)
+    } else {
+        declared_frame_len(frame)
+    };
+    if len != Some(frame.len()) {
         return Err(CodecError::Payload("segment frame is damaged".into()));
     }
-    let records = records_of(frame)?;
-    if records.windows(2).any(|w| w[0].0 >= w[1].0) {
-        return Err(CodecError::Payload(
-            "segment keys are not strictly ascending".into(),
-        ));
-    }
-    Ok(SegmentParts {
+    Ok((version, frame, lexical, catalog))
+}
+
+/// The records of a segment record, its lexical part (format 5 on) and
+/// its catalog part (format 6).
+#[cfg(test)]
+pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecError> {
+    decode_parts(segment_parts(bytes)?)
+}
+
+/// The contents of a segment record (as `decode_segment` gives them)
+/// that [`segment_parts`] has read (and so checked) before: its keys are
+/// left as bytes and its checksums not computed again (the layout reader
+/// gives each record the key it listed).
+pub(crate) fn decode_listed_segment(bytes: &[u8]) -> Result<SegmentContents<'_, &[u8]>, CodecError> {
+    let (version, frame, lexical, catalog) = cut_segment(bytes, false)?;
+    let ops = parse_frame_bytes(frame).map_err(CodecError::Payload)?;
+    let records = ops
+        .into_iter()
+        .map(|(key, value)| value.map(|v| (key, v)))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| CodecError::Payload("a key is deleted in a segment".into()))?;
+    decode_parts(SegmentParts {
         records,
         lexical,
         catalog,
@@ -234,15 +281,16 @@ pub(crate) fn segment_parts(bytes: &[u8]) -> Result<SegmentParts<'_>, CodecError
     })
 }
 
-/// The records of a segment record, its lexical part (format 5 on) and
-/// its catalog part (format 6).
-pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecError> {
+/// Decodes the lexical and catalog parts of a segment's parts, checked
+/// against its records.
+fn decode_parts<K: AsRef<[u8]>>(parts: SegmentParts<'_, K>) -> Result<SegmentContents<'_, K>, CodecError> {
     let SegmentParts {
         records,
         lexical,
         catalog,
         ..
-    } = segment_parts(bytes)?;
+    } = parts;
+    let memory = |key: &K| key.as_ref().starts_with(ITEM_PREFIX.as_bytes());
     let lexical = match lexical {
         None => None,
         Some(part) => {
@@ -250,7 +298,7 @@ pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecE
             let not_memory = lexical
                 .docs
                 .iter()
-                .any(|(index, _)| !records[*index as usize].0.starts_with(ITEM_PREFIX));
+                .any(|(index, _)| !memory(&records[*index as usize].0));
             if not_memory {
                 return Err(CodecError::Payload(
                     "lexical part: a doc that is not a memory record".into(),
@@ -266,9 +314,11 @@ pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecE
     };
     let row_keys = records.iter().filter(|(_, v)| v.is_empty());
     for ((key, _), item) in row_keys.zip(&rows) {
-        if key.strip_prefix(ITEM_PREFIX) != Some(item.id.as_str()) {
+        let key = key.as_ref();
+        if key.strip_prefix(ITEM_PREFIX.as_bytes()) != Some(item.id.as_bytes()) {
             return Err(CodecError::Payload(format!(
-                "catalog part: the row of `{key}` holds memory `{}`",
+                "catalog part: the row of `{}` holds memory `{}`",
+                String::from_utf8_lossy(key),
                 item.id
             )));
         }
@@ -292,8 +342,14 @@ pub(crate) fn record_crc(bytes: &[u8]) -> u32 {
 }
 
 /// The version (4 to 6) and payload of a record of the segmented layout.
-fn payload_of(bytes: &[u8], expected: RecordType) -> Result<(u16, &[u8]), CodecError> {
-    let (found, payload) = codec::decode(bytes)?;
+/// With `checked` false, for a record accepted before: its checksum is not
+/// computed again.
+fn payload_of(bytes: &[u8], expected: RecordType, checked: bool) -> Result<(u16, &[u8]), CodecError> {
+    let (found, payload) = if checked {
+        codec::decode(bytes)?
+    } else {
+        codec::decode_accepted(bytes)?
+    };
     if found != expected {
         return Err(CodecError::WrongType { expected, found });
     }
@@ -405,6 +461,11 @@ mod tests {
         let decoded = decode_segment(&record).unwrap();
         assert_eq!(decoded.records, records);
         assert_eq!(decoded.rows, [a.clone(), c.clone()]);
+        // Read again once listed: the same records, keys as bytes.
+        let listed = decode_listed_segment(&record).unwrap();
+        let as_bytes: Vec<(&[u8], &[u8])> = records.iter().map(|(k, v)| (k.as_bytes(), *v)).collect();
+        assert_eq!(listed.records, as_bytes);
+        assert_eq!(listed.rows, decoded.rows);
         // Rows out of order, one missing, one too many, an empty record
         // that is not a memory's.
         for catalog in [

@@ -25,6 +25,7 @@
 
 pub(crate) mod catalog;
 mod format;
+mod keys;
 mod legacy;
 mod lexical;
 mod plan;
@@ -36,10 +37,11 @@ use std::collections::BTreeMap;
 use crate::codec;
 use crate::engine::{Config, Engine};
 use crate::error::{Error, Result};
-use crate::fast_hash::{FastMap, FastSet};
+use crate::fast_hash::FastSet;
 use crate::keys::MANIFEST_KEY;
 use crate::storage::{AsyncStorage, Expect, StorageError, SNAPSHOT_ATTEMPTS};
 use format::{SegmentRef, LAYOUT_VERSION};
+use keys::KeyMap;
 #[cfg(any(test, feature = "testing"))]
 pub use read::stored_records;
 
@@ -67,7 +69,7 @@ pub(crate) struct Layout {
     /// The live segments by number (oldest first).
     segments: BTreeMap<u64, Segment>,
     /// Every record key with where its versions are.
-    keys: FastMap<String, KeyState>,
+    keys: KeyMap,
     /// The log's frames, oldest first: frames of puts.
     log: Vec<Vec<u8>>,
     /// The keys with a version in the log.
@@ -85,52 +87,6 @@ struct Segment {
     /// parts); a segment of an older format is rewritten in it when a
     /// commit has no other merge.
     current: bool,
-}
-
-/// Where the versions of one record are.
-#[derive(Debug, Default, Clone)]
-struct KeyState {
-    /// The segments holding an older version, ascending. Most records
-    /// have one version, so this is empty and allocates nothing.
-    older: Vec<u64>,
-    /// The segment holding the newest version a segment holds.
-    last: Option<u64>,
-    /// The newest version is in the log.
-    in_log: bool,
-}
-
-impl KeyState {
-    fn live_segment(&self) -> Option<u64> {
-        if self.in_log {
-            None
-        } else {
-            self.last
-        }
-    }
-
-    /// The segments holding a version, ascending.
-    fn segments(&self) -> impl Iterator<Item = u64> + '_ {
-        self.older.iter().copied().chain(self.last)
-    }
-
-    /// Adds segment `number`, newer than every segment held.
-    fn push(&mut self, number: u64) {
-        if let Some(previous) = self.last.replace(number) {
-            self.older.push(previous);
-        }
-    }
-
-    /// Keeps the segments `keep` accepts.
-    fn retain(&mut self, keep: impl Fn(u64) -> bool) {
-        self.older.retain(|&n| keep(n));
-        if self.last.is_some_and(|n| !keep(n)) {
-            self.last = self.older.pop();
-        }
-    }
-
-    fn has_segments(&self) -> bool {
-        self.last.is_some()
-    }
 }
 
 /// What [`open`] returns: the engine, where its records are, and the

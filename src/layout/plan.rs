@@ -7,8 +7,9 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::format::{self, encode_manifest, encode_records, encode_segment, records_of, segment_key, Header, SegmentRef};
+use super::keys::KeyMap;
 use super::{
-    catalog, KeyState, Layout, Segment, DIRECT_BYTES, LOG_BYTES, LOG_FRAMES, MERGE_FANIN,
+    catalog, Layout, Segment, DIRECT_BYTES, LOG_BYTES, LOG_FRAMES, MERGE_FANIN,
     SEGMENT_BYTES, TIER_BASE,
 };
 use crate::codec;
@@ -59,8 +60,8 @@ impl Layout {
                 Change::Memory(item, terms) => puts.push((key, Input::Memory(item, *terms))),
                 Change::Record(record) => puts.push((key, Input::Record(record))),
                 Change::Delete => {
-                    if let Some(state) = self.keys.get(key) {
-                        rewrite.extend(state.segments());
+                    if let Some(id) = self.keys.get(key) {
+                        rewrite.extend(self.keys.segments(id));
                         erased.push(key.to_string());
                     }
                 }
@@ -117,9 +118,9 @@ impl Layout {
         // them (the newest version of a key live in a segment is the
         // engine's).
         if !rewrite.is_empty() {
-            for (key, state) in &self.keys {
-                let live_here = state.live_segment().is_some_and(|n| rewrite.contains(&n));
-                if !live_here || touched.contains(key.as_str()) {
+            for (id, key) in self.keys.iter() {
+                let live_here = self.keys.live_segment(id).is_some_and(|n| rewrite.contains(&n));
+                if !live_here || touched.contains(key) {
                     continue;
                 }
                 let held = key.strip_prefix(ITEM_PREFIX).map(|id| engine.get(id));
@@ -189,7 +190,7 @@ impl Layout {
         // Live records this commit takes out of each segment.
         let mut leaving: FastMap<u64, u32> = FastMap::default();
         for key in touched {
-            if let Some(n) = self.keys.get(*key).and_then(KeyState::live_segment) {
+            if let Some(n) = self.keys.live_segment_of(key) {
                 *leaving.entry(n).or_default() += 1;
             }
         }
@@ -233,9 +234,9 @@ impl Layout {
         let removed: FastSet<u64> = update.removed.iter().copied().collect();
         // Keys whose newest version may move, with where it was.
         let mut moved: FastMap<String, Option<u64>> = FastMap::default();
-        let mut note = |keys: &FastMap<String, KeyState>, key: &str| {
+        let mut note = |keys: &KeyMap, key: &str| {
             if !moved.contains_key(key) {
-                let was = keys.get(key).and_then(KeyState::live_segment);
+                let was = keys.live_segment_of(key);
                 moved.insert(key.to_string(), was);
             }
         };
@@ -248,9 +249,7 @@ impl Layout {
             }
         }
         if !removed.is_empty() {
-            for state in self.keys.values_mut() {
-                state.retain(|n| !removed.contains(&n));
-            }
+            self.keys.retain_segments(|n| !removed.contains(&n));
             for n in &removed {
                 self.segments.remove(n);
             }
@@ -259,12 +258,13 @@ impl Layout {
             self.keys.remove(key);
         }
         for key in self.log_keys.drain() {
-            if let Some(state) = self.keys.get_mut(&key) {
-                state.in_log = false;
+            if let Some(id) = self.keys.get(&key) {
+                self.keys.set_in_log(id, false);
             }
         }
         for key in &update.log_keys {
-            self.keys.entry(key.clone()).or_default().in_log = true;
+            let id = self.keys.entry(key);
+            self.keys.set_in_log(id, true);
         }
         for (info, keys) in &update.added {
             let segment = Segment {
@@ -274,11 +274,12 @@ impl Layout {
             };
             self.segments.insert(info.number, segment);
             for key in keys {
-                self.keys.entry(key.clone()).or_default().push(info.number);
+                let id = self.keys.entry(key);
+                self.keys.push(id, info.number);
             }
         }
         for (key, was) in moved {
-            let now = self.keys.get(&key).and_then(KeyState::live_segment);
+            let now = self.keys.live_segment_of(&key);
             if was == now {
                 continue;
             }
@@ -289,8 +290,7 @@ impl Layout {
                 segment.live += 1;
             }
         }
-        self.keys
-            .retain(|_, state| state.in_log || state.has_segments());
+        self.keys.retain_held();
         self.log = update.log;
         self.log_keys = update.log_keys;
         self.next_segment = update.next_segment;

@@ -16,6 +16,8 @@ pub(crate) const TAG_PUT: u8 = 1;
 
 /// One operation of a frame: a put (`Some(value)`) or a delete of a key.
 pub(crate) type Op<'a> = (&'a str, Option<&'a [u8]>);
+/// An [`Op`] with its key as bytes ([`parse_frame_bytes`]).
+pub(crate) type ByteOp<'a> = (&'a [u8], Option<&'a [u8]>);
 
 /// Encoded size of one op inside a frame.
 pub(crate) fn op_len(key: &str, value: Option<&[u8]>) -> u64 {
@@ -109,6 +111,20 @@ impl<'a> FrameReader<'a> {
 
 /// Decodes the ops of an intact frame.
 pub(crate) fn parse_frame(frame: &[u8]) -> Result<Vec<Op<'_>>, String> {
+    parse_frame_bytes(frame)?
+        .into_iter()
+        .map(|(key, value)| {
+            let key = std::str::from_utf8(key).map_err(|_| "a key is not UTF-8".to_string())?;
+            validate_key(key).map_err(|e| e.to_string())?;
+            Ok((key, value))
+        })
+        .collect()
+}
+
+/// The ops of an intact frame with each key as its bytes, not checked to
+/// be a key: for a frame [`parse_frame`] has read before (the layout
+/// reader lists a segment's keys once, then decodes its values).
+pub(crate) fn parse_frame_bytes(frame: &[u8]) -> Result<Vec<ByteOp<'_>>, String> {
     let version = u16::from_le_bytes([frame[4], frame[5]]);
     if version != FRAME_VERSION {
         return Err(format!(
@@ -123,9 +139,7 @@ pub(crate) fn parse_frame(frame: &[u8]) -> Result<Vec<Op<'_>>, String> {
     let mut ops = Vec::new();
     for _ in 0..count {
         let key_len = reader.len_field()?;
-        let key = std::str::from_utf8(reader.take(key_len)?)
-            .map_err(|_| "a key is not UTF-8".to_string())?;
-        validate_key(key).map_err(|e| e.to_string())?;
+        let key = reader.take(key_len)?;
         let value = match reader.take(1)?[0] {
             TAG_PUT => {
                 let value_len = reader.len_field()?;

@@ -1,0 +1,468 @@
+//! The layout's key map: every record key the segments and the log hold,
+//! with where its versions are.
+//!
+//! A store of 100,000 memories with embeddings has 200,000 keys, held for
+//! as long as the store is open. As a `HashMap<String, _>` of a state with
+//! a `Vec<u64>` of older segments they took about 20 MiB; here each key is
+//! one boxed string, a slot of 24 bytes and a `u32` in the hash table
+//! (`docs/speed.md`, "Issue 21, fifth session"). Segments are named in a
+//! slot by their place in a small segment table, not by their number, and
+//! the rare older versions of a key sit in a side map.
+//!
+//! Keys have numbers ([`KeyId`]) stable while they are in the map, which
+//! the reader uses to give each record its key without reading the key's
+//! bytes again (`super::read`).
+
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+
+use crate::fast_hash::FastMap;
+
+/// A key's number in its map, stable while the key is in it.
+pub(crate) type KeyId = u32;
+
+/// No segment (a slot's `last`).
+const NO_SEGMENT: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+struct Slot {
+    /// The key; empty when the slot is free.
+    key: Box<str>,
+    /// The place in the segment table of the segment holding the newest
+    /// version a segment holds, or [`NO_SEGMENT`].
+    last: u32,
+    /// The newest version is in the log.
+    in_log: bool,
+    /// Older versions are in other segments, which `older` lists.
+    has_older: bool,
+}
+
+/// Every record key with where its versions are; see the module
+/// documentation.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KeyMap {
+    /// By key id.
+    slots: Vec<Slot>,
+    /// The ids of the keys held, found by their key's hash.
+    table: HashTable<KeyId>,
+    hasher: foldhash::fast::RandomState,
+    /// Free slots, reused first.
+    free: Vec<KeyId>,
+    /// The segments holding an older version of a key, ascending by
+    /// number, for the keys whose slot says so (most keys have one
+    /// version).
+    older: FastMap<KeyId, Vec<u32>>,
+    /// The segment table: the number of the segment at each place, or
+    /// `None` for a free place.
+    segments: Vec<Option<u64>>,
+    /// The place of each segment number in `segments`.
+    places: FastMap<u64, u32>,
+}
+
+impl KeyMap {
+    /// Keys held.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Room for `additional` more keys without growing.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        let Self {
+            slots,
+            table,
+            hasher,
+            ..
+        } = self;
+        table.reserve(additional, |&id| hasher.hash_one(&*slots[id as usize].key));
+        slots.reserve(additional.saturating_sub(self.free.len()));
+    }
+
+    /// The id of `key`, if held.
+    pub(crate) fn get(&self, key: &str) -> Option<KeyId> {
+        let hash = self.hasher.hash_one(key);
+        self.table
+            .find(hash, |&id| &*self.slots[id as usize].key == key)
+            .copied()
+    }
+
+    /// The key of `id` (empty for an id not held).
+    pub(crate) fn key(&self, id: KeyId) -> &str {
+        self.slots.get(id as usize).map_or("", |slot| &slot.key)
+    }
+
+    /// The ids of the keys held (in no particular order), with their keys.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (KeyId, &str)> + '_ {
+        self.table.iter().map(|&id| (id, &*self.slots[id as usize].key))
+    }
+
+    /// The id of `key`, held from now on if it was not (with no version
+    /// anywhere yet).
+    pub(crate) fn entry(&mut self, key: &str) -> KeyId {
+        let hash = self.hasher.hash_one(key);
+        if let Some(&id) = self
+            .table
+            .find(hash, |&id| &*self.slots[id as usize].key == key)
+        {
+            return id;
+        }
+        let slot = Slot {
+            key: key.into(),
+            last: NO_SEGMENT,
+            in_log: false,
+            has_older: false,
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = slot;
+                id
+            }
+            None => {
+                // A map of 2^32 keys would need far more memory than a
+                // store of memories can take (each key is a record).
+                let id = KeyId::try_from(self.slots.len()).unwrap_or(KeyId::MAX);
+                self.slots.push(slot);
+                id
+            }
+        };
+        let Self {
+            slots,
+            table,
+            hasher,
+            ..
+        } = self;
+        table.insert_unique(hash, id, |&id| hasher.hash_one(&*slots[id as usize].key));
+        id
+    }
+
+    /// Stops holding `key` (and where its versions were).
+    pub(crate) fn remove(&mut self, key: &str) {
+        let hash = self.hasher.hash_one(key);
+        let slots = &self.slots;
+        if let Ok(entry) = self.table.find_entry(hash, |&id| &*slots[id as usize].key == key) {
+            let (id, _) = entry.remove();
+            self.release(id);
+        }
+    }
+
+    fn release(&mut self, id: KeyId) {
+        if let Some(slot) = self.slots.get_mut(id as usize) {
+            *slot = Slot {
+                key: Box::default(),
+                last: NO_SEGMENT,
+                in_log: false,
+                has_older: false,
+            };
+            self.older.remove(&id);
+            self.free.push(id);
+        }
+    }
+
+    /// Whether the newest version of `id` is in the log.
+    #[cfg(test)]
+    fn in_log(&self, id: KeyId) -> bool {
+        self.slots.get(id as usize).is_some_and(|slot| slot.in_log)
+    }
+
+    /// Marks whether the newest version of `id` is in the log.
+    pub(crate) fn set_in_log(&mut self, id: KeyId, in_log: bool) {
+        if let Some(slot) = self.slots.get_mut(id as usize) {
+            slot.in_log = in_log;
+        }
+    }
+
+    /// The segment holding the newest version of `id`, unless the log
+    /// holds it.
+    pub(crate) fn live_segment(&self, id: KeyId) -> Option<u64> {
+        let slot = self.slots.get(id as usize)?;
+        if slot.in_log {
+            None
+        } else {
+            self.number(slot.last)
+        }
+    }
+
+    /// [`KeyMap::live_segment`] of `key`, if held.
+    pub(crate) fn live_segment_of(&self, key: &str) -> Option<u64> {
+        self.get(key).and_then(|id| self.live_segment(id))
+    }
+
+    /// The segments holding a version of `id`, ascending.
+    pub(crate) fn segments(&self, id: KeyId) -> impl Iterator<Item = u64> + '_ {
+        let slot = self.slots.get(id as usize);
+        let older = slot
+            .filter(|slot| slot.has_older)
+            .and_then(|_| self.older.get(&id))
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let last = slot.map_or(NO_SEGMENT, |slot| slot.last);
+        older
+            .iter()
+            .copied()
+            .chain(Some(last))
+            .filter_map(|place| self.number(place))
+    }
+
+    /// Adds segment `number`, newer than every segment holding `id`, as
+    /// holding a version of it.
+    pub(crate) fn push(&mut self, id: KeyId, number: u64) {
+        let place = self.place(number);
+        let Some(slot) = self.slots.get_mut(id as usize) else {
+            return;
+        };
+        let previous = std::mem::replace(&mut slot.last, place);
+        if previous != NO_SEGMENT {
+            slot.has_older = true;
+            self.older.entry(id).or_default().push(previous);
+        }
+    }
+
+    /// Keeps only the segments `keep` accepts, in every key (a key left
+    /// with none is still held: see [`KeyMap::retain_held`]).
+    pub(crate) fn retain_segments(&mut self, keep: impl Fn(u64) -> bool) {
+        let kept: Vec<bool> = self.segments.iter().map(|n| n.is_some_and(&keep)).collect();
+        if kept.iter().zip(&self.segments).all(|(k, n)| *k || n.is_none()) {
+            return;
+        }
+        let is_kept = |place: u32| kept.get(place as usize).copied().unwrap_or(false);
+        for (id, slot) in self.slots.iter_mut().enumerate() {
+            if slot.last == NO_SEGMENT || is_kept(slot.last) && !slot.has_older {
+                continue;
+            }
+            let id = id as KeyId;
+            let mut older = if slot.has_older {
+                self.older.remove(&id).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            older.retain(|&place| is_kept(place));
+            if !is_kept(slot.last) {
+                slot.last = older.pop().unwrap_or(NO_SEGMENT);
+            }
+            slot.has_older = !older.is_empty();
+            if slot.has_older {
+                self.older.insert(id, older);
+            }
+        }
+        for (place, kept) in kept.into_iter().enumerate() {
+            if let (false, Some(number)) = (kept, self.segments[place]) {
+                self.places.remove(&number);
+                self.segments[place] = None;
+            }
+        }
+    }
+
+    /// Stops holding the keys with no version in the log or a segment.
+    pub(crate) fn retain_held(&mut self) {
+        let slots = &self.slots;
+        let mut gone = Vec::new();
+        self.table.retain(|&mut id| {
+            let slot = &slots[id as usize];
+            let held = slot.in_log || slot.last != NO_SEGMENT;
+            if !held {
+                gone.push(id);
+            }
+            held
+        });
+        for id in gone {
+            self.release(id);
+        }
+    }
+
+    /// The place of segment `number` in the segment table, given one if it
+    /// has none.
+    fn place(&mut self, number: u64) -> u32 {
+        if let Some(&place) = self.places.get(&number) {
+            return place;
+        }
+        let place = match self.segments.iter().position(Option::is_none) {
+            Some(free) => {
+                self.segments[free] = Some(number);
+                free
+            }
+            None => {
+                self.segments.push(Some(number));
+                self.segments.len() - 1
+            }
+        };
+        // Fewer places than segments a store can name at once (each is
+        // at least a record).
+        let place = u32::try_from(place).unwrap_or(NO_SEGMENT - 1);
+        self.places.insert(number, place);
+        place
+    }
+
+    fn number(&self, place: u32) -> Option<u64> {
+        self.segments.get(place as usize).copied().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memtide_testkit::rng::Rng;
+    use std::collections::BTreeMap;
+
+    /// The state of one key as the map it replaced held it.
+    #[derive(Debug, Default, Clone, PartialEq)]
+    struct Oracle {
+        segments: Vec<u64>,
+        in_log: bool,
+    }
+
+    /// Random pushes, log marks, segment removals, key removals and drops
+    /// of unheld keys leave the map holding what a `BTreeMap` of the
+    /// plain state holds, and every id still names its key.
+    #[test]
+    fn the_map_holds_what_a_plain_map_holds() {
+        for seed in 0..40 {
+            let mut rng = Rng(seed);
+            let mut map = KeyMap::default();
+            let mut oracle: BTreeMap<String, Oracle> = BTreeMap::new();
+            let mut next_segment = 0u64;
+            let mut live_segments: Vec<u64> = Vec::new();
+            for _ in 0..400 {
+                let key = format!("item/{}", rng.next_u64() % 60);
+                match rng.next_u64() % 7 {
+                    0 | 1 => {
+                        // A new segment holding a few keys.
+                        let number = next_segment;
+                        next_segment += 1 + rng.next_u64() % 3;
+                        live_segments.push(number);
+                        for _ in 0..1 + rng.next_u64() % 6 {
+                            let key = format!("item/{}", rng.next_u64() % 60);
+                            let id = map.entry(&key);
+                            let state = oracle.entry(key).or_default();
+                            if state.segments.last() != Some(&number) {
+                                map.push(id, number);
+                                state.segments.push(number);
+                            }
+                        }
+                    }
+                    2 => {
+                        let id = map.entry(&key);
+                        let in_log = rng.next_u64().is_multiple_of(2);
+                        map.set_in_log(id, in_log);
+                        oracle.entry(key).or_default().in_log = in_log;
+                    }
+                    3 if !live_segments.is_empty() => {
+                        let gone = live_segments.remove((rng.next_u64() % live_segments.len() as u64) as usize);
+                        map.retain_segments(|n| n != gone);
+                        for state in oracle.values_mut() {
+                            state.segments.retain(|&n| n != gone);
+                        }
+                    }
+                    4 => {
+                        map.remove(&key);
+                        oracle.remove(&key);
+                    }
+                    5 => {
+                        map.retain_held();
+                        oracle.retain(|_, state| state.in_log || !state.segments.is_empty());
+                    }
+                    _ => {}
+                }
+                assert_eq!(map.len(), oracle.len(), "seed {seed}");
+                let mut held: Vec<(String, Oracle)> = map
+                    .iter()
+                    .map(|(id, key)| {
+                        assert_eq!(map.get(key), Some(id));
+                        assert_eq!(map.key(id), key);
+                        let state = Oracle {
+                            segments: map.segments(id).collect(),
+                            in_log: map.in_log(id),
+                        };
+                        let live = (!state.in_log).then(|| state.segments.last().copied()).flatten();
+                        assert_eq!(map.live_segment(id), live);
+                        assert_eq!(map.live_segment_of(key), live);
+                        (key.to_string(), state)
+                    })
+                    .collect();
+                held.sort_by(|a, b| a.0.cmp(&b.0));
+                let expected: Vec<(String, Oracle)> = oracle.clone().into_iter().collect();
+                assert_eq!(held, expected, "seed {seed}");
+            }
+            // Segment places are reused, not grown one per segment ever.
+            assert!(map.segments.len() <= live_segments.len() + 8, "seed {seed}");
+        }
+    }
+
+    /// The bytes a map's allocations ask for, as a counting allocator
+    /// counts them (before the allocator's rounding).
+    fn heap_bytes(map: &KeyMap) -> usize {
+        let keys: usize = map.slots.iter().map(|slot| slot.key.len()).sum();
+        let older: usize = map.older.values().map(|v| v.capacity() * 4).sum();
+        map.slots.capacity() * std::mem::size_of::<Slot>()
+            + map.table.allocation_size()
+            + keys
+            + older
+            + map.free.capacity() * 4
+            + map.segments.capacity() * std::mem::size_of::<Option<u64>>()
+            + hash_map_bytes(map.places.capacity(), 12)
+            + hash_map_bytes(map.older.capacity(), 4 + 24)
+    }
+
+    /// Bytes of the table of a std `HashMap` of `capacity` entries of
+    /// `entry` bytes (hashbrown: buckets a power of two, 7/8 of them
+    /// usable, a control byte each plus a group's).
+    fn hash_map_bytes(capacity: usize, entry: usize) -> usize {
+        if capacity == 0 {
+            return 0;
+        }
+        let buckets = if capacity < 8 {
+            (capacity + 1).next_power_of_two()
+        } else {
+            (capacity * 8 / 7).next_power_of_two()
+        };
+        buckets * entry + buckets + 16
+    }
+
+    /// The map of a store of 100,000 memories with embeddings (200,000
+    /// keys of ULIDs, one version each, in segments of 2,500 records) as
+    /// the reader fills it, against the map it replaced (a `HashMap` of a
+    /// `String` and a state with a `Vec<u64>` of older segments, an
+    /// `Option<u64>` and a flag), filled the same way: under half the
+    /// bytes. `--nocapture` prints both (`docs/speed.md`).
+    #[test]
+    fn a_key_takes_under_half_the_bytes_it_took() {
+        #[allow(dead_code)]
+        #[derive(Default)]
+        struct Replaced {
+            older: Vec<u64>,
+            last: Option<u64>,
+            in_log: bool,
+        }
+        let mut ids = crate::env::UlidGenerator::default();
+        let mut keys = Vec::new();
+        for n in 0..100_000u64 {
+            let id = ids.next(1_700_000_000_000 + n as i64, [7; 10], None);
+            keys.push(format!("item/{id}"));
+            keys.push(format!("vec/{id}"));
+        }
+        keys.sort();
+        let mut map = KeyMap::default();
+        map.reserve(keys.len());
+        let mut replaced: FastMap<String, Replaced> = FastMap::default();
+        replaced.reserve(keys.len());
+        for (n, key) in keys.iter().enumerate() {
+            let segment = (n / 2_500) as u64;
+            let id = map.entry(key);
+            map.push(id, segment);
+            let state = replaced.entry(key.clone()).or_default();
+            state.last = Some(segment);
+        }
+        let bytes = heap_bytes(&map);
+        let entry = std::mem::size_of::<(String, Replaced)>();
+        let key_bytes: usize = keys.iter().map(String::len).sum();
+        let replaced_bytes = hash_map_bytes(replaced.capacity(), entry) + key_bytes;
+        println!(
+            "200,000 keys: {bytes} bytes ({:.1} MiB, {} a key) against {replaced_bytes} ({:.1} MiB, {} a key)",
+            bytes as f64 / 1048576.0,
+            bytes / keys.len(),
+            replaced_bytes as f64 / 1048576.0,
+            replaced_bytes / keys.len()
+        );
+        assert!(bytes * 2 < replaced_bytes, "{bytes} against {replaced_bytes}");
+    }
+}
