@@ -696,6 +696,32 @@ mod tests {
         }
     }
 
+    /// Ingests `inputs`, checks the kept record lengths and returns the ids.
+    fn ingested_ids(
+        engine: &mut Engine,
+        env: &mut FixedEnvironment,
+        inputs: Vec<MemoryInput>,
+    ) -> Vec<String> {
+        let ids = engine
+            .ingest(inputs, env, &mut Txn::default())
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id.unwrap())
+            .collect();
+        check_record_lens(engine);
+        ids
+    }
+
+    /// Applies `patch` to `id`, then rolls it back, checking the kept record
+    /// lengths after each.
+    fn update_then_roll_back(engine: &mut Engine, id: &str, patch: MemoryPatch, now: Timestamp) {
+        let mut txn = Txn::default();
+        engine.update(id, patch, now, &mut txn).unwrap();
+        check_record_lens(engine);
+        engine.rollback(txn);
+        check_record_lens(engine);
+    }
+
     /// `stats` sums exactly the records (the oracle: every record written,
     /// memories and embeddings), over the whole store and over one user,
     /// and keeps each memory's record length once it has counted it.
@@ -761,13 +787,7 @@ mod tests {
             said("alice likes green tea", &alice, None),
             said("bob owns a red bicycle", &bob, None),
         ];
-        let ids: Vec<String> = engine
-            .ingest(inputs, &mut env, &mut Txn::default())
-            .unwrap()
-            .into_iter()
-            .map(|r| r.id.unwrap())
-            .collect();
-        check_record_lens(&engine);
+        let ids = ingested_ids(&mut engine, &mut env, inputs);
         // The same text again: merged into the first (a nested field).
         let again = vec![said("alice likes green tea", &alice, None)];
         engine.ingest(again, &mut env, &mut Txn::default()).unwrap();
@@ -777,11 +797,7 @@ mod tests {
             pinned: Some(true),
             ..MemoryPatch::default()
         };
-        let mut txn = Txn::default();
-        engine.update(&ids[2], patch, env.now(), &mut txn).unwrap();
-        check_record_lens(&engine);
-        engine.rollback(txn);
-        check_record_lens(&engine);
+        update_then_roll_back(&mut engine, &ids[2], patch, env.now());
         let now = env.now();
         engine.delete(&ids[0], false, now, &mut Txn::default()).unwrap();
         check_record_lens(&engine);
@@ -801,13 +817,7 @@ mod tests {
             MemoryInput::new("alice likes green tea", alice.clone()),
             MemoryInput::new("bob owns a red bicycle", bob.clone()),
         ];
-        let ids: Vec<String> = engine
-            .ingest(inputs, &mut env, &mut Txn::default())
-            .unwrap()
-            .into_iter()
-            .map(|r| r.id.unwrap())
-            .collect();
-        check_record_lens(&engine);
+        let ids = ingested_ids(&mut engine, &mut env, inputs);
         // The model comes after the memories: each is embedded.
         engine
             .attach_embedder(Arc::new(HashedWords), &mut Txn::default())
@@ -827,11 +837,7 @@ mod tests {
             text: Some("bob owns a blue bicycle".into()),
             ..MemoryPatch::default()
         };
-        let mut txn = Txn::default();
-        engine.update(&ids[2], patch, env.now(), &mut txn).unwrap();
-        check_record_lens(&engine);
-        engine.rollback(txn);
-        check_record_lens(&engine);
+        update_then_roll_back(&mut engine, &ids[2], patch, env.now());
         // Soft-deleted: its embedding is kept outside the index.
         let now = env.now();
         engine.delete(&ids[1], false, now, &mut Txn::default()).unwrap();
