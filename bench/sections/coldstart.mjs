@@ -72,7 +72,7 @@ async function serve(roots) {
  * since the last write, or 2 s after an optimizing compile with none
  * since (V8's `--wasm-caching-*` flags). Neither happened in the bench's
  * visits, nor in visits of a test page kept open 10 s after their answer
- * (docs/speed.md, "Issue 21, fifth session"). */
+ * (docs/speed.md, "Cold start"). */
 function wasmCodeCacheEntries(profile) {
   const dir = path.join(profile, "Default", "Code Cache", "wasm");
   if (!fs.existsSync(dir)) return 0;
@@ -193,8 +193,8 @@ export async function runColdStart({ size, runs, before, log }) {
         results[name].wasmFromCache = wasmFromCache;
         results[name].wasmCodeCacheEntries = wasmCodeCacheEntries(profile);
         // One more visit, traced and not timed (tracing slows the page):
-        // where V8's time in the open went (docs/speed.md, "Issue 21,
-        // fifth session").
+        // where V8's time in the open went (docs/speed.md, "Cold
+        // start").
         results[name].wasm = (await visit(context, base, { engine, phase: "cold", size, query, ...pkgQuery }, true)).wasm;
       }
       await context.close();

@@ -169,8 +169,8 @@ impl<Q: AsRef<str> + ?Sized> std::ops::Index<&Q> for Entries {
 /// Most memories of a conversation have one follower, so the list is a
 /// boxed slice of exactly its length (a `Vec` took room for four), and the
 /// key is the followed memory's shared id when the catalog holds it (a
-/// `String` key was one more copy of it): see `docs/speed.md`, "Issue 21,
-/// fifth session".
+/// `String` key was one more copy of it): see `docs/speed.md`, "Heap per
+/// memory".
 #[derive(Default)]
 pub(super) struct Followers(FastMap<Id, Box<[Id]>>);
 

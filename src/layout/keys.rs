@@ -5,7 +5,7 @@
 //! as long as the store is open. As a `HashMap<String, _>` of a state with
 //! a `Vec<u64>` of older segments they took about 20 MiB; here each key is
 //! one boxed string, a slot of 24 bytes and a `u32` in the hash table
-//! (`docs/speed.md`, "Issue 21, fifth session"). Segments are named in a
+//! (`docs/speed.md`, "The open"). Segments are named in a
 //! slot by their place in a small segment table, not by their number, and
 //! the rare older versions of a key sit in a side map.
 //!
