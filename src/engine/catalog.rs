@@ -1,6 +1,6 @@
 //! The catalog: every memory, the doc number it holds in the indexes, and
 //! the secondary keys over the memories (content hash and voice, caller key, creation
-//! time, scope and time, followers, pinned ids, the shared scopes, the per-tenant
+//! time, scope and time, expiry time, followers, pinned ids, the shared scopes, the per-tenant
 //! lexical indexes, each file's chunks, each scope's summary and the
 //! summaries of each source). `Engine::set` is the only code that
 //! changes a memory, and it moves every key with it, so a new key is added
@@ -24,7 +24,7 @@ use crate::text;
 
 /// A memory's id as the catalog's keys hold it: one allocation shared by
 /// every map and set that names the memory (`entries`, `doc_owner`,
-/// `by_hash`, `by_key`, `by_created`, `by_scope_time`, `followers`), where
+/// `by_hash`, `by_key`, `by_created`, `by_scope_time`, `by_expiry`, `followers`), where
 /// each used to hold a copy of its own.
 pub(super) type Id = Arc<str>;
 
@@ -82,12 +82,13 @@ impl PartialEq for dyn TenantKey + '_ {
 
 impl Eq for dyn TenantKey + '_ {}
 
-/// The keys of `by_created` and `by_scope_time` held back while records
-/// are applied ([`Engine::defer_time_keys`]).
+/// The keys of `by_created`, `by_scope_time` and `by_expiry` held back
+/// while records are applied ([`Engine::defer_time_keys`]).
 #[derive(Default)]
 pub(super) struct TimeKeys {
     created: Vec<(i64, Id)>,
     scope_time: Vec<(Arc<Scope>, i64, Id)>,
+    expiry: Vec<(i64, Id)>,
 }
 
 /// Adds `keys` to `tree`. A tree built from keys in order (a stable sort,
@@ -289,6 +290,9 @@ impl Engine {
                 }
             }
             self.by_created.remove(&(item.created_at.0, handle.clone()));
+            if let Some(end) = self.config.retention.expires_at(item) {
+                self.by_expiry.remove(&(end.0, handle.clone()));
+            }
             let scope = key.into_scope();
             self.by_scope_time
                 .remove(&(scope.clone(), item.created_at.0, handle.clone()));
@@ -420,6 +424,15 @@ impl Engine {
                         self.by_created.insert(key);
                     }
                 }
+                if let Some(end) = self.config.retention.expires_at(&item) {
+                    let key = (end.0, handle.clone());
+                    match &mut self.deferred_times {
+                        Some(keys) => keys.expiry.push(key),
+                        None => {
+                            self.by_expiry.insert(key);
+                        }
+                    }
+                }
                 if let Some(prev) = &item.follows {
                     let (entries, owners) = (&self.entries, &self.doc_owner);
                     let shared = || {
@@ -461,14 +474,19 @@ impl Engine {
         if let Some(keys) = &mut self.deferred_times {
             keys.created.reserve(items);
             keys.scope_time.reserve(items);
+            // Without a policy only the memories that set their own
+            // `retentionDays` expire: too few to size for.
+            if self.config.retention.is_set() {
+                keys.expiry.reserve(items);
+            }
         }
     }
 
-    /// Holds the keys of `by_created` and `by_scope_time` that
+    /// Holds the keys of `by_created`, `by_scope_time` and `by_expiry` that
     /// [`Engine::set`] adds until [`Engine::build_time_keys`], which builds
     /// them into the trees at once: while a store opens, the trees are
     /// built from sorted runs instead of 100,000 inserts each, which compared
-    /// ids at every level. Meanwhile nothing may read the two trees, and
+    /// ids at every level. Meanwhile nothing may read the three trees, and
     /// no memory may be set twice (`Engine::apply_counted`'s keys are
     /// distinct): a removal finds only the keys the trees already hold.
     pub(super) fn defer_time_keys(&mut self) {
@@ -480,6 +498,7 @@ impl Engine {
         if let Some(keys) = self.deferred_times.take() {
             add_sorted(&mut self.by_created, keys.created);
             add_sorted(&mut self.by_scope_time, keys.scope_time);
+            add_sorted(&mut self.by_expiry, keys.expiry);
         }
     }
 

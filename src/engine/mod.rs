@@ -120,6 +120,12 @@ pub struct Engine {
     by_key: FastMap<(Arc<Scope>, String), Id>,
     by_created: BTreeSet<(i64, Id)>,
     by_scope_time: BTreeSet<(Arc<Scope>, i64, Id)>,
+    /// Each memory that expires, by when ([`crate::RetentionConfig::expires_at`]
+    /// under `config`, which no engine changes): `purge_expired` takes the
+    /// expired from the front instead of judging every memory. A memory
+    /// that never expires has no key, so a store without a retention
+    /// policy, whose memories set no `retentionDays`, keeps none.
+    by_expiry: BTreeSet<(i64, Id)>,
     followers: Followers,
     pinned: BTreeSet<String>,
     /// The largest ULID among the ids ever held: new ids are made after it
@@ -158,7 +164,7 @@ pub struct Engine {
     by_summary: FastMap<Arc<Scope>, String>,
     /// The summaries that list each memory among their sources.
     summaries: FastMap<String, Vec<String>>,
-    /// Keys of `by_created` and `by_scope_time` not in their trees yet,
+    /// Keys of `by_created`, `by_scope_time` and `by_expiry` not in their trees yet,
     /// while `apply_counted` runs (`catalog.rs`).
     deferred_times: Option<TimeKeys>,
 }
@@ -177,6 +183,7 @@ impl Engine {
             by_key: FastMap::default(),
             by_created: BTreeSet::new(),
             by_scope_time: BTreeSet::new(),
+            by_expiry: BTreeSet::new(),
             followers: Followers::default(),
             pinned: BTreeSet::new(),
             newest_ulid: None,
