@@ -121,11 +121,14 @@ pub struct Engine {
     by_created: BTreeSet<(i64, Id)>,
     by_scope_time: BTreeSet<(Arc<Scope>, i64, Id)>,
     /// Each memory that expires, by when ([`crate::RetentionConfig::expires_at`]
-    /// under `config`, which no engine changes): `purge_expired` takes the
-    /// expired from the front instead of judging every memory. A memory
-    /// that never expires has no key, so a store without a retention
-    /// policy, whose memories set no `retentionDays`, keeps none.
-    by_expiry: BTreeSet<(i64, Id)>,
+    /// under `config`, which no engine changes) and doc number:
+    /// `purge_expired` takes the expired from the front instead of judging
+    /// every memory. A memory that never expires has no key, so a store
+    /// without a retention policy, whose memories set no `retentionDays`,
+    /// keeps none. By doc rather than id: the keys compare as integers
+    /// (an open sorts 100,000 of them, many of the same time) and hold no
+    /// reference to the id.
+    by_expiry: BTreeSet<(i64, u32)>,
     followers: Followers,
     pinned: BTreeSet<String>,
     /// The largest ULID among the ids ever held: new ids are made after it

@@ -15,7 +15,7 @@ impl Engine {
     ///
     /// The expired are the front of `by_expiry` (`catalog.rs`), so a purge
     /// visits only them, not every memory. They are erased in the order of
-    /// their expiry; the end state does not depend on it: erasing one only
+    /// their expiry (and doc number); the end state does not depend on it: erasing one only
     /// rewrites links to it (followers, supersessions) and erases the
     /// summaries of its sources, none of which changes when another
     /// expires (`docs/memory-model.md`, "Expiry and erasure").
@@ -24,7 +24,7 @@ impl Engine {
             .by_expiry
             .iter()
             .take_while(|(end, _)| *end <= now.0)
-            .map(|(_, id)| id.to_string())
+            .filter_map(|(_, doc)| Some(self.doc_owner.get(*doc as usize)?.as_deref()?.to_string()))
             .collect();
         for id in &expired {
             // A summary erased with its source is already gone.
@@ -81,7 +81,14 @@ mod tests {
     }
 
     fn expiry_kept(engine: &Engine) -> BTreeSet<(i64, String)> {
-        engine.by_expiry.iter().map(|(end, id)| (*end, id.to_string())).collect()
+        engine
+            .by_expiry
+            .iter()
+            .map(|(end, doc)| {
+                let id = engine.doc_owner[*doc as usize].as_deref().expect("the doc's memory");
+                (*end, id.to_string())
+            })
+            .collect()
     }
 
     /// Every record of the engine: the state a store holds.
@@ -309,6 +316,7 @@ mod tests {
                 }
                 assert_eq!(records(&fast), records(&slow), "{at}");
                 assert_eq!(expiry_kept(&fast), expiry_by_scan(&fast), "{at}");
+                assert_eq!(fast.by_expiry.len(), expiry_by_scan(&fast).len(), "{at}");
                 let hours = (rng.next_u64() % 30) as i64;
                 fast_env.advance_ms(hours * HOUR);
                 slow_env.advance_ms(hours * HOUR);
