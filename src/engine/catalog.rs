@@ -82,13 +82,12 @@ impl PartialEq for dyn TenantKey + '_ {
 
 impl Eq for dyn TenantKey + '_ {}
 
-/// The keys of `by_created`, `by_scope_time` and `by_expiry` held back
-/// while records are applied ([`Engine::defer_time_keys`]).
+/// The keys of `by_created` and `by_scope_time` held back while records
+/// are applied ([`Engine::defer_time_keys`]).
 #[derive(Default)]
 pub(super) struct TimeKeys {
     created: Vec<(i64, Id)>,
     scope_time: Vec<(Arc<Scope>, i64, Id)>,
-    expiry: Vec<(i64, u32)>,
 }
 
 /// Adds `keys` to `tree`. A tree built from keys in order (a stable sort,
@@ -290,8 +289,10 @@ impl Engine {
                 }
             }
             self.by_created.remove(&(item.created_at.0, handle.clone()));
-            if let Some(end) = self.config.retention.expires_at(item) {
-                self.by_expiry.remove(&(end.0, *d));
+            if let (Some(index), Some(end)) =
+                (&mut self.by_expiry, self.config.retention.expires_at(item))
+            {
+                index.remove(&(end.0, *d));
             }
             let scope = key.into_scope();
             self.by_scope_time
@@ -424,14 +425,10 @@ impl Engine {
                         self.by_created.insert(key);
                     }
                 }
-                if let Some(end) = self.config.retention.expires_at(&item) {
-                    let key = (end.0, d);
-                    match &mut self.deferred_times {
-                        Some(keys) => keys.expiry.push(key),
-                        None => {
-                            self.by_expiry.insert(key);
-                        }
-                    }
+                if let (Some(index), Some(end)) =
+                    (&mut self.by_expiry, self.config.retention.expires_at(&item))
+                {
+                    index.insert((end.0, d));
                 }
                 if let Some(prev) = &item.follows {
                     let (entries, owners) = (&self.entries, &self.doc_owner);
@@ -474,19 +471,14 @@ impl Engine {
         if let Some(keys) = &mut self.deferred_times {
             keys.created.reserve(items);
             keys.scope_time.reserve(items);
-            // Without a policy only the memories that set their own
-            // `retentionDays` expire: too few to size for.
-            if self.config.retention.is_set() {
-                keys.expiry.reserve(items);
-            }
         }
     }
 
-    /// Holds the keys of `by_created`, `by_scope_time` and `by_expiry` that
+    /// Holds the keys of `by_created` and `by_scope_time` that
     /// [`Engine::set`] adds until [`Engine::build_time_keys`], which builds
     /// them into the trees at once: while a store opens, the trees are
     /// built from sorted runs instead of 100,000 inserts each, which compared
-    /// ids at every level. Meanwhile nothing may read the three trees, and
+    /// ids at every level. Meanwhile nothing may read the two trees, and
     /// no memory may be set twice (`Engine::apply_counted`'s keys are
     /// distinct): a removal finds only the keys the trees already hold.
     pub(super) fn defer_time_keys(&mut self) {
@@ -498,13 +490,6 @@ impl Engine {
         if let Some(keys) = self.deferred_times.take() {
             add_sorted(&mut self.by_created, keys.created);
             add_sorted(&mut self.by_scope_time, keys.scope_time);
-            // One key per doc: an unstable sort gives the one order, in
-            // fewer steps than the stable sort `add_sorted` then finds done
-            // (the keys of two scopes of different retention interleave,
-            // so the runs it looks for are short).
-            let mut expiry = keys.expiry;
-            expiry.sort_unstable();
-            add_sorted(&mut self.by_expiry, expiry);
         }
     }
 

@@ -123,12 +123,12 @@ pub struct Engine {
     /// Each memory that expires, by when ([`crate::RetentionConfig::expires_at`]
     /// under `config`, which no engine changes) and doc number:
     /// `purge_expired` takes the expired from the front instead of judging
-    /// every memory. A memory that never expires has no key, so a store
-    /// without a retention policy, whose memories set no `retentionDays`,
-    /// keeps none. By doc rather than id: the keys compare as integers
-    /// (an open sorts 100,000 of them, many of the same time) and hold no
-    /// reference to the id.
-    by_expiry: BTreeSet<(i64, u32)>,
+    /// every memory (`purge.rs`). Built by the first purge, in one pass
+    /// over the memories, then kept by `set`: an engine that never purges
+    /// (a read, a store without a policy) pays nothing for it. A memory
+    /// that never expires has no key. By doc rather than id: the keys
+    /// compare as integers and hold no reference to the id.
+    by_expiry: Option<BTreeSet<(i64, u32)>>,
     followers: Followers,
     pinned: BTreeSet<String>,
     /// The largest ULID among the ids ever held: new ids are made after it
@@ -167,7 +167,7 @@ pub struct Engine {
     by_summary: FastMap<Arc<Scope>, String>,
     /// The summaries that list each memory among their sources.
     summaries: FastMap<String, Vec<String>>,
-    /// Keys of `by_created`, `by_scope_time` and `by_expiry` not in their trees yet,
+    /// Keys of `by_created` and `by_scope_time` not in their trees yet,
     /// while `apply_counted` runs (`catalog.rs`).
     deferred_times: Option<TimeKeys>,
 }
@@ -186,7 +186,7 @@ impl Engine {
             by_key: FastMap::default(),
             by_created: BTreeSet::new(),
             by_scope_time: BTreeSet::new(),
-            by_expiry: BTreeSet::new(),
+            by_expiry: None,
             followers: Followers::default(),
             pinned: BTreeSet::new(),
             newest_ulid: None,
