@@ -289,10 +289,12 @@ impl Engine {
                 }
             }
             self.by_created.remove(&(item.created_at.0, handle.clone()));
-            if let (Some(index), Some(end)) =
-                (&mut self.by_expiry, self.config.retention.expires_at(item))
-            {
-                index.remove(&(end.0, *d));
+            // Judged only once the index is built: an open sets every
+            // memory, and most opens never purge.
+            if let Some(index) = &mut self.by_expiry {
+                if let Some(end) = self.config.retention.expires_at(item) {
+                    index.remove(&(end.0, *d));
+                }
             }
             let scope = key.into_scope();
             self.by_scope_time
@@ -425,10 +427,10 @@ impl Engine {
                         self.by_created.insert(key);
                     }
                 }
-                if let (Some(index), Some(end)) =
-                    (&mut self.by_expiry, self.config.retention.expires_at(&item))
-                {
-                    index.insert((end.0, d));
+                if let Some(index) = &mut self.by_expiry {
+                    if let Some(end) = self.config.retention.expires_at(&item) {
+                        index.insert((end.0, d));
+                    }
                 }
                 if let Some(prev) = &item.follows {
                     let (entries, owners) = (&self.entries, &self.doc_owner);
