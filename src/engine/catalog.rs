@@ -1,6 +1,6 @@
 //! The catalog: every memory, the doc number it holds in the indexes, and
 //! the secondary keys over the memories (content hash and voice, caller key, creation
-//! time, scope and time, followers, pinned ids, the shared scopes, the per-tenant
+//! time, scope and time, expiry time, followers, pinned ids, the shared scopes, the per-tenant
 //! lexical indexes, each file's chunks, each scope's summary and the
 //! summaries of each source). `Engine::set` is the only code that
 //! changes a memory, and it moves every key with it, so a new key is added
@@ -289,6 +289,13 @@ impl Engine {
                 }
             }
             self.by_created.remove(&(item.created_at.0, handle.clone()));
+            // Judged only once the index is built: an open sets every
+            // memory, and most opens never purge.
+            if let Some(index) = &mut self.by_expiry {
+                if let Some(end) = self.config.retention.expires_at(item) {
+                    index.remove(&(end.0, *d));
+                }
+            }
             let scope = key.into_scope();
             self.by_scope_time
                 .remove(&(scope.clone(), item.created_at.0, handle.clone()));
@@ -418,6 +425,11 @@ impl Engine {
                     Some(keys) => keys.created.push(key),
                     None => {
                         self.by_created.insert(key);
+                    }
+                }
+                if let Some(index) = &mut self.by_expiry {
+                    if let Some(end) = self.config.retention.expires_at(&item) {
+                        index.insert((end.0, d));
                     }
                 }
                 if let Some(prev) = &item.follows {

@@ -120,6 +120,15 @@ pub struct Engine {
     by_key: FastMap<(Arc<Scope>, String), Id>,
     by_created: BTreeSet<(i64, Id)>,
     by_scope_time: BTreeSet<(Arc<Scope>, i64, Id)>,
+    /// Each memory that expires, by when ([`crate::RetentionConfig::expires_at`]
+    /// under `config`, which no engine changes) and doc number:
+    /// `purge_expired` takes the expired from the front instead of judging
+    /// every memory (`purge.rs`). Built by the first purge, in one pass
+    /// over the memories, then kept by `set`: an engine that never purges
+    /// (a read, a store without a policy) pays nothing for it. A memory
+    /// that never expires has no key. By doc rather than id: the keys
+    /// compare as integers and hold no reference to the id.
+    by_expiry: Option<BTreeSet<(i64, u32)>>,
     followers: Followers,
     pinned: BTreeSet<String>,
     /// The largest ULID among the ids ever held: new ids are made after it
@@ -177,6 +186,7 @@ impl Engine {
             by_key: FastMap::default(),
             by_created: BTreeSet::new(),
             by_scope_time: BTreeSet::new(),
+            by_expiry: None,
             followers: Followers::default(),
             pinned: BTreeSet::new(),
             newest_ulid: None,
