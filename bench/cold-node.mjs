@@ -14,8 +14,8 @@
 // main thread's own CPU time of each (Linux, from /proc: the process's
 // figure adds V8's background threads, which compile hot functions with
 // the optimizing compiler while the open runs: at 10,000 they took about
-// twice the main thread's time, docs/speed.md, "Issue 21, fifth
-// session"); and the core's linear memory after the open and after the
+// twice the main thread's time, docs/speed.md, "Cold
+// start"); and the core's linear memory after the open and after the
 // answers. Packages alternate run by run, so load on the machine falls on
 // each alike. V8 flags given to `run` (`node --liftoff-only
 // bench/cold-node.mjs run ...`) are passed to each run's process.
