@@ -126,12 +126,19 @@ pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<(Header, Vec<&[u8]>), Code
 /// The records of one log frame or segment: puts only, as the writer made
 /// them.
 pub(crate) fn records_of(frame: &[u8]) -> Result<Vec<(&str, &[u8])>, CodecError> {
-    let ops = parse_frame(frame).map_err(CodecError::Payload)?;
+    puts(parse_frame(frame).map_err(CodecError::Payload)?)
+}
+
+/// The puts of a record list's ops, keys as the frame was parsed (`&str`,
+/// or bytes by [`parse_frame_bytes`]): a record list deletes nothing.
+fn puts<K: AsRef<[u8]>>(ops: Vec<(K, Option<&[u8]>)>) -> Result<Vec<(K, &[u8])>, CodecError> {
     ops.into_iter()
-        .map(|(key, value)| {
-            value
-                .map(|v| (key, v))
-                .ok_or_else(|| CodecError::Payload(format!("`{key}` is deleted in a record list")))
+        .map(|(key, value)| match value {
+            Some(value) => Ok((key, value)),
+            None => Err(CodecError::Payload(format!(
+                "`{}` is deleted in a record list",
+                String::from_utf8_lossy(key.as_ref())
+            ))),
         })
         .collect()
 }
@@ -267,12 +274,7 @@ pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecE
 /// gives each record the key it listed).
 pub(crate) fn decode_listed_segment(bytes: &[u8]) -> Result<SegmentContents<'_, &[u8]>, CodecError> {
     let (version, frame, lexical, catalog) = cut_segment(bytes, false)?;
-    let ops = parse_frame_bytes(frame).map_err(CodecError::Payload)?;
-    let records = ops
-        .into_iter()
-        .map(|(key, value)| value.map(|v| (key, v)))
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| CodecError::Payload("a key is deleted in a segment".into()))?;
+    let records = puts(parse_frame_bytes(frame).map_err(CodecError::Payload)?)?;
     decode_parts(SegmentParts {
         records,
         lexical,
