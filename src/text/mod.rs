@@ -150,17 +150,10 @@ pub fn capture(raw: &str) -> Capture {
         // Nothing was cut: the text is normalized already (a fixed point).
         Capture::Text {
             text,
-            private_removed: false,
+            private_removed,
         } => Capture::Text {
-            text,
-            private_removed: false,
-        },
-        Capture::Text {
-            text,
-            private_removed: true,
-        } => Capture::Text {
-            text: normalize(&text),
-            private_removed: true,
+            text: if private_removed { normalize(&text) } else { text },
+            private_removed,
         },
     }
 }
