@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the Deno example's tests (examples/deno/main_test.js) with Deno 2 from
+# Runs the Deno example's tests (examples/deno/main_test.js, kv_faults_test.js) with Deno 2 from
 # the npm registry (package `deno`, installed by scripts/install-tools.sh)
 # against the built package in dist/memtide, and ends with a libtest-style
 # "test result:" line so scripts/test.sh can count the tests.
@@ -14,7 +14,7 @@ export DENO_NO_UPDATE_CHECK=1 NO_COLOR=1
 export DENO_DIR=${DENO_DIR:-$HOME/.cache/memtide/deno}
 
 log=$(mktemp)
-(cd examples/deno && ../../node_modules/.bin/deno test --allow-read --allow-write --allow-env main_test.js) 2>&1 | tee "$log"
+(cd examples/deno && ../../node_modules/.bin/deno test --allow-read --allow-write --allow-env main_test.js kv_faults_test.js) 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 summary=$(grep -Eo '[0-9]+ passed \| [0-9]+ failed' "$log" | tail -n 1)
 rm -f "$log"

@@ -4,7 +4,10 @@ import type { StorageAdapter } from "../index.js";
  * memtide's storage in Deno KV (`await Deno.openKv()`; `--unstable-kv` or
  * `"unstable": ["kv"]`). Values are split into 64 KiB chunks; `batch` is one
  * atomic operation checking the expectation's versionstamp, so several
- * writers on one database are safe.
+ * writers on one database are safe. A value larger than one atomic operation
+ * is written in steps; a write cut between them (a crash, a step that
+ * throws) leaves the last committed value, and the next write erases what
+ * it left.
  */
 export class DenoKvStorage implements StorageAdapter {
   /**

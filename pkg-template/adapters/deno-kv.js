@@ -12,11 +12,22 @@
 //
 // A write that fits one atomic operation (1000 mutations, 800 KiB) is one:
 // the chunks, the entry and the removal of the old chunks together. A larger
-// value (over about 780 KiB) is written in steps: its chunks first (not yet
-// visible), then one atomic operation that points the entry at them, checking
-// the entry's versionstamp, then the old chunks are deleted. A process that
-// dies between these steps leaves the unreferenced chunks of one value
-// behind; they are never read.
+// value (over about 780 KiB) is written in steps, and so that a process that
+// dies (or a write that throws) between them leaves nothing behind, every
+// generation that may end up unreferenced is first named by a mark:
+//   [...ns, "g", gen]          -> { key, gen, chunks }
+// The mark is written with the first chunks; one atomic operation then
+// points the entry at the new generation (checking the entry's and the
+// mark's versionstamps), deletes the new generation's mark and marks the old
+// generation; the old chunks go, then their mark. Before each write the
+// adapter collects every mark (none, unless a write was cut short): a marked
+// generation the entry does not point at is erased, chunks first, mark last.
+// So no bytes of a value that an interrupted write was writing, or that a
+// completed one replaced, survive the next successful write. Collecting
+// first rewrites the mark, which changes its versionstamp: a writer still
+// writing that generation (another process; the stepwise path is for one
+// writer at a time) fails its next step with CONFLICT instead of adding
+// chunks behind the collector.
 //
 // `batch(ops, expect)` is one atomic operation that checks the versionstamp
 // of the expected key (memtide's manifest, which every write changes): a
@@ -37,6 +48,8 @@ const READ_ATTEMPTS = 5;
 export class DenoKvStorage {
   #kv;
   #ns;
+  /** Generations this adapter is writing in steps now: its collection leaves them alone. */
+  #writing = new Set();
 
   /** `kv` from `Deno.openKv()`; `namespace` separates several stores in one database. */
   constructor(kv, namespace = ["memtide"]) {
@@ -46,6 +59,7 @@ export class DenoKvStorage {
 
   #entryKey(key) { return [...this.#ns, "k", key]; }
   #chunkKey(key, gen, i) { return [...this.#ns, "c", key, gen, i]; }
+  #markKey(gen) { return [...this.#ns, "g", gen]; }
   #chunkKeys(key, entry) {
     return entry ? Array.from({ length: entry.chunks }, (_, i) => this.#chunkKey(key, entry.gen, i)) : [];
   }
@@ -87,27 +101,76 @@ export class DenoKvStorage {
     }
   }
 
-  /** Writes a value too large for one atomic operation: chunks, then the entry, then the old chunks go. */
+  /**
+   * Settles the mark of generation `gen` (its value and versionstamp as read):
+   * erases the generation unless its key's entry points at it, then deletes
+   * the mark.
+   */
+  async #collect(gen, mark, versionstamp) {
+    const { value: entry } = await this.#kv.get(this.#entryKey(mark.key));
+    if (entry?.gen !== mark.gen) {
+      // Rewriting the mark claims it: a writer of this generation checks the
+      // mark's versionstamp at each step, so it stops before adding chunks
+      // this would miss; a collector that lost the claim leaves it to the winner.
+      const claim = await this.#kv.atomic().check({ key: this.#markKey(gen), versionstamp }).set(this.#markKey(gen), mark).commit();
+      if (!claim.ok) return;
+      await this.#deleteAll(this.#chunkKeys(mark.key, mark));
+    }
+    await this.#kv.delete(this.#markKey(gen));
+  }
+
+  /** Settles every mark but those of this adapter's own writes in progress. */
+  async #collectAll() {
+    for await (const { key, value, versionstamp } of this.#kv.list({ prefix: [...this.#ns, "g"] })) {
+      const gen = key.at(-1);
+      if (!this.#writing.has(gen)) await this.#collect(gen, value, versionstamp);
+    }
+  }
+
+  /** Settles the mark of `gen` if there is one (the cleanup after a stepwise write). */
+  async #collectOne(gen) {
+    const { value, versionstamp } = await this.#kv.get(this.#markKey(gen));
+    if (value !== null) await this.#collect(gen, value, versionstamp);
+  }
+
+  /**
+   * Writes a value too large for one atomic operation: the new generation's
+   * mark and chunks, then the entry (marking the old generation), then the
+   * old chunks go.
+   */
   async #putInSteps(key, value, old) {
     const gen = crypto.randomUUID();
     const chunks = split(value, CHUNK_BYTES);
-    const written = chunks.map((_, i) => this.#chunkKey(key, gen, i));
+    const mark = this.#markKey(gen);
+    this.#writing.add(gen);
     try {
+      let marked = null; // the mark's versionstamp, once written
       for (let i = 0; i < chunks.length; i += CHUNKS_PER_STEP) {
-        const op = this.#kv.atomic();
-        chunks.slice(i, i + CHUNKS_PER_STEP).forEach((chunk, j) => op.set(written[i + j], chunk));
-        await op.commit();
+        const op = this.#kv.atomic().check({ key: mark, versionstamp: marked });
+        if (marked === null) op.set(mark, { key, gen, chunks: chunks.length });
+        chunks.slice(i, i + CHUNKS_PER_STEP).forEach((chunk, j) => op.set(this.#chunkKey(key, gen, i + j), chunk));
+        const step = await op.commit();
+        if (!step.ok) throw coded("CONFLICT", "another writer collected this write's chunks");
+        marked ??= step.versionstamp;
       }
-      const swap = await this.#kv.atomic()
+      const swap = this.#kv.atomic()
         .check({ key: this.#entryKey(key), versionstamp: old.versionstamp })
+        .check({ key: mark, versionstamp: marked })
         .set(this.#entryKey(key), { gen, chunks: chunks.length, size: value.length })
-        .commit();
-      if (!swap.ok) throw coded("CONFLICT", "another writer changed the store during the write");
+        .delete(mark);
+      if (old.entry) swap.set(this.#markKey(old.entry.gen), { key, gen: old.entry.gen, chunks: old.entry.chunks });
+      if (!(await swap.commit()).ok) throw coded("CONFLICT", "another writer changed the store during the write");
     } catch (error) {
-      await this.#deleteAll(written).catch(() => {});
+      // Erases what was written, unless the swap did land (a commit can throw
+      // after applying); what this cannot do, the next write's collection does.
+      await this.#collectOne(gen).catch(() => {});
       throw error;
+    } finally {
+      this.#writing.delete(gen);
     }
-    await this.#deleteAll(this.#chunkKeys(key, old.entry));
+    // The value is written: the old generation is marked, so a failure to
+    // erase it now is finished by the next write's collection, not reported.
+    if (old.entry) await this.#collectOne(old.entry.gen).catch(() => {});
   }
 
   async get(key) {
@@ -128,12 +191,18 @@ export class DenoKvStorage {
       await this.batch([{ type: "delete", key }]);
     } catch (error) {
       if (error?.code !== "BATCH_TOO_LARGE") throw error;
-      // More chunks than one atomic operation deletes: the entry goes first
-      // (the value is gone for readers), then its chunks in steps.
+      // More chunks than one atomic operation deletes: the entry goes first,
+      // with a mark on its generation (the value is gone for readers), then
+      // the chunks and the mark; a collection finishes a delete cut short.
       const old = await this.#read(key);
-      const gone = await this.#kv.atomic().check({ key: this.#entryKey(key), versionstamp: old.versionstamp }).delete(this.#entryKey(key)).commit();
+      if (old.entry === null) return; // deleted meanwhile
+      const gone = await this.#kv.atomic()
+        .check({ key: this.#entryKey(key), versionstamp: old.versionstamp })
+        .delete(this.#entryKey(key))
+        .set(this.#markKey(old.entry.gen), { key, gen: old.entry.gen, chunks: old.entry.chunks })
+        .commit();
       if (!gone.ok) throw coded("CONFLICT", "another writer changed the store during the delete");
-      await this.#deleteAll(this.#chunkKeys(key, old.entry));
+      await this.#collectOne(old.entry.gen).catch(() => {});
     }
   }
 
@@ -150,6 +219,7 @@ export class DenoKvStorage {
 
   async batch(ops, expect) {
     checkOps(ops);
+    await this.#collectAll();
     const op = this.#kv.atomic();
     const read = new Map();
     if (expect) {
