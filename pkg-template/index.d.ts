@@ -840,7 +840,9 @@ export type ErrorCode =
   | "MODEL"
   | "ABORTED"
   | "CLOSED"
-  | "INVALID_OPERATIONS";
+  | "INVALID_OPERATIONS"
+  /** `memtide/worker` only: the worker serving the store died (crashed, was terminated). */
+  | "WORKER_GONE";
 
 /** Progress of a long call: `done` of `total` units; `done` never decreases and ends at `total`. */
 export interface Progress {

@@ -25,7 +25,10 @@ export interface WorkerModelOptions extends ProgressOptions {
 /**
  * A store running in a worker, with the methods of `Memory`; errors keep
  * their `code` (`MemtideError`). Its `onChange` also fires when another
- * page on the same SharedWorker store writes.
+ * page on the same SharedWorker store writes. Where Web Locks exist, a call
+ * pending when the worker dies (and any later call) rejects with
+ * `WORKER_GONE`, and the worker lets go of what a page that closed or died
+ * without `close()` held.
  */
 export declare class WorkerMemory implements Omit<Memory, "setModel"> {
   private constructor();
@@ -61,7 +64,7 @@ export declare class WorkerMemory implements Omit<Memory, "setModel"> {
   renderHotFile: Memory["renderHotFile"];
   readHotFile: Memory["readHotFile"];
   refresh: Memory["refresh"];
-  /** Closes this page's connection; the worker closes the store when its last page has. */
+  /** Closes this page's connection; the worker closes the store when its last page has. Resolves once the worker died, too. */
   close(): Promise<void>;
   /** Bytes of the worker's WebAssembly memory (its stores and the model). */
   wasmMemoryBytes(): Promise<number>;

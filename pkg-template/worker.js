@@ -14,6 +14,16 @@
 //                   { id, progress }            onProgress of the call
 //                   { id, download }            fetchModel's progress
 //                   { event: "change" }         another page or tab wrote
+//                   { event: "held" }           the worker holds its lock
+//
+// Each side learns when the other dies through Web Locks (where
+// `navigator.locks` exists): the connect message names two locks of the
+// connection. The page holds the page lock from before it connects until it
+// closes; the worker asks for it, and is granted it when the page closed or
+// died, and then releases what the page held. The worker holds the worker
+// lock while it serves the connection and says so (`held`); the page then
+// asks for it, and is granted it when the worker died (crashed, was
+// terminated): its pending calls, and any later, reject with `WORKER_GONE`.
 //
 // The worker keeps one store per storage and name, whichever page opened it
 // first; every page on it is told of the others' writes (`onChange`).
@@ -37,17 +47,33 @@ const invalid = (message) => new MemtideError(`invalid input: ${message}`, "INVA
 
 const opening = Symbol("opening");
 
+const gone = () => new MemtideError(
+  "the worker serving this store is gone (it crashed or was terminated); a write it was making may or may not have landed: open the store again",
+  "WORKER_GONE");
+
 class Connection {
   #port;
   #calls = new Map();
   #next = 1;
   #closed = false;
+  /** The error every call rejects with once the worker died. */
+  #gone = null;
+  #locks;
+  /** Stops the page's wait for the worker lock (on close, which is no death). */
+  #unwatch = new AbortController();
+  #releasePage = () => {};
 
-  constructor(port, onChange) {
+  /** `locks`: the connection's lock names, `{ page, worker }` (undefined: no Web Locks). */
+  constructor(port, onChange, locks) {
     this.#port = port;
+    this.#locks = locks;
     port.onmessage = ({ data }) => {
       if (data.event === "change") {
         onChange?.();
+        return;
+      }
+      if (data.event === "held") {
+        this.#watchWorker();
         return;
       }
       const call = this.#calls.get(data.id);
@@ -63,8 +89,31 @@ class Connection {
     };
   }
 
+  /** Holds the page lock until this connection closes; resolves once it is held. */
+  holdPageLock() {
+    if (!this.#locks) return Promise.resolve();
+    const held = new Promise((release) => { this.#releasePage = release; });
+    return new Promise((granted, refused) => {
+      navigator.locks.request(this.#locks.page, () => {
+        granted();
+        return held;
+      }).catch(refused);
+    });
+  }
+
+  /** Waits for the worker lock: granted only when the worker let go of it by dying. */
+  #watchWorker() {
+    if (!this.#locks) return;
+    navigator.locks.request(this.#locks.worker, { signal: this.#unwatch.signal }, () => {
+      this.#gone = gone();
+      this.fail(this.#gone);
+      this.#releasePage();
+    }).catch(() => {}); // aborted by close()
+  }
+
   call(method, args, { onProgress, onDownload, signal } = {}) {
     if (this.#closed) return Promise.reject(new MemtideError("the memory store is closed", "CLOSED"));
+    if (this.#gone) return Promise.reject(this.#gone);
     if (signal?.aborted) return Promise.reject(aborted(signal));
     return new Promise((resolve, reject) => {
       const id = this.#next++;
@@ -88,10 +137,28 @@ class Connection {
     this.#calls.clear();
   }
 
+  /** Ends a connection whose store did not open: the worker, granted the page lock, lets go of it too. */
+  discard() {
+    this.#closed = true;
+    this.#unwatch.abort();
+    this.#releasePage();
+    this.#port.close();
+  }
+
   async close() {
     if (this.#closed) return;
-    await this.call("close", []);
+    if (!this.#gone) {
+      // The worker lets go of its lock when it closes the connection: that is
+      // not its death, so the page stops waiting for it first.
+      this.#unwatch.abort();
+      try {
+        await this.call("close", []);
+      } catch (error) {
+        if (error?.code !== "WORKER_GONE") throw error;
+      }
+    }
     this.#closed = true;
+    this.#releasePage();
     this.#port.close();
   }
 }
@@ -153,14 +220,21 @@ export class WorkerMemory {
     const endpoint = worker?.port ?? worker;
     if (typeof endpoint?.postMessage !== "function") throw invalid("worker must be a Worker or a SharedWorker");
     const channel = new MessageChannel();
-    const connection = new Connection(channel.port1, onChange);
+    // Web Locks (and randomUUID) exist in secure contexts only; without them neither side notices the other's death.
+    const id = globalThis.navigator?.locks ? crypto.randomUUID() : undefined;
+    const locks = id && { page: `memtide:page:${id}`, worker: `memtide:worker:${id}` };
+    const connection = new Connection(channel.port1, onChange, locks);
+    await connection.holdPageLock();
     // A script that fails to load or throws never answers: fail the open.
     const failed = (event) => connection.fail(new MemtideError(
       `the worker failed: ${event?.message || "its script did not load"}`, "STORAGE"));
     worker.addEventListener?.("error", failed);
-    endpoint.postMessage({ memtide: "connect", port: channel.port2 }, [channel.port2]);
+    endpoint.postMessage({ memtide: "connect", port: channel.port2, locks }, [channel.port2]);
     try {
       await connection.call("open", [rest], { onProgress, signal });
+    } catch (error) {
+      connection.discard();
+      throw error;
     } finally {
       worker.removeEventListener?.("error", failed);
     }
@@ -253,26 +327,53 @@ async function openStore(port, id, options, observe, signal) {
   return { entry, key };
 }
 
-function serveConnection(port) {
+/** `locks`: the connection's lock names from the page, `{ page, worker }`, or undefined. */
+function serveConnection(port, locks) {
   let opened;
+  let left = false;
   const controllers = new Map();
+  const watching = new AbortController();
+  let releaseWorker = () => {};
+  /** This page's part of its store ends: the store closes when no page is left on it. */
+  const leave = async () => {
+    left = true;
+    watching.abort();
+    releaseWorker();
+    if (!opened) return;
+    const { entry, key } = opened;
+    opened = undefined;
+    entry.ports.delete(port);
+    if (entry.ports.size === 0 && stores.get(key) === entry) {
+      stores.delete(key);
+      await (await entry.memory).close();
+    }
+  };
+  if (locks && globalThis.navigator?.locks) {
+    const held = new Promise((release) => { releaseWorker = release; });
+    navigator.locks.request(locks.worker, () => {
+      port.postMessage({ event: "held" });
+      return held;
+    }).catch(() => {});
+    // Granted when the page closed or died without closing: its calls stop, its store is let go.
+    navigator.locks.request(locks.page, { signal: watching.signal }, () => {
+      for (const controller of controllers.values()) controller.abort(new Error("the page is gone"));
+      port.close();
+      return leave();
+    }).catch(() => {});
+  }
   const call = async ({ id, method, args, observe }) => {
     const controller = new AbortController();
     controllers.set(id, controller);
     if (method === "open") {
+      if (left) throw new MemtideError("the memory store is closed", "CLOSED");
       opened = await openStore(port, id, args[0] ?? {}, observe, controller.signal);
+      if (left) await leave(); // the page went while its store opened
       return undefined;
     }
     if (method === "wasmMemoryBytes") return wasmMemoryBytes();
     if (!opened) throw new MemtideError("the memory store is closed", "CLOSED");
     if (method === "close") {
-      const { entry, key } = opened;
-      opened = undefined;
-      entry.ports.delete(port);
-      if (entry.ports.size === 0 && stores.get(key) === entry) {
-        stores.delete(key);
-        await (await entry.memory).close();
-      }
+      await leave();
       return undefined;
     }
     if (!READS.includes(method) && !WRITES.includes(method)) throw invalid(`unknown method ${method}`);
@@ -313,7 +414,7 @@ function serveConnection(port) {
 export function serve(scope = globalThis) {
   const listen = (endpoint) => {
     endpoint.addEventListener("message", ({ data, ports }) => {
-      if (data?.memtide === "connect") serveConnection(data.port ?? ports[0]);
+      if (data?.memtide === "connect") serveConnection(data.port ?? ports[0], data.locks);
     });
     endpoint.start?.();
   };

@@ -18,8 +18,8 @@ const contentTypes = { ".js": "text/javascript", ".wasm": "application/wasm", ".
 
 /**
  * Serves a test's pages with the built package on 127.0.0.1 and launches
- * Chromium. `route(path)` answers a request path with a body (a string or
- * bytes), or `undefined` to fall through: paths under /dist/memtide/ are
+ * Chromium. `route(path, request)` answers a request path with a body (a
+ * string or bytes), or `undefined` to fall through: paths under /dist/memtide/ are
  * the package's files, anything else is 404. Every path asked for is kept
  * in `requests`.
  */
@@ -30,7 +30,7 @@ export async function servePackage(route) {
     const path = new URL(req.url, "http://x").pathname;
     requests.push(path);
     try {
-      let body = await route(path);
+      let body = await route(path, req);
       if (body === undefined && path.startsWith("/dist/memtide/")) body = await readFile(new URL(path.slice(1), root));
       if (body === undefined) throw new Error("not found");
       res.writeHead(200, { "content-type": contentTypes[extname(path)] ?? "text/html", "content-length": Buffer.byteLength(body) });
