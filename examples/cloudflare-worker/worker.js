@@ -2,7 +2,9 @@
 // memories kept in the MEMORIES KV namespace. The model files live in the
 // MODEL KV namespace (keys `model.onnx`, 23 MB, and `tokenizer.json`: too big
 // for the script bundle, within KV's 25 MiB per value) and are read once per
-// isolate; without them retrieval is lexical-only.
+// isolate; without them retrieval is lexical-only. (A Worker that never
+// loads a model imports `memtide/lexical` instead, which leaves the model's
+// WebAssembly module out of the upload: docs/edge.md.)
 import { Memory, wasmMemoryBytes } from "memtide";
 import { CloudflareKvStorage } from "memtide/cloudflare-kv";
 import { handleMemoryRequest } from "../http-handler.js";

@@ -194,9 +194,25 @@ export async function page(worker: SharedWorker | Worker, signal: AbortSignal): 
   await mem.close();
   const files = await fetchModel({ baseUrl: "/models/minilm/", onnxSha256: modelFiles.onnx.sha256, tokenizerSha256: null, signal });
   const code: MemtideError["code"] = "ABORTED";
-  return results.length + embedded + bytes + files.onnx.length + code.length;
+  const gone: MemtideError["code"] = "WORKER_GONE";
+  return results.length + embedded + bytes + files.onnx.length + code.length + gone.length;
 }
 export function script(): void { serve(); }
 `;
   assert.deepEqual(await typeErrors("worker.ts", source), []);
+});
+
+test("memtide/lexical's declarations are memtide's", async () => {
+  const lexical = JSON.stringify(fileURLToPath(new URL("../../pkg-template/lexical.js", import.meta.url)));
+  const source = `import { Memory, MemtideError, init, wasmMemoryBytes, type RetrieveHit } from ${lexical};
+export async function worker(modelWasm: WebAssembly.Module): Promise<number> {
+  await init({ modelWasm });
+  const mem = await Memory.open();
+  const hits: RetrieveHit[] = await mem.retrieve({ text: "x", scope: { userId: "u", workspaceId: "w" } });
+  const code: MemtideError["code"] = "MODEL";
+  await mem.close();
+  return hits.length + code.length + wasmMemoryBytes();
+}
+`;
+  assert.deepEqual(await typeErrors("lexical.ts", source), []);
 });
