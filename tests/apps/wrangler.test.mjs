@@ -73,6 +73,6 @@ test("a Worker on `memtide/lexical` uploads the core's module only, and answers 
   assert.equal(seen.added, 1);
   // A model needs the module this entry leaves out: a MODEL error that says what to do.
   assert.equal(seen.model.code, "MODEL");
-  assert.match(seen.model.message, /memtide\/lexical.*modelWasm/);
+  assert.match(seen.model.message, /memtide\/lexical.*imports `memtide`/);
   assert.ok(seen.bytes > 0, "the core started");
 });

@@ -205,8 +205,8 @@ export function script(): void { serve(); }
 test("memtide/lexical's declarations are memtide's", async () => {
   const lexical = JSON.stringify(fileURLToPath(new URL("../../pkg-template/lexical.js", import.meta.url)));
   const source = `import { Memory, MemtideError, init, wasmMemoryBytes, type RetrieveHit } from ${lexical};
-export async function worker(modelWasm: WebAssembly.Module): Promise<number> {
-  await init({ modelWasm });
+export async function worker(wasm: WebAssembly.Module): Promise<number> {
+  await init({ wasm });
   const mem = await Memory.open();
   const hits: RetrieveHit[] = await mem.retrieve({ text: "x", scope: { userId: "u", workspaceId: "w" } });
   const code: MemtideError["code"] = "MODEL";
