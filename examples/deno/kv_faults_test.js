@@ -89,14 +89,14 @@ async function audit(kv) {
 }
 
 const writes = {
-  "overwrite": { before: OLD, run: (s) => s.put("seg/x", NEW), after: NEW },
-  "first write": { before: null, run: (s) => s.put("seg/x", NEW), after: NEW },
-  "delete": { before: HUGE, run: (s) => s.delete("seg/x"), after: null },
+  "an overwrite": { before: OLD, run: (s) => s.put("seg/x", NEW), after: NEW },
+  "a first write": { before: null, run: (s) => s.put("seg/x", NEW), after: NEW },
+  "a delete": { before: HUGE, run: (s) => s.delete("seg/x"), after: null },
 };
 
 for (const [name, { before, run, after }] of Object.entries(writes)) {
   for (const phase of ["before", "after"]) {
-    Deno.test(`a ${name} in steps cut at each step (${phase} it lands) leaves the last committed value and nothing else`, async () => {
+    Deno.test(`${name} in steps cut at each step (${phase} it lands) leaves the last committed value and nothing else`, async () => {
       let cuts = 0;
       for (let at = 1; ; at++) {
         const kv = await Deno.openKv(":memory:");
