@@ -19,11 +19,12 @@
 // Each side learns when the other dies through Web Locks (where
 // `navigator.locks` exists): the connect message names two locks of the
 // connection. The page holds the page lock from before it connects until it
-// closes; the worker asks for it, and is granted it when the page closed or
-// died, and then releases what the page held. The worker holds the worker
-// lock while it serves the connection and says so (`held`); the page then
-// asks for it, and is granted it when the worker died (crashed, was
-// terminated): its pending calls, and any later, reject with `WORKER_GONE`.
+// has closed; the worker asks for it, and is granted it when the page closed
+// or died, and then releases what the page held. The worker holds the
+// worker lock until then and says so (`held`); the page asks for it, and is
+// granted it only when the worker died (crashed, was terminated), since it
+// stops asking before it lets go of the page lock: its pending calls, and
+// any later, reject with `WORKER_GONE`.
 //
 // The worker keeps one store per storage and name, whichever page opened it
 // first; every page on it is told of the others' writes (`onChange`).
@@ -59,7 +60,7 @@ class Connection {
   /** The error every call rejects with once the worker died. */
   #gone = null;
   #locks;
-  /** Stops the page's wait for the worker lock (on close, which is no death). */
+  /** Stops the page's wait for the worker lock (once closed: the worker then lets go of it). */
   #unwatch = new AbortController();
   #releasePage = () => {};
 
@@ -147,17 +148,14 @@ class Connection {
 
   async close() {
     if (this.#closed) return;
-    if (!this.#gone) {
-      // The worker lets go of its lock when it closes the connection: that is
-      // not its death, so the page stops waiting for it first.
-      this.#unwatch.abort();
-      try {
-        await this.call("close", []);
-      } catch (error) {
-        if (error?.code !== "WORKER_GONE") throw error;
-      }
+    try {
+      await this.call("close", []);
+    } catch (error) {
+      if (error?.code !== "WORKER_GONE") throw error; // a worker that died holds nothing to close
     }
     this.#closed = true;
+    // In this order: the worker lets go of its lock once granted the page's.
+    this.#unwatch.abort();
     this.#releasePage();
     this.#port.close();
   }
@@ -332,13 +330,9 @@ function serveConnection(port, locks) {
   let opened;
   let left = false;
   const controllers = new Map();
-  const watching = new AbortController();
-  let releaseWorker = () => {};
   /** This page's part of its store ends: the store closes when no page is left on it. */
   const leave = async () => {
     left = true;
-    watching.abort();
-    releaseWorker();
     if (!opened) return;
     const { entry, key } = opened;
     opened = undefined;
@@ -349,16 +343,22 @@ function serveConnection(port, locks) {
     }
   };
   if (locks && globalThis.navigator?.locks) {
+    let releaseWorker;
     const held = new Promise((release) => { releaseWorker = release; });
     navigator.locks.request(locks.worker, () => {
       port.postMessage({ event: "held" });
       return held;
     }).catch(() => {});
-    // Granted when the page closed or died without closing: its calls stop, its store is let go.
-    navigator.locks.request(locks.page, { signal: watching.signal }, () => {
+    // Granted when the page closed, or died without closing: its calls stop,
+    // its store is let go, and then (the page no longer asks) the worker lock.
+    navigator.locks.request(locks.page, async () => {
       for (const controller of controllers.values()) controller.abort(new Error("the page is gone"));
       port.close();
-      return leave();
+      try {
+        await leave();
+      } finally {
+        releaseWorker();
+      }
     }).catch(() => {});
   }
   const call = async ({ id, method, args, observe }) => {

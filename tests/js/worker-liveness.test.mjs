@@ -3,7 +3,8 @@
 // `WORKER_GONE` when its dedicated worker is terminated or its SharedWorker
 // is killed (and later calls reject at once, none hangs); a SharedWorker
 // notices a tab closed without `close()`, stops that tab's calls and closes
-// the store once no page is left on it. The call left pending is a
+// the store once no page is left on it; a `close()` is not taken for a
+// death and leaves no lock behind. The call left pending is a
 // `setModel` whose model download this server never answers.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -132,5 +133,31 @@ test("a SharedWorker notices a tab closed without close(): it stops the tab's ca
     return items;
   });
   assert.equal(items, 0, "the store was let go when its last page closed");
+  await context.close();
+});
+
+test("close() is no death: it resolves, and the page and the worker then hold no lock of the connection", async () => {
+  const context = await site.browser.newContext();
+  const tab = await site.openTab(context);
+  const out = await tab.evaluate(async (settle) => {
+    settle = eval(settle);
+    const memtideLocks = async () => {
+      const { held, pending } = await navigator.locks.query();
+      return [...held, ...pending].filter((l) => l.name.startsWith("memtide:")).length;
+    };
+    const worker = new SharedWorker("/store-worker.js", { type: "module" });
+    const mem = await window.WorkerMemory.open(worker, { name: "closing", storage: "memory" });
+    const whileOpen = await memtideLocks();
+    const closed = await settle(mem.close(), 20000);
+    const afterClose = await settle(mem.stats(), 20000);
+    let left = await memtideLocks();
+    for (let waited = 0; left > 0 && waited < 20000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      left = await memtideLocks();
+    }
+    return { whileOpen, closed, afterClose, left };
+  }, settle);
+  // Open: the page holds its lock and waits for the worker's, which the worker holds and waits for the page's.
+  assert.deepEqual(out, { whileOpen: 4, closed: "resolved", afterClose: "CLOSED", left: 0 });
   await context.close();
 });
