@@ -7,13 +7,8 @@
 // into modules, so the package's `memtide/model-wasm` subpath is no way to
 // hand this entry the model's module).
 import wasmModule from "./wasm/memtide_bg.wasm";
-import { entry, MemtideError } from "./memory.js";
-
-function noModelModule() {
-  throw new MemtideError(
-    "model error: `memtide/lexical` leaves the model's WebAssembly module out of a Worker: a Worker that gives a model imports `memtide`",
-    "MODEL");
-}
+import { entry } from "./memory.js";
+import { noModelModule } from "./no-model.js";
 
 export const { Memory, init } = entry(() => wasmModule, noModelModule);
 export { MemtideError, wasmMemoryBytes } from "./memory.js";

@@ -1,6 +1,7 @@
 // The Next.js app (tests/apps/next) built by `next build` and served by
 // `next start`: an app-router page that keeps a memory in IndexedDB across a
-// reload, and route handlers in the edge and Node.js runtimes.
+// reload, and route handlers in the edge and Node.js runtimes (one of them
+// on `memtide/lexical`).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
@@ -20,6 +21,10 @@ test("`next build` makes a working app: a client page, an edge route and a Node.
   assert.equal(wasm.length, 2, `${wasm}`);
   assert.match(wasm[0], /memtide_bg.*\.wasm$/);
   assert.match(wasm[1], /memtide_model_bg.*\.wasm$/);
+  // The edge route on `memtide/lexical` uploads the core's only.
+  const lexicalWasm = manifest.functions["/api/lexical/route"].wasm.map((w) => w.filePath);
+  assert.equal(lexicalWasm.length, 1, `${lexicalWasm}`);
+  assert.match(lexicalWasm[0], /memtide_bg.*\.wasm$/);
   const server = await start(next, ["start", "--hostname", "127.0.0.1", "--port", "0"], /Local:\s+(http:\/\/\S+)/, { cwd, env });
   t.after(() => server.stop());
   const url = server.match[1].replace(/\/?$/, "/");
@@ -31,6 +36,14 @@ test("`next build` makes a working app: a client page, an edge route and a Node.
     assert.deepEqual(JSON.parse(body).hits, [text], route);
     assert.equal(JSON.parse(body).modelModule, "INVALID_INPUT", `${route}: the model's module starts`);
   }
+
+  const lexical = await fetch(new URL("api/lexical", url));
+  const seen = JSON.parse(await lexical.text());
+  assert.equal(lexical.status, 200, JSON.stringify(seen));
+  assert.deepEqual(seen.hits, [text]);
+  assert.equal(seen.retrievalMode, "lexical");
+  assert.equal(seen.model.code, "MODEL");
+  assert.match(seen.model.message, /memtide\/lexical.*imports `memtide`/);
 
   assert.deepEqual(await visitTwice(url), remembered);
 });
