@@ -3,7 +3,7 @@
 //! relevance gate does with unrelated questions.
 //!
 //! ```text
-//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--bm25 JSON] [--inject] [--speaker-field] [--summaries extractive|whole [--summary-evidence]] [path/to/locomo_dev.json]]
+//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--bm25 JSON] [--inject] [--misses] [--speaker-field] [--summaries extractive|whole [--summary-evidence]] [path/to/locomo_dev.json]]
 //! ```
 //!
 //! With `--model DIR` (the directory `scripts/fetch-model.sh` prints) the
@@ -27,6 +27,11 @@
 //! A summary ranks its session for session recall; with
 //! `--summary-evidence` it also counts as a hit on each of its turns for
 //! turn recall.
+//!
+//! With `--misses` every question with evidence missing from its first 10
+//! hits is printed with each missing turn, its rank in the first 200, the
+//! terms it shares with the question and why it is missed
+//! (`locomo::MissReason`), then the reasons counted per category.
 //!
 //! With `--speaker-field` each turn's speaker goes in the memory's
 //! `speaker` field instead of the text (`Name: text`).
@@ -56,6 +61,7 @@ fn main() {
     }
     let bm25 = take_value(&mut args, "--bm25");
     let inject = take_flag(&mut args, "--inject");
+    let misses = take_flag(&mut args, "--misses");
     let summaries = take_value(&mut args, "--summaries");
     let summary_evidence = take_flag(&mut args, "--summary-evidence");
     let speakers = if take_flag(&mut args, "--speaker-field") {
@@ -122,6 +128,9 @@ fn main() {
             }
             if inject {
                 report_injection(&mut loaded)?;
+            }
+            if misses {
+                report_misses(&mut loaded)?;
             }
             runs.push((label.clone(), questions));
         }
@@ -317,6 +326,53 @@ fn report_injection(loaded: &mut Loaded) -> Result<(), String> {
         "threshold chosen on the whole dev set: {:?}",
         locomo::choose_threshold(&all)
     );
+    Ok(())
+}
+
+/// Prints every question with evidence missing from its first 10 hits,
+/// each missing turn with its rank, the terms it shares with the question
+/// and the reason, then the reasons counted per category.
+fn report_misses(loaded: &mut Loaded) -> Result<(), String> {
+    let misses = locomo::misses(loaded)?;
+    let cut = |t: &str| t.chars().take(160).collect::<String>();
+    for miss in &misses {
+        println!(
+            "\n[conv {} cat {:?}] {} ({} evidence, {} missed)",
+            miss.conv,
+            miss.category,
+            miss.question,
+            miss.evidence,
+            miss.missed.len()
+        );
+        for turn in &miss.missed {
+            let rank = turn.rank.map_or("-".to_string(), |r| r.to_string());
+            let cos = turn
+                .breakdown
+                .and_then(|b| b.semantic)
+                .map_or("-".to_string(), |c| format!("{c:.2}"));
+            println!(
+                "  missed {} {:?} rank {rank} cos {cos} shared {:?} topic {:?} same-terms-above {}: {}",
+                turn.turn,
+                turn.reason,
+                turn.shared,
+                turn.topic_shared,
+                turn.same_terms_above,
+                cut(&turn.text)
+            );
+        }
+        for (i, top) in miss.top.iter().enumerate() {
+            println!("  top {}: {}", i + 1, cut(top));
+        }
+    }
+    let questions = locomo::questions_missing(&misses);
+    println!("\nmissed evidence turns per reason (questions missing evidence):");
+    println!("category {:?}", locomo::MissReason::ALL);
+    for (category, counts) in locomo::reason_counts(&misses) {
+        println!(
+            "{category:?} ({} questions): {counts:?}",
+            questions.get(&category).copied().unwrap_or(0)
+        );
+    }
     Ok(())
 }
 

@@ -177,3 +177,91 @@ fn hybrid_recall_reaches_the_targets() {
         },
     );
 }
+
+/// The miss analysis (`locomo_eval --misses`) lists exactly the questions
+/// whose evidence is not all among the first 10 hits, each missing turn
+/// once, with a reason that matches what it shares with the question.
+#[test]
+fn misses_are_the_questions_short_of_their_evidence_with_a_reason() {
+    let json = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/locomo_dev.json"
+    ))
+    .unwrap();
+    let mut loaded = locomo::load(&json, None).unwrap();
+    let questions = locomo::recall_by_question(&mut loaded).unwrap();
+    let short: usize = questions
+        .iter()
+        .flatten()
+        .filter(|q| q.recall.at10 < 1.0)
+        .count();
+    let misses = locomo::misses(&mut loaded).unwrap();
+    assert_eq!(misses.len(), short);
+    let mut reasons = std::collections::BTreeSet::new();
+    for miss in &misses {
+        assert!(!miss.missed.is_empty() && miss.missed.len() <= miss.evidence);
+        for turn in &miss.missed {
+            assert!(turn.rank.is_none_or(|r| r > 10), "{turn:?}");
+            let known = turn.reason != locomo::MissReason::UnknownTurn;
+            assert_eq!(
+                known && turn.shared.is_empty(),
+                turn.reason == locomo::MissReason::NoSharedTerm
+            );
+            assert!(turn.topic_shared.iter().all(|t| turn.shared.contains(t)));
+            if turn.reason == locomo::MissReason::NameOrDateOnly {
+                assert!(turn.topic_shared.is_empty(), "{turn:?}");
+            }
+            reasons.insert(turn.reason);
+        }
+    }
+    assert!(reasons.contains(&locomo::MissReason::NameOrDateOnly));
+    // One dev question's evidence is `"D8:6; D9:17"`, no turn's id.
+    assert!(reasons.contains(&locomo::MissReason::UnknownTurn));
+    let counted: usize = locomo::reason_counts(&misses)
+        .iter()
+        .map(|(_, counts)| counts.iter().sum::<usize>())
+        .sum();
+    assert_eq!(
+        counted,
+        misses.iter().map(|m| m.missed.len()).sum::<usize>()
+    );
+}
+
+/// LoCoMo's turn ids (`D<session>:<n>`) repeat across conversations: a
+/// turn's session is looked up in its own conversation, so a hit in the
+/// evidence's session counts even when another conversation has a turn of
+/// the evidence's id and none of the hit's.
+#[test]
+fn session_recall_reads_turn_ids_per_conversation() {
+    let turn = |id: &str, speaker: &str, text: &str| serde_json::json!({"id": id, "speaker": speaker, "text": text});
+    let conversation = |id: &str, turns: Vec<serde_json::Value>, question: &str| {
+        serde_json::json!({
+            "conversation_id": id,
+            "sessions": [{"date": "1:56 pm on 8 May, 2023", "turns": turns}],
+            "questions": [{"question": question, "evidence": ["D1:2"], "category": 4}]
+        })
+    };
+    let first = conversation(
+        "a",
+        vec![
+            turn("D1:1", "Caroline", "Good morning!"),
+            turn("D1:2", "Caroline", "A quiet day."),
+            turn("D1:3", "Caroline", "I paddled my kayak down the river."),
+        ],
+        "Where did Caroline paddle her kayak?",
+    );
+    let second = conversation(
+        "b",
+        vec![
+            turn("D1:1", "Jon", "Dance with me."),
+            turn("D1:2", "Jon", "Music all night."),
+        ],
+        "Does Jon dance?",
+    );
+    let json = serde_json::json!({"conversations": [first, second]}).to_string();
+    let mut loaded = locomo::load(&json, None).unwrap();
+    let parts = locomo::recall_by_conversation(&mut loaded).unwrap();
+    // Conversation 0's best hit is `D1:3`, in the session of its evidence
+    // `D1:2` (an id conversation 1 has too, `D1:3` one it lacks).
+    assert_eq!(parts[0].session_at1, 1.0, "{parts:?}");
+}
