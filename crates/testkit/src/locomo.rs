@@ -336,6 +336,35 @@ fn load_scoped(
     })
 }
 
+/// Each turn's text as the model embeds it (`Speaker: text`, whichever
+/// way [`Speakers`] records the speaker) beside the text of its contextual
+/// embedding: the session's previous
+/// turn, a newline, then the turn's own (what `locomo_eval
+/// --contextual-embedding` embeds in place of the turn, to measure a
+/// contextual embedding against the context vector's sum). The first turn
+/// of a session has no previous turn and is left out.
+pub fn contextual_texts(json: &str) -> Result<Vec<(String, String)>, String> {
+    let data: Dataset = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for session in data.conversations.iter().flat_map(|c| &c.sessions) {
+        let said: Vec<String> = session
+            .turns
+            .iter()
+            .map(|turn| {
+                let mut text = format!("{}: {}", turn.speaker, turn.text);
+                if let Some(caption) = &turn.image_caption {
+                    text.push_str(&format!(" [shares {caption}]"));
+                }
+                text
+            })
+            .collect();
+        for pair in said.windows(2) {
+            out.push((pair[1].clone(), format!("{}\n{}", pair[0], pair[1])));
+        }
+    }
+    Ok(out)
+}
+
 /// Runs the protocol over a LoCoMo JSON document, hybrid when a model is
 /// given.
 pub fn evaluate(json: &str, model: Option<Arc<dyn Embedder>>) -> Result<Recall, String> {
