@@ -158,9 +158,10 @@ fn hybrid_recall_reaches_the_targets() {
     );
     assert!(hybrid.at5 >= 0.65, "recall@5 {:.3}", hybrid.at5);
     assert!(hybrid.at10 >= 0.75, "recall@10 {:.3}", hybrid.at10);
-    // What the ranking reached on dev with query coverage: 0.735 / 0.806.
+    // What the ranking reached on dev with query coverage, 0.482 / 0.735 /
+    // 0.806, and with the hypothesis weight, 0.487 / 0.741 / 0.806.
     assert!(
-        hybrid.at5 >= 0.73 && hybrid.at10 >= 0.8,
+        hybrid.at1 >= 0.485 && hybrid.at5 >= 0.74 && hybrid.at10 >= 0.8,
         "below the last measured figures"
     );
     assert!(hybrid.at5 > lexical.at5 && hybrid.at10 > lexical.at10);
