@@ -255,7 +255,7 @@ fn generic_terms(loaded: &Loaded, conv: usize) -> BTreeSet<String> {
 
 /// Whether an analysed term is a number (numbers say a date or an amount,
 /// not a topic).
-pub fn is_number(term: &str) -> bool {
+fn is_number(term: &str) -> bool {
     !term.is_empty() && term.bytes().all(|b| b.is_ascii_digit())
 }
 
