@@ -266,3 +266,33 @@ fn session_recall_reads_turn_ids_per_conversation() {
     // `D1:2` (an id conversation 1 has too, `D1:3` one it lacks).
     assert_eq!(parts[0].session_at1, 1.0, "{parts:?}");
 }
+
+/// `locomo_eval --contextual-embedding` embeds each turn after a session's
+/// first as the previous turn, a newline and the turn, each written as the
+/// model sees it (`Speaker: text`, with a shared image's caption).
+#[test]
+fn contextual_texts_pair_each_turn_with_the_one_before_in_its_session() {
+    let json = serde_json::json!({"conversations": [{
+        "conversation_id": "a",
+        "sessions": [
+            {"date": "1:56 pm on 8 May, 2023", "turns": [
+                {"id": "D1:1", "speaker": "Ann", "text": "Hi!"},
+                {"id": "D1:2", "speaker": "Bo", "text": "Look.", "image_caption": "a cat"}
+            ]},
+            {"date": "1:56 pm on 9 May, 2023", "turns": [
+                {"id": "D2:1", "speaker": "Ann", "text": "Back again."}
+            ]}
+        ],
+        "questions": []
+    }]})
+    .to_string();
+    let pairs = locomo::contextual_texts(&json).unwrap();
+    assert_eq!(
+        pairs,
+        [(
+            "Bo: Look. [shares a cat]".to_string(),
+            "Ann: Hi!\nBo: Look. [shares a cat]".to_string()
+        )],
+        "a session's first turn has none before it"
+    );
+}
