@@ -3,7 +3,7 @@
 //! relevance gate does with unrelated questions.
 //!
 //! ```text
-//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--bm25 JSON] [--inject] [--speaker-field] [--summaries extractive|whole [--summary-evidence]] [path/to/locomo_dev.json]]
+//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--bm25 JSON] [--inject] [--misses] [--contextual-embedding] [--speaker-field] [--summaries extractive|whole [--summary-evidence]] [path/to/locomo_dev.json]]
 //! ```
 //!
 //! With `--model DIR` (the directory `scripts/fetch-model.sh` prints) the
@@ -27,6 +27,16 @@
 //! A summary ranks its session for session recall; with
 //! `--summary-evidence` it also counts as a hit on each of its turns for
 //! turn recall.
+//!
+//! With `--misses` every question with evidence missing from its first 10
+//! hits is printed with each missing turn, its rank in the first 200, the
+//! terms it shares with the question and why it is missed
+//! (`locomo::MissReason`), then the reasons counted per category.
+//!
+//! With `--contextual-embedding` each turn after a session's first is
+//! embedded as the previous turn, a newline and the turn
+//! (`locomo::contextual_texts`) instead of alone: a contextual embedding,
+//! to weigh against the context vector's sum of the two turns' vectors.
 //!
 //! With `--speaker-field` each turn's speaker goes in the memory's
 //! `speaker` field instead of the text (`Name: text`).
@@ -56,6 +66,8 @@ fn main() {
     }
     let bm25 = take_value(&mut args, "--bm25");
     let inject = take_flag(&mut args, "--inject");
+    let misses = take_flag(&mut args, "--misses");
+    let contextual = take_flag(&mut args, "--contextual-embedding");
     let summaries = take_value(&mut args, "--summaries");
     let summary_evidence = take_flag(&mut args, "--summary-evidence");
     let speakers = if take_flag(&mut args, "--speaker-field") {
@@ -88,7 +100,13 @@ fn main() {
             Some(other) => return Err(format!("--summaries {other}: extractive or whole")),
         };
         // Every configuration embeds the same turns and questions: once.
-        let model = model.map(|m| Arc::new(Cached::new(m)) as Arc<dyn Embedder>);
+        let rewrite = if contextual {
+            locomo::contextual_texts(&json)?.into_iter().collect()
+        } else {
+            HashMap::new()
+        };
+        let cached = model.map(|m| Arc::new(Cached::new(m, rewrite)));
+        let model = cached.clone().map(|m| m as Arc<dyn Embedder>);
         let bm25 = match bm25.as_deref() {
             None => memtide::Bm25Params::default(),
             Some(b) => serde_json::from_str(b).map_err(|e| format!("--bm25 {b}: {e}"))?,
@@ -104,8 +122,11 @@ fn main() {
                 None => locomo::load_with(&json, model.clone(), config, speakers)?,
                 Some(_) => locomo::load_by_session(&json, model.clone(), config, speakers)?,
             };
-            let questions = locomo::recall_by_question(&mut loaded)?;
             println!("== {label}");
+            if let Some(cached) = &cached {
+                cached.report_ingest();
+            }
+            let questions = locomo::recall_by_question(&mut loaded)?;
             let title = format!("LoCoMo dev, {mode}, speakers {speakers:?}");
             print_run(&title, &questions);
             if let Some(text) = summary_text {
@@ -123,6 +144,9 @@ fn main() {
             if inject {
                 report_injection(&mut loaded)?;
             }
+            if misses {
+                report_misses(&mut loaded)?;
+            }
             runs.push((label.clone(), questions));
         }
         if runs.len() > 1 {
@@ -139,18 +163,33 @@ fn main() {
     }
 }
 
-/// A model that embeds each distinct text once per run.
+/// A model that embeds each distinct text once per run, a text in
+/// `rewrite` as the text it maps to (`--contextual-embedding`).
 struct Cached {
     model: Arc<dyn Embedder>,
     seen: Mutex<HashMap<String, Vec<f32>>>,
+    rewrite: HashMap<String, String>,
+    /// Texts, tokens and seconds the model spent since the last report.
+    spent: Mutex<(usize, usize, f64)>,
 }
 
 impl Cached {
-    fn new(model: Arc<dyn Embedder>) -> Self {
+    fn new(model: Arc<dyn Embedder>, rewrite: HashMap<String, String>) -> Self {
         Cached {
             model,
             seen: Mutex::new(HashMap::new()),
+            rewrite,
+            spent: Mutex::new((0, 0, 0.0)),
         }
+    }
+
+    /// Prints what the model spent embedding since the last report (the
+    /// turns, on the first configuration's ingest) and starts again.
+    fn report_ingest(&self) {
+        let mut spent = self.spent.lock().unwrap_or_else(|e| e.into_inner());
+        let (texts, tokens, seconds) = *spent;
+        println!("ingest embedded {texts} texts, {tokens} tokens, in {seconds:.2} s");
+        *spent = (0, 0, 0.0);
     }
 }
 
@@ -171,7 +210,18 @@ impl Embedder for Cached {
             .filter(|t| !seen.contains_key(*t))
             .collect();
         if !missing.is_empty() {
-            for (text, vector) in missing.iter().zip(self.model.embed_batch(&missing)?) {
+            let embedded: Vec<&str> = missing
+                .iter()
+                .map(|t| self.rewrite.get(*t).map_or(*t, String::as_str))
+                .collect();
+            let started = std::time::Instant::now();
+            let vectors = self.model.embed_batch(&embedded)?;
+            let tokens: usize = embedded.iter().map(|t| self.model.count_tokens(t)).sum();
+            let mut spent = self.spent.lock().unwrap_or_else(|e| e.into_inner());
+            spent.0 += embedded.len();
+            spent.1 += tokens;
+            spent.2 += started.elapsed().as_secs_f64();
+            for (text, vector) in missing.iter().zip(vectors) {
                 seen.insert((*text).to_string(), vector);
             }
         }
@@ -317,6 +367,53 @@ fn report_injection(loaded: &mut Loaded) -> Result<(), String> {
         "threshold chosen on the whole dev set: {:?}",
         locomo::choose_threshold(&all)
     );
+    Ok(())
+}
+
+/// Prints every question with evidence missing from its first 10 hits,
+/// each missing turn with its rank, the terms it shares with the question
+/// and the reason, then the reasons counted per category.
+fn report_misses(loaded: &mut Loaded) -> Result<(), String> {
+    let misses = locomo::misses(loaded)?;
+    let cut = |t: &str| t.chars().take(160).collect::<String>();
+    for miss in &misses {
+        println!(
+            "\n[conv {} cat {:?}] {} ({} evidence, {} missed)",
+            miss.conv,
+            miss.category,
+            miss.question,
+            miss.evidence,
+            miss.missed.len()
+        );
+        for turn in &miss.missed {
+            let rank = turn.rank.map_or("-".to_string(), |r| r.to_string());
+            let cos = turn
+                .breakdown
+                .and_then(|b| b.semantic)
+                .map_or("-".to_string(), |c| format!("{c:.2}"));
+            println!(
+                "  missed {} {:?} rank {rank} cos {cos} shared {:?} topic {:?} same-terms-above {}: {}",
+                turn.turn,
+                turn.reason,
+                turn.shared,
+                turn.topic_shared,
+                turn.same_terms_above,
+                cut(&turn.text)
+            );
+        }
+        for (i, top) in miss.top.iter().enumerate() {
+            println!("  top {}: {}", i + 1, cut(top));
+        }
+    }
+    let questions = locomo::questions_missing(&misses);
+    println!("\nmissed evidence turns per reason (questions missing evidence):");
+    println!("category {:?}", locomo::MissReason::ALL);
+    for (category, counts) in locomo::reason_counts(&misses) {
+        println!(
+            "{category:?} ({} questions): {counts:?}",
+            questions.get(&category).copied().unwrap_or(0)
+        );
+    }
     Ok(())
 }
 

@@ -680,6 +680,8 @@ export interface Config {
     neighbourShare: number;
     /** Weight of the share of the query's terms a memory holds (idf-weighted) beside its normalized BM25 score (default 0.2; 0 turns it off). */
     coverageWeight: number;
+    /** `lexicalWeight` for a question that asks to confirm or infer (it opens with an auxiliary verb, "Would …?", "Did …?", or holds "likely" or "might") (default 0.2; set it to `lexicalWeight` to turn it off). */
+    hypothesisLexicalWeight: number;
   }>;
   /** How synced files are cut into chunks. */
   chunking?: Partial<{

@@ -11,7 +11,11 @@
 //!    the memory holds (see "Relevance"). BM25 favours a short turn holding
 //!    one rare query term over a turn holding all of them; the coverage
 //!    term gives back to a memory that matches more of what was asked.
-//!    Without an embedding model `W = 1` (lexical only).
+//!    Without an embedding model `W = 1` (lexical only). A question that
+//!    asks to confirm or infer ([`asks_hypothesis`]: "Would Caroline pursue
+//!    writing as a career?") states a hypothesis in words the evidence
+//!    seldom says, and fuses with `W = H` instead, leaning on the
+//!    embedding.
 //! 2. **Answer inheritance** — conversations answer questions in the next
 //!    turn ("How long have you been married?" / "5 years already!"): when the
 //!    memory `i` [follows](crate::MemoryItem::follows) a memory `p` whose text
@@ -117,6 +121,12 @@ pub struct RankParams {
     /// `C`: weight of the query coverage beside the normalized BM25 score
     /// in step 1 (default 0.2; 0 turns it off).
     pub coverage_weight: f32,
+    /// `H`: the lexical weight `W` takes for a question that asks to
+    /// confirm or infer rather than to recall ([`asks_hypothesis`]: "Would
+    /// Caroline pursue writing as a career?", "What would her political
+    /// leaning likely be?"), whose words are the hypothesis, not words the
+    /// evidence says (default 0.2; the same as `W` turns it off).
+    pub hypothesis_lexical_weight: f32,
 }
 
 impl Default for RankParams {
@@ -130,6 +140,7 @@ impl Default for RankParams {
             thread_gap_minutes: 30,
             neighbour_share: 0.5,
             coverage_weight: 0.2,
+            hypothesis_lexical_weight: 0.2,
         }
     }
 }
@@ -198,6 +209,16 @@ pub(crate) fn rank<'a>(
     limit: usize,
 ) -> Vec<(ScoreBreakdown, &'a MemoryItem)> {
     // Step 1 for every candidate, with the relevance before steps 2 and 3.
+    // A hypothesis question fuses with its own lexical weight; the
+    // relevance keeps `W`, so the gate means the same for every question.
+    let fusion = if asks_hypothesis(query) {
+        RankParams {
+            lexical_weight: params.hypothesis_lexical_weight,
+            ..*params
+        }
+    } else {
+        *params
+    };
     let combined: HashMap<&str, Scored> = candidates
         .into_iter()
         .map(|c| {
@@ -206,7 +227,7 @@ pub(crate) fn rank<'a>(
                 lexical: c.lexical,
                 coverage: c.coverage,
                 semantic: c.semantic,
-                combined: combine(c.lexical, bm25_max, c.coverage, c.semantic, params),
+                combined: combine(c.lexical, bm25_max, c.coverage, c.semantic, &fusion),
                 evidence: evidence(c.coverage, c.semantic, params),
             };
             (c.item.id.as_str(), scored)
@@ -420,6 +441,29 @@ pub fn mentions_time(text: &str) -> bool {
 /// their neighbours: facts entered one after another are not a dialogue.
 pub fn is_turn(item: &MemoryItem) -> bool {
     item.source.kind == SourceKind::Message || item.role.is_some() || item.speaker.is_some()
+}
+
+/// Words that open a yes/no question: forms of be, do and have, and the
+/// modal verbs but "may", which opens a query about the month as often.
+const AUXILIARIES: &[&str] = &[
+    "am", "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can",
+    "could", "will", "would", "shall", "should", "might", "must",
+];
+
+/// Whether a query asks to confirm or infer something rather than to
+/// recall it: a yes/no question (it opens with an auxiliary verb, "Would
+/// Caroline pursue writing as a career option?") or one asking what is
+/// likely ("likely", "might": "What would Caroline's political leaning
+/// likely be?"). Its words state the hypothesis; the evidence is what was
+/// said about the topic, in other words, which the embedding reaches and
+/// BM25 does not.
+pub(crate) fn asks_hypothesis(query: &str) -> bool {
+    let lower = query.to_lowercase();
+    let mut words = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty());
+    let opens = words.next().is_some_and(|w| AUXILIARIES.contains(&w));
+    opens || words.any(|w| w == "likely" || w == "might")
 }
 
 /// True when a query asks how long, how often or how old: a time too.
@@ -904,5 +948,61 @@ mod tests {
         assert!(!names_speaker(&query_words("Mary went"), "Mary Ann"));
         assert!(asks_question("How long have you been married?"));
         assert!(!asks_question("Five years."));
+    }
+
+    #[test]
+    fn a_hypothesis_question_leans_on_the_embedding() {
+        assert!(asks_hypothesis("Would Caroline pursue writing as a career option?"));
+        assert!(asks_hypothesis("did Melanie make the bowl?"));
+        assert!(asks_hypothesis("What would Caroline's political leaning likely be?"));
+        assert!(asks_hypothesis("What traits might Melanie say Caroline has?"));
+        assert!(!asks_hypothesis("What did Caroline research?"));
+        assert!(!asks_hypothesis("When did Melanie paint a sunrise?"));
+        assert!(!asks_hypothesis("May trip plans"), "a month, not a modal");
+        assert!(!asks_hypothesis("Likelihood of rain"), "a word, not a prefix");
+        // The question's words in one memory, its topic in the other's
+        // meaning: a recall question keeps `W`, a hypothesis one takes `H`.
+        let worded = memory("a", "Caroline: writing a career, no idea", None);
+        let meant = memory("b", "Caroline: I want to be a counselor", None);
+        let candidates = || {
+            [
+                Candidate {
+                    item: &worded,
+                    lexical: 2.0,
+                    coverage: 0.6,
+                    semantic: Some(0.2),
+                },
+                Candidate {
+                    item: &meant,
+                    lexical: 0.5,
+                    coverage: 0.2,
+                    semantic: Some(0.6),
+                },
+            ]
+        };
+        let order = |query: &str, params: &RankParams| -> Vec<(String, f32)> {
+            rank(query, &in_scope(), candidates(), 2.0, params, 10)
+                .into_iter()
+                .map(|(b, item)| (item.id.clone(), b.relevance))
+                .collect()
+        };
+        let p = RankParams::default();
+        // W = 0.4: a scores 0.4 · 1.12 + 0.6 · 0.2 = 0.568, b 0.4 · 0.29 + 0.6 · 0.6 = 0.476.
+        let recall = order("What about Caroline writing a career?", &p);
+        assert_eq!(recall[0].0, "a");
+        // H = 0.2: a 0.2 · 1.12 + 0.8 · 0.2 = 0.384, b 0.2 · 0.29 + 0.8 · 0.6 = 0.538.
+        let hypothesis = order("Would Caroline pursue writing as a career?", &p);
+        assert_eq!(hypothesis[0].0, "b");
+        // The relevance is fused with `W` for every question: the gate
+        // means the same whatever the question's form.
+        let relevance = |hits: &[(String, f32)], id: &str| {
+            hits.iter().find(|h| h.0 == id).map(|h| h.1)
+        };
+        assert_eq!(relevance(&recall, "b"), relevance(&hypothesis, "b"));
+        let off = RankParams {
+            hypothesis_lexical_weight: p.lexical_weight,
+            ..p
+        };
+        assert_eq!(order("Would Caroline pursue writing as a career?", &off)[0].0, "a");
     }
 }

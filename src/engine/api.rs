@@ -101,7 +101,7 @@ impl Config {
     /// infinite `f32`, and Rust callers can pass anything), BM25's `k1`, the
     /// answer inheritance, the scope boost and the coverage weight are not
     /// negative, and BM25's
-    /// `b`, the lexical weight and the speaker and time penalties lie in
+    /// `b`, the lexical weights and the speaker and time penalties lie in
     /// `0..=1`.
     /// Non-finite settings would make every score `NaN`. Fails with
     /// [`Error::InvalidInput`] naming the setting.
@@ -146,6 +146,12 @@ impl Config {
                 self.rank.coverage_weight,
                 Some(0.0),
                 None,
+            ),
+            (
+                "rank.hypothesisLexicalWeight",
+                self.rank.hypothesis_lexical_weight,
+                Some(0.0),
+                Some(1.0),
             ),
             (
                 "nearDuplicate.lexicalThreshold",

@@ -158,9 +158,10 @@ fn hybrid_recall_reaches_the_targets() {
     );
     assert!(hybrid.at5 >= 0.65, "recall@5 {:.3}", hybrid.at5);
     assert!(hybrid.at10 >= 0.75, "recall@10 {:.3}", hybrid.at10);
-    // What the ranking reached on dev with query coverage: 0.735 / 0.806.
+    // What the ranking reached on dev with query coverage, 0.482 / 0.735 /
+    // 0.806, and with the hypothesis weight, 0.487 / 0.741 / 0.806.
     assert!(
-        hybrid.at5 >= 0.73 && hybrid.at10 >= 0.8,
+        hybrid.at1 >= 0.485 && hybrid.at5 >= 0.74 && hybrid.at10 >= 0.8,
         "below the last measured figures"
     );
     assert!(hybrid.at5 > lexical.at5 && hybrid.at10 > lexical.at10);
@@ -175,5 +176,123 @@ fn hybrid_recall_reaches_the_targets() {
             unrelated_empty: 0.8,
             own_kept: 0.65,
         },
+    );
+}
+
+/// The miss analysis (`locomo_eval --misses`) lists exactly the questions
+/// whose evidence is not all among the first 10 hits, each missing turn
+/// once, with a reason that matches what it shares with the question.
+#[test]
+fn misses_are_the_questions_short_of_their_evidence_with_a_reason() {
+    let json = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/locomo_dev.json"
+    ))
+    .unwrap();
+    let mut loaded = locomo::load(&json, None).unwrap();
+    let questions = locomo::recall_by_question(&mut loaded).unwrap();
+    let short: usize = questions
+        .iter()
+        .flatten()
+        .filter(|q| q.recall.at10 < 1.0)
+        .count();
+    let misses = locomo::misses(&mut loaded).unwrap();
+    assert_eq!(misses.len(), short);
+    let mut reasons = std::collections::BTreeSet::new();
+    for miss in &misses {
+        assert!(!miss.missed.is_empty() && miss.missed.len() <= miss.evidence);
+        for turn in &miss.missed {
+            assert!(turn.rank.is_none_or(|r| r > 10), "{turn:?}");
+            let known = turn.reason != locomo::MissReason::UnknownTurn;
+            assert_eq!(
+                known && turn.shared.is_empty(),
+                turn.reason == locomo::MissReason::NoSharedTerm
+            );
+            assert!(turn.topic_shared.iter().all(|t| turn.shared.contains(t)));
+            if turn.reason == locomo::MissReason::NameOrDateOnly {
+                assert!(turn.topic_shared.is_empty(), "{turn:?}");
+            }
+            reasons.insert(turn.reason);
+        }
+    }
+    assert!(reasons.contains(&locomo::MissReason::NameOrDateOnly));
+    // One dev question's evidence is `"D8:6; D9:17"`, no turn's id.
+    assert!(reasons.contains(&locomo::MissReason::UnknownTurn));
+    let counted: usize = locomo::reason_counts(&misses)
+        .iter()
+        .map(|(_, counts)| counts.iter().sum::<usize>())
+        .sum();
+    assert_eq!(
+        counted,
+        misses.iter().map(|m| m.missed.len()).sum::<usize>()
+    );
+}
+
+/// LoCoMo's turn ids (`D<session>:<n>`) repeat across conversations: a
+/// turn's session is looked up in its own conversation, so a hit in the
+/// evidence's session counts even when another conversation has a turn of
+/// the evidence's id and none of the hit's.
+#[test]
+fn session_recall_reads_turn_ids_per_conversation() {
+    let turn = |id: &str, speaker: &str, text: &str| serde_json::json!({"id": id, "speaker": speaker, "text": text});
+    let conversation = |id: &str, turns: Vec<serde_json::Value>, question: &str| {
+        serde_json::json!({
+            "conversation_id": id,
+            "sessions": [{"date": "1:56 pm on 8 May, 2023", "turns": turns}],
+            "questions": [{"question": question, "evidence": ["D1:2"], "category": 4}]
+        })
+    };
+    let first = conversation(
+        "a",
+        vec![
+            turn("D1:1", "Caroline", "Good morning!"),
+            turn("D1:2", "Caroline", "A quiet day."),
+            turn("D1:3", "Caroline", "I paddled my kayak down the river."),
+        ],
+        "Where did Caroline paddle her kayak?",
+    );
+    let second = conversation(
+        "b",
+        vec![
+            turn("D1:1", "Jon", "Dance with me."),
+            turn("D1:2", "Jon", "Music all night."),
+        ],
+        "Does Jon dance?",
+    );
+    let json = serde_json::json!({"conversations": [first, second]}).to_string();
+    let mut loaded = locomo::load(&json, None).unwrap();
+    let parts = locomo::recall_by_conversation(&mut loaded).unwrap();
+    // Conversation 0's best hit is `D1:3`, in the session of its evidence
+    // `D1:2` (an id conversation 1 has too, `D1:3` one it lacks).
+    assert_eq!(parts[0].session_at1, 1.0, "{parts:?}");
+}
+
+/// `locomo_eval --contextual-embedding` embeds each turn after a session's
+/// first as the previous turn, a newline and the turn, each written as the
+/// model sees it (`Speaker: text`, with a shared image's caption).
+#[test]
+fn contextual_texts_pair_each_turn_with_the_one_before_in_its_session() {
+    let json = serde_json::json!({"conversations": [{
+        "conversation_id": "a",
+        "sessions": [
+            {"date": "1:56 pm on 8 May, 2023", "turns": [
+                {"id": "D1:1", "speaker": "Ann", "text": "Hi!"},
+                {"id": "D1:2", "speaker": "Bo", "text": "Look.", "image_caption": "a cat"}
+            ]},
+            {"date": "1:56 pm on 9 May, 2023", "turns": [
+                {"id": "D2:1", "speaker": "Ann", "text": "Back again."}
+            ]}
+        ],
+        "questions": []
+    }]})
+    .to_string();
+    let pairs = locomo::contextual_texts(&json).unwrap();
+    assert_eq!(
+        pairs,
+        [(
+            "Bo: Look. [shares a cat]".to_string(),
+            "Ann: Hi!\nBo: Look. [shares a cat]".to_string()
+        )],
+        "a session's first turn has none before it"
     );
 }

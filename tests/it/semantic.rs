@@ -406,3 +406,61 @@ fn a_failed_model_change_leaves_the_old_model_and_vectors() {
     assert_eq!(mem.export(), before);
     assert_eq!(top(&mut mem, "sedan tyres")[0], id);
 }
+
+/// A question that asks to confirm or infer ("Would…?") fuses its lexical
+/// and semantic evidence with `rank.hypothesisLexicalWeight` (0.2), a
+/// question asking to recall with `rank.lexicalWeight` (0.4): step 1 of
+/// every hit's breakdown, through the engine's own BM25, coverage and
+/// cosine. The weight is checked like the lexical weight.
+#[test]
+fn a_hypothesis_question_fuses_with_its_own_lexical_weight() {
+    let open_with = |hypothesis: f32| {
+        let mut config = memtide::Config::default();
+        config.rank.hypothesis_lexical_weight = hypothesis;
+        Memory::open(
+            MemoryStorage::new(),
+            FixedEnvironment::new(Timestamp(T0)),
+            config,
+        )
+    };
+    let fused_with = |hypothesis: f32, question: &str| -> Vec<f32> {
+        let mut mem = open_with(hypothesis).unwrap();
+        mem.set_embedder(model("concepts")).unwrap();
+        for text in [
+            "my sedan broke down again",
+            "I drive to work every morning",
+            "the physician called about the results",
+        ] {
+            add(&mut mem, text);
+        }
+        let query = RetrieveQuery {
+            dry_run: true,
+            explain: true,
+            ..RetrieveQuery::new(question, ws())
+        };
+        let hits = mem.retrieve(&query).unwrap();
+        let explained: Vec<_> = hits.iter().map(|h| h.explain.unwrap()).collect();
+        let best = explained.iter().map(|b| b.lexical).fold(0.0f32, f32::max);
+        assert!(best > 0.0 && explained.len() >= 2, "{explained:?}");
+        // The weight that reproduces each hit's step-1 score.
+        explained
+            .iter()
+            .map(|b| {
+                let lexical = b.lexical / best + 0.2 * b.coverage;
+                let cos = b.semantic.unwrap().max(0.0);
+                (b.combined - cos) / (lexical - cos)
+            })
+            .collect()
+    };
+    let close = |weights: &[f32], w: f32| weights.iter().all(|x| (x - w).abs() < 1e-4);
+    let hypothesis = fused_with(0.2, "Would she drive a car to work?");
+    assert!(close(&hypothesis, 0.2), "{hypothesis:?}");
+    let recall = fused_with(0.2, "Which car does she drive to work?");
+    assert!(close(&recall, 0.4), "{recall:?}");
+    let same = fused_with(0.4, "Would she drive a car to work?");
+    assert!(close(&same, 0.4), "{same:?}");
+    for refused in [1.5, -0.1, f32::NAN] {
+        let code = open_with(refused).err().map(|e| e.code());
+        assert_eq!(code, Some("INVALID_INPUT"), "{refused}");
+    }
+}

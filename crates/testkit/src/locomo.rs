@@ -156,16 +156,35 @@ pub struct Loaded {
     conversations: Vec<(Scope, Vec<Asked>)>,
     /// The turns each memory covers: its own and those merged into it.
     covers: HashMap<String, BTreeSet<String>>,
-    /// The session of each turn, as (conversation, session) indexes.
-    sessions: HashMap<String, (usize, usize)>,
+    /// The session of each turn, as (conversation, session) indexes, by
+    /// conversation and turn id (LoCoMo's turn ids, `D<session>:<n>`, repeat
+    /// across conversations).
+    sessions: HashMap<(usize, String), (usize, usize)>,
     /// The session each summary memory summarizes ([`summaries`]).
     summary_sessions: HashMap<String, (usize, usize)>,
     /// Per conversation, per session: its turns as (turn id, memory id,
     /// text), when the turns were stored in session scopes.
     session_turns: Vec<Vec<Vec<(String, String, String)>>>,
+    /// Every turn by conversation and turn id: where it was said and what
+    /// ([`misses`]).
+    turns: HashMap<(usize, String), TurnSaid>,
 }
 
+/// One turn of the document as said.
+struct TurnSaid {
+    /// Its position in its conversation (sessions in order).
+    position: usize,
+    /// Its text as stored (`Name: text` with the speaker prefix).
+    text: String,
+    /// Its speaker.
+    speaker: String,
+    /// Its session's date, in ms since the Unix epoch.
+    made_at: i64,
+}
+
+mod misses;
 mod summaries;
+pub use misses::{misses, questions_missing, reason_counts, Miss, MissReason, MissedTurn};
 pub use summaries::{add_session_summaries, SummaryText};
 
 /// Where a turn's speaker is recorded.
@@ -225,6 +244,7 @@ fn load_scoped(
     let mut covers: HashMap<String, BTreeSet<String>> = HashMap::new();
     let mut sessions = HashMap::new();
     let mut session_turns = Vec::new();
+    let mut said = HashMap::new();
     for (c, conv) in data.conversations.iter().enumerate() {
         let scope = Scope::workspace("locomo", conv.conversation_id.as_str());
         let mut inputs = Vec::new();
@@ -241,7 +261,7 @@ fn load_scoped(
             let created = parse_session_date(&session.date)
                 .ok_or_else(|| format!("unreadable session date `{}`", session.date))?;
             for turn in &session.turns {
-                sessions.insert(turn.id.clone(), (c, s));
+                sessions.insert((c, turn.id.clone()), (c, s));
                 let (mut text, speaker) = match speakers {
                     Speakers::Prefix => (format!("{}: {}", turn.speaker, turn.text), None),
                     Speakers::Field => (turn.text.clone(), Some(turn.speaker.clone())),
@@ -250,6 +270,15 @@ fn load_scoped(
                     text.push_str(&format!(" [shares {caption}]"));
                 }
                 turn_sessions.push(s);
+                said.insert(
+                    (c, turn.id.clone()),
+                    TurnSaid {
+                        position: inputs.len(),
+                        text: text.clone(),
+                        speaker: turn.speaker.clone(),
+                        made_at: created.0,
+                    },
+                );
                 inputs.push(MemoryInput {
                     source: Some(Source {
                         kind: SourceKind::Message,
@@ -303,7 +332,37 @@ fn load_scoped(
         } else {
             Vec::new()
         },
+        turns: said,
     })
+}
+
+/// Each turn's text as the model embeds it (`Speaker: text`, whichever
+/// way [`Speakers`] records the speaker) beside the text of its contextual
+/// embedding: the session's previous
+/// turn, a newline, then the turn's own (what `locomo_eval
+/// --contextual-embedding` embeds in place of the turn, to measure a
+/// contextual embedding against the context vector's sum). The first turn
+/// of a session has no previous turn and is left out.
+pub fn contextual_texts(json: &str) -> Result<Vec<(String, String)>, String> {
+    let data: Dataset = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for session in data.conversations.iter().flat_map(|c| &c.sessions) {
+        let said: Vec<String> = session
+            .turns
+            .iter()
+            .map(|turn| {
+                let mut text = format!("{}: {}", turn.speaker, turn.text);
+                if let Some(caption) = &turn.image_caption {
+                    text.push_str(&format!(" [shares {caption}]"));
+                }
+                text
+            })
+            .collect();
+        for pair in said.windows(2) {
+            out.push((pair[1].clone(), format!("{}\n{}", pair[0], pair[1])));
+        }
+    }
+    Ok(out)
 }
 
 /// Runs the protocol over a LoCoMo JSON document, hybrid when a model is
@@ -396,7 +455,8 @@ impl Loaded {
             for id in &session_hits {
                 let own = self.summary_sessions.get(id).copied();
                 let covered = self.covers.get(id).into_iter().flatten();
-                let of_turns = covered.filter_map(|turn| self.sessions.get(turn).copied());
+                let of_turns =
+                    covered.filter_map(|turn| self.sessions.get(&(conv, turn.clone())).copied());
                 for session in own.into_iter().chain(of_turns) {
                     if !ranked.contains(&session) {
                         ranked.push(session);
@@ -405,7 +465,7 @@ impl Loaded {
             }
             let wanted: BTreeSet<(usize, usize)> = evidence
                 .iter()
-                .filter_map(|e| self.sessions.get(e).copied())
+                .filter_map(|e| self.sessions.get(&(conv, e.clone())).copied())
                 .collect();
             let session_at =
                 |k: usize| f64::from(u8::from(ranked.iter().take(k).any(|s| wanted.contains(s))));
