@@ -259,6 +259,10 @@ test("bad input is INVALID_INPUT or TOO_LARGE and the instance stays usable", as
   await rejectsWith(Memory.open({ storage: { get() {} } }), "STORAGE");
   await rejectsWith(Memory.open({ config: { limits: { maxBatch: "ten" } } }), "INVALID_INPUT");
   await rejectsWith(Memory.open({ config: { limits: { maxTextByte: 10 } } }), "INVALID_INPUT");
+  await rejectsWith(Memory.open({ config: { rank: { hypothesisLexicalWeight: 1.5 } } }), "INVALID_INPUT");
+  const leaning = await Memory.open({ config: { rank: { hypothesisLexicalWeight: 0.4 } } }); // as lexicalWeight: off
+  await leaning.ingest({ text: "Would you like tea?", scope: home });
+  assert.equal((await leaning.retrieve({ text: "Would she like tea?", scope: home })).length, 1);
   const strict = await Memory.open({ config: { limits: { maxTextBytes: 10 } } }); // the rest default
   await rejectsWith(strict.ingest({ text: "longer than ten bytes", scope: home }), "TOO_LARGE");
   assert.throws(() => new Memory(), MemtideError);
