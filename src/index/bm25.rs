@@ -337,10 +337,12 @@ impl Bm25Index {
     }
 
     /// The distinct terms of `doc` with their frequencies, in ascending
-    /// byte order; `None` when `doc` is not indexed.
+    /// order of their ids (not of their bytes: a segment's lexical part
+    /// sorts its docs' terms as integers once it has numbered them);
+    /// `None` when `doc` is not indexed.
     pub fn doc_terms(&self, doc: u32) -> Option<Vec<(&str, u32)>> {
         let (slot, entry) = self.entry(doc)?;
-        let mut terms: Vec<(&str, u32)> = term_ids(&entry.term_ids)
+        let terms: Vec<(&str, u32)> = term_ids(&entry.term_ids)
             .filter_map(|id| {
                 let term = &self.terms[id as usize];
                 // A doc just inserted (whose terms a segment write asks
@@ -355,8 +357,6 @@ impl Bm25Index {
                 Some((&*term.term, u32::from(term.postings[at].term_frequency)))
             })
             .collect();
-        // A doc's terms are distinct: ordering by term alone is the same.
-        terms.sort_unstable_by_key(|&(term, _)| term);
         Some(terms)
     }
 
