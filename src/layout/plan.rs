@@ -335,12 +335,15 @@ impl<'a> Fresh<'a> {
         let terms = match counted {
             // The lexical index keeps a frequency in 16 bits
             // (`Bm25Index::insert_counts`): the part holds what it holds.
-            Some(counts) => Some(
-                counts
-                    .iter()
-                    .map(|(term, frequency)| (term, frequency.min(u32::from(u16::MAX))))
-                    .collect(),
-            ),
+            Some(counts) => {
+                let mut terms = Vec::with_capacity(counts.len());
+                terms.extend(
+                    counts
+                        .iter()
+                        .map(|(term, frequency)| (term, frequency.min(u32::from(u16::MAX)))),
+                );
+                Some(terms)
+            }
             None => item.and(id).and_then(|id| engine.term_counts(id)),
         };
         Fresh {
