@@ -280,6 +280,11 @@ impl Layout {
         }
         for (key, was) in moved {
             let now = self.keys.live_segment_of(&key);
+            // Without a segment removed, only a key this commit names can
+            // have lost its last version (erased, or out of the log).
+            if removed.is_empty() {
+                self.keys.release_if_unheld(&key);
+            }
             if was == now {
                 continue;
             }
@@ -290,7 +295,9 @@ impl Layout {
                 segment.live += 1;
             }
         }
-        self.keys.retain_held();
+        if !removed.is_empty() {
+            self.keys.retain_held();
+        }
         self.log = update.log;
         self.log_keys = update.log_keys;
         self.next_segment = update.next_segment;
@@ -511,7 +518,7 @@ fn record_len(key: &str, len: usize) -> usize {
 mod tests {
     use super::*;
     use crate::engine::{Config, MemoryInput, Txn};
-    use crate::env::FixedEnvironment;
+    use crate::env::{Environment, FixedEnvironment};
     use crate::item::{Scope, Timestamp};
 
     /// The terms ingest counted, handed to the segment write, give the
@@ -563,6 +570,61 @@ mod tests {
         let oracle = Layout::default().plan_all(&engine);
         assert_eq!(planned.batch, oracle.batch);
         assert_eq!(planned.manifest, oracle.manifest);
+    }
+
+    /// A commit that removes no segment drops only the keys it names
+    /// that lost their last version; the layout's key map then holds what
+    /// a scan of every key (`KeyMap::retain_held`, which a commit that
+    /// removes a segment still runs) would leave: no key without a version.
+    /// Over single ingests and batches, edits, soft and hard deletes, log
+    /// folds and merges.
+    #[test]
+    fn commits_leave_no_key_without_a_version() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let scope = Scope::workspace("alice", "home");
+        let mut layout = Layout::default();
+        let mut ids: Vec<String> = Vec::new();
+        let (mut merges, mut erased) = (0, 0);
+        let mut rng = memtide_testkit::rng::Rng(7);
+        for round in 0..900u64 {
+            let mut txn = Txn::default();
+            match rng.next_u64() % 10 {
+                0 if !ids.is_empty() => {
+                    let id = ids.swap_remove((rng.next_u64() % ids.len() as u64) as usize);
+                    engine.delete(&id, true, env.now(), &mut txn).unwrap();
+                    erased += 1;
+                }
+                1 if !ids.is_empty() => {
+                    let id = &ids[(rng.next_u64() % ids.len() as u64) as usize];
+                    engine.delete(id, false, env.now(), &mut txn).unwrap();
+                }
+                2 if !ids.is_empty() => {
+                    let id = ids[(rng.next_u64() % ids.len() as u64) as usize].clone();
+                    let patch = crate::engine::MemoryPatch {
+                        tags: Some(vec![format!("t{round}")]),
+                        ..Default::default()
+                    };
+                    engine.update(&id, patch, env.now(), &mut txn).unwrap();
+                }
+                n => {
+                    let count = if n == 3 { 60 } else { 1 };
+                    let inputs = (0..count)
+                        .map(|i| MemoryInput::new(format!("note {round} {i} about topic{} in place{}", round % 37, i * 13), scope.clone()))
+                        .collect();
+                    let results = engine.ingest(inputs, &mut env, &mut txn).unwrap();
+                    ids.extend(results.into_iter().filter_map(|r| r.id));
+                    ids.sort();
+                    ids.dedup();
+                }
+            }
+            env.advance_ms(1);
+            let plan = layout.plan(&engine.batch_for(&txn), &engine);
+            merges += usize::from(plan.batch.ops().any(|(key, value)| key.starts_with(crate::keys::SEGMENT_PREFIX) && value.is_none()));
+            layout.apply(plan);
+            assert!(layout.keys.all_held(), "round {round}");
+        }
+        assert!(merges >= 5 && erased >= 30, "{merges} merges, {erased} erased");
     }
 
     /// A commit straight to segments makes no JSON record of a memory
