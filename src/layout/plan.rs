@@ -68,8 +68,15 @@ impl Layout {
             }
         }
         // The log without the versions this commit supersedes or erases.
+        // A commit that names no key of the log (most single ingests)
+        // keeps every frame as it is, without reading them.
+        let touches_log = touched.iter().any(|key| self.log_keys.contains(*key));
         let mut log: Vec<Vec<u8>> = Vec::with_capacity(self.log.len() + 1);
         for frame in &self.log {
+            if !touches_log {
+                log.push(frame.clone());
+                continue;
+            }
             let records = records_of(frame).unwrap_or_default();
             let kept: Vec<(&str, &[u8])> = records
                 .iter()
@@ -86,9 +93,11 @@ impl Layout {
         // only for the log, or if its catalog row does not give it back.
         let mut fresh: BTreeMap<&str, Input> = BTreeMap::new();
         let put_bytes: usize = puts.iter().map(|(key, input)| input.frame_len(key)).sum();
+        let mut logged: Vec<&str> = Vec::new();
         if put_bytes > DIRECT_BYTES {
             fresh.extend(puts);
         } else if !puts.is_empty() {
+            logged.extend(puts.iter().map(|(key, _)| *key));
             let encoded: Vec<(&str, Cow<[u8]>)> =
                 puts.iter().map(|(key, input)| (*key, input.bytes())).collect();
             let records: Vec<(&str, &[u8])> = encoded.iter().map(|(k, v)| (*k, &**v)).collect();
@@ -105,11 +114,18 @@ impl Layout {
                 fresh.insert(key, Input::Record(record));
             }
         }
+        // The keys of the log: those it held that this commit did not
+        // name, and this commit's own, unless it was folded (every frame
+        // is a checked one: read by the open, or encoded here).
         let mut log_keys = FastSet::default();
-        for frame in &log {
-            for (key, _) in records_of(frame).unwrap_or_default() {
-                log_keys.insert(key.to_string());
-            }
+        if !log.is_empty() {
+            log_keys.extend(
+                self.log_keys
+                    .iter()
+                    .filter(|key| !touched.contains(key.as_str()))
+                    .cloned(),
+            );
+            log_keys.extend(logged.iter().map(|key| key.to_string()));
         }
         if let Some(merge) = self.merge_candidate(&touched, &rewrite) {
             rewrite.extend(merge);
@@ -576,8 +592,10 @@ mod tests {
     /// that lost their last version; the layout's key map then holds what
     /// a scan of every key (`KeyMap::retain_held`, which a commit that
     /// removes a segment still runs) would leave: no key without a version.
-    /// Over single ingests and batches, edits, soft and hard deletes, log
-    /// folds and merges.
+    /// And the log's keys, derived from the last commit's and this one's
+    /// without reading the frames, are those the frames hold. Over single
+    /// ingests and batches, edits, soft and hard deletes, log folds and
+    /// merges.
     #[test]
     fn commits_leave_no_key_without_a_version() {
         let mut engine = Engine::new(Config::default());
@@ -623,6 +641,13 @@ mod tests {
             merges += usize::from(plan.batch.ops().any(|(key, value)| key.starts_with(crate::keys::SEGMENT_PREFIX) && value.is_none()));
             layout.apply(plan);
             assert!(layout.keys.all_held(), "round {round}");
+            // The log's keys, as the commit derived them, are those its
+            // frames hold.
+            let mut in_frames = FastSet::default();
+            for frame in &layout.log {
+                in_frames.extend(records_of(frame).unwrap().into_iter().map(|(key, _)| key.to_string()));
+            }
+            assert_eq!(layout.log_keys, in_frames, "round {round}");
         }
         assert!(merges >= 5 && erased >= 30, "{merges} merges, {erased} erased");
     }
