@@ -12,17 +12,64 @@
 //!
 //! stdin: JSON Lines, one text (a JSON string) per line. stdout: the time
 //! of each tenth of the build, then the number of keys, their bytes and a
-//! SHA-256 of every pair in key order.
+//! SHA-256 of every pair in key order, then what the commits wrote to
+//! segments (`seg/<n>`, `docs/format.md`): values and bytes, the commits
+//! that deleted a segment (a merge, or a rewrite for a delete), and the
+//! segment bytes written per segment byte stored at the end, less one: how
+//! many times, on average, compaction wrote a stored byte again (the
+//! merges' rewrites per memory ingested, where memories take about the
+//! same room).
 
 use std::io::BufRead;
 use std::time::Instant;
 
 use memtide::env::FixedEnvironment;
-use memtide::storage::{MemoryStorage, Storage};
+use memtide::storage::{Batch, MemoryStorage, Storage, StorageError};
 use memtide::{Memory, MemoryInput, Scope, Timestamp};
 use sha2::{Digest, Sha256};
 
 type Failure = Box<dyn std::error::Error>;
+
+/// Where a segment's value is stored (`docs/format.md`, section 2.2).
+const SEGMENT_PREFIX: &str = "seg/";
+
+/// [`MemoryStorage`] counting what the commits write to segments.
+#[derive(Default)]
+struct Counting {
+    inner: MemoryStorage,
+    segments_put: u64,
+    segment_bytes_put: u64,
+    commits_deleting_a_segment: u64,
+}
+
+impl Storage for Counting {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        self.inner.get(key)
+    }
+
+    fn scan(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        self.inner.scan(prefix)
+    }
+
+    fn commit(&mut self, batch: &Batch) -> Result<(), StorageError> {
+        self.inner.commit(batch)?;
+        let mut deletes = false;
+        for (_, value) in batch
+            .ops()
+            .filter(|(key, _)| key.starts_with(SEGMENT_PREFIX))
+        {
+            match value {
+                Some(value) => {
+                    self.segments_put += 1;
+                    self.segment_bytes_put += value.len() as u64;
+                }
+                None => deletes = true,
+            }
+        }
+        self.commits_deleting_a_segment += u64::from(deletes);
+        Ok(())
+    }
+}
 
 fn run() -> Result<(), Failure> {
     let mut batch = 1000;
@@ -42,7 +89,7 @@ fn run() -> Result<(), Failure> {
         }
     }
     let env = FixedEnvironment::new(Timestamp(1_790_000_000_000));
-    let mut memory = Memory::open(MemoryStorage::new(), env, Default::default())?;
+    let mut memory = Memory::open(Counting::default(), env, Default::default())?;
     let scope = Scope::workspace("bench", "main");
     let batches = texts.len().div_ceil(batch);
     let mut tenth_start = Instant::now();
@@ -79,6 +126,19 @@ fn run() -> Result<(), Failure> {
         .map(|b| format!("{b:02x}"))
         .collect();
     println!("keys: {}, bytes: {bytes}, sha256: {hex}", pairs.len());
+    let counting = memory.storage();
+    let stored: usize = pairs
+        .iter()
+        .filter(|(key, _)| key.starts_with(SEGMENT_PREFIX))
+        .map(|(_, value)| value.len())
+        .sum();
+    println!(
+        "segments written: {}, bytes: {}, commits deleting a segment: {}, rewritten per byte stored: {:.3}",
+        counting.segments_put,
+        counting.segment_bytes_put,
+        counting.commits_deleting_a_segment,
+        counting.segment_bytes_put as f64 / stored.max(1) as f64 - 1.0,
+    );
     Ok(())
 }
 

@@ -540,8 +540,8 @@ impl Engine {
         }
     }
 
-    /// The distinct terms of memory `id` with their frequencies, ascending,
-    /// as the lexical index holds them; `None` when it holds no such memory
+    /// The distinct terms of memory `id` with their frequencies, in the
+    /// order of the lexical index's ids, as it holds them; `None` when it holds no such memory
     /// (absent, or soft-deleted): what a segment's lexical part stores.
     pub(crate) fn term_counts(&self, id: &str) -> Option<Vec<(&str, u32)>> {
         let entry = self.entries.get(id)?;

@@ -147,6 +147,11 @@ impl TermCounts {
         TermCounts { dictionary, terms }
     }
 
+    /// How many distinct terms.
+    pub(crate) fn len(&self) -> usize {
+        self.terms.len()
+    }
+
     /// The terms and their frequencies, in ascending byte order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
         self.terms.iter().filter_map(|&(index, frequency)| {
@@ -216,9 +221,9 @@ impl Bm25Index {
         self.insert_counts(doc, counts);
     }
 
-    /// Indexes `doc` with its distinct terms and their frequencies, the
-    /// terms in ascending byte order and each once (what
-    /// [`Bm25Index::doc_terms`] returns): the same index as
+    /// Indexes `doc` with its distinct terms and their frequencies, each
+    /// term once, in any order (as [`Bm25Index::doc_terms`] returns
+    /// them): the same index as
     /// [`Bm25Index::insert`] with the terms they count, without the terms
     /// themselves. Replaces the doc if already present.
     pub fn insert_counts<'a>(
@@ -229,10 +234,13 @@ impl Bm25Index {
         // Removed before its terms are interned: removing it may free the
         // id of a term only it held.
         self.remove(doc);
-        let terms = counts
-            .into_iter()
-            .map(|(term, frequency)| (self.intern(term), frequency))
-            .collect();
+        let counts = counts.into_iter();
+        // Sized by the upper bound: the iterators given here are exact,
+        // or filter none of their terms out in practice
+        // ([`TermCounts::iter`]), and a list grown term by term was
+        // copied about three times per doc.
+        let mut terms = Vec::with_capacity(counts.size_hint().1.unwrap_or(0));
+        terms.extend(counts.map(|(term, frequency)| (self.intern(term), frequency)));
         self.insert_ids(doc, terms);
     }
 
@@ -337,11 +345,13 @@ impl Bm25Index {
     }
 
     /// The distinct terms of `doc` with their frequencies, in ascending
-    /// byte order; `None` when `doc` is not indexed.
+    /// order of their ids (not of their bytes: a segment's lexical part
+    /// sorts its docs' terms as integers once it has numbered them);
+    /// `None` when `doc` is not indexed.
     pub fn doc_terms(&self, doc: u32) -> Option<Vec<(&str, u32)>> {
         let (slot, entry) = self.entry(doc)?;
-        let mut terms: Vec<(&str, u32)> = term_ids(&entry.term_ids)
-            .filter_map(|id| {
+        let mut terms: Vec<(&str, u32)> = Vec::with_capacity(id_count(&entry.term_ids));
+        terms.extend(term_ids(&entry.term_ids).filter_map(|id| {
                 let term = &self.terms[id as usize];
                 // A doc just inserted (whose terms a segment write asks
                 // for) has the largest slot of most of its postings.
@@ -353,10 +363,7 @@ impl Bm25Index {
                         .ok()?,
                 };
                 Some((&*term.term, u32::from(term.postings[at].term_frequency)))
-            })
-            .collect();
-        // A doc's terms are distinct: ordering by term alone is the same.
-        terms.sort_unstable_by_key(|&(term, _)| term);
+            }));
         Some(terms)
     }
 

@@ -38,6 +38,13 @@ struct Slot {
     has_older: bool,
 }
 
+impl Slot {
+    /// Whether a version of its key is in the log or a segment.
+    fn held(&self) -> bool {
+        self.in_log || self.last != NO_SEGMENT
+    }
+}
+
 /// Every record key with where its versions are; see the module
 /// documentation.
 #[derive(Debug, Clone, Default)]
@@ -159,6 +166,13 @@ impl KeyMap {
         }
     }
 
+    /// Whether every key held has a version in the log or a segment (as
+    /// [`KeyMap::retain_held`] leaves the map).
+    #[cfg(test)]
+    pub(crate) fn all_held(&self) -> bool {
+        self.table.iter().all(|&id| self.slots[id as usize].held())
+    }
+
     /// Whether the newest version of `id` is in the log.
     #[cfg(test)]
     fn in_log(&self, id: KeyId) -> bool {
@@ -258,8 +272,7 @@ impl KeyMap {
         let slots = &self.slots;
         let mut gone = Vec::new();
         self.table.retain(|&mut id| {
-            let slot = &slots[id as usize];
-            let held = slot.in_log || slot.last != NO_SEGMENT;
+            let held = slots[id as usize].held();
             if !held {
                 gone.push(id);
             }
@@ -267,6 +280,19 @@ impl KeyMap {
         });
         for id in gone {
             self.release(id);
+        }
+    }
+
+    /// [`KeyMap::retain_held`] for `key` alone: a commit that removes no
+    /// segment can leave unheld only the keys it names, and a scan of
+    /// every key at each commit grew with the store.
+    pub(crate) fn release_if_unheld(&mut self, key: &str) {
+        let unheld = self
+            .get(key)
+            .and_then(|id| self.slots.get(id as usize))
+            .is_some_and(|slot| !slot.held());
+        if unheld {
+            self.remove(key);
         }
     }
 
@@ -312,8 +338,9 @@ mod tests {
     }
 
     /// Random pushes, log marks, segment removals, key removals and drops
-    /// of unheld keys leave the map holding what a `BTreeMap` of the
-    /// plain state holds, and every id still names its key.
+    /// of unheld keys (all of them, or one named) leave the map holding
+    /// what a `BTreeMap` of the plain state holds, and every id still
+    /// names its key.
     #[test]
     fn the_map_holds_what_a_plain_map_holds() {
         for seed in 0..40 {
@@ -324,7 +351,7 @@ mod tests {
             let mut live_segments: Vec<u64> = Vec::new();
             for _ in 0..400 {
                 let key = format!("item/{}", rng.next_u64() % 60);
-                match rng.next_u64() % 7 {
+                match rng.next_u64() % 8 {
                     0 | 1 => {
                         // A new segment holding a few keys.
                         let number = next_segment;
@@ -360,6 +387,12 @@ mod tests {
                     5 => {
                         map.retain_held();
                         oracle.retain(|_, state| state.in_log || !state.segments.is_empty());
+                    }
+                    6 => {
+                        map.release_if_unheld(&key);
+                        if oracle.get(&key).is_some_and(|state| !state.in_log && state.segments.is_empty()) {
+                            oracle.remove(&key);
+                        }
                     }
                     _ => {}
                 }

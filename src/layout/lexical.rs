@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use super::varint::{put_varint, Reader};
 use crate::codec::CodecError;
-use crate::fast_hash::{FastMap, FastSet};
+use crate::fast_hash::FastMap;
 use crate::index::bm25::TermCounts;
 
 /// Longest term a part may hold: the analyser keeps words of at most 64
@@ -38,47 +38,56 @@ pub(crate) struct LexicalPart {
 
 /// The lexical part of a segment whose records are `docs`' owners: each
 /// doc is its record index and its distinct terms with their frequencies,
-/// ascending by term (as [`crate::index::Bm25Index::doc_terms`] gives them),
-/// docs ascending by record index.
+/// in any order, docs ascending by record index.
 pub(crate) fn encode_lexical(docs: &[(u32, Vec<(&str, u32)>)]) -> Vec<u8> {
-    // The distinct terms first (a segment's docs share most of theirs),
-    // then only those sorted; a doc's terms find their index by hash
-    // rather than by a binary search of strings.
-    let distinct: FastSet<&str> = docs
-        .iter()
-        .flat_map(|(_, terms)| terms.iter().map(|&(term, _)| term))
-        .collect();
-    let mut dictionary: Vec<&str> = distinct.into_iter().collect();
-    dictionary.sort_unstable();
-    let indexes: FastMap<&str, u32> = dictionary
-        .iter()
-        .enumerate()
-        .map(|(index, &term)| (term, index as u32))
-        .collect();
-    // Every term of a doc is in the dictionary.
-    write_part(&dictionary, docs, |term| indexes.get(term).copied().unwrap_or(0))
-}
-
-/// The part's bytes: the sorted `dictionary`, then each doc's terms as
-/// delta-coded indexes into it (`index_of`) with their frequencies.
-fn write_part(
-    dictionary: &[&str],
-    docs: &[(u32, Vec<(&str, u32)>)],
-    index_of: impl Fn(&str) -> u32,
-) -> Vec<u8> {
+    // A segment's docs share most of their terms: each doc term is hashed
+    // once, to the slot of its term (slots in the order terms are first
+    // seen), then only the distinct terms are sorted by bytes, and a doc's
+    // terms become dictionary indexes through their slots, sorted as
+    // integers where they were not in byte order already (the terms of a
+    // memory a merge rewrites come in the order of the index's ids).
+    let total: usize = docs.iter().map(|(_, terms)| terms.len()).sum();
+    let mut slots: FastMap<&str, u32> = FastMap::with_capacity_and_hasher(total / 2, Default::default());
+    let mut distinct: Vec<(&str, u32)> = Vec::new();
+    let mut doc_slots: Vec<u32> = Vec::with_capacity(total);
+    for (_, terms) in docs {
+        for &(term, _) in terms {
+            let next = distinct.len() as u32;
+            let slot = *slots.entry(term).or_insert_with(|| {
+                distinct.push((term, next));
+                next
+            });
+            doc_slots.push(slot);
+        }
+    }
+    drop(slots);
+    // Terms are distinct: ordering by term alone is the same.
+    distinct.sort_unstable_by_key(|&(term, _)| term);
+    let mut index_of = vec![0u32; distinct.len()];
+    for (index, &(_, slot)) in distinct.iter().enumerate() {
+        index_of[slot as usize] = index as u32;
+    }
     let mut out = Vec::new();
-    put_varint(&mut out, dictionary.len() as u64);
-    for term in dictionary {
+    put_varint(&mut out, distinct.len() as u64);
+    for (term, _) in &distinct {
         put_varint(&mut out, term.len() as u64);
         out.extend_from_slice(term.as_bytes());
     }
     put_varint(&mut out, docs.len() as u64);
+    let mut doc_slots = doc_slots.into_iter();
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
     for (record, terms) in docs {
+        pairs.clear();
+        for (&(_, frequency), slot) in terms.iter().zip(doc_slots.by_ref()) {
+            pairs.push((index_of[slot as usize], frequency));
+        }
+        if !pairs.is_sorted_by_key(|&(index, _)| index) {
+            pairs.sort_unstable_by_key(|&(index, _)| index);
+        }
         put_varint(&mut out, u64::from(*record));
-        put_varint(&mut out, terms.len() as u64);
+        put_varint(&mut out, pairs.len() as u64);
         let mut previous = None;
-        for &(term, frequency) in terms {
-            let index = index_of(term);
+        for &(index, frequency) in &pairs {
             put_varint(&mut out, u64::from(previous.map_or(index, |p| index - p)));
             put_varint(&mut out, u64::from(frequency));
             previous = Some(index);
@@ -171,29 +180,69 @@ mod tests {
             .collect()
     }
 
-    /// `encode_lexical` as it was (one sorted list of every doc's terms,
-    /// searched for each): the oracle of the property below.
+    /// `encode_lexical` as it was first (one sorted list of every doc's
+    /// terms, searched for each, a doc's terms sorted by bytes): the
+    /// oracle of the property below.
     fn encode_by_search(docs: &[(u32, Vec<(&str, u32)>)]) -> Vec<u8> {
         let mut dictionary: Vec<&str> = docs.iter().flat_map(|(_, t)| t.iter().map(|&(term, _)| term)).collect();
         dictionary.sort_unstable();
         dictionary.dedup();
-        write_part(&dictionary, docs, |term| dictionary.binary_search(&term).unwrap_or(0) as u32)
+        let mut out = Vec::new();
+        put_varint(&mut out, dictionary.len() as u64);
+        for term in &dictionary {
+            put_varint(&mut out, term.len() as u64);
+            out.extend_from_slice(term.as_bytes());
+        }
+        put_varint(&mut out, docs.len() as u64);
+        for (record, terms) in docs {
+            let mut terms = terms.clone();
+            terms.sort_unstable();
+            put_varint(&mut out, u64::from(*record));
+            put_varint(&mut out, terms.len() as u64);
+            let mut previous = None;
+            for (term, frequency) in terms {
+                let index = dictionary.binary_search(&term).unwrap() as u32;
+                put_varint(&mut out, u64::from(previous.map_or(index, |p| index - p)));
+                put_varint(&mut out, u64::from(frequency));
+                previous = Some(index);
+            }
+        }
+        out
     }
 
     proptest::proptest! {
         /// The same bytes as the search by strings, for docs sharing terms
-        /// from a small vocabulary (and some of their own).
+        /// from a small vocabulary (and some of their own), each doc's
+        /// terms in byte order or in an order of its own (as a merge
+        /// gives the terms of a memory it rewrites).
         #[test]
         fn parts_are_the_bytes_of_the_search_by_strings(
             docs in proptest::collection::vec(
-                proptest::collection::btree_map("[a-f]{1,3}|é[a-z]|東京", 1u32..70_000, 0..12),
+                (
+                    proptest::collection::btree_map("[a-f]{1,3}|é[a-z]|東京", 1u32..70_000, 0..12),
+                    proptest::prelude::any::<u64>(),
+                ),
                 0..40,
             )
         ) {
             let docs: Vec<(u32, Vec<(&str, u32)>)> = docs
                 .iter()
                 .enumerate()
-                .map(|(i, terms)| (2 * i as u32, terms.iter().map(|(t, &f)| (t.as_str(), f)).collect()))
+                .map(|(i, (terms, order))| {
+                    let mut terms: Vec<(&str, u32)> = terms.iter().map(|(t, &f)| (t.as_str(), f)).collect();
+                    // Half the docs keep byte order; the others are
+                    // rotated and, by a bit each, pairs swapped.
+                    if order % 2 == 1 && !terms.is_empty() {
+                        let len = terms.len();
+                        terms.rotate_left((order >> 1) as usize % len);
+                        for j in (1..len).step_by(2) {
+                            if order >> (j % 60 + 4) & 1 == 1 {
+                                terms.swap(j - 1, j);
+                            }
+                        }
+                    }
+                    (2 * i as u32, terms)
+                })
                 .collect();
             proptest::prop_assert_eq!(encode_lexical(&docs), encode_by_search(&docs));
         }

@@ -68,8 +68,15 @@ impl Layout {
             }
         }
         // The log without the versions this commit supersedes or erases.
+        // A commit that names no key of the log (most single ingests)
+        // keeps every frame as it is, without reading them.
+        let touches_log = touched.iter().any(|key| self.log_keys.contains(*key));
         let mut log: Vec<Vec<u8>> = Vec::with_capacity(self.log.len() + 1);
         for frame in &self.log {
+            if !touches_log {
+                log.push(frame.clone());
+                continue;
+            }
             let records = records_of(frame).unwrap_or_default();
             let kept: Vec<(&str, &[u8])> = records
                 .iter()
@@ -86,9 +93,11 @@ impl Layout {
         // only for the log, or if its catalog row does not give it back.
         let mut fresh: BTreeMap<&str, Input> = BTreeMap::new();
         let put_bytes: usize = puts.iter().map(|(key, input)| input.frame_len(key)).sum();
+        let mut logged: Vec<&str> = Vec::new();
         if put_bytes > DIRECT_BYTES {
             fresh.extend(puts);
         } else if !puts.is_empty() {
+            logged.extend(puts.iter().map(|(key, _)| *key));
             let encoded: Vec<(&str, Cow<[u8]>)> =
                 puts.iter().map(|(key, input)| (*key, input.bytes())).collect();
             let records: Vec<(&str, &[u8])> = encoded.iter().map(|(k, v)| (*k, &**v)).collect();
@@ -105,11 +114,18 @@ impl Layout {
                 fresh.insert(key, Input::Record(record));
             }
         }
+        // The keys of the log: those it held that this commit did not
+        // name, and this commit's own, unless it was folded (every frame
+        // is a checked one: read by the open, or encoded here).
         let mut log_keys = FastSet::default();
-        for frame in &log {
-            for (key, _) in records_of(frame).unwrap_or_default() {
-                log_keys.insert(key.to_string());
-            }
+        if !log.is_empty() {
+            log_keys.extend(
+                self.log_keys
+                    .iter()
+                    .filter(|key| !touched.contains(key.as_str()))
+                    .cloned(),
+            );
+            log_keys.extend(logged.iter().map(|key| key.to_string()));
         }
         if let Some(merge) = self.merge_candidate(&touched, &rewrite) {
             rewrite.extend(merge);
@@ -280,6 +296,11 @@ impl Layout {
         }
         for (key, was) in moved {
             let now = self.keys.live_segment_of(&key);
+            // Without a segment removed, only a key this commit names can
+            // have lost its last version (erased, or out of the log).
+            if removed.is_empty() {
+                self.keys.release_if_unheld(&key);
+            }
             if was == now {
                 continue;
             }
@@ -290,7 +311,9 @@ impl Layout {
                 segment.live += 1;
             }
         }
-        self.keys.retain_held();
+        if !removed.is_empty() {
+            self.keys.retain_held();
+        }
         self.log = update.log;
         self.log_keys = update.log_keys;
         self.next_segment = update.next_segment;
@@ -335,12 +358,15 @@ impl<'a> Fresh<'a> {
         let terms = match counted {
             // The lexical index keeps a frequency in 16 bits
             // (`Bm25Index::insert_counts`): the part holds what it holds.
-            Some(counts) => Some(
-                counts
-                    .iter()
-                    .map(|(term, frequency)| (term, frequency.min(u32::from(u16::MAX))))
-                    .collect(),
-            ),
+            Some(counts) => {
+                let mut terms = Vec::with_capacity(counts.len());
+                terms.extend(
+                    counts
+                        .iter()
+                        .map(|(term, frequency)| (term, frequency.min(u32::from(u16::MAX)))),
+                );
+                Some(terms)
+            }
             None => item.and(id).and_then(|id| engine.term_counts(id)),
         };
         Fresh {
@@ -508,7 +534,7 @@ fn record_len(key: &str, len: usize) -> usize {
 mod tests {
     use super::*;
     use crate::engine::{Config, MemoryInput, Txn};
-    use crate::env::FixedEnvironment;
+    use crate::env::{Environment, FixedEnvironment};
     use crate::item::{Scope, Timestamp};
 
     /// The terms ingest counted, handed to the segment write, give the
@@ -560,6 +586,70 @@ mod tests {
         let oracle = Layout::default().plan_all(&engine);
         assert_eq!(planned.batch, oracle.batch);
         assert_eq!(planned.manifest, oracle.manifest);
+    }
+
+    /// A commit that removes no segment drops only the keys it names
+    /// that lost their last version; the layout's key map then holds what
+    /// a scan of every key (`KeyMap::retain_held`, which a commit that
+    /// removes a segment still runs) would leave: no key without a version.
+    /// And the log's keys, derived from the last commit's and this one's
+    /// without reading the frames, are those the frames hold. Over single
+    /// ingests and batches, edits, soft and hard deletes, log folds and
+    /// merges.
+    #[test]
+    fn commits_leave_no_key_without_a_version() {
+        let mut engine = Engine::new(Config::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let scope = Scope::workspace("alice", "home");
+        let mut layout = Layout::default();
+        let mut ids: Vec<String> = Vec::new();
+        let (mut merges, mut erased) = (0, 0);
+        let mut rng = memtide_testkit::rng::Rng(7);
+        for round in 0..900u64 {
+            let mut txn = Txn::default();
+            match rng.next_u64() % 10 {
+                0 if !ids.is_empty() => {
+                    let id = ids.swap_remove((rng.next_u64() % ids.len() as u64) as usize);
+                    engine.delete(&id, true, env.now(), &mut txn).unwrap();
+                    erased += 1;
+                }
+                1 if !ids.is_empty() => {
+                    let id = &ids[(rng.next_u64() % ids.len() as u64) as usize];
+                    engine.delete(id, false, env.now(), &mut txn).unwrap();
+                }
+                2 if !ids.is_empty() => {
+                    let id = ids[(rng.next_u64() % ids.len() as u64) as usize].clone();
+                    let patch = crate::engine::MemoryPatch {
+                        tags: Some(vec![format!("t{round}")]),
+                        ..Default::default()
+                    };
+                    engine.update(&id, patch, env.now(), &mut txn).unwrap();
+                }
+                n => {
+                    let count = if n == 3 { 60 } else { 1 };
+                    let inputs = (0..count)
+                        .map(|i| MemoryInput::new(format!("note {round} {i} about topic{} in place{}", round % 37, i * 13), scope.clone()))
+                        .collect();
+                    let results = engine.ingest(inputs, &mut env, &mut txn).unwrap();
+                    ids.extend(results.into_iter().filter_map(|r| r.id));
+                    ids.sort();
+                    ids.dedup();
+                }
+            }
+            env.advance_ms(1);
+            let plan = layout.plan(&engine.batch_for(&txn), &engine);
+            merges += usize::from(plan.batch.ops().any(|(key, value)| key.starts_with(crate::keys::SEGMENT_PREFIX) && value.is_none()));
+            layout.apply(plan);
+            assert!(layout.keys.all_held(), "round {round}");
+            // The log's keys, as the commit derived them, are those its
+            // frames hold.
+            let mut in_frames = FastSet::default();
+            for frame in &layout.log {
+                in_frames.extend(records_of(frame).unwrap().into_iter().map(|(key, _)| key.to_string()));
+            }
+            assert_eq!(layout.log_keys, in_frames, "round {round}");
+        }
+        assert!(merges >= 5 && erased >= 30, "{merges} merges, {erased} erased");
     }
 
     /// A commit straight to segments makes no JSON record of a memory
