@@ -15,32 +15,54 @@ pub const SHORT_WORD: usize = 16;
 /// of at most [`SHORT_WORD`] bytes (longer ones are skipped). Stops at the
 /// first wanted word; allocates nothing.
 pub fn any_short_word(text: &str, mut is_wanted: impl FnMut(&str) -> bool) -> bool {
-    let mut word = [0u8; SHORT_WORD];
-    // The word's length so far; past SHORT_WORD it only says "too long".
-    let mut len = 0usize;
-    // A character's lowercase may be several characters, and a non-ASCII
-    // one may lowercase to ASCII (the Kelvin sign to `k`), as in
-    // `str::to_lowercase`; the space ends the last word.
-    let lowercase = text.chars().flat_map(char::to_lowercase);
-    for c in lowercase.chain(std::iter::once(' ')) {
+    let mut word = Word {
+        bytes: [0; SHORT_WORD],
+        len: 0,
+    };
+    for c in text.chars() {
+        let ended_wanted = if c.is_ascii() {
+            word.push(c.to_ascii_lowercase(), &mut is_wanted)
+        } else {
+            // A character's lowercase may be several characters, and a
+            // non-ASCII one may lowercase to ASCII (the Kelvin sign to
+            // `k`), as in `str::to_lowercase`.
+            c.to_lowercase().any(|l| word.push(l, &mut is_wanted))
+        };
+        if ended_wanted {
+            return true;
+        }
+    }
+    word.push(' ', &mut is_wanted)
+}
+
+/// The word being read.
+struct Word {
+    bytes: [u8; SHORT_WORD],
+    /// Its length so far; past [`SHORT_WORD`] it only says "too long".
+    len: usize,
+}
+
+impl Word {
+    /// Adds a lowercase character to the word, or ends the word at one
+    /// that is not ASCII alphanumeric; true when that ended a short word
+    /// `is_wanted` holds for.
+    fn push(&mut self, c: char, is_wanted: &mut impl FnMut(&str) -> bool) -> bool {
         if c.is_ascii_alphanumeric() {
-            if let Some(byte) = word.get_mut(len) {
+            if let Some(byte) = self.bytes.get_mut(self.len) {
                 // An ASCII character is one byte.
                 *byte = c as u8;
             }
-            len = len.saturating_add(1);
-            continue;
+            self.len = self.len.saturating_add(1);
+            return false;
         }
-        let short = word
-            .get(..len)
+        let ended = self
+            .bytes
+            .get(..self.len)
             .filter(|w| !w.is_empty())
             .and_then(|w| std::str::from_utf8(w).ok());
-        if short.is_some_and(&mut is_wanted) {
-            return true;
-        }
-        len = 0;
+        self.len = 0;
+        ended.is_some_and(is_wanted)
     }
-    false
 }
 
 #[cfg(test)]
