@@ -19,20 +19,33 @@ pub fn any_short_word(text: &str, mut is_wanted: impl FnMut(&str) -> bool) -> bo
         bytes: [0; SHORT_WORD],
         len: 0,
     };
-    for c in text.chars() {
-        let ended_wanted = if c.is_ascii() {
-            word.push(c.to_ascii_lowercase(), &mut is_wanted)
-        } else {
-            // A character's lowercase may be several characters, and a
-            // non-ASCII one may lowercase to ASCII (the Kelvin sign to
-            // `k`), as in `str::to_lowercase`.
-            c.to_lowercase().any(|l| word.push(l, &mut is_wanted))
-        };
-        if ended_wanted {
-            return true;
+    let mut rest = text;
+    while !rest.is_empty() {
+        // A run of ASCII a byte at a time, then one other character.
+        let ascii = rest.bytes().position(|b| !b.is_ascii());
+        let (run, other) = rest.split_at_checked(ascii.unwrap_or(rest.len())).unwrap_or((rest, ""));
+        for byte in run.bytes() {
+            if byte.is_ascii_alphanumeric() {
+                word.add(byte.to_ascii_lowercase());
+            } else if word.end(&mut is_wanted) {
+                return true;
+            }
         }
+        let mut chars = other.chars();
+        // A character's lowercase may be several characters, and a
+        // non-ASCII one may lowercase to ASCII (the Kelvin sign to `k`),
+        // as in `str::to_lowercase`.
+        for c in chars.next().into_iter().flat_map(char::to_lowercase) {
+            if c.is_ascii_alphanumeric() {
+                // An ASCII character is one byte.
+                word.add(c as u8);
+            } else if word.end(&mut is_wanted) {
+                return true;
+            }
+        }
+        rest = chars.as_str();
     }
-    word.push(' ', &mut is_wanted)
+    word.end(&mut is_wanted)
 }
 
 /// The word being read.
@@ -43,18 +56,16 @@ struct Word {
 }
 
 impl Word {
-    /// Adds a lowercase character to the word, or ends the word at one
-    /// that is not ASCII alphanumeric; true when that ended a short word
-    /// `is_wanted` holds for.
-    fn push(&mut self, c: char, is_wanted: &mut impl FnMut(&str) -> bool) -> bool {
-        if c.is_ascii_alphanumeric() {
-            if let Some(byte) = self.bytes.get_mut(self.len) {
-                // An ASCII character is one byte.
-                *byte = c as u8;
-            }
-            self.len = self.len.saturating_add(1);
-            return false;
+    /// Adds a lowercase ASCII alphanumeric byte.
+    fn add(&mut self, byte: u8) {
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = byte;
         }
+        self.len = self.len.saturating_add(1);
+    }
+
+    /// Ends the word; true when it is a short word `is_wanted` holds for.
+    fn end(&mut self, is_wanted: &mut impl FnMut(&str) -> bool) -> bool {
         let ended = self
             .bytes
             .get(..self.len)
