@@ -1,10 +1,11 @@
 //! Retrieval allocates nothing per word of a candidate's text. The time
 //! match of a `when` question (`rank::mentions_time`) once collected every
-//! candidate's words into a set of owned strings, a few thousand
-//! allocations a query, which tripled the time of those questions and
-//! with it the p95 of native retrieval (`docs/speed.md`, "Issue 21, sixth
-//! session"). Allocations are counted per thread, so tests running beside
-//! this one do not disturb the count.
+//! candidate's words into a set of owned strings, which raised the p95 of
+//! native retrieval (`docs/speed.md`, "Issue 21, sixth session").
+//!
+//! The counting allocator below is the allocator of the whole `it` binary;
+//! it counts per thread, so the tests running beside this one do not
+//! disturb its count.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
