@@ -87,7 +87,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::item::{MemoryItem, Scope, SourceKind};
-use crate::text::calendar;
+use crate::text::{calendar, words};
 
 /// Highest value of `Scope::specificity` (card + project + session).
 const MAX_SPECIFICITY: f32 = 7.0;
@@ -429,11 +429,16 @@ fn in_months(item: &MemoryItem, months: &[u8]) -> bool {
 /// True when a text holds a time word ([`TIME_WORDS`]), a month or
 /// weekday name, or a year (four digits from 1900 to 2099).
 pub fn mentions_time(text: &str) -> bool {
-    query_words(text).iter().any(|w| {
-        TIME_WORDS.contains(&w.as_str())
-            || calendar::is_calendar_name(w)
-            || (w.len() == 4 && (w.starts_with("19") || w.starts_with("20")) && w.bytes().all(|b| b.is_ascii_digit()))
-    })
+    // Read in place: this runs for every candidate of a `when` question.
+    words::any_short_word(text, is_time_word)
+}
+
+/// True when a lowercase word is a time word, a month or weekday name, or
+/// a year.
+fn is_time_word(w: &str) -> bool {
+    TIME_WORDS.contains(&w)
+        || calendar::is_calendar_name(w)
+        || (w.len() == 4 && (w.starts_with("19") || w.starts_with("20")) && w.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// True when a memory is a turn of a conversation: a chat message, or said
@@ -1004,5 +1009,35 @@ mod tests {
             ..p
         };
         assert_eq!(order("Would Caroline pursue writing as a career?", &off)[0].0, "a");
+    }
+
+    #[test]
+    fn mentions_time_reads_the_words_query_words_splits() {
+        // Every word a time word is compared with can be read in place.
+        let names = calendar::MONTHS
+            .iter()
+            .chain(calendar::WEEKDAYS.iter().map(|(name, _)| name));
+        let longest = TIME_WORDS.iter().chain(names).map(|w| w.len()).max();
+        assert!(longest <= Some(words::SHORT_WORD));
+        // The oracle collects every word of the text first.
+        let oracle = |text: &str| query_words(text).iter().any(|w| is_time_word(w));
+        let texts = [
+            "Caroline: I went to the support group YESTERDAY.",
+            "Melanie: we painted it in 2022, then again last-week",
+            "Gina: the weekend trip was lovely",
+            "Jon: my mentor promotes my venture",
+            "Jon: I pitched it on Friday",
+            "born 1899 or 20245",
+            "an extraordinarilylongwordthatcannotbeatimewordatall",
+            "\u{212A}ayak in \u{130}stanbul in MAY",
+            "",
+        ];
+        for text in texts {
+            assert_eq!(mentions_time(text), oracle(text), "{text}");
+        }
+        assert_eq!(
+            texts.map(mentions_time),
+            [true, true, true, false, true, false, false, true, false]
+        );
     }
 }

@@ -13,6 +13,7 @@
 //!   term lists for near-duplicate detection.
 //! * [`markdown`] cuts Markdown documents into line-ranged chunks.
 //! * [`tokens`] counts prompt tokens, or estimates them.
+//! * [`words`] reads the short lowercase words of a text in place.
 
 pub mod calendar;
 pub mod markdown;
@@ -21,6 +22,7 @@ mod secrets;
 mod stem;
 mod terms;
 pub mod tokens;
+pub mod words;
 
 pub use redact::{redact, remove_private_keeping_lines, Capture};
 pub use secrets::{

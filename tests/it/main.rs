@@ -24,6 +24,7 @@ mod ranking;
 mod recall_scope;
 mod relevance;
 mod retention;
+mod retrieve_allocations;
 mod secrets;
 mod segment_open;
 mod semantic;

@@ -1,0 +1,98 @@
+//! Retrieval allocates nothing per word of a candidate's text. The time
+//! match of a `when` question (`rank::mentions_time`) once collected every
+//! candidate's words into a set of owned strings, which raised the p95 of
+//! native retrieval (`docs/speed.md`, "Issue 21, sixth session").
+//!
+//! The counting allocator below is the allocator of the whole `it` binary;
+//! it counts per thread, so the tests running beside this one do not
+//! disturb its count.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use memtide::env::FixedEnvironment;
+use memtide::storage::MemoryStorage;
+use memtide::{Memory, MemoryInput, RetrieveQuery, Scope, Timestamp};
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The system allocator, counting the calls that allocate on each thread.
+struct CountingAllocator;
+
+fn counted() {
+    // `try_with`: a thread being torn down has no counter left.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
+// SAFETY: every call is forwarded unchanged to `System`; a thread-local
+// counter with a const initializer and no destructor is updated besides.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        counted();
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        counted();
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        counted();
+        unsafe { System.realloc(pointer, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(pointer, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+fn scope() -> Scope {
+    Scope::workspace("u", "w")
+}
+
+/// The allocations this thread makes to answer `question` (a dry run, so
+/// nothing is written).
+fn allocations_to_answer(
+    memory: &mut Memory<MemoryStorage, FixedEnvironment>,
+    question: &str,
+) -> u64 {
+    let mut query = RetrieveQuery::new(question, scope());
+    query.dry_run = true;
+    let before = ALLOCATIONS.with(Cell::get);
+    let hits = memory.retrieve(&query).expect("retrieve");
+    let allocations = ALLOCATIONS.with(Cell::get) - before;
+    assert!(!hits.is_empty(), "{question} finds the memories");
+    allocations
+}
+
+#[test]
+fn a_when_question_allocates_nothing_per_word_of_its_candidates() {
+    let env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+    let mut memory = Memory::open(MemoryStorage::new(), env, Default::default()).unwrap();
+    // 300 memories that all match the question, none naming a time, so
+    // every one is a candidate the time match reads: a shared start and 20
+    // words of their own (far from near-duplicates of each other).
+    let texts = (0..300u32).map(|i| {
+        let own: Vec<String> = (0..20u32)
+            .map(|k| format!("w{}", (i * 7919 + k * 104_729) % 100_003))
+            .collect();
+        format!("Caroline: camping by the lake, {}", own.join(" "))
+    });
+    memory
+        .ingest(texts.map(|text| MemoryInput::new(text, scope())).collect())
+        .unwrap();
+    let plain = allocations_to_answer(&mut memory, "Did Caroline go camping by the lake?");
+    let when = allocations_to_answer(&mut memory, "When did Caroline go camping by the lake?");
+    // The same candidates; the time match may allocate a little for the
+    // query, not per candidate (it was over 20 per candidate).
+    assert!(
+        when < plain + 100,
+        "a when question allocates {when} times, the same question without when {plain}"
+    );
+}
