@@ -19,7 +19,8 @@ use crate::codec;
 use crate::env::{parse_ulid, Environment};
 use crate::index::bm25::TermCounts;
 use crate::index::Bm25Index;
-use crate::item::{validate_item_id, MemoryItem, Scope, Tenant};
+use crate::item::{validate_item_id, Kind, MemoryItem, Scope, Status, Tenant};
+use crate::metadata::Metadata;
 use crate::text;
 
 /// A memory's id as the catalog's keys hold it: one allocation shared by
@@ -212,7 +213,7 @@ impl Followers {
 
 /// One memory and its doc number in the lexical and vector indexes.
 pub(super) struct Entry {
-    pub(super) item: MemoryItem,
+    item: MemoryItem,
     pub(super) doc: u32,
     /// Bytes of the memory's record as stored (`codec::item_record_len`),
     /// counted by the first `stats` that reads the entry and kept, so a
@@ -232,6 +233,58 @@ impl Entry {
             doc,
             record_len: AtomicU32::new(0),
         }
+    }
+
+    /// The whole memory. Readers that need only the fields below read
+    /// them through their own methods: those are what an entry keeps
+    /// without its memory decoded.
+    pub(super) fn item(&self) -> &MemoryItem {
+        &self.item
+    }
+
+    /// The memory, taken out of its entry.
+    fn into_item(self) -> MemoryItem {
+        self.item
+    }
+
+    /// The memory's scope.
+    pub(super) fn scope(&self) -> &Scope {
+        &self.item.scope
+    }
+
+    /// True when the memory is soft-deleted.
+    pub(super) fn is_deleted(&self) -> bool {
+        self.item.is_deleted()
+    }
+
+    /// True when a newer memory took the memory's place.
+    pub(super) fn is_superseded(&self) -> bool {
+        self.item.is_superseded()
+    }
+
+    /// The memory's kind.
+    pub(super) fn kind(&self) -> Kind {
+        self.item.kind
+    }
+
+    /// The memory's review status.
+    pub(super) fn status(&self) -> Status {
+        self.item.status
+    }
+
+    /// True when the memory is pinned.
+    pub(super) fn pinned(&self) -> bool {
+        self.item.pinned
+    }
+
+    /// The memory's metadata.
+    pub(super) fn metadata(&self) -> Option<&Metadata> {
+        self.item.metadata.as_ref()
+    }
+
+    /// The id of the memory this one follows in its conversation.
+    pub(super) fn follows(&self) -> Option<&str> {
+        self.item.follows.as_deref()
     }
 
     /// The length of the memory's record as stored: counted once, then
@@ -456,7 +509,7 @@ impl Engine {
                 }
             }
         }
-        old.map(|e| e.item)
+        old.map(|e| e.into_item())
     }
 
     /// Makes room for `items` more memories in the catalog's maps, which
@@ -546,7 +599,7 @@ impl Engine {
     pub(crate) fn term_counts(&self, id: &str) -> Option<Vec<(&str, u32)>> {
         let entry = self.entries.get(id)?;
         self.lexical
-            .get(&entry.item.scope as &dyn TenantKey)?
+            .get(entry.scope() as &dyn TenantKey)?
             .doc_terms(entry.doc)
     }
 
@@ -696,7 +749,7 @@ mod tests {
                     engine.delete(id, true, env.now(), &mut txn).unwrap();
                     changes.push((format!("item/{id}"), None, None));
                 } else {
-                    let mut item = engine.entries[id].item.clone();
+                    let mut item = engine.entries[id].item().clone();
                     item.created_at = Timestamp(item.created_at.0 + 5_000 * n as i64);
                     engine.set(id, Some(item.clone()));
                     changes.push((format!("item/{id}"), Some(Stored::Item(Box::new(item))), None));
@@ -742,13 +795,13 @@ mod tests {
         let mut alice = 0;
         let mut embedded = 0;
         for entry in engine.entries.values() {
-            let mut written = codec::encode_item(&entry.item).len();
-            if let Some(vector) = engine.embedding(&entry.item.id) {
+            let mut written = codec::encode_item(entry.item()).len();
+            if let Some(vector) = engine.embedding(&entry.item().id) {
                 written += codec::encode_vector(vector).len();
                 embedded += 1;
             }
             all += written;
-            if entry.item.scope.user_id == "alice" {
+            if entry.scope().user_id == "alice" {
                 alice += written;
             }
         }
@@ -756,8 +809,8 @@ mod tests {
         let stats = engine.stats(&everyone, true);
         assert_eq!((stats.stored_bytes, stats.embedded), (all, embedded));
         for entry in engine.entries.values() {
-            let written = codec::encode_item(&entry.item).len();
-            assert_eq!(entry.kept_record_len(), Some(written), "{}", entry.item.id);
+            let written = codec::encode_item(entry.item()).len();
+            assert_eq!(entry.kept_record_len(), Some(written), "{}", entry.item().id);
         }
         // Again, from the lengths kept.
         assert_eq!(engine.stats(&everyone, true).stored_bytes, all);

@@ -324,7 +324,7 @@ impl Engine {
 
     /// Every memory, in no particular order.
     pub fn items(&self) -> impl Iterator<Item = &MemoryItem> {
-        self.entries.values().map(|e| &e.item)
+        self.entries.values().map(|e| e.item())
     }
 
     #[cfg(any(test, feature = "testing"))]
