@@ -228,6 +228,15 @@ impl Held {
     pub(super) fn row(row: Box<dyn HeldMemory>) -> Held {
         Held::Row(row, OnceLock::new())
     }
+
+    /// The memory's id and whether it is soft-deleted, read without
+    /// decoding a held row.
+    pub(super) fn id_and_deleted(&self) -> (&str, bool) {
+        match self {
+            Held::Decoded(item) => (&item.id, item.is_deleted()),
+            Held::Row(row, _) => (row.id(), row.is_deleted()),
+        }
+    }
 }
 
 /// One memory and its doc number in the lexical and vector indexes.

@@ -30,23 +30,14 @@ pub(super) enum Record<'a> {
 pub(super) fn decode(key: &str, stored: Option<Stored>, counted: Counted) -> Result<Record<'_>> {
     let corrupt = |e: codec::CodecError| e.in_record(key);
     if let Some(id) = key.strip_prefix(ITEM_PREFIX) {
-        let (held, (held_id, deleted)) = match stored {
+        let held = match stored {
             None => return Ok(Record::Item(id, None, None)),
-            Some(Stored::Bytes(bytes)) => {
-                let item = codec::decode_item(&bytes).map_err(corrupt)?;
-                let facts = (item.id.clone(), item.is_deleted());
-                (Held::item(item), facts)
-            }
-            Some(Stored::Item(item)) => {
-                let facts = (item.id.clone(), item.is_deleted());
-                (Held::Decoded(item), facts)
-            }
-            Some(Stored::Row(row)) => {
-                let facts = (row.id().to_string(), row.is_deleted());
-                (Held::row(row), facts)
-            }
+            Some(Stored::Bytes(bytes)) => Held::item(codec::decode_item(&bytes).map_err(corrupt)?),
+            Some(Stored::Item(item)) => Held::Decoded(item),
+            Some(Stored::Row(row)) => Held::row(row),
             Some(Stored::Vector(_)) => return Err(misplaced(key)),
         };
+        let (held_id, deleted) = held.id_and_deleted();
         if held_id != id {
             return Err(Error::Corrupt(format!(
                 "record `{key}` holds memory `{held_id}`"
