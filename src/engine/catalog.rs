@@ -10,7 +10,7 @@ use std::borrow::Borrow;
 use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use super::duplicate::{ContentKey, DuplicateKey, Voice};
 use super::held::HeldMemory;
@@ -214,10 +214,12 @@ impl Followers {
 /// A memory as the catalog holds it: decoded (every memory a write sets),
 /// or held undecoded as a store gave it ([`HeldMemory`]: a row of its
 /// segment's catalog part), decoded the first time the whole memory is
-/// read and kept decoded from then on.
+/// read and kept decoded from then on ([`HeldMemory::decoded`]). Two
+/// pointers at most, so that an entry stays small in the `entries` table,
+/// whose slots are about half empty after it doubles.
 pub(super) enum Held {
     Decoded(Box<MemoryItem>),
-    Row(Box<dyn HeldMemory>, OnceLock<Box<MemoryItem>>),
+    Row(Box<dyn HeldMemory>),
 }
 
 impl Held {
@@ -226,7 +228,7 @@ impl Held {
     }
 
     pub(super) fn row(row: Box<dyn HeldMemory>) -> Held {
-        Held::Row(row, OnceLock::new())
+        Held::Row(row)
     }
 
     /// The memory's id and whether it is soft-deleted, read without
@@ -234,7 +236,7 @@ impl Held {
     pub(super) fn id_and_deleted(&self) -> (&str, bool) {
         match self {
             Held::Decoded(item) => (&item.id, item.is_deleted()),
-            Held::Row(row, _) => (row.id(), row.is_deleted()),
+            Held::Row(row) => (row.id(), row.is_deleted()),
         }
     }
 }
@@ -269,7 +271,7 @@ impl Entry {
     pub(super) fn item(&self) -> &MemoryItem {
         match &self.memory {
             Held::Decoded(item) => item,
-            Held::Row(row, decoded) => decoded.get_or_init(|| Box::new(row.decode())),
+            Held::Row(row) => row.decoded().get_or_init(|| Box::new(row.decode())),
         }
     }
 
@@ -277,7 +279,7 @@ impl Entry {
     fn into_item(self) -> MemoryItem {
         match self.memory {
             Held::Decoded(item) => *item,
-            Held::Row(row, decoded) => decoded.into_inner().map_or_else(|| row.decode(), |item| *item),
+            Held::Row(row) => row.into_item(),
         }
     }
 
@@ -292,7 +294,7 @@ impl Entry {
     fn field<'a, T>(&'a self, decoded: impl FnOnce(&'a MemoryItem) -> T, held: impl FnOnce(&'a dyn HeldMemory) -> T) -> T {
         match &self.memory {
             Held::Decoded(item) => decoded(item),
-            Held::Row(row, _) => held(&**row),
+            Held::Row(row) => held(&**row),
         }
     }
 
@@ -376,7 +378,7 @@ impl Entry {
     fn content_key(&self) -> ContentKey {
         match &self.memory {
             Held::Decoded(item) => ContentKey::of(&item.content_hash),
-            Held::Row(row, _) => match row.content_hash() {
+            Held::Row(row) => match row.content_hash() {
                 Ok(bytes) => ContentKey::Sha256(bytes),
                 Err(text) => ContentKey::of(text),
             },
@@ -392,7 +394,7 @@ impl Entry {
                 // reads every memory, which would otherwise all stay decoded.
                 let len = match &self.memory {
                     Held::Decoded(item) => codec::item_record_len(item),
-                    Held::Row(row, decoded) => match decoded.get() {
+                    Held::Row(row) => match row.decoded().get() {
                         Some(item) => codec::item_record_len(item),
                         None => codec::item_record_len(&row.decode()),
                     },
@@ -749,6 +751,13 @@ mod tests {
     use crate::engine::{Config, Engine, MemoryInput, MemoryPatch, Stored, Txn};
     use crate::env::{Environment, FixedEnvironment};
     use crate::item::{MemoryItem, Scope, ScopeFilter, Tenant, Timestamp};
+
+    /// An entry is its memory's pointer, its doc and its record length:
+    /// the `entries` table holds it inline, about half its slots empty.
+    #[test]
+    fn an_entry_is_three_words() {
+        assert!(std::mem::size_of::<super::Entry>() <= 3 * std::mem::size_of::<usize>());
+    }
 
     #[test]
     fn a_memory_id_is_one_allocation_shared_by_the_keys() {

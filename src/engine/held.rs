@@ -4,6 +4,8 @@
 //! sixth session"). The catalog's keys and retrieval's filters read the
 //! fields below without decoding it; everything else reads the memory.
 
+use std::sync::OnceLock;
+
 use crate::item::{Kind, MemoryItem, Role, Scope, Status, Timestamp};
 
 /// A memory held undecoded. Such a memory has no caller key, no field of a
@@ -27,4 +29,9 @@ pub(crate) trait HeldMemory: Send + Sync {
     fn content_hash(&self) -> Result<[u8; 32], &str>;
     /// The memory.
     fn decode(&self) -> MemoryItem;
+    /// Where the catalog keeps the memory once it is read (empty until
+    /// then): kept with the row so that an entry holds one pointer.
+    fn decoded(&self) -> &OnceLock<Box<MemoryItem>>;
+    /// The memory, kept or decoded, taking the row.
+    fn into_item(self: Box<Self>) -> MemoryItem;
 }

@@ -22,7 +22,7 @@
 //! memory as a JSON record instead of a row whenever the row would not give
 //! back the same memory ([`CatalogWriter::push`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::varint::{put_str, put_varint, varint_len, Reader};
 use crate::fast_hash::FastMap;
@@ -305,6 +305,8 @@ pub(crate) struct HeldRow {
     kind: Kind,
     status: Status,
     role: Option<Role>,
+    /// The memory, once the engine read it ([`HeldMemory::decoded`]).
+    decoded: OnceLock<Box<MemoryItem>>,
 }
 
 impl HeldRow {
@@ -323,6 +325,7 @@ impl HeldRow {
             kind: view.kind,
             status: view.status,
             role: view.role,
+            decoded: OnceLock::new(),
         }
     }
 
@@ -347,6 +350,18 @@ impl HeldMemory for HeldRow {
         match read_row(&mut reader, &self.part.strings) {
             Ok(item) => item,
             Err(e) => unreachable!("a held row was read when its part was: {e}"),
+        }
+    }
+
+    fn decoded(&self) -> &OnceLock<Box<MemoryItem>> {
+        &self.decoded
+    }
+
+    fn into_item(self: Box<Self>) -> MemoryItem {
+        let mut row = *self;
+        match row.decoded.take() {
+            Some(item) => *item,
+            None => row.decode(),
         }
     }
 
