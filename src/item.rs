@@ -449,8 +449,12 @@ pub struct ScopeFilter {
 impl ScopeFilter {
     /// True when the memory's scope and metadata match the filter.
     pub fn matches_item(&self, item: &MemoryItem) -> bool {
-        self.matches(&item.scope)
-            && metadata::matches(item.metadata.as_ref(), self.metadata.as_ref())
+        self.matches_parts(&item.scope, item.metadata.as_ref())
+    }
+
+    /// [`ScopeFilter::matches_item`] given a memory's scope and metadata.
+    pub(crate) fn matches_parts(&self, scope: &Scope, metadata: Option<&Metadata>) -> bool {
+        self.matches(scope) && metadata::matches(metadata, self.metadata.as_ref())
     }
 
     /// True when the filter selects files of `scope`: its scope fields

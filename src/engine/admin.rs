@@ -25,7 +25,7 @@ impl Engine {
         validate_item_id(id)?;
         self.entries
             .get(id)
-            .map(|e| &e.item)
+            .map(|e| e.item())
             .ok_or_else(|| Error::NotFound(id.to_string()))
     }
 
@@ -46,7 +46,7 @@ impl Engine {
             &text::content_hash(normalized),
         );
         let id = self.by_hash.get(&key)?;
-        self.entries.get(&**id).map(|e| &e.item)
+        self.entries.get(&**id).map(|e| e.item())
     }
 
     /// Lists memories newest first, filtered, one page at a time.
@@ -72,7 +72,7 @@ impl Engine {
             let Some(entry) = self.entries.get(&**id) else {
                 continue;
             };
-            let item = &entry.item;
+            let item = entry.item();
             if !list_matches(item, query) {
                 continue;
             }
@@ -204,7 +204,7 @@ impl Engine {
             // forget the link.
             for follower in self.followers.get(id).map(<[Id]>::to_vec).unwrap_or_default() {
                 if let Some(entry) = self.entries.get(&*follower) {
-                    let mut unlinked = entry.item.clone();
+                    let mut unlinked = entry.item().clone();
                     unlinked.follows = None;
                     self.write(txn, &follower, Some(unlinked));
                 }
@@ -237,7 +237,7 @@ impl Engine {
         let mut matched: Vec<&MemoryItem> = self
             .entries
             .values()
-            .map(|e| &e.item)
+            .map(|e| e.item())
             .filter(|item| selected(item))
             .collect();
         // The summaries the filter does not select that go with a selected
@@ -249,7 +249,7 @@ impl Engine {
                 let goes = self
                     .entries
                     .get(summary)
-                    .is_some_and(|e| !selected(&e.item) && (hard || !e.item.is_deleted()));
+                    .is_some_and(|e| !selected(e.item()) && (hard || !e.is_deleted()));
                 if goes {
                     followers.insert(summary);
                 }
@@ -312,19 +312,20 @@ impl Engine {
         let mut kinds = [0usize; Kind::ALL.len()];
         let mut tenants: BTreeSet<(&str, &str)> = BTreeSet::new();
         for entry in self.entries.values() {
-            let item = &entry.item;
-            if !filter.matches_item(item) {
+            if !filter.matches_parts(entry.scope(), entry.metadata()) {
                 continue;
             }
+            let status = entry.status();
             stats.items += 1;
-            stats.deleted += usize::from(item.is_deleted());
-            stats.pending += usize::from(item.status == Status::Pending);
-            stats.rejected += usize::from(item.status == Status::Rejected);
+            stats.deleted += usize::from(entry.is_deleted());
+            stats.pending += usize::from(status == Status::Pending);
+            stats.rejected += usize::from(status == Status::Rejected);
             stats.active += usize::from(
-                !item.is_deleted() && !item.is_superseded() && item.status != Status::Rejected,
+                !entry.is_deleted() && !entry.is_superseded() && status != Status::Rejected,
             );
-            stats.pinned += usize::from(item.pinned);
-            if let Some(k) = Kind::ALL.iter().position(|k| *k == item.kind) {
+            stats.pinned += usize::from(entry.pinned());
+            let kind = entry.kind();
+            if let Some(k) = Kind::ALL.iter().position(|k| *k == kind) {
                 kinds[k] += 1;
             }
             stats.stored_bytes += entry.record_len();
@@ -332,7 +333,8 @@ impl Engine {
                 stats.embedded += 1;
                 stats.stored_bytes += crate::codec::vector_record_len(vector.len());
             }
-            tenants.insert((item.scope.user_id.as_str(), item.scope.workspace_id.as_str()));
+            let scope = entry.scope();
+            tenants.insert((scope.user_id.as_str(), scope.workspace_id.as_str()));
         }
         for (kind, count) in Kind::ALL.iter().zip(kinds) {
             if count > 0 {

@@ -12,14 +12,16 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use super::duplicate::{DuplicateKey, Voice};
+use super::duplicate::{ContentKey, DuplicateKey, Voice};
+use super::held::HeldMemory;
 use super::txn::{Txn, Undo};
 use super::Engine;
 use crate::codec;
 use crate::env::{parse_ulid, Environment};
 use crate::index::bm25::TermCounts;
 use crate::index::Bm25Index;
-use crate::item::{validate_item_id, MemoryItem, Scope, Tenant};
+use crate::item::{validate_item_id, Kind, MemoryItem, Role, Scope, Status, Tenant, Timestamp};
+use crate::metadata::Metadata;
 use crate::text;
 
 /// A memory's id as the catalog's keys hold it: one allocation shared by
@@ -106,15 +108,14 @@ fn add_sorted<T: Ord>(tree: &mut BTreeSet<T>, keys: Vec<T>) {
 /// Every memory's entry, by its id: the shared copy (`Id`), which also
 /// numbers it in `doc_owner`, rather than a `String` copy of its own.
 /// Lookups take any string (`&str`, `&String`, `&Id`), so the engine's
-/// ids find it as they are. Boxed: an `Entry` holds a whole memory, and a table holds up
-/// to twice the entries it has while it doubles, so boxing keeps the
-/// table small when it grows (`docs/speed.md`, "Heap per memory").
+/// ids find it as they are. An `Entry` is small (its memory is boxed), so
+/// the table holds it inline.
 #[derive(Default)]
-pub(super) struct Entries(FastMap<Id, Box<Entry>>);
+pub(super) struct Entries(FastMap<Id, Entry>);
 
 impl Entries {
     pub(super) fn get(&self, id: impl AsRef<str>) -> Option<&Entry> {
-        self.0.get(id.as_ref()).map(Box::as_ref)
+        self.0.get(id.as_ref())
     }
 
     pub(super) fn contains_key(&self, id: impl AsRef<str>) -> bool {
@@ -123,7 +124,7 @@ impl Entries {
 
     /// Every entry, in no order.
     pub(super) fn values(&self) -> impl Iterator<Item = &Entry> {
-        self.0.values().map(Box::as_ref)
+        self.0.values()
     }
 
     /// Every memory's id, in no order.
@@ -145,12 +146,12 @@ impl Entries {
     }
 
     /// Takes out `id`'s entry with its key, the id's shared copy.
-    fn remove_entry(&mut self, id: &str) -> Option<(Id, Box<Entry>)> {
+    fn remove_entry(&mut self, id: &str) -> Option<(Id, Entry)> {
         self.0.remove_entry(id)
     }
 
     fn insert(&mut self, id: Id, entry: Entry) {
-        self.0.insert(id, Box::new(entry));
+        self.0.insert(id, entry);
     }
 }
 
@@ -210,9 +211,39 @@ impl Followers {
     }
 }
 
+/// A memory as the catalog holds it: decoded (every memory a write sets),
+/// or held undecoded as a store gave it ([`HeldMemory`]: a row of its
+/// segment's catalog part), decoded the first time the whole memory is
+/// read and kept decoded from then on ([`HeldMemory::decoded`]). Two
+/// pointers at most, so that an entry stays small in the `entries` table,
+/// whose slots are about half empty after it doubles.
+pub(super) enum Held {
+    Decoded(Box<MemoryItem>),
+    Row(Box<dyn HeldMemory>),
+}
+
+impl Held {
+    pub(super) fn item(item: MemoryItem) -> Held {
+        Held::Decoded(Box::new(item))
+    }
+
+    pub(super) fn row(row: Box<dyn HeldMemory>) -> Held {
+        Held::Row(row)
+    }
+
+    /// The memory's id and whether it is soft-deleted, read without
+    /// decoding a held row.
+    pub(super) fn id_and_deleted(&self) -> (&str, bool) {
+        match self {
+            Held::Decoded(item) => (&item.id, item.is_deleted()),
+            Held::Row(row) => (row.id(), row.is_deleted()),
+        }
+    }
+}
+
 /// One memory and its doc number in the lexical and vector indexes.
 pub(super) struct Entry {
-    pub(super) item: MemoryItem,
+    memory: Held,
     pub(super) doc: u32,
     /// Bytes of the memory's record as stored (`codec::item_record_len`),
     /// counted by the first `stats` that reads the entry and kept, so a
@@ -226,11 +257,131 @@ pub(super) struct Entry {
 }
 
 impl Entry {
-    fn new(item: MemoryItem, doc: u32) -> Entry {
+    fn new(memory: Held, doc: u32) -> Entry {
         Entry {
-            item,
+            memory,
             doc,
             record_len: AtomicU32::new(0),
+        }
+    }
+
+    /// The whole memory, decoded on its first read if it is held as a row.
+    /// Readers that need only the fields below read them through their
+    /// own methods, which read a held row without decoding it.
+    pub(super) fn item(&self) -> &MemoryItem {
+        match &self.memory {
+            Held::Decoded(item) => item,
+            Held::Row(row) => row.decoded().get_or_init(|| Box::new(row.decode())),
+        }
+    }
+
+    /// The memory, taken out of its entry.
+    fn into_item(self) -> MemoryItem {
+        match self.memory {
+            Held::Decoded(item) => *item,
+            Held::Row(row) => row.into_item(),
+        }
+    }
+
+    /// True when the memory is held undecoded.
+    #[cfg(any(test, feature = "testing"))]
+    pub(super) fn is_held(&self) -> bool {
+        matches!(self.memory, Held::Row(..))
+    }
+
+    /// Reads a field of the memory: from the decoded memory, or from the
+    /// held row without decoding it.
+    fn field<'a, T>(&'a self, decoded: impl FnOnce(&'a MemoryItem) -> T, held: impl FnOnce(&'a dyn HeldMemory) -> T) -> T {
+        match &self.memory {
+            Held::Decoded(item) => decoded(item),
+            Held::Row(row) => held(&**row),
+        }
+    }
+
+    /// The memory's scope.
+    pub(super) fn scope(&self) -> &Scope {
+        self.field(|item| &item.scope, |row| row.scope())
+    }
+
+    /// The memory's text.
+    pub(super) fn text(&self) -> &str {
+        self.field(|item| item.text.as_str(), |row| row.text())
+    }
+
+    /// The name of who said it.
+    pub(super) fn speaker(&self) -> Option<&str> {
+        self.field(|item| item.speaker.as_deref(), |row| row.speaker())
+    }
+
+    /// The role it was said in.
+    pub(super) fn role(&self) -> Option<Role> {
+        self.field(|item| item.role, |row| row.role())
+    }
+
+    /// True when the memory is soft-deleted.
+    pub(super) fn is_deleted(&self) -> bool {
+        self.field(MemoryItem::is_deleted, |row| row.is_deleted())
+    }
+
+    /// True when a newer memory took the memory's place (never a held
+    /// row: that is a field of a row's rest).
+    pub(super) fn is_superseded(&self) -> bool {
+        self.field(MemoryItem::is_superseded, |_| false)
+    }
+
+    /// True for a chunk of a file (never a held row).
+    fn is_file_chunk(&self) -> bool {
+        self.field(MemoryItem::is_file_chunk, |_| false)
+    }
+
+    /// The memories a summary summarizes (none for a held row).
+    fn summary_of(&self) -> &[String] {
+        self.field(|item| item.summary_of.as_slice(), |_| &[])
+    }
+
+    /// The caller's key (none for a held row).
+    fn key(&self) -> Option<&str> {
+        self.field(|item| item.key.as_deref(), |_| None)
+    }
+
+    /// When it was made.
+    pub(super) fn created_at(&self) -> Timestamp {
+        self.field(|item| item.created_at, |row| row.created_at())
+    }
+
+    /// The memory's kind.
+    pub(super) fn kind(&self) -> Kind {
+        self.field(|item| item.kind, |row| row.kind())
+    }
+
+    /// The memory's review status.
+    pub(super) fn status(&self) -> Status {
+        self.field(|item| item.status, |row| row.status())
+    }
+
+    /// True when the memory is pinned.
+    pub(super) fn pinned(&self) -> bool {
+        self.field(|item| item.pinned, |row| row.pinned())
+    }
+
+    /// The memory's metadata (none for a held row: a field of the rest).
+    pub(super) fn metadata(&self) -> Option<&Metadata> {
+        self.field(|item| item.metadata.as_ref(), |_| None)
+    }
+
+    /// The id of the memory this one follows in its conversation.
+    pub(super) fn follows(&self) -> Option<&str> {
+        self.field(|item| item.follows.as_deref(), |row| row.follows())
+    }
+
+    /// The key of its content hash among the duplicate keys.
+    fn content_key(&self) -> ContentKey {
+        match &self.memory {
+            Held::Decoded(item) => ContentKey::of(&item.content_hash),
+            Held::Row(row) => match row.content_hash() {
+                Ok(bytes) => ContentKey::Sha256(bytes),
+                Err(text) => ContentKey::of(text),
+            },
         }
     }
 
@@ -239,7 +390,15 @@ impl Entry {
     pub(super) fn record_len(&self) -> usize {
         match self.record_len.load(Ordering::Relaxed) {
             0 => {
-                let len = codec::item_record_len(&self.item);
+                // A held row is decoded for the count and not kept: `stats`
+                // reads every memory, which would otherwise all stay decoded.
+                let len = match &self.memory {
+                    Held::Decoded(item) => codec::item_record_len(item),
+                    Held::Row(row) => match row.decoded().get() {
+                        Some(item) => codec::item_record_len(item),
+                        None => codec::item_record_len(&row.decode()),
+                    },
+                };
                 if let Ok(kept) = u32::try_from(len) {
                     self.record_len.store(kept, Ordering::Relaxed);
                 }
@@ -263,16 +422,16 @@ impl Engine {
     /// Replaces (or removes, with `None`) the item stored under `id`, keeping
     /// every index in step. Returns the previous item.
     pub(super) fn set(&mut self, id: &str, new: Option<MemoryItem>) -> Option<MemoryItem> {
-        self.set_counted(id, new, None)
+        self.set_counted(id, new.map(Held::item), None)
     }
 
-    /// [`Engine::set`] given the new item's terms as counted when it was
-    /// stored (a segment's lexical part), so its text is not analysed
-    /// again; `None` analyses it.
+    /// [`Engine::set`] given the new memory as decoded or held, and its
+    /// terms as counted when it was stored (a segment's lexical part), so
+    /// its text is not analysed again; `None` analyses it.
     pub(super) fn set_counted(
         &mut self,
         id: &str,
-        new: Option<MemoryItem>,
+        new: Option<Held>,
         counts: Option<&TermCounts>,
     ) -> Option<MemoryItem> {
         // The id's shared copy: the old entry's key, else a new one.
@@ -280,8 +439,14 @@ impl Engine {
             Some((key, entry)) => (key, Some(entry)),
             None => (Id::from(id), None),
         };
+        // The new entry, its doc set below: its fields are read through
+        // it, whether it is decoded or held.
+        let new = new.map(|memory| Entry::new(memory, 0));
         let mut doc = None;
-        if let Some(Entry { item, doc: d, .. }) = old.as_deref() {
+        if let Some(old_entry) = &old {
+            let d = old_entry.doc;
+            // A change of a memory reads it whole (a held row is decoded).
+            let item = old_entry.item();
             let key = DuplicateKey::of(self.scope_key(&item.scope), item);
             if self.by_hash.get(&key).map(|h| &**h) == Some(id) {
                 if let Some((held, _)) = self.by_hash.remove_entry(&key) {
@@ -293,7 +458,7 @@ impl Engine {
             // memory, and most opens never purge.
             if let Some(index) = &mut self.by_expiry {
                 if let Some(end) = self.config.retention.expires_at(item) {
-                    index.remove(&(end.0, *d));
+                    index.remove(&(end.0, d));
                 }
             }
             let scope = key.into_scope();
@@ -325,34 +490,34 @@ impl Engine {
             self.pinned.remove(id);
             self.index_file_chunk(item, false);
             let same_context = new.as_ref().is_some_and(|n| {
-                n.scope.parts() == item.scope.parts()
+                n.scope().parts() == item.scope.parts()
                     && n.is_deleted() == item.is_deleted()
-                    && n.follows == item.follows
+                    && n.follows() == item.follows.as_deref()
             });
             if !same_context {
-                self.unindex_vector(*d);
+                self.unindex_vector(d);
             }
             // A memory is indexed by its text and its speaker's name
             // (`text::said_terms`).
             let unchanged_text = new.as_ref().is_some_and(|n| {
-                n.text == item.text
-                    && n.speaker == item.speaker
-                    && n.scope.parts() == item.scope.parts()
+                n.text() == item.text
+                    && n.speaker() == item.speaker.as_deref()
+                    && n.scope().parts() == item.scope.parts()
                     && n.is_deleted() == item.is_deleted()
             });
             if !item.is_deleted() && !unchanged_text {
                 let tenant: &dyn TenantKey = &item.scope;
                 if let Some(ix) = self.lexical.get_mut(tenant) {
-                    ix.remove(*d);
+                    ix.remove(d);
                     if ix.doc_count() == 0 {
                         self.lexical.remove(tenant);
                     }
                 }
             }
-            doc = Some((*d, unchanged_text));
+            doc = Some((d, unchanged_text));
         }
         match new {
-            Some(item) => {
+            Some(mut entry) => {
                 if self.newest_ulid.as_deref() < Some(id) && parse_ulid(id).is_some() {
                     self.newest_ulid = Some(handle.clone());
                 }
@@ -360,59 +525,57 @@ impl Engine {
                     Some(state) => state,
                     None => (self.allocate_doc(&handle), false),
                 };
-                if !item.is_deleted() && !already_indexed {
+                entry.doc = d;
+                if !entry.is_deleted() && !already_indexed {
                     // One lookup when the tenant has an index (all but its
                     // first memory).
-                    let tenant: &dyn TenantKey = &item.scope;
+                    let tenant: &dyn TenantKey = entry.scope();
                     let index = match self.lexical.get_mut(tenant) {
                         Some(index) => index,
                         None => self
                             .lexical
-                            .entry(item.scope.tenant())
+                            .entry(entry.scope().tenant())
                             .or_insert_with(|| Bm25Index::new(self.config.bm25)),
                     };
                     match counts {
                         Some(counts) => index.insert_counted(d, counts),
-                        None => index.insert(
-                            d,
-                            &text::said_terms(&item.text, item.speaker.as_deref()),
-                        ),
+                        None => index.insert(d, &text::said_terms(entry.text(), entry.speaker())),
                     }
                 }
                 // Chunks belong to their file: they take no part in
                 // duplicate detection or conversation threads.
-                if item.is_file_chunk() {
-                    self.index_file_chunk(&item, true);
-                } else if !item.summary_of.is_empty() {
+                if entry.is_file_chunk() {
+                    self.index_file_chunk(entry.item(), true);
+                } else if !entry.summary_of().is_empty() {
                     // A summary is found by its scope and its sources,
                     // never by text, and joins no conversation thread. Its
                     // sources find it even if it is superseded, so that
                     // erasing one of them still erases it.
-                    if !item.is_superseded() {
-                        let scope = self.scopes.share(&item.scope);
+                    if !entry.is_superseded() {
+                        let scope = self.scopes.share(entry.scope());
                         self.by_summary.insert(scope, id.to_string());
                     }
-                    for source in &item.summary_of {
+                    for source in entry.summary_of() {
                         self.summaries
                             .entry(source.clone())
                             .or_default()
                             .push(id.to_string());
                     }
-                } else if item.is_superseded() {
+                } else if entry.is_superseded() {
                     // A superseded memory gave its key to its successor and
                     // takes no part in duplicates or threads: the same text
                     // said again is a new fact, not a merge into an old one.
-                } else if let Some(k) = &item.key {
+                } else if let Some(k) = entry.key() {
                     // Keyed memories are the caller's records: found by
                     // key, never by text, and in no conversation thread.
-                    let scope = self.scopes.share(&item.scope);
-                    self.by_key.insert((scope, k.clone()), handle.clone());
+                    let scope = self.scopes.share(entry.scope());
+                    self.by_key.insert((scope, k.to_string()), handle.clone());
                 } else {
-                    let scope = self.scopes.share(&item.scope);
-                    let voice = Voice::shared(&item, &mut self.speakers);
-                    let key = DuplicateKey::new(scope.clone(), voice, &item.content_hash);
+                    let scope = self.scopes.share(entry.scope());
+                    let voice = Voice::shared(entry.role(), entry.speaker(), &mut self.speakers);
+                    let key = DuplicateKey::with_content(scope.clone(), voice, entry.content_key());
                     self.by_hash.insert(key, handle.clone());
-                    let key = (scope, item.created_at.0, handle.clone());
+                    let key = (scope, entry.created_at().0, handle.clone());
                     match &mut self.deferred_times {
                         Some(keys) => keys.scope_time.push(key),
                         None => {
@@ -420,7 +583,7 @@ impl Engine {
                         }
                     }
                 }
-                let key = (item.created_at.0, handle.clone());
+                let key = (entry.created_at().0, handle.clone());
                 match &mut self.deferred_times {
                     Some(keys) => keys.created.push(key),
                     None => {
@@ -428,24 +591,24 @@ impl Engine {
                     }
                 }
                 if let Some(index) = &mut self.by_expiry {
-                    if let Some(end) = self.config.retention.expires_at(&item) {
+                    if let Some(end) = self.config.retention.expires_at(entry.item()) {
                         index.insert((end.0, d));
                     }
                 }
-                if let Some(prev) = &item.follows {
+                if let Some(prev) = entry.follows() {
                     let (entries, owners) = (&self.entries, &self.doc_owner);
                     let shared = || {
                         entries
                             .get(prev)
                             .and_then(|e| owners.get(e.doc as usize)?.clone())
-                            .unwrap_or_else(|| Id::from(prev.as_str()))
+                            .unwrap_or_else(|| Id::from(prev))
                     };
                     self.followers.add(prev, handle.clone(), shared);
                 }
-                if item.pinned {
+                if entry.pinned() {
                     self.pinned.insert(id.to_string());
                 }
-                self.entries.insert(handle, Entry::new(item, d));
+                self.entries.insert(handle, entry);
                 self.index_vector(id);
             }
             None => {
@@ -456,7 +619,7 @@ impl Engine {
                 }
             }
         }
-        old.map(|e| e.item)
+        old.map(Entry::into_item)
     }
 
     /// Makes room for `items` more memories in the catalog's maps, which
@@ -546,7 +709,7 @@ impl Engine {
     pub(crate) fn term_counts(&self, id: &str) -> Option<Vec<(&str, u32)>> {
         let entry = self.entries.get(id)?;
         self.lexical
-            .get(&entry.item.scope as &dyn TenantKey)?
+            .get(entry.scope() as &dyn TenantKey)?
             .doc_terms(entry.doc)
     }
 
@@ -565,7 +728,7 @@ impl Engine {
         new: Option<MemoryItem>,
         counts: Option<&TermCounts>,
     ) {
-        let previous = self.set_counted(id, new, counts);
+        let previous = self.set_counted(id, new.map(Held::item), counts);
         let source = previous
             .as_ref()
             .filter(|_| self.summaries.contains_key(id))
@@ -588,6 +751,13 @@ mod tests {
     use crate::engine::{Config, Engine, MemoryInput, MemoryPatch, Stored, Txn};
     use crate::env::{Environment, FixedEnvironment};
     use crate::item::{MemoryItem, Scope, ScopeFilter, Tenant, Timestamp};
+
+    /// An entry is its memory's pointer, its doc and its record length:
+    /// the `entries` table holds it inline, about half its slots empty.
+    #[test]
+    fn an_entry_is_three_words() {
+        assert!(std::mem::size_of::<super::Entry>() <= 3 * std::mem::size_of::<usize>());
+    }
 
     #[test]
     fn a_memory_id_is_one_allocation_shared_by_the_keys() {
@@ -696,7 +866,7 @@ mod tests {
                     engine.delete(id, true, env.now(), &mut txn).unwrap();
                     changes.push((format!("item/{id}"), None, None));
                 } else {
-                    let mut item = engine.entries[id].item.clone();
+                    let mut item = engine.entries[id].item().clone();
                     item.created_at = Timestamp(item.created_at.0 + 5_000 * n as i64);
                     engine.set(id, Some(item.clone()));
                     changes.push((format!("item/{id}"), Some(Stored::Item(Box::new(item))), None));
@@ -742,13 +912,13 @@ mod tests {
         let mut alice = 0;
         let mut embedded = 0;
         for entry in engine.entries.values() {
-            let mut written = codec::encode_item(&entry.item).len();
-            if let Some(vector) = engine.embedding(&entry.item.id) {
+            let mut written = codec::encode_item(entry.item()).len();
+            if let Some(vector) = engine.embedding(&entry.item().id) {
                 written += codec::encode_vector(vector).len();
                 embedded += 1;
             }
             all += written;
-            if entry.item.scope.user_id == "alice" {
+            if entry.scope().user_id == "alice" {
                 alice += written;
             }
         }
@@ -756,8 +926,8 @@ mod tests {
         let stats = engine.stats(&everyone, true);
         assert_eq!((stats.stored_bytes, stats.embedded), (all, embedded));
         for entry in engine.entries.values() {
-            let written = codec::encode_item(&entry.item).len();
-            assert_eq!(entry.kept_record_len(), Some(written), "{}", entry.item.id);
+            let written = codec::encode_item(entry.item()).len();
+            assert_eq!(entry.kept_record_len(), Some(written), "{}", entry.item().id);
         }
         // Again, from the lengths kept.
         assert_eq!(engine.stats(&everyone, true).stored_bytes, all);

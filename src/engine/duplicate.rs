@@ -45,13 +45,13 @@ impl Voice {
         }
     }
 
-    /// The voice of `item`, its speaker's name being the copy `speakers`
-    /// shares (made there if it has none): what a key `Engine::by_hash`
-    /// holds is built with it.
-    pub(super) fn shared(item: &MemoryItem, speakers: &mut Interner<str>) -> Voice {
-        match item.speaker.as_deref() {
+    /// The voice of a memory said by `speaker` in `role`, the speaker's
+    /// name being the copy `speakers` shares (made there if it has none):
+    /// what a key `Engine::by_hash` holds is built with it.
+    pub(super) fn shared(role: Option<Role>, speaker: Option<&str>, speakers: &mut Interner<str>) -> Voice {
+        match speaker {
             Some(name) => Voice::Speaker(speakers.share(name)),
-            None => Voice::of(item.role, None),
+            None => Voice::of(role, None),
         }
     }
 
@@ -122,11 +122,12 @@ impl DuplicateKey {
     /// The key of a text of `scope` whose stored form hashes to `hash`,
     /// said in `voice`.
     pub(super) fn new(scope: Arc<Scope>, voice: Voice, hash: &str) -> Self {
-        DuplicateKey {
-            scope,
-            voice,
-            hash: ContentKey::of(hash),
-        }
+        Self::with_content(scope, voice, ContentKey::of(hash))
+    }
+
+    /// [`DuplicateKey::new`] given the hash as its key already.
+    pub(super) fn with_content(scope: Arc<Scope>, voice: Voice, hash: ContentKey) -> Self {
+        DuplicateKey { scope, voice, hash }
     }
 
     /// The key of `item`, with `scope` the shared copy of its scope.

@@ -103,7 +103,7 @@ impl Engine {
             .get(&(scope.clone(), path.to_string()))
             .into_iter()
             .flatten()
-            .filter_map(|id| self.entries.get(id).map(|e| &e.item))
+            .filter_map(|id| self.entries.get(id).map(|e| e.item()))
             .collect();
         chunks.sort_by_key(|item| (item.source_lines.map(|l| l.start), item.id.clone()));
         chunks
@@ -270,7 +270,7 @@ impl Engine {
             .collect();
         for id in chunk_ids {
             if let Some(entry) = self.entries.get(&id) {
-                let mut moved = entry.item.clone();
+                let mut moved = entry.item().clone();
                 moved.source.reference = to.to_string();
                 moved.updated_at = now;
                 self.write(txn, &id, Some(moved));

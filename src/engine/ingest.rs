@@ -398,7 +398,7 @@ impl Engine {
                 similar_to: None,
             };
         };
-        if entry.item.is_deleted() {
+        if entry.is_deleted() {
             return IngestResult {
                 id: Some(existing_id.to_string()),
                 outcome: IngestOutcome::Skipped,
@@ -406,7 +406,7 @@ impl Engine {
                 similar_to: None,
             };
         }
-        let mut item = entry.item.clone();
+        let mut item = entry.item().clone();
         let limits = self.config.limits;
         dedupe::merge_into(
             &mut item,
@@ -459,7 +459,7 @@ impl Engine {
             .find(|id| {
                 self.entries
                     .get(&***id)
-                    .is_some_and(|e| !e.item.is_deleted() && !e.item.is_superseded())
+                    .is_some_and(|e| !e.is_deleted() && !e.is_superseded())
             })
             .map(|id| id.to_string())
     }
@@ -534,7 +534,7 @@ impl Neighbourhood for ScopeMemories<'_> {
     fn eligible(&self, doc: u32) -> Option<&MemoryItem> {
         self.engine
             .entry_of(doc)
-            .map(|e| &e.item)
+            .map(|e| e.item())
             .filter(|item| {
                 &item.scope == self.scope
                     && self.voice.said(item)

@@ -4,6 +4,7 @@
 //! ([`Engine::apply_counted`], a refresh). Both decode a record the same
 //! way ([`decode`]) and apply it the same way ([`Engine::apply_record`]).
 
+use super::catalog::Held;
 use super::vectors::StoredVector;
 use super::{Config, Counted, Engine, Stored};
 use crate::codec;
@@ -11,14 +12,13 @@ use crate::error::{Error, Result};
 use crate::files::StoredFile;
 use crate::index::VectorParams;
 use crate::index::bm25::TermCounts;
-use crate::item::MemoryItem;
 use crate::keys::{FILE_PREFIX, ITEM_PREFIX, VECTOR_PREFIX};
 
 /// A decoded record, or its deletion.
 pub(super) enum Record<'a> {
     /// A memory, with its terms when a lexical part counted them (taken:
     /// each memory's counts are freed once its postings hold them).
-    Item(&'a str, Option<Box<MemoryItem>>, Option<TermCounts>),
+    Item(&'a str, Option<Held>, Option<TermCounts>),
     Vector(&'a str, Option<StoredVector>),
     File(&'a str, Option<StoredFile>),
 }
@@ -30,29 +30,30 @@ pub(super) enum Record<'a> {
 pub(super) fn decode(key: &str, stored: Option<Stored>, counted: Counted) -> Result<Record<'_>> {
     let corrupt = |e: codec::CodecError| e.in_record(key);
     if let Some(id) = key.strip_prefix(ITEM_PREFIX) {
-        let item = match stored {
+        let held = match stored {
             None => return Ok(Record::Item(id, None, None)),
-            Some(Stored::Bytes(bytes)) => Box::new(codec::decode_item(&bytes).map_err(corrupt)?),
-            Some(Stored::Item(item)) => item,
+            Some(Stored::Bytes(bytes)) => Held::item(codec::decode_item(&bytes).map_err(corrupt)?),
+            Some(Stored::Item(item)) => Held::Decoded(item),
+            Some(Stored::Row(row)) => Held::row(row),
             Some(Stored::Vector(_)) => return Err(misplaced(key)),
         };
-        if item.id != id {
+        let (held_id, deleted) = held.id_and_deleted();
+        if held_id != id {
             return Err(Error::Corrupt(format!(
-                "record `{key}` holds memory `{}`",
-                item.id
+                "record `{key}` holds memory `{held_id}`"
             )));
         }
-        if counted.as_ref().is_some_and(|c| c.is_some() == item.is_deleted()) {
+        if counted.as_ref().is_some_and(|c| c.is_some() == deleted) {
             return Err(Error::Corrupt(format!(
                 "record `{key}`: the lexical part disagrees with the memory about indexing it"
             )));
         }
-        return Ok(Record::Item(id, Some(item), counted.flatten()));
+        return Ok(Record::Item(id, Some(held), counted.flatten()));
     }
     if let Some(id) = key.strip_prefix(VECTOR_PREFIX) {
         let vector = match stored {
             None => None,
-            Some(Stored::Item(_)) => return Err(misplaced(key)),
+            Some(Stored::Item(_) | Stored::Row(_)) => return Err(misplaced(key)),
             Some(Stored::Bytes(bytes)) => {
                 Some(codec::decode_vector(&bytes).map_err(corrupt)?.vector)
             }
@@ -63,7 +64,7 @@ pub(super) fn decode(key: &str, stored: Option<Stored>, counted: Counted) -> Res
     if key.starts_with(FILE_PREFIX) {
         return match stored {
             None => Ok(Record::File(key, None)),
-            Some(Stored::Item(_) | Stored::Vector(_)) => Err(misplaced(key)),
+            Some(Stored::Item(_) | Stored::Row(_) | Stored::Vector(_)) => Err(misplaced(key)),
             Some(Stored::Bytes(bytes)) => {
                 let file = codec::decode_file(&bytes).map_err(corrupt)?;
                 if file.storage_key() != key {
@@ -95,7 +96,7 @@ impl Engine {
     pub(super) fn apply_record(&mut self, record: Record<'_>) {
         match record {
             Record::Item(id, item, counts) => {
-                self.set_counted(id, item.map(|item| *item), counts.as_ref());
+                self.set_counted(id, item, counts.as_ref());
             }
             Record::Vector(id, vector) => {
                 self.set_vector(id, vector);
@@ -296,6 +297,7 @@ impl Loader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::item::MemoryItem;
     use crate::engine::{MemoryInput, Txn};
     use crate::env::FixedEnvironment;
     use crate::index::Int8Vector;

@@ -40,6 +40,7 @@ mod catalog;
 mod duplicate;
 mod export;
 mod files;
+mod held;
 mod ingest;
 mod interner;
 mod load;
@@ -62,6 +63,7 @@ pub use export::{ImportResult, EXPORT_FORMAT, EXPORT_VERSION};
 #[cfg(test)]
 pub(crate) use duplicate::Voice;
 pub(crate) use ingest::{text_to_store, Captured};
+pub(crate) use held::HeldMemory;
 pub(crate) use load::Loader;
 pub use txn::{Change, Changes, Summary, Txn};
 
@@ -88,6 +90,9 @@ use vectors::StoredVector;
 pub(crate) enum Stored {
     Bytes(Vec<u8>),
     Item(Box<MemoryItem>),
+    /// A memory kept as its row in its segment's catalog part, decoded
+    /// when it is read.
+    Row(Box<dyn HeldMemory>),
     /// An embedding record of int8 codes, decoded by the reader so its
     /// bytes are not copied.
     Vector(Int8Vector),
@@ -317,6 +322,12 @@ impl Engine {
     }
 
     #[cfg(any(test, feature = "testing"))]
+    /// Number of memories held undecoded, as their rows in their segments.
+    pub fn held_memories(&self) -> usize {
+        self.entries.values().filter(|e| e.is_held()).count()
+    }
+
+    #[cfg(any(test, feature = "testing"))]
     /// True when the store holds no memory at all.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
@@ -324,7 +335,7 @@ impl Engine {
 
     /// Every memory, in no particular order.
     pub fn items(&self) -> impl Iterator<Item = &MemoryItem> {
-        self.entries.values().map(|e| &e.item)
+        self.entries.values().map(|e| e.item())
     }
 
     #[cfg(any(test, feature = "testing"))]

@@ -104,7 +104,7 @@ impl Engine {
                 let old = self
                     .entries
                     .get(&id)
-                    .and_then(|e| e.item.supersedes.last().cloned());
+                    .and_then(|e| e.item().supersedes.last().cloned());
                 if let Some(old) = old {
                     result.superseded.push(Supersession {
                         id: old,
@@ -220,7 +220,7 @@ impl Engine {
         let item = self
             .entries
             .get(id)
-            .map(|e| &e.item)
+            .map(|e| e.item())
             .ok_or_else(|| refuse(i, format!("no memory `{id}`")))?;
         if !item.scope.is_visible_across(scope, true) {
             return Err(refuse(i, format!("memory `{id}` is outside the scope")));

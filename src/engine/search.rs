@@ -101,7 +101,7 @@ impl Engine {
         let tenant = query.scope.tenant();
         let vis = query.visibility(now, &self.config.retention);
         let visible = |doc: u32| -> Option<&MemoryItem> {
-            let item = &self.entry_of(doc)?.item;
+            let item = self.entry_of(doc)?.item();
             policy::check(item, &vis).ok().map(|()| item)
         };
         let query_terms = text::terms(&query.text);
@@ -161,10 +161,10 @@ impl Engine {
                 .chain(previous.map(String::as_str))
             {
                 if let Some(entry) = self.entries.get(near) {
-                    if policy::check(&entry.item, &vis).is_ok() {
+                    if policy::check(entry.item(), &vis).is_ok() {
                         candidates
-                            .entry(&entry.item.id)
-                            .or_insert((&entry.item, 0.0));
+                            .entry(&entry.item().id)
+                            .or_insert((entry.item(), 0.0));
                     }
                 }
             }
@@ -219,7 +219,7 @@ impl Engine {
     ) {
         for id in ids {
             if let Some(entry) = self.entries.get(id) {
-                let mut item = entry.item.clone();
+                let mut item = entry.item().clone();
                 item.usage_count = item.usage_count.saturating_add(1);
                 item.last_used_at = Some(now);
                 self.write(txn, id, Some(item));
@@ -248,7 +248,7 @@ impl Engine {
             self.mark_used(hits.iter().map(|h| h.item.id.as_str()), now, txn);
             for hit in &mut hits {
                 if let Some(entry) = self.entries.get(&hit.item.id) {
-                    hit.item = entry.item.clone();
+                    hit.item = entry.item().clone();
                 }
             }
         }
@@ -286,7 +286,7 @@ impl Engine {
         let mut pinned: Vec<&MemoryItem> = self
             .pinned
             .iter()
-            .filter_map(|id| self.entries.get(id).map(|e| &e.item))
+            .filter_map(|id| self.entries.get(id).map(|e| e.item()))
             .filter(|item| policy::check(item, &vis).is_ok())
             .collect();
         pinned.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));

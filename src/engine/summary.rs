@@ -113,7 +113,7 @@ impl Engine {
             let Some(entry) = self.entries.get(&**id) else {
                 continue;
             };
-            let item = &entry.item;
+            let item = entry.item();
             if within.matches(&item.scope)
                 && self.summarizable(item)
                 && !item.privacy.private
@@ -131,7 +131,7 @@ impl Engine {
     /// The summary `scope` holds, if any (soft-deleted included).
     pub fn summary_of_scope(&self, scope: &Scope) -> Option<&MemoryItem> {
         let id = self.by_summary.get(&self.scope_key(scope))?;
-        self.entries.get(id).map(|e| &e.item)
+        self.entries.get(id).map(|e| e.item())
     }
 
     /// Stores the summary of `input.scope`: a `summary` memory whose
@@ -276,7 +276,7 @@ impl Engine {
         let Some(summaries) = self.summaries.get(id).cloned() else {
             return;
         };
-        let change = match self.entries.get(id).map(|e| &e.item) {
+        let change = match self.entries.get(id).map(|e| e.item()) {
             None => Change::Erased,
             Some(now) if now.text != previous.text => Change::Erased,
             Some(now) if now.is_superseded() && !previous.is_superseded() => Change::Erased,
@@ -292,7 +292,7 @@ impl Engine {
                     self.write_erased(txn, &summary);
                 }
                 Change::Withdrawn(at) => {
-                    let Some(before) = self.entries.get(&summary).map(|e| e.item.clone()) else {
+                    let Some(before) = self.entries.get(&summary).map(|e| e.item().clone()) else {
                         continue;
                     };
                     if before.is_deleted() {
@@ -311,7 +311,7 @@ impl Engine {
                     self.write(txn, &summary, Some(withdrawn));
                 }
                 Change::Restored(at) => {
-                    let Some(before) = self.entries.get(&summary).map(|e| e.item.clone()) else {
+                    let Some(before) = self.entries.get(&summary).map(|e| e.item().clone()) else {
                         continue;
                     };
                     // A summary deleted on its own stays deleted.
@@ -335,7 +335,7 @@ impl Engine {
         summary.summary_of.iter().all(|source| {
             self.entries
                 .get(source)
-                .is_some_and(|e| !e.item.is_deleted() && !e.item.is_superseded())
+                .is_some_and(|e| !e.is_deleted() && !e.is_superseded())
         })
     }
 
@@ -373,7 +373,7 @@ impl Engine {
                 let fits = self
                     .entries
                     .get(source)
-                    .is_some_and(|e| within.matches(&e.item.scope) && e.item.summary_of.is_empty());
+                    .is_some_and(|e| within.matches(e.scope()) && e.item().summary_of.is_empty());
                 if !fits {
                     return Err(Error::invalid(format!(
                         "memory `{id}` summarizes memory `{source}`, which is not a stored memory of its scope or is a summary"
@@ -382,7 +382,7 @@ impl Engine {
                 if self
                     .entries
                     .get(source)
-                    .is_some_and(|e| e.item.is_superseded())
+                    .is_some_and(|e| e.is_superseded())
                 {
                     return Err(Error::invalid(format!(
                         "memory `{id}` summarizes memory `{source}`, which is superseded"

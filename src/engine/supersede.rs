@@ -26,10 +26,10 @@ impl Engine {
         let Some(entry) = self.entries.get(id) else {
             return;
         };
-        if entry.item.is_superseded() {
+        if entry.is_superseded() {
             return;
         }
-        let mut item = entry.item.clone();
+        let mut item = entry.item().clone();
         item.superseded_at = Some(now);
         item.updated_at = now;
         self.write(txn, id, Some(item));
@@ -45,13 +45,13 @@ impl Engine {
             ..HistoryEvent::new(kind, now)
         };
         if let Some(entry) = self.entries.get(old) {
-            let mut item = entry.item.clone();
+            let mut item = entry.item().clone();
             item.superseded_by = Some(new.to_string());
             history::record(&mut item, vec![event(HistoryKind::Superseded, new)], limit);
             self.write(txn, old, Some(item));
         }
         if let Some(entry) = self.entries.get(new) {
-            let mut item = entry.item.clone();
+            let mut item = entry.item().clone();
             if !item.supersedes.iter().any(|s| s == old) {
                 item.supersedes.push(old.to_string());
             }
@@ -77,7 +77,7 @@ impl Engine {
         env: &mut dyn Environment,
         txn: &mut Txn,
     ) -> IngestResult {
-        let same_text = self.entries.get(holder).is_some_and(|e| e.item.text == text);
+        let same_text = self.entries.get(holder).is_some_and(|e| e.item().text == text);
         if same_text {
             return self.replace_keyed(holder, input, tags, text, vector, now, txn);
         }
@@ -107,17 +107,17 @@ impl Engine {
             return;
         };
         let linked: Vec<String> = entry
-            .item
+            .item()
             .supersedes
             .iter()
             .cloned()
-            .chain(entry.item.superseded_by.clone())
+            .chain(entry.item().superseded_by.clone())
             .collect();
         for other in linked {
             let Some(entry) = self.entries.get(&other) else {
                 continue;
             };
-            let mut item = entry.item.clone();
+            let mut item = entry.item().clone();
             if item.superseded_by.as_deref() == Some(id) {
                 item.superseded_by = None;
             }

@@ -95,7 +95,7 @@ impl Engine {
         for (step, undo) in txn.undo.iter().enumerate() {
             let (key, differs) = match undo {
                 Undo::Item(id, before) => {
-                    let now = self.entries.get(id).map(|e| &e.item);
+                    let now = self.entries.get(id).map(|e| e.item());
                     (format!("{ITEM_PREFIX}{id}"), now != before.as_deref())
                 }
                 Undo::Vector(id, before) => {
@@ -124,7 +124,7 @@ impl Engine {
                             .get(id)
                             .filter(|(step, _)| *step == last)
                             .map(|(_, counts)| counts);
-                        Change::Memory(&entry.item, terms)
+                        Change::Memory(entry.item(), terms)
                     }
                     None => Change::Delete,
                 },
@@ -142,7 +142,7 @@ impl Engine {
     /// the engine holds it now, or `None` when there is none.
     pub fn record(&self, key: &str) -> Option<Vec<u8>> {
         if let Some(id) = key.strip_prefix(ITEM_PREFIX) {
-            return self.entries.get(id).map(|e| codec::encode_item(&e.item));
+            return self.entries.get(id).map(|e| codec::encode_item(e.item()));
         }
         if let Some(id) = key.strip_prefix(VECTOR_PREFIX) {
             return self.embedding(id).map(codec::encode_vector);
@@ -215,7 +215,7 @@ impl<'a> Changes<'a> {
         let mut changes = Changes::default();
         for key in engine.record_keys() {
             let change = match key.strip_prefix(ITEM_PREFIX).map(|id| engine.entries.get(id)) {
-                Some(Some(entry)) => Change::Memory(&entry.item, None),
+                Some(Some(entry)) => Change::Memory(entry.item(), None),
                 Some(None) => continue,
                 None => match engine.record(&key) {
                     Some(bytes) => Change::Record(bytes),

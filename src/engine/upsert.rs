@@ -96,7 +96,7 @@ impl Engine {
             // `by_key` and `entries` change together in `set`.
             return result;
         };
-        let before = entry.item.clone();
+        let before = entry.item().clone();
         let mut privacy = input.privacy.unwrap_or_default();
         privacy.pii |= super::ingest::detects_pii(&text, self.config.secrets);
         let mut item = MemoryItem {

@@ -96,14 +96,14 @@ impl Engine {
         // (looked up by the memory's borrowed scope).
         let mut per_tenant: FastMap<Tenant, usize> = FastMap::default();
         for id in ids {
-            let Some(entry) = self.entries.get(*id).filter(|e| !e.item.is_deleted()) else {
+            let Some(entry) = self.entries.get(*id).filter(|e| !e.is_deleted()) else {
                 continue;
             };
-            let scope: &dyn TenantKey = &entry.item.scope;
+            let scope: &dyn TenantKey = entry.scope();
             match per_tenant.get_mut(scope) {
                 Some(n) => *n += 1,
                 None => {
-                    per_tenant.insert(entry.item.scope.tenant(), 1);
+                    per_tenant.insert(entry.scope().tenant(), 1);
                 }
             }
         }
@@ -157,8 +157,8 @@ impl Engine {
         };
         // Only the first tenant's index makes room: a room per tenant for
         // the rows still to come would add up to many times the store.
-        if !entry.item.is_deleted() && self.vectors.is_empty() {
-            let tenant = entry.item.scope.tenant();
+        if !entry.is_deleted() && self.vectors.is_empty() {
+            let tenant = entry.scope().tenant();
             let mut index = VectorIndex::new(vector.vector.len(), VectorParams::default());
             index.reserve(room);
             self.vectors.insert(Arc::new(tenant), index);
@@ -177,7 +177,7 @@ impl Engine {
             .iter()
             .filter_map(|(&doc, tenant)| {
                 let id = self.doc_owner.get(doc as usize)?.as_ref()?;
-                let follows = self.entries.get(&**id)?.item.follows.as_ref()?;
+                let follows = self.entries.get(&**id)?.follows()?;
                 let prev = self.entries.get(follows)?.doc;
                 (self.vector_docs.get(&prev) == Some(tenant)).then_some((doc, prev))
             })
@@ -215,21 +215,19 @@ impl Engine {
             return;
         };
         let doc = entry.doc;
-        if entry.item.is_deleted() || self.vector_docs.contains_key(&doc) {
+        if entry.is_deleted() || self.vector_docs.contains_key(&doc) {
             return;
         }
         let Some(own) = self.embeddings.remove(&doc) else {
             return;
         };
-        let item = &entry.item;
-        let tenant = item.scope.tenant();
+        let tenant = entry.scope().tenant();
         let tenant = match self.vectors.get_key_value(&tenant) {
             Some((held, _)) => held.clone(),
             None => Arc::new(tenant),
         };
-        let prev = item
-            .follows
-            .as_ref()
+        let prev = entry
+            .follows()
             .filter(|_| linked)
             .and_then(|p| self.entries.get(p))
             .map(|e| e.doc);
@@ -384,7 +382,7 @@ impl Engine {
             .keys()
             .chain(self.embeddings.keys())
             .filter_map(|&doc| self.entry_of(doc))
-            .map(|entry| entry.item.id.as_str())
+            .map(|entry| entry.item().id.as_str())
     }
 
     /// Attaches an embedding model: from now on memories are embedded at
@@ -420,8 +418,8 @@ impl Engine {
             .values()
             .filter(|e| !self.is_embedded(e.doc))
             .map(|e| {
-                let said = text::said_text(&e.item.text, e.item.speaker.as_deref());
-                (&e.item.id, said)
+                let said = text::said_text(&e.item().text, e.item().speaker.as_deref());
+                (&e.item().id, said)
             })
             .collect();
         missing.sort();
@@ -637,7 +635,7 @@ pub(super) mod tests {
         // another writer changed) leaves none behind for the memory that
         // takes its doc number next.
         let doc = engine.entries[&ids[4]].doc;
-        let mut reused = engine.entries[&ids[4]].item.clone();
+        let mut reused = engine.entries[&ids[4]].item().clone();
         engine.set(&ids[4], None);
         assert!(!engine.is_embedded(doc));
         reused.id = "m-reused".into();
@@ -667,14 +665,14 @@ pub(super) mod tests {
         let mut scored = 0;
         for (tenant, index) in &engine.vectors {
             for (doc, score) in index.search(query, usize::MAX, &|_| true) {
-                let item = &engine.entry_of(doc).unwrap().item;
+                let item = engine.entry_of(doc).unwrap().item();
                 assert_eq!(item.scope.tenant(), **tenant);
                 assert!(!item.is_deleted());
                 let prev_live = item
                     .follows
                     .as_ref()
                     .and_then(|p| engine.entries.get(p))
-                    .is_some_and(|p| !p.item.is_deleted() && engine.has_embedding(&p.item.id));
+                    .is_some_and(|p| !p.is_deleted() && engine.has_embedding(&p.item().id));
                 let expected = if prev_live || item.follows.is_none() {
                     dot(&engine.context_vector(item).unwrap())
                 } else {

@@ -6,11 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::catalog::decode_catalog;
+use super::catalog::{decode_catalog, CatalogRow};
 use super::lexical::{decode_lexical, encode_lexical, LexicalPart};
 use crate::codec::{self, CodecError, RecordType};
 use crate::engine::Summary;
-use crate::item::MemoryItem;
 use crate::keys::{ITEM_PREFIX, SEGMENT_PREFIX};
 use crate::storage::frame::{declared_frame_len, encode_frame, intact_frame_len, parse_frame, parse_frame_bytes, read_u32, Op};
 
@@ -183,7 +182,7 @@ pub(crate) struct SegmentContents<'a, K = &'a str> {
     /// The lexical part of its memories; `None` in a segment of format 4.
     pub(crate) lexical: Option<LexicalPart>,
     /// The memories of its empty records, in their order (format 6).
-    pub(crate) rows: Vec<MemoryItem>,
+    pub(crate) rows: Vec<CatalogRow>,
 }
 
 /// Cuts `bytes` into a part of the u32 length it starts with and the rest.
@@ -317,11 +316,11 @@ fn decode_parts<K: AsRef<[u8]>>(parts: SegmentParts<'_, K>) -> Result<SegmentCon
     let row_keys = records.iter().filter(|(_, v)| v.is_empty());
     for ((key, _), item) in row_keys.zip(&rows) {
         let key = key.as_ref();
-        if key.strip_prefix(ITEM_PREFIX.as_bytes()) != Some(item.id.as_bytes()) {
+        if key.strip_prefix(ITEM_PREFIX.as_bytes()) != Some(item.id().as_bytes()) {
             return Err(CodecError::Payload(format!(
                 "catalog part: the row of `{}` holds memory `{}`",
                 String::from_utf8_lossy(key),
-                item.id
+                item.id()
             )));
         }
     }
@@ -367,6 +366,7 @@ fn payload_of(bytes: &[u8], expected: RecordType, checked: bool) -> Result<(u16,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::item::MemoryItem;
     use crate::layout::catalog::encode_catalog;
 
     fn header() -> Header {
@@ -462,12 +462,13 @@ mod tests {
         assert_eq!(segment_parts(&record).unwrap().version, CATALOG_VERSION);
         let decoded = decode_segment(&record).unwrap();
         assert_eq!(decoded.records, records);
-        assert_eq!(decoded.rows, [a.clone(), c.clone()]);
+        let items = |rows: &[CatalogRow]| rows.iter().map(CatalogRow::to_item).collect::<Vec<_>>();
+        assert_eq!(items(&decoded.rows), [a.clone(), c.clone()]);
         // Read again once listed: the same records, keys as bytes.
         let listed = decode_listed_segment(&record).unwrap();
         let as_bytes: Vec<(&[u8], &[u8])> = records.iter().map(|(k, v)| (k.as_bytes(), *v)).collect();
         assert_eq!(listed.records, as_bytes);
-        assert_eq!(listed.rows, decoded.rows);
+        assert_eq!(items(&listed.rows), items(&decoded.rows));
         // Rows out of order, one missing, one too many, an empty record
         // that is not a memory's.
         for catalog in [

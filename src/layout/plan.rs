@@ -739,7 +739,7 @@ mod tests {
             assert_eq!(contents.rows.len(), contents.records.len());
             for ((key, record), row) in contents.records.iter().zip(&contents.rows) {
                 assert!(record.is_empty());
-                assert_eq!(engine.get(key.strip_prefix(ITEM_PREFIX).unwrap()).unwrap(), row);
+                assert_eq!(engine.get(key.strip_prefix(ITEM_PREFIX).unwrap()).unwrap(), &row.to_item());
             }
             memories += contents.rows.len();
         }

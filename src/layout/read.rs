@@ -19,6 +19,7 @@ use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
 use super::format::{self, decode_listed_segment, decode_manifest, records_of, segment_key, segment_parts, Header, SegmentRef};
+use super::catalog::CatalogRow;
 use super::keys::KeyId;
 use super::{Layout, Opened, Read, Segment};
 use crate::codec::{self, CodecError};
@@ -199,6 +200,7 @@ pub async fn stored_records<S: AsyncStorage>(
                 let bytes = match stored {
                     Stored::Bytes(bytes) => bytes,
                     Stored::Item(item) => crate::codec::encode_item(&item),
+                    Stored::Row(row) => crate::codec::encode_item(&row.decode()),
                     Stored::Vector(vector) => crate::codec::encode_vector(&vector),
                 };
                 records.insert(key.to_string(), bytes);
@@ -441,7 +443,8 @@ impl Layout {
                 }
                 let key = self.keys.key(id);
                 let version = match row {
-                    Some(item) => Stored::Item(Box::new(item)),
+                    Some(CatalogRow::Decoded(item)) => Stored::Item(item),
+                    Some(CatalogRow::Held(row)) => Stored::Row(Box::new(row)),
                     None => owned(key, record)?,
                 };
                 let counted = (indexed && key.starts_with(ITEM_PREFIX)).then_some(doc);
@@ -610,7 +613,7 @@ mod tests {
                     let bytes = match stored {
                         Stored::Bytes(bytes) => bytes,
                         Stored::Vector(vector) => codec::encode_vector(&vector),
-                        Stored::Item(_) => panic!("no rows here"),
+                        Stored::Item(_) | Stored::Row(_) => panic!("no rows here"),
                     };
                     assert!(given.insert(key.to_string(), bytes).is_none(), "{key} twice");
                     Ok(())

@@ -48,6 +48,11 @@ impl<'a> Reader<'a> {
         self.at == self.bytes.len()
     }
 
+    /// Bytes read so far: where the next one is.
+    pub(super) fn position(&self) -> usize {
+        self.at
+    }
+
     /// Bytes not read yet.
     pub(super) fn remaining(&self) -> usize {
         self.bytes.len() - self.at

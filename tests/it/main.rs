@@ -13,6 +13,7 @@ mod hot_file;
 mod isolation_props;
 mod keys;
 mod layout;
+mod lazy_rows;
 mod locomo;
 mod memory_tool;
 mod messages;

@@ -1,0 +1,37 @@
+//! A memory a store holds undecoded: its row in its segment's catalog
+//! part (`crate::layout`), which the engine's catalog keeps instead of the
+//! decoded memory until the memory is read (`docs/speed.md`, "Issue 21,
+//! sixth session"). The catalog's keys and retrieval's filters read the
+//! fields below without decoding it; everything else reads the memory.
+
+use std::sync::OnceLock;
+
+use crate::item::{Kind, MemoryItem, Role, Scope, Status, Timestamp};
+
+/// A memory held undecoded. Such a memory has no caller key, no field of a
+/// row's rest (merges, history, metadata, supersession, a summary's
+/// sources, the `withdrawn` mark) and is not a chunk of a file: its
+/// memory is the fields below with those unset.
+pub(crate) trait HeldMemory: Send + Sync {
+    fn id(&self) -> &str;
+    fn text(&self) -> &str;
+    fn scope(&self) -> &Scope;
+    fn kind(&self) -> Kind;
+    fn status(&self) -> Status;
+    fn role(&self) -> Option<Role>;
+    fn speaker(&self) -> Option<&str>;
+    fn pinned(&self) -> bool;
+    fn is_deleted(&self) -> bool;
+    fn created_at(&self) -> Timestamp;
+    fn follows(&self) -> Option<&str>;
+    /// The content hash: its 32 bytes, or the text of a hash that is not
+    /// 64 lowercase hex digits.
+    fn content_hash(&self) -> Result<[u8; 32], &str>;
+    /// The memory.
+    fn decode(&self) -> MemoryItem;
+    /// Where the catalog keeps the memory once it is read (empty until
+    /// then): kept with the row so that an entry holds one pointer.
+    fn decoded(&self) -> &OnceLock<Box<MemoryItem>>;
+    /// The memory, kept or decoded, taking the row.
+    fn into_item(self: Box<Self>) -> MemoryItem;
+}
