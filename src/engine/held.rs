@@ -1,7 +1,7 @@
 //! A memory a store holds undecoded: its row in its segment's catalog
 //! part (`crate::layout`), which the engine's catalog keeps instead of the
-//! decoded memory until the memory is read (`docs/speed.md`, "Issue 21,
-//! sixth session"). The catalog's keys and retrieval's filters read the
+//! decoded memory until the memory is read (`docs/speed.md`, "The
+//! open"). The catalog's keys and retrieval's filters read the
 //! fields below without decoding it; everything else reads the memory.
 
 use std::sync::OnceLock;

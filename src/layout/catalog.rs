@@ -285,7 +285,7 @@ pub(crate) struct HeldPart {
 /// A memory kept as its row in its segment's catalog part, read whole
 /// when the part was decoded ([`decode_catalog`]): where the row is, and
 /// what the engine's catalog keys and filters read without decoding the
-/// memory (`docs/speed.md`, "Issue 21, sixth session"). Only a row with no
+/// memory (`docs/speed.md`, "The open"). Only a row with no
 /// rest, no caller key and not a chunk of a file is held: its memory is
 /// its binary fields alone.
 pub(crate) struct HeldRow {

@@ -2,7 +2,7 @@
 //! match asks of every candidate of a `when` question whether its text
 //! holds a time word ([`crate::rank::mentions_time`]), so that check must
 //! cost no allocation per word (it once built a set of owned words per
-//! candidate: `docs/speed.md`, "Issue 21, sixth session").
+//! candidate: `docs/speed.md`, "Retrieval").
 
 /// The longest word [`any_short_word`] hands over, in bytes: a word longer
 /// than every word it is compared with cannot be one of them.

@@ -1,7 +1,7 @@
 //! Retrieval allocates nothing per word of a candidate's text. The time
 //! match of a `when` question (`rank::mentions_time`) once collected every
 //! candidate's words into a set of owned strings, which raised the p95 of
-//! native retrieval (`docs/speed.md`, "Issue 21, sixth session").
+//! native retrieval (`docs/speed.md`, "Retrieval").
 //!
 //! The counting allocator below is the allocator of the whole `it` binary;
 //! it counts per thread, so the tests running beside this one do not
