@@ -22,12 +22,12 @@
 //! memory as a JSON record instead of a row whenever the row would not give
 //! back the same memory ([`CatalogWriter::push`]).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
+use super::held::{HeldPart, HeldRow};
 use super::varint::{put_str, put_varint, varint_len, Reader};
 use crate::fast_hash::FastMap;
 use crate::codec::CodecError;
-use crate::engine::HeldMemory;
 use crate::text::{hex, hex_bytes};
 use crate::item::{
     Kind, LineRange, MemoryItem, Privacy, Role, Scope, Source, SourceKind, Status, Timestamp,
@@ -59,12 +59,12 @@ const HANDLED: [&str; 20] = [
 ];
 
 // The bits of a row's flags.
-const PINNED: u64 = 1;
+pub(super) const PINNED: u64 = 1;
 const PII: u64 = 1 << 1;
 const PRIVATE: u64 = 1 << 2;
 const RETENTION: u64 = 1 << 3;
 const LAST_USED: u64 = 1 << 4;
-const DELETED: u64 = 1 << 5;
+pub(super) const DELETED: u64 = 1 << 5;
 const FOLLOWS: u64 = 1 << 6;
 const SOURCE_LINES: u64 = 1 << 7;
 const KEY: u64 = 1 << 8;
@@ -74,7 +74,7 @@ const SESSION: u64 = 1 << 11;
 const URI: u64 = 1 << 12;
 const SPEAKER: u64 = 1 << 13;
 /// The content hash is 64 lowercase hex digits, stored as its 32 bytes.
-const HASH_BYTES: u64 = 1 << 14;
+pub(super) const HASH_BYTES: u64 = 1 << 14;
 const REST: u64 = 1 << 15;
 const ALL_FLAGS: u64 = (1 << 16) - 1;
 
@@ -257,10 +257,10 @@ pub(crate) fn decode_catalog(bytes: &[u8], rows: usize) -> Result<Vec<CatalogRow
             continue;
         }
         let part = part.get_or_insert_with(|| {
-            Arc::new(HeldPart {
-                bytes: bytes.into(),
-                strings: strings.iter().map(|s| Box::from(*s)).collect(),
-            })
+            Arc::new(HeldPart::new(
+                bytes.into(),
+                strings.iter().map(|s| Box::from(*s)).collect(),
+            ))
         });
         let scope = scopes
             .entry(view.scope_indexes)
@@ -272,153 +272,6 @@ pub(crate) fn decode_catalog(bytes: &[u8], rows: usize) -> Result<Vec<CatalogRow
         return Err(reader.bad("bytes after the rows"));
     }
     Ok(out)
-}
-
-/// A segment's catalog part, kept for the rows the engine holds undecoded
-/// ([`HeldRow`]): its bytes and its dictionary. Freed with the last row
-/// held in it.
-pub(crate) struct HeldPart {
-    bytes: Box<[u8]>,
-    strings: Box<[Box<str>]>,
-}
-
-/// A memory kept as its row in its segment's catalog part, read whole
-/// when the part was decoded ([`decode_catalog`]): where the row is, and
-/// what the engine's catalog keys and filters read without decoding the
-/// memory (`docs/speed.md`, "The open"). Only a row with no
-/// rest, no caller key and not a chunk of a file is held: its memory is
-/// its binary fields alone.
-pub(crate) struct HeldRow {
-    part: Arc<HeldPart>,
-    /// Where the row starts in the part.
-    offset: u32,
-    scope: Arc<Scope>,
-    created_at: Timestamp,
-    /// Where the content hash's 32 bytes start, when it is held as bytes
-    /// (else its string).
-    hash_at: u32,
-    /// Where `follows` starts (0: none; no row starts a part).
-    follows_at: u32,
-    /// The speaker's dictionary index (`u32::MAX`: none).
-    speaker: u32,
-    flags: u16,
-    kind: Kind,
-    status: Status,
-    role: Option<Role>,
-    /// The memory, once the engine read it ([`HeldMemory::decoded`]).
-    decoded: OnceLock<Box<MemoryItem>>,
-}
-
-impl HeldRow {
-    /// The row at `offset` of `part`, read as `view`. A part is at most
-    /// a segment's value, far below 4 GiB.
-    fn new(part: Arc<HeldPart>, offset: usize, scope: Arc<Scope>, view: &RowView<'_>) -> HeldRow {
-        HeldRow {
-            part,
-            offset: offset as u32,
-            scope,
-            created_at: view.created_at,
-            hash_at: view.hash_at as u32,
-            follows_at: if view.follows.is_some() { view.follows_at as u32 } else { 0 },
-            speaker: view.speaker_index.unwrap_or(u32::MAX),
-            flags: view.flags as u16,
-            kind: view.kind,
-            status: view.status,
-            role: view.role,
-            decoded: OnceLock::new(),
-        }
-    }
-
-    fn reader_at(&self, at: u32) -> Reader<'_> {
-        let bytes = self.part.bytes.get(at as usize..).unwrap_or_default();
-        Reader::new(bytes, "catalog part")
-    }
-
-    /// A string the part holds at `at` (read when the part was decoded,
-    /// so it reads).
-    fn str_at(&self, at: u32) -> &str {
-        self.reader_at(at).str().unwrap_or_default()
-    }
-}
-
-impl HeldMemory for HeldRow {
-    /// The row was read whole from these same bytes when its part was
-    /// decoded, and a held row has no rest (the one part of a row whose
-    /// reading can fail after its fields read), so it reads again.
-    fn decode(&self) -> MemoryItem {
-        let mut reader = self.reader_at(self.offset);
-        match read_row(&mut reader, &self.part.strings) {
-            Ok(item) => item,
-            Err(e) => unreachable!("a held row was read when its part was: {e}"),
-        }
-    }
-
-    fn decoded(&self) -> &OnceLock<Box<MemoryItem>> {
-        &self.decoded
-    }
-
-    fn into_item(self: Box<Self>) -> MemoryItem {
-        let mut row = *self;
-        match row.decoded.take() {
-            Some(item) => *item,
-            None => row.decode(),
-        }
-    }
-
-    fn id(&self) -> &str {
-        self.str_at(self.offset)
-    }
-
-    fn text(&self) -> &str {
-        let mut reader = self.reader_at(self.offset);
-        let _id = reader.str();
-        reader.str().unwrap_or_default()
-    }
-
-    fn scope(&self) -> &Scope {
-        &self.scope
-    }
-
-    fn created_at(&self) -> Timestamp {
-        self.created_at
-    }
-
-    fn kind(&self) -> Kind {
-        self.kind
-    }
-
-    fn status(&self) -> Status {
-        self.status
-    }
-
-    fn role(&self) -> Option<Role> {
-        self.role
-    }
-
-    fn pinned(&self) -> bool {
-        u64::from(self.flags) & PINNED != 0
-    }
-
-    fn is_deleted(&self) -> bool {
-        u64::from(self.flags) & DELETED != 0
-    }
-
-    fn speaker(&self) -> Option<&str> {
-        self.part.strings.get(self.speaker as usize).map(|s| &**s)
-    }
-
-    fn follows(&self) -> Option<&str> {
-        (self.follows_at != 0).then(|| self.str_at(self.follows_at))
-    }
-
-    fn content_hash(&self) -> Result<[u8; 32], &str> {
-        if u64::from(self.flags) & HASH_BYTES != 0 {
-            let mut reader = self.reader_at(self.hash_at);
-            let bytes = reader.take(32).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
-            return Ok(bytes.unwrap_or_default());
-        }
-        Err(self.str_at(self.hash_at))
-    }
 }
 
 #[derive(Default)]
@@ -654,14 +507,14 @@ fn rest_of(item: &MemoryItem) -> Option<String> {
 
 /// A row as read, its strings borrowed from the part: what a row holds,
 /// checked (see [`put_row`] for the layout), not yet a memory.
-struct RowView<'a> {
+pub(super) struct RowView<'a> {
     id: &'a str,
     text: &'a str,
-    kind: Kind,
-    status: Status,
+    pub(super) kind: Kind,
+    pub(super) status: Status,
     source_kind: SourceKind,
-    role: Option<Role>,
-    flags: u64,
+    pub(super) role: Option<Role>,
+    pub(super) flags: u64,
     /// The dictionary indexes of the scope's five fields (`u32::MAX`: not
     /// set), which tell the part's scopes apart without comparing strings.
     scope_indexes: [u32; 5],
@@ -670,18 +523,18 @@ struct RowView<'a> {
     uri: Option<&'a str>,
     content_hash: Result<&'a [u8], &'a str>,
     /// Where the hash starts in the part.
-    hash_at: usize,
+    pub(super) hash_at: usize,
     speaker: Option<&'a str>,
-    speaker_index: Option<u32>,
+    pub(super) speaker_index: Option<u32>,
     tags: Vec<&'a str>,
     retention_days: Option<u32>,
-    created_at: Timestamp,
+    pub(super) created_at: Timestamp,
     updated_at: Timestamp,
     last_used_at: Option<Timestamp>,
     usage_count: u64,
-    follows: Option<&'a str>,
+    pub(super) follows: Option<&'a str>,
     /// Where `follows` starts in the part.
-    follows_at: usize,
+    pub(super) follows_at: usize,
     deleted_at: Option<Timestamp>,
     source_lines: Option<LineRange>,
     key: Option<&'a str>,
@@ -761,7 +614,7 @@ impl RowView<'_> {
     }
 }
 
-fn read_row<S: AsRef<str>>(reader: &mut Reader<'_>, strings: &[S]) -> Result<MemoryItem, CodecError> {
+pub(super) fn read_row<S: AsRef<str>>(reader: &mut Reader<'_>, strings: &[S]) -> Result<MemoryItem, CodecError> {
     let view = parse_row(reader, strings)?;
     view.into_item().map_err(|m| reader.bad(&m))
 }
@@ -935,6 +788,7 @@ fn time(reader: &mut Reader<'_>) -> Result<Timestamp, CodecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::HeldMemory;
     use proptest::prelude::*;
 
     /// The memories of a part, each held row decoded.

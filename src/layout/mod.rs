@@ -25,6 +25,7 @@
 
 pub(crate) mod catalog;
 mod format;
+mod held;
 mod keys;
 mod legacy;
 mod lexical;

@@ -1,0 +1,166 @@
+//! A memory kept as its row in its segment's catalog part instead of
+//! decoded (`docs/speed.md`, "The open"): the part's bytes shared by the
+//! rows held in it, and what the engine's keys read of a row without
+//! decoding it. The catalog's reader ([`super::catalog::decode_catalog`])
+//! makes them.
+
+use std::sync::{Arc, OnceLock};
+
+use super::catalog::{read_row, RowView, DELETED, HASH_BYTES, PINNED};
+use super::varint::Reader;
+use crate::engine::HeldMemory;
+use crate::item::{Kind, MemoryItem, Role, Scope, Status, Timestamp};
+
+/// A segment's catalog part, kept for the rows the engine holds undecoded
+/// ([`HeldRow`]): its bytes and its dictionary. Freed with the last row
+/// held in it.
+pub(crate) struct HeldPart {
+    bytes: Box<[u8]>,
+    strings: Box<[Box<str>]>,
+}
+
+impl HeldPart {
+    pub(super) fn new(bytes: Box<[u8]>, strings: Box<[Box<str>]>) -> HeldPart {
+        HeldPart { bytes, strings }
+    }
+}
+
+/// A memory kept as its row in its segment's catalog part, read whole
+/// when the part was decoded
+/// ([`super::catalog::decode_catalog`]): where the row is, and
+/// what the engine's catalog keys and filters read without decoding the
+/// memory (`docs/speed.md`, "The open"). Only a row with no
+/// rest, no caller key and not a chunk of a file is held: its memory is
+/// its binary fields alone.
+pub(crate) struct HeldRow {
+    part: Arc<HeldPart>,
+    /// Where the row starts in the part.
+    offset: u32,
+    scope: Arc<Scope>,
+    created_at: Timestamp,
+    /// Where the content hash's 32 bytes start, when it is held as bytes
+    /// (else its string).
+    hash_at: u32,
+    /// Where `follows` starts (0: none; no row starts a part).
+    follows_at: u32,
+    /// The speaker's dictionary index (`u32::MAX`: none).
+    speaker: u32,
+    flags: u16,
+    kind: Kind,
+    status: Status,
+    role: Option<Role>,
+    /// The memory, once the engine read it ([`HeldMemory::decoded`]).
+    decoded: OnceLock<Box<MemoryItem>>,
+}
+
+impl HeldRow {
+    /// The row at `offset` of `part`, read as `view`. A part is at most
+    /// a segment's value, far below 4 GiB.
+    pub(super) fn new(part: Arc<HeldPart>, offset: usize, scope: Arc<Scope>, view: &RowView<'_>) -> HeldRow {
+        HeldRow {
+            part,
+            offset: offset as u32,
+            scope,
+            created_at: view.created_at,
+            hash_at: view.hash_at as u32,
+            follows_at: if view.follows.is_some() { view.follows_at as u32 } else { 0 },
+            speaker: view.speaker_index.unwrap_or(u32::MAX),
+            flags: view.flags as u16,
+            kind: view.kind,
+            status: view.status,
+            role: view.role,
+            decoded: OnceLock::new(),
+        }
+    }
+
+    fn reader_at(&self, at: u32) -> Reader<'_> {
+        let bytes = self.part.bytes.get(at as usize..).unwrap_or_default();
+        Reader::new(bytes, "catalog part")
+    }
+
+    /// A string the part holds at `at` (read when the part was decoded,
+    /// so it reads).
+    fn str_at(&self, at: u32) -> &str {
+        self.reader_at(at).str().unwrap_or_default()
+    }
+}
+
+impl HeldMemory for HeldRow {
+    /// The row was read whole from these same bytes when its part was
+    /// decoded, and a held row has no rest (the one part of a row whose
+    /// reading can fail after its fields read), so it reads again.
+    fn decode(&self) -> MemoryItem {
+        let mut reader = self.reader_at(self.offset);
+        match read_row(&mut reader, &self.part.strings) {
+            Ok(item) => item,
+            Err(e) => unreachable!("a held row was read when its part was: {e}"),
+        }
+    }
+
+    fn decoded(&self) -> &OnceLock<Box<MemoryItem>> {
+        &self.decoded
+    }
+
+    fn into_item(self: Box<Self>) -> MemoryItem {
+        let mut row = *self;
+        match row.decoded.take() {
+            Some(item) => *item,
+            None => row.decode(),
+        }
+    }
+
+    fn id(&self) -> &str {
+        self.str_at(self.offset)
+    }
+
+    fn text(&self) -> &str {
+        let mut reader = self.reader_at(self.offset);
+        let _id = reader.str();
+        reader.str().unwrap_or_default()
+    }
+
+    fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    fn status(&self) -> Status {
+        self.status
+    }
+
+    fn role(&self) -> Option<Role> {
+        self.role
+    }
+
+    fn pinned(&self) -> bool {
+        u64::from(self.flags) & PINNED != 0
+    }
+
+    fn is_deleted(&self) -> bool {
+        u64::from(self.flags) & DELETED != 0
+    }
+
+    fn speaker(&self) -> Option<&str> {
+        self.part.strings.get(self.speaker as usize).map(|s| &**s)
+    }
+
+    fn follows(&self) -> Option<&str> {
+        (self.follows_at != 0).then(|| self.str_at(self.follows_at))
+    }
+
+    fn content_hash(&self) -> Result<[u8; 32], &str> {
+        if u64::from(self.flags) & HASH_BYTES != 0 {
+            let mut reader = self.reader_at(self.hash_at);
+            let bytes = reader.take(32).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
+            return Ok(bytes.unwrap_or_default());
+        }
+        Err(self.str_at(self.hash_at))
+    }
+}
