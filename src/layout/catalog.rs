@@ -28,6 +28,7 @@ use super::held::{HeldPart, HeldRow};
 use super::varint::{put_str, put_varint, varint_len, Reader};
 use crate::fast_hash::FastMap;
 use crate::codec::CodecError;
+use crate::engine::HeldMemory;
 use crate::text::{hex, hex_bytes};
 use crate::item::{
     Kind, LineRange, MemoryItem, Privacy, Role, Scope, Source, SourceKind, Status, Timestamp,
@@ -788,7 +789,6 @@ fn time(reader: &mut Reader<'_>) -> Result<Timestamp, CodecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::HeldMemory;
     use proptest::prelude::*;
 
     /// The memories of a part, each held row decoded.
