@@ -14,21 +14,23 @@
 //! tract does not fold that 47 MB constant, so it would be recomputed on every
 //! call. The rewrite gathers the int8 rows and their scales first and
 //! dequantizes only those; the products are the same, so the output is
-//! identical.
+//! identical. The int8 rows are gathered here, from the table's codes
+//! taken out of the graph ([`rewrites::WordTable`]), and fed to the plan as
+//! an input.
 
-use std::io::Read;
 use std::ops::RangeInclusive;
 #[cfg(not(target_arch = "wasm32"))]
 use std::path::Path;
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
 use tract_onnx::pb::{GraphProto, ModelProto};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::optim::Optimizer;
 use tract_onnx::tract_hir::internal::DimLike;
 
-use super::onnx::{self, rewrites};
+use super::onnx::rewrites::WordTable;
+use super::onnx::stream::{self, OnnxFile};
+use super::onnx::{self, initializers, int8, rewrites};
 use super::{Embedder, WordPiece};
 use crate::Error;
 
@@ -67,6 +69,9 @@ const TOKEN_TYPE_IDS: &str = "token_type_ids";
 pub struct MiniLm {
     plan: Arc<TypedRunnableModel>,
     tokenizer: Arc<WordPiece>,
+    /// The word-embedding table's codes, when the plan takes the rows of
+    /// its input's tokens from memtide ([`ModelInput::WordCodes`]).
+    word_table: Option<Arc<WordTable>>,
     /// Which graph input each fed tensor goes to, in the plan's input order.
     inputs: Arc<[ModelInput]>,
     dimensions: usize,
@@ -79,6 +84,9 @@ enum ModelInput {
     InputIds,
     AttentionMask,
     TokenTypeIds,
+    /// The rows of the word-embedding table for the token ids
+    /// ([`rewrites::WORD_CODES`]).
+    WordCodes,
 }
 
 impl std::fmt::Debug for MiniLm {
@@ -92,18 +100,29 @@ impl std::fmt::Debug for MiniLm {
 
 impl MiniLm {
     /// Loads the model from the bytes of its ONNX file and the text of its
+    /// `tokenizer.json`, as [`MiniLm::from_file`] (the bytes are freed once
+    /// decoded).
+    pub fn from_bytes(onnx: Vec<u8>, tokenizer_json: &str) -> crate::Result<MiniLm> {
+        MiniLm::from_file(onnx, tokenizer_json)
+    }
+
+    /// Loads the model from its ONNX file and the text of its
     /// `tokenizer.json`.
     ///
-    /// Takes ownership of `onnx` and frees it as soon as it is parsed, so the
-    /// file and the loaded model are not both held longer than needed. Fails
-    /// with [`Error::InvalidInput`] for a bad tokenizer and [`Error::Model`]
-    /// for a model tract cannot load or that does not look like a BERT
-    /// encoder (inputs `input_ids`, `attention_mask`, optional
+    /// The file is read a window at a time (a host can keep its bytes out
+    /// of the model's memory, `onnx::stream`) and dropped once decoded; the
+    /// weights then go from the decoded file into tract one at a time
+    /// (`onnx::initializers`), so the weights are held about once, not
+    /// twice. Fails with [`Error::InvalidInput`] for a bad tokenizer and
+    /// [`Error::Model`] for a model tract cannot load or that does not look
+    /// like a BERT encoder (inputs `input_ids`, `attention_mask`, optional
     /// `token_type_ids`; output `[batch, sequence, dimensions]`) whose
     /// vocabulary covers the tokenizer's.
-    pub fn from_bytes(onnx: Vec<u8>, tokenizer_json: &str) -> crate::Result<MiniLm> {
+    pub fn from_file(onnx: impl OnnxFile, tokenizer_json: &str) -> crate::Result<MiniLm> {
         let tokenizer = WordPiece::from_tokenizer_json(tokenizer_json)?;
-        let digest = Sha256::digest(&onnx);
+        let (mut proto, digest) =
+            stream::decode(&onnx).map_err(|e| model_error("cannot parse the ONNX file", e))?;
+        drop(onnx);
         let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
         let model_id = format!("all-MiniLM-L6-v2-int8/{hash}/mean/{MAX_TOKENS}");
 
@@ -112,28 +131,31 @@ impl MiniLm {
         #[cfg(target_arch = "wasm32")]
         memtide_wasm_gemm::register();
         let onnx_framework = onnx::onnx().with_ignore_value_info(true);
-        let mut proto = onnx_framework
-            .proto_model_for_read(&mut OwnedBytes(onnx))
+        onnx_framework
+            .check_operators(&proto)
             .map_err(|e| model_error("cannot parse the ONNX file", e))?;
         let graph = proto
             .graph
             .as_mut()
             .ok_or_else(|| Error::Model("the ONNX file has no graph".into()))?;
-        let vocab_rows = rewrites::gather_before_dequantize(graph, INPUT_IDS)?;
+        let lookup = rewrites::gather_before_dequantize(graph, INPUT_IDS)?;
         // In WebAssembly the int8 products are faster than tract's f32 ones
         // and keep a quarter of the weights' memory. Natively tract's
         // AVX/FMA f32 kernels are several times faster than the portable
         // integer loop, so the graph is left as it is.
         #[cfg(target_arch = "wasm32")]
         rewrites::fuse(graph);
-        if tokenizer.vocab_size() > vocab_rows {
+        if tokenizer.vocab_size() > lookup.rows {
             return Err(Error::Model(format!(
-                "the tokenizer has {} tokens but the model's embedding table only {vocab_rows}",
-                tokenizer.vocab_size()
+                "the tokenizer has {} tokens but the model's embedding table only {}",
+                tokenizer.vocab_size(),
+                lookup.rows
             )));
         }
         let inputs: Arc<[ModelInput]> = graph_inputs(graph)?.into();
-        let model = load_model(&onnx_framework, proto, inputs.len())?;
+        let word_table = lookup.table.map(Arc::new);
+        let word_width = word_table.as_ref().map(|table| table.width());
+        let model = load_model(&onnx_framework, proto, &inputs, word_width)?;
         let dimensions = output_dimensions(&model)?;
         let plan = model
             .into_runnable()
@@ -141,6 +163,7 @@ impl MiniLm {
         Ok(MiniLm {
             plan,
             tokenizer: Arc::new(tokenizer),
+            word_table,
             inputs,
             dimensions,
             model_id,
@@ -189,6 +212,17 @@ impl MiniLm {
         let tensor = |values: &[i64]| {
             Tensor::from_shape(&shape, values).map_err(|e| model_error("cannot build inputs", e))
         };
+        let word_codes = || {
+            let table = self
+                .word_table
+                .as_ref()
+                .ok_or_else(|| Error::Model("the plan takes word codes but has no table".into()))?;
+            let codes = table
+                .gather(&ids)
+                .ok_or_else(|| Error::Model("a token id past the embedding table".into()))?;
+            Tensor::from_shape(&[batch, length, table.width()], &codes)
+                .map_err(|e| model_error("cannot build inputs", e))
+        };
         let inputs = self
             .inputs
             .iter()
@@ -197,6 +231,7 @@ impl MiniLm {
                     ModelInput::InputIds => tensor(&ids)?,
                     ModelInput::AttentionMask => tensor(&mask)?,
                     ModelInput::TokenTypeIds => tensor(&zeros)?,
+                    ModelInput::WordCodes => word_codes()?,
                 }
                 .into_tvalue())
             })
@@ -313,29 +348,6 @@ fn mean_pool(hidden: &[f32], dimensions: usize) -> Vec<f32> {
     sum
 }
 
-/// Hands owned bytes to tract's reader without copying them: tract reads the
-/// whole file into a `Vec` with `read_to_end`, which here just moves ours.
-struct OwnedBytes(Vec<u8>);
-
-impl Read for OwnedBytes {
-    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
-        let count = buffer.len().min(self.0.len());
-        buffer[..count].copy_from_slice(&self.0[..count]);
-        self.0.drain(..count);
-        Ok(count)
-    }
-
-    fn read_to_end(&mut self, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
-        let count = self.0.len();
-        if buffer.is_empty() {
-            std::mem::swap(buffer, &mut self.0);
-        } else {
-            buffer.append(&mut self.0);
-        }
-        Ok(count)
-    }
-}
-
 /// The graph's inputs, in order; fails unless they are `input_ids`,
 /// `attention_mask` and optionally `token_type_ids`.
 fn graph_inputs(graph: &GraphProto) -> crate::Result<Vec<ModelInput>> {
@@ -348,6 +360,7 @@ fn graph_inputs(graph: &GraphProto) -> crate::Result<Vec<ModelInput>> {
             INPUT_IDS => Ok(ModelInput::InputIds),
             ATTENTION_MASK => Ok(ModelInput::AttentionMask),
             TOKEN_TYPE_IDS => Ok(ModelInput::TokenTypeIds),
+            rewrites::WORD_CODES => Ok(ModelInput::WordCodes),
             other => Err(Error::Model(format!("unexpected model input `{other}`"))),
         })
         .collect::<crate::Result<Vec<_>>>()?;
@@ -361,18 +374,22 @@ fn graph_inputs(graph: &GraphProto) -> crate::Result<Vec<ModelInput>> {
     Ok(inputs)
 }
 
-/// Turns the parsed graph into an optimized tract model whose `input_count`
-/// inputs are `i64` tensors of shape `[batch, sequence]` (symbolic). The
-/// protobuf is dropped once tract has its own copy of the weights.
+/// Turns the parsed graph into an optimized tract model whose `inputs` are
+/// `i64` tensors of shape `[batch, sequence]` (symbolic), but the word
+/// codes, `i8` of shape `[batch, sequence, word_width]`. The protobuf's
+/// weights are freed as tract takes its own copies.
 fn load_model(
     onnx_framework: &tract_onnx::Onnx,
     proto: ModelProto,
-    input_count: usize,
+    inputs: &[ModelInput],
+    word_width: Option<usize>,
 ) -> crate::Result<TypedModel> {
-    let mut model = onnx_framework
-        .model_for_proto_model(&proto)
+    let mut model = initializers::parse(onnx_framework, proto)
+        .and_then(|mut parsed| {
+            int8::load_weights(&mut parsed)?;
+            parsed.into_model()
+        })
         .map_err(|e| model_error("cannot load the ONNX graph", e))?;
-    drop(proto);
     let batch = model.symbols.sym("batch");
     let sequence = model.symbols.sym("sequence");
     for assertion in symbol_bounds() {
@@ -381,10 +398,19 @@ fn load_model(
             .add_assertion(assertion)
             .map_err(|e| model_error("cannot bound the input shapes", e))?;
     }
-    for input in 0..input_count {
-        let fact = InferenceFact::dt_shape(i64::datum_type(), [batch.to_dim(), sequence.to_dim()]);
+    for (index, input) in inputs.iter().enumerate() {
+        let fact = match (input, word_width) {
+            (ModelInput::WordCodes, Some(width)) => InferenceFact::dt_shape(
+                i8::datum_type(),
+                [batch.to_dim(), sequence.to_dim(), width.to_dim()],
+            ),
+            (ModelInput::WordCodes, None) => {
+                return Err(Error::Model("word codes without a table".into()))
+            }
+            _ => InferenceFact::dt_shape(i64::datum_type(), [batch.to_dim(), sequence.to_dim()]),
+        };
         model
-            .set_input_fact(input, fact)
+            .set_input_fact(index, fact)
             .map_err(|e| model_error("cannot set the input shapes", e))?;
     }
     let mut typed = model

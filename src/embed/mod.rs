@@ -16,6 +16,8 @@ mod wordpiece;
 
 #[cfg(feature = "semantic")]
 pub use minilm::MiniLm;
+#[cfg(feature = "semantic")]
+pub use onnx::stream::OnnxFile;
 pub use wordpiece::WordPiece;
 
 /// A text embedding model with its tokenizer.

@@ -12,8 +12,8 @@
 
 mod alloc;
 
-use js_sys::Reflect;
-use memtide::embed::{Embedder, MiniLm};
+use js_sys::{Reflect, Uint8Array};
+use memtide::embed::{Embedder, MiniLm, OnnxFile};
 use wasm_bindgen::prelude::*;
 
 /// Bytes of this instance's linear memory: the loaded model's weights and
@@ -34,6 +34,22 @@ fn to_js_error(error: memtide::Error) -> JsValue {
     thrown.into()
 }
 
+/// The ONNX file in the host's `Uint8Array`.
+struct HostFile(Uint8Array);
+
+impl OnnxFile for HostFile {
+    fn len(&self) -> usize {
+        self.0.length() as usize
+    }
+
+    fn read_at(&self, offset: usize, into: &mut [u8]) {
+        let end = offset.saturating_add(into.len());
+        if end <= self.len() {
+            self.0.subarray(offset as u32, end as u32).copy_to(into);
+        }
+    }
+}
+
 /// One loaded model.
 #[wasm_bindgen]
 pub struct ModelCore(MiniLm);
@@ -41,10 +57,12 @@ pub struct ModelCore(MiniLm);
 #[wasm_bindgen]
 impl ModelCore {
     /// Loads the model from the bytes of `model.onnx` and the text of
-    /// `tokenizer.json` (`MiniLm::from_bytes`: `INVALID_INPUT` for a bad
-    /// tokenizer, `MODEL` for a bad ONNX file).
-    pub fn load(onnx: Vec<u8>, tokenizer: &str) -> Result<ModelCore, JsValue> {
-        MiniLm::from_bytes(onnx, tokenizer)
+    /// `tokenizer.json` (`MiniLm::from_file`: `INVALID_INPUT` for a bad
+    /// tokenizer, `MODEL` for a bad ONNX file). The file's bytes stay on the
+    /// JavaScript side: they are read a window at a time, never copied into
+    /// linear memory whole.
+    pub fn load(onnx: Uint8Array, tokenizer: &str) -> Result<ModelCore, JsValue> {
+        MiniLm::from_file(HostFile(onnx), tokenizer)
             .map(ModelCore)
             .map_err(to_js_error)
     }

@@ -30,6 +30,8 @@ use tract_onnx::tract_hir::tract_ndarray::{ArrayD, IxDyn};
 
 use memtide_int_dot::{dot_tile, I16Vectors, I8Vectors};
 
+use super::initializers::Parsed;
+
 /// Operator type of the fused nodes in the rewritten graph. The operator
 /// check of [`super::PrunedOnnx`] refuses it in a model file.
 pub const OPERATOR: &str = "memtide.Int8MatMul";
@@ -289,10 +291,24 @@ impl TypedOp for Int8MatMul {
     as_op!();
 }
 
-/// The inference-time node: inputs `x`, the int8 codes and the scales
-/// (both constants), wired as an [`Int8MatMul`] holding the weights.
-#[derive(Debug, Clone, Hash)]
-struct Int8MatMulNode;
+/// The inference-time node: input `x`; its weights, named by the node's
+/// attributes, are given by [`load_weights`] before the model is typed,
+/// and it is wired as an [`Int8MatMul`] holding them.
+#[derive(Debug, Clone)]
+struct Int8MatMulNode {
+    /// The initializers of the int8 codes and of the scales.
+    quantized: String,
+    scale: String,
+    weights: Option<Arc<Int8Weights>>,
+}
+
+impl Int8MatMulNode {
+    fn weights(&self) -> TractResult<&Arc<Int8Weights>> {
+        self.weights
+            .as_ref()
+            .with_context(|| format!("{OPERATOR} of `{}` was given no weights", self.quantized))
+    }
+}
 
 impl Expansion for Int8MatMulNode {
     fn name(&self) -> StaticName {
@@ -305,8 +321,9 @@ impl Expansion for Int8MatMulNode {
         inputs: &'p [TensorProxy],
         outputs: &'p [TensorProxy],
     ) -> InferenceResult {
-        check_input_arity(inputs, 3)?;
+        check_input_arity(inputs, 1)?;
         check_output_arity(outputs, 1)?;
+        let columns = self.weights()?.columns;
         s.equals(&inputs[0].datum_type, f32::datum_type())?;
         s.equals(&outputs[0].datum_type, f32::datum_type())?;
         s.equals(&outputs[0].rank, &inputs[0].rank)?;
@@ -317,7 +334,7 @@ impl Expansion for Int8MatMulNode {
             for axis in 0..last {
                 s.equals(&outputs[0].shape[axis], &inputs[0].shape[axis])?;
             }
-            s.equals(&outputs[0].shape[last], &inputs[1].shape[1])
+            s.equals(&outputs[0].shape[last], columns.to_dim())
         })
     }
 
@@ -327,27 +344,74 @@ impl Expansion for Int8MatMulNode {
         model: &mut TypedModel,
         inputs: &[OutletId],
     ) -> TractResult<TVec<OutletId>> {
-        let constant = |outlet: OutletId| {
-            model
-                .outlet_fact(outlet)?
-                .konst
-                .clone()
-                .with_context(|| format!("{OPERATOR} `{prefix}` needs constant weights"))
-        };
-        let weights = Int8Weights::new(&*constant(inputs[1])?, &*constant(inputs[2])?)?;
         let op = Int8MatMul {
-            weights: Arc::new(weights),
+            weights: self.weights()?.clone(),
         };
-        model.wire_node(prefix, op, &[inputs[0]])
+        model.wire_node(prefix, op, inputs)
     }
 }
 
-/// Builds the node of an [`OPERATOR`] in the rewritten graph.
+/// Attribute of an [`OPERATOR`] node naming the initializer of its int8
+/// codes (`[depth, columns]`).
+pub const WEIGHTS_ATTRIBUTE: &str = "weights";
+/// Attribute of an [`OPERATOR`] node naming the initializer of its scales
+/// (one per column).
+pub const SCALE_ATTRIBUTE: &str = "scale";
+
 pub fn build(
     _ctx: &tract_onnx::model::ParsingContext,
-    _node: &NodeProto,
+    node: &NodeProto,
 ) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
-    Ok((expand(Int8MatMulNode), vec![]))
+    let named = |attribute: &str| {
+        node.attribute
+            .iter()
+            .find(|a| a.name == attribute)
+            .map(|a| String::from_utf8_lossy(&a.s).into_owned())
+            .with_context(|| format!("{OPERATOR} node `{}` has no `{attribute}`", node.name))
+    };
+    let op = Int8MatMulNode {
+        quantized: named(WEIGHTS_ATTRIBUTE)?,
+        scale: named(SCALE_ATTRIBUTE)?,
+        weights: None,
+    };
+    Ok((expand(op), vec![]))
+}
+
+/// Gives every [`OPERATOR`] node of `parsed` its weights, packed from the
+/// initializers its attributes name. Each node's codes are freed once
+/// packed (unless a node of the graph reads them too), so the codes and
+/// the packed weights are not all held at once, as they would be if tract
+/// made constants of the codes for [`Int8MatMulNode::wire`] to pack.
+pub fn load_weights(parsed: &mut Parsed) -> TractResult<()> {
+    let fused: Vec<(usize, String, String)> = parsed
+        .model()
+        .nodes
+        .iter()
+        .filter_map(|node| {
+            // `**`: the boxed expansion's own type, not the box's.
+            let op = node.op_as::<Box<dyn Expansion>>()?;
+            let op = (**op).as_any().downcast_ref::<Int8MatMulNode>()?;
+            Some((node.id, op.quantized.clone(), op.scale.clone()))
+        })
+        .collect();
+    for (index, (id, quantized, scale)) in fused.iter().enumerate() {
+        let weights = Int8Weights::new(&parsed.tensor(quantized)?, &parsed.tensor(scale)?)
+            .with_context(|| format!("{OPERATOR} of `{quantized}`"))?;
+        let op = parsed
+            .model_mut()
+            .node_mut(*id)
+            .op_as_mut::<Box<dyn Expansion>>()
+            .and_then(|op| (**op).as_any_mut().downcast_mut::<Int8MatMulNode>())
+            .context("a fused node changed")?;
+        op.weights = Some(Arc::new(weights));
+        if fused[index + 1..]
+            .iter()
+            .all(|(_, later, _)| later != quantized)
+        {
+            parsed.free_unread(quantized);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,8 +3,11 @@
 //!
 //! Layers, each using only those below it: this module (the registry and the
 //! operator check) builds on `ops` (the operators' builders),
-//! [`rewrites`] (rewrites of the graph before tract parses it) and [`int8`]
-//! (the int8 matrix products the rewrites introduce).
+//! [`rewrites`] (rewrites of the graph before tract parses it), [`int8`]
+//! (the int8 matrix products the rewrites introduce) and how the file gets
+//! into tract: [`stream`] (the file decoded a window at a time) and
+//! [`initializers`] (the weights handed to tract one at a time, which the
+//! int8 products take theirs from).
 //!
 //! `tract_onnx::onnx()` registers a builder for every operator tract knows
 //! (convolutions, recurrent layers, FFT, resizing, non-max suppression, ML
@@ -42,9 +45,11 @@ use tract_onnx::tract_hir::ops::logic::Iff;
 use tract_onnx::tract_hir::ops::matmul::MatMulInference;
 use tract_onnx::Onnx;
 
+pub mod initializers;
 pub mod int8;
 mod ops;
 pub mod rewrites;
+pub mod stream;
 
 /// What builds the tract op of one ONNX node: the parsing context (which
 /// carries the model's opset) and the node in, the op and the names of any
@@ -189,7 +194,7 @@ pub(super) mod tests {
     use super::int8::tests::Values;
     use super::int8::OPERATOR;
     use super::rewrites::tests::{dequantizing_model, lookup_model, model_of, value, IDS};
-    use super::rewrites::{fuse, gather_before_dequantize};
+    use super::rewrites::{fuse, gather_before_dequantize, WordTable, WORD_CODES};
     use memtide_testkit::rng::Rng;
 
     fn int(name: &str, value: i64) -> AttributeProto {
@@ -554,11 +559,16 @@ pub(super) mod tests {
     }
 
     /// Runs `proto` as memtide does once it has rewritten a checked graph:
-    /// through the framework the operator check wraps.
+    /// through the framework the operator check wraps, the int8 products
+    /// given their weights.
     fn run_rewritten(proto: &ModelProto, x: &Tensor) -> Vec<f32> {
-        let framework = onnx();
-        let model = (*framework)
-            .model_for_proto_model(proto)
+        let mut parsed = initializers::parse(&onnx(), proto.clone()).unwrap();
+        int8::load_weights(&mut parsed).unwrap();
+        // Packed, the codes are freed; a graph reading them keeps them.
+        let fused = parsed.model().nodes.iter().any(|n| n.op.name() == OPERATOR);
+        assert_eq!(parsed.tensor("q").is_err(), fused);
+        let model = parsed
+            .into_model()
             .unwrap()
             .with_input_fact(0, InferenceFact::dt_shape(f32::datum_type(), x.shape()))
             .unwrap();
@@ -579,7 +589,14 @@ pub(super) mod tests {
         assert_eq!(fuse(graph), 1, "only the int8 product is fused");
         let ops: Vec<&str> = graph.node.iter().map(|n| n.op_type.as_str()).collect();
         assert_eq!(ops, [OPERATOR, "MatMul"], "the Cast and Mul are gone");
-        assert_eq!(graph.node[0].input, ["x", "q", "scale"]);
+        // The weights are named, not read: tract makes no tensor of them.
+        assert_eq!(graph.node[0].input, ["x"]);
+        let named: Vec<(&str, &[u8])> = graph.node[0]
+            .attribute
+            .iter()
+            .map(|a| (a.name.as_str(), a.s.as_slice()))
+            .collect();
+        assert_eq!(named, [("weights", &b"q"[..]), ("scale", b"scale")]);
 
         let x: Vec<f32> = (0..2 * 3 * depth).map(|_| values.next()).collect();
         let x = Tensor::from_shape(&[2, 3, depth], &x).unwrap();
@@ -604,17 +621,27 @@ pub(super) mod tests {
         assert!(format!("{error}").contains(OPERATOR), "{error}");
     }
 
-    /// Runs a lookup model on ids `[[3, 0, 2], [1, 1, 3]]`.
-    fn run_lookup(proto: &ModelProto) -> Vec<f32> {
-        let model = onnx()
+    /// Runs a lookup model on ids `[[3, 0, 2], [1, 1, 3]]`, with the word
+    /// codes gathered from `table` when the model takes them.
+    fn run_lookup(proto: &ModelProto, table: Option<&WordTable>) -> Vec<f32> {
+        let ids = [3i64, 0, 2, 1, 1, 3];
+        let mut model = onnx()
             .with_ignore_value_info(true)
             .model_for_proto_model(proto)
             .unwrap()
             .with_input_fact(0, InferenceFact::dt_shape(i64::datum_type(), [2, 3]))
             .unwrap();
+        let mut inputs = tvec![Tensor::from_shape(&[2, 3], &ids).unwrap().into_tvalue()];
+        if let Some(table) = table {
+            let shape = [2, 3, table.width()];
+            model = model
+                .with_input_fact(1, InferenceFact::dt_shape(i8::datum_type(), shape))
+                .unwrap();
+            let codes = table.gather(&ids).unwrap();
+            inputs.push(Tensor::from_shape(&shape, &codes).unwrap().into_tvalue());
+        }
         let plan = model.into_optimized().unwrap().into_runnable().unwrap();
-        let ids = Tensor::from_shape(&[2, 3], &[3i64, 0, 2, 1, 1, 3]).unwrap();
-        let output = plan.run(tvec![ids.into_tvalue()]).unwrap();
+        let output = plan.run(inputs).unwrap();
         let view = output[0].try_as_plain_ram().unwrap();
         view.as_slice::<f32>().unwrap().to_vec()
     }
@@ -624,17 +651,26 @@ pub(super) mod tests {
         let original = lookup_model();
         let mut rewritten = original.clone();
         let graph = rewritten.graph.as_mut().unwrap();
-        assert_eq!(gather_before_dequantize(graph, IDS).unwrap(), 4);
-        // The whole-table Cast and Mul are gone.
-        assert!(graph
-            .node
+        let lookup = gather_before_dequantize(graph, IDS).unwrap();
+        assert_eq!(lookup.rows, 4);
+        let table = lookup.table.unwrap();
+        assert_eq!(table.width(), 3);
+        // The whole-table Cast and Mul are gone, and the codes left the
+        // graph for the table, which gathers what the graph did.
+        assert!(graph.node.iter().all(|n| !n
+            .input
             .iter()
-            .all(|n| !n.input.iter().any(|i| i == "table_f" || i == "table")));
-        assert_eq!(graph.node.len(), 4);
-        let expected = run_lookup(&original);
+            .any(|i| i == "table_f" || i == "table" || i == "q")));
+        assert_eq!(graph.node.len(), 3);
+        assert!(graph.initializer.iter().all(|t| t.name != "q"));
+        assert_eq!(graph.input.last().unwrap().name, WORD_CODES);
+        assert_eq!(table.gather(&[1, 3]).unwrap(), [1, 127, 5, 2, -2, 100]);
+        assert_eq!(table.gather(&[4]), None);
+        assert_eq!(table.gather(&[-1]), None);
+        let expected = run_lookup(&original, None);
         assert_eq!(expected.len(), 18);
         assert_eq!(expected[..3], [2.0 * 3.7, -2.0 * 3.7, 100.0 * 3.7]);
-        let got = run_lookup(&rewritten);
+        let got = run_lookup(&rewritten, Some(&table));
         assert_eq!(
             got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
             expected.iter().map(|x| x.to_bits()).collect::<Vec<_>>()

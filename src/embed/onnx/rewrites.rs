@@ -4,20 +4,63 @@
 //! matrix in the graph, `Mul(Cast<float>(q), scale)` with `q` an int8
 //! initializer. [`gather_before_dequantize`] makes the word-embedding lookup
 //! dequantize only the rows it picks (tract would dequantize the whole table
-//! on every run); [`fuse`] turns the products by such matrices into the int8
+//! on every run), and takes the int8 table out of the graph (memtide picks
+//! the rows); [`fuse`] turns the products by such matrices into the int8
 //! products of [`super::int8`] (tract would fold them into `f32` matrices).
 
 use tract_onnx::pb::attribute_proto::AttributeType;
 use tract_onnx::pb::tensor_proto::DataType;
-use tract_onnx::pb::{AttributeProto, GraphProto, NodeProto};
+use tract_onnx::pb::{
+    type_proto, AttributeProto, GraphProto, NodeProto, TypeProto, ValueInfoProto,
+};
 
 #[cfg(any(target_arch = "wasm32", test))]
-use super::int8::OPERATOR;
+use super::int8::{OPERATOR, SCALE_ATTRIBUTE, WEIGHTS_ATTRIBUTE};
 use crate::Error;
 
+/// Name of the graph input [`gather_before_dequantize`] adds: the int8
+/// rows of the word-embedding table for the input's tokens, `[batch,
+/// sequence, width]`, which memtide gathers from the [`WordTable`].
+pub const WORD_CODES: &str = "memtide.word_codes";
+
+/// The word-embedding table's int8 codes, taken out of the graph: row by
+/// row, `width` codes each.
+#[derive(Debug)]
+pub struct WordTable {
+    width: usize,
+    codes: Vec<i8>,
+}
+
+impl WordTable {
+    /// Codes per row: the embedding's width.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The rows of `ids`, one after the other; `None` if an id is not a
+    /// row of the table.
+    pub fn gather(&self, ids: &[i64]) -> Option<Vec<i8>> {
+        let mut rows = Vec::with_capacity(ids.len() * self.width);
+        for &id in ids {
+            let start = usize::try_from(id).ok()?.checked_mul(self.width)?;
+            rows.extend_from_slice(self.codes.get(start..start.checked_add(self.width)?)?);
+        }
+        Some(rows)
+    }
+}
+
+/// The word-embedding lookup after [`gather_before_dequantize`].
+#[derive(Debug)]
+pub struct Lookup {
+    /// Rows of the embedding table: the model's vocabulary size.
+    pub rows: usize,
+    /// The int8 table, when the lookup was rewritten to take its rows from
+    /// the [`WORD_CODES`] input.
+    pub table: Option<WordTable>,
+}
+
 /// Rewrites the word-embedding lookup of `graph` to gather before it
-/// dequantizes, and returns the number of rows of the embedding table (the
-/// model's vocabulary size).
+/// dequantizes, with the gathering of the int8 rows out of the graph.
 ///
 /// The lookup is the `Gather` (axis 0) of the input `ids`. In the int8
 /// export its table is `Mul(Cast<float>(q), scale)` with `q` an int8
@@ -25,13 +68,18 @@ use crate::Error;
 ///
 /// ```text
 /// before: Gather(Mul(Cast(q), scale), ids)
-/// after:  Mul(Cast(Gather(q, ids)), Gather(scale, ids))
+/// after:  Mul(Cast(WORD_CODES), Gather(scale, ids))
 /// ```
 ///
-/// Each output element is the same product of the same two numbers, so the
-/// result is bit-identical. The `Cast` and `Mul` are removed when nothing
-/// else reads them. A table that is a plain initializer is left alone.
-pub fn gather_before_dequantize(graph: &mut GraphProto, ids: &str) -> crate::Result<usize> {
+/// where [`WORD_CODES`] is a new input, the rows of `q` for `ids`, which
+/// the caller gathers from the returned [`WordTable`]. Each output element
+/// is the same product of the same two numbers, so the result is
+/// bit-identical. `q`'s bytes move into the table (not copied: the largest
+/// weight of the model, which tract would copy into a tensor of its own)
+/// and leave the graph, unless another node reads `q`. The `Cast` and
+/// `Mul` are removed when nothing else reads them. A table that is a
+/// plain initializer is left alone.
+pub fn gather_before_dequantize(graph: &mut GraphProto, ids: &str) -> crate::Result<Lookup> {
     let unsupported = |what: &str| Error::Model(format!("unsupported embedding lookup: {what}"));
     let gather_index = graph
         .node
@@ -58,7 +106,7 @@ pub fn gather_before_dequantize(graph: &mut GraphProto, ids: &str) -> crate::Res
             .and_then(|rows| usize::try_from(rows).ok())
     };
     if let Some(rows) = initializer_rows(&table, DataType::Float, None) {
-        return Ok(rows);
+        return Ok(Lookup { rows, table: None });
     }
     let Dequantized {
         quantized,
@@ -72,6 +120,28 @@ pub fn gather_before_dequantize(graph: &mut GraphProto, ids: &str) -> crate::Res
     if initializer_rows(&scale, DataType::Float, Some(1)) != Some(rows) {
         return Err(unsupported("the scale is not one float per row"));
     }
+    let codes_index = graph
+        .initializer
+        .iter()
+        .position(|t| t.name == quantized)
+        .ok_or_else(|| unsupported("the int8 table is not an initializer"))?;
+    let codes = &graph.initializer[codes_index];
+    let width = codes
+        .dims
+        .get(1)
+        .and_then(|&width| usize::try_from(width).ok())
+        .filter(|&width| rows.checked_mul(width) == Some(codes.raw_data.len()))
+        .ok_or_else(|| unsupported("the int8 table's bytes are not rows × width"))?;
+    let taken = graph.input.iter().any(|input| input.name == WORD_CODES)
+        || graph
+            .node
+            .iter()
+            .any(|node| node.output.iter().any(|o| o == WORD_CODES));
+    if taken {
+        return Err(unsupported(&format!(
+            "the graph already names {WORD_CODES}"
+        )));
+    }
 
     let gathered_output = gather.output[0].clone();
     let named = |suffix: &str| format!("{table}/gathered_{suffix}");
@@ -82,7 +152,7 @@ pub fn gather_before_dequantize(graph: &mut GraphProto, ids: &str) -> crate::Res
         output: vec![output.into()],
         ..NodeProto::default()
     };
-    let mut cast_rows = node("cast", "Cast", &[&named("q")], &named("f"));
+    let mut cast_rows = node("cast", "Cast", &[WORD_CODES], &named("f"));
     cast_rows.attribute.push(AttributeProto {
         name: "to".into(),
         r#type: AttributeType::Int as i32,
@@ -90,7 +160,6 @@ pub fn gather_before_dequantize(graph: &mut GraphProto, ids: &str) -> crate::Res
         ..AttributeProto::default()
     });
     let replacement = [
-        node("q", "Gather", &[&quantized, ids], &named("q")),
         cast_rows,
         node("scale", "Gather", &[&scale, ids], &named("scale")),
         node(
@@ -102,7 +171,32 @@ pub fn gather_before_dequantize(graph: &mut GraphProto, ids: &str) -> crate::Res
     ];
     graph.node.splice(gather_index..=gather_index, replacement);
     remove_unread(graph, &[table, cast_output]);
-    Ok(rows)
+    graph.input.push(ValueInfoProto {
+        name: WORD_CODES.into(),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: DataType::Int8 as i32,
+                shape: None,
+            })),
+            ..TypeProto::default()
+        }),
+        ..ValueInfoProto::default()
+    });
+    let still_read = graph
+        .node
+        .iter()
+        .any(|node| node.input.contains(&quantized));
+    let bytes = if still_read {
+        graph.initializer[codes_index].raw_data.clone()
+    } else {
+        graph.initializer.remove(codes_index).raw_data
+    };
+    // Same size and alignment: the bytes are reused in place, not copied.
+    let codes = bytes.into_iter().map(|byte| byte as i8).collect();
+    Ok(Lookup {
+        rows,
+        table: Some(WordTable { width, codes }),
+    })
 }
 
 /// The integer attribute `name` of `node`, if set.
@@ -159,8 +253,11 @@ fn remove_unread(graph: &mut GraphProto, names: &[String]) {
 
 /// Rewrites every `MatMul(x, Mul(Cast<float>(q), scale))` of `graph`, `q`
 /// an int8 `[depth, columns]` initializer and `scale` a float one of
-/// `columns` values, into an [`OPERATOR`] node `(x, q, scale)`; removes the
-/// `Cast` and `Mul` when nothing else reads them. Returns how many it fused.
+/// `columns` values, into an [`OPERATOR`] node of input `x` naming `q` and
+/// `scale` in its attributes ([`WEIGHTS_ATTRIBUTE`], [`SCALE_ATTRIBUTE`]:
+/// not inputs, so that tract makes no tensors of them, see
+/// [`super::int8::load_weights`]); removes the `Cast` and `Mul` when
+/// nothing else reads them. Returns how many it fused.
 /// Only WebAssembly builds fuse (natively tract's f32 kernels are faster).
 #[cfg(any(target_arch = "wasm32", test))]
 pub fn fuse(graph: &mut GraphProto) -> usize {
@@ -195,11 +292,18 @@ pub fn fuse(graph: &mut GraphProto) -> usize {
         unread.push(std::mem::take(&mut node.input[1]));
         unread.push(weights.cast_output.clone());
         node.op_type = OPERATOR.into();
-        node.input = vec![
-            std::mem::take(&mut node.input[0]),
-            weights.quantized.clone(),
-            weights.scale.clone(),
-        ];
+        node.input.truncate(1);
+        for (name, initializer) in [
+            (WEIGHTS_ATTRIBUTE, &weights.quantized),
+            (SCALE_ATTRIBUTE, &weights.scale),
+        ] {
+            node.attribute.push(AttributeProto {
+                name: name.into(),
+                r#type: AttributeType::String as i32,
+                s: initializer.clone().into_bytes(),
+                ..AttributeProto::default()
+            });
+        }
     }
     remove_unread(graph, &unread);
     matches.len()
