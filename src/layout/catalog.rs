@@ -25,6 +25,7 @@
 use std::sync::Arc;
 
 use super::held::{HeldPart, HeldRow};
+use crate::engine::HeldMemory;
 use super::varint::{put_str, put_varint, varint_len, Reader};
 use crate::fast_hash::FastMap;
 use crate::codec::CodecError;
@@ -788,7 +789,6 @@ fn time(reader: &mut Reader<'_>) -> Result<Timestamp, CodecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::HeldMemory;
     use proptest::prelude::*;
 
     /// The memories of a part, each held row decoded.
