@@ -82,7 +82,7 @@ fn counted(terms: StrList) -> TermCounts {
     let mut sorted: Vec<(&str, u32)> = (0..terms.len())
         .filter_map(|index| Some((terms.get(index)?, u32::try_from(index).ok()?)))
         .collect();
-    sorted.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+    sorted.sort_unstable_by_key(|&(term, _)| term);
     let mut counts: Vec<(u32, u32)> = Vec::with_capacity(sorted.len());
     let mut last = None;
     for (term, index) in sorted {

@@ -63,7 +63,7 @@ pub(super) fn stem_in_place(text: &mut String, start: usize) {
         let Some(entry) = cache.get_mut(slot) else {
             return;
         };
-        if !entry.as_ref().is_some_and(|(cached, _)| **cached == *word) {
+        if entry.as_ref().is_none_or(|(cached, _)| **cached != *word) {
             *entry = Some((word.into(), english_stemmer().stem(word).into()));
         }
         if let Some((_, stemmed)) = entry {
