@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::index::Bm25Index;
 use crate::item::{MemoryItem, MergeRecord, Privacy, Source, Timestamp};
+use crate::str_list::StrList;
 use crate::text;
 
 /// What to do with a near-duplicate.
@@ -120,14 +121,14 @@ pub(crate) fn find_near_duplicate(
     cfg: &NearDuplicateConfig,
     memories: &impl Neighbourhood,
     text: &str,
-    terms: &[String],
+    terms: &StrList,
     vector: Option<&[f32]>,
 ) -> Option<String> {
     if terms.is_empty() || cfg.candidates == 0 {
         return None;
     }
     let lexical = memories.lexical();
-    let term_set = lexical.map(|ix| ix.term_set(terms));
+    let term_set = lexical.map(|ix| ix.term_set(terms.iter()));
     // Only a doc that passes the overlap check needs it: most ingests
     // compare none.
     let polarity = std::cell::OnceCell::new();
@@ -153,7 +154,7 @@ pub(crate) fn find_near_duplicate(
             .filter(|o| negated(&o.text) == *polarity.get_or_init(|| negated(text)))?;
         let overlap = indexed.unwrap_or_else(|| {
             let other_terms = text::said_terms(&other.text, other.speaker.as_deref());
-            text::term_overlap(terms, &other_terms)
+            text::term_overlap(&terms.to_strings(), &other_terms)
         });
         let cosine = vector.and_then(|v| memories.cosine(&other.id, v));
         cfg.is_near_duplicate(overlap, cosine)
@@ -170,7 +171,7 @@ pub(crate) fn find_near_duplicate(
     };
     let candidates = sharing.unwrap_or_else(|| {
         let lexical_matches = lexical
-            .map(|ix| ix.search(terms))
+            .map(|ix| ix.search(&terms.to_strings()))
             .unwrap_or_default()
             .into_iter()
             .map(|(doc, _)| doc)
@@ -621,7 +622,7 @@ mod tests {
                 }
             }
             let vector = engine.embed(&[probe.as_str()]).unwrap().map(|mut v| v.remove(0));
-            let terms = text::terms(&probe);
+            let terms = text::said_term_list(&probe, None);
             let scope = &scopes[probe_scope];
             let speaker = speakers[probe_speaker];
             let voice = Voice::of(None, speaker);

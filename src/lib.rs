@@ -77,6 +77,7 @@ internal! {
     rank;
     relative_time;
     retention;
+    str_list;
     text;
 }
 

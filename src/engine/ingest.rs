@@ -16,6 +16,7 @@ use crate::index::bm25::TermCounts;
 use crate::index::Bm25Index;
 use crate::item::{validate_id, MemoryItem, Scope, Source, Tenant, Timestamp};
 use crate::metadata;
+use crate::str_list::StrList;
 use crate::text::{self, Capture, SecretsConfig};
 
 /// What ingest keeps of a raw text.
@@ -75,23 +76,25 @@ pub(crate) fn detects_pii(text: &str, secrets: SecretsConfig) -> bool {
 
 /// The distinct terms of a memory's `terms` with their frequencies, in
 /// ascending byte order: what [`Bm25Index::insert`] counts of them, so
-/// indexing the counts gives the same index.
-fn counted(mut terms: Vec<String>) -> TermCounts {
-    terms.sort_unstable();
-    let mut dictionary: Vec<Box<str>> = Vec::new();
-    let mut counts: Vec<(u32, u32)> = Vec::new();
-    for term in terms {
-        match (dictionary.last(), counts.last_mut()) {
-            (Some(last), Some((_, frequency))) if **last == *term => {
-                *frequency = frequency.saturating_add(1);
-            }
+/// indexing the counts gives the same index. The terms stay in their
+/// list; the counts name them by their place in it.
+fn counted(terms: StrList) -> TermCounts {
+    let mut sorted: Vec<(&str, u32)> = (0..terms.len())
+        .filter_map(|index| Some((terms.get(index)?, u32::try_from(index).ok()?)))
+        .collect();
+    sorted.sort_unstable_by_key(|&(term, _)| term);
+    let mut counts: Vec<(u32, u32)> = Vec::with_capacity(sorted.len());
+    let mut last = None;
+    for (term, index) in sorted {
+        match counts.last_mut() {
+            Some((_, frequency)) if last == Some(term) => *frequency = frequency.saturating_add(1),
             _ => {
-                counts.push((dictionary.len() as u32, 1));
-                dictionary.push(term.into_boxed_str());
+                counts.push((index, 1));
+                last = Some(term);
             }
         }
     }
-    TermCounts::new(dictionary.into(), counts)
+    TermCounts::of_list(terms, counts)
 }
 
 impl Engine {
@@ -231,7 +234,7 @@ impl Engine {
 
         // The terms the memory is compared by are those it is indexed by:
         // analysed once.
-        let terms = (!keyed).then(|| text::said_terms(&text, input.speaker.as_deref()));
+        let terms = (!keyed).then(|| text::said_term_list(&text, input.speaker.as_deref()));
         let similar = terms.as_ref().and_then(|terms| {
             self.find_near_duplicate(&input.scope, &voice, &text, terms, vector.as_deref())
         });
@@ -432,7 +435,7 @@ impl Engine {
         scope: &Scope,
         voice: &Voice,
         text: &str,
-        terms: &[String],
+        terms: &StrList,
         vector: Option<&[f32]>,
     ) -> Option<String> {
         let memories = ScopeMemories {

@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use super::signatures::{Signatures, PARTS};
 use crate::fast_hash::FastMap;
+use crate::str_list::StrList;
 
 /// The BM25 free parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -130,21 +131,50 @@ pub struct QueryWeights {
     total: f64,
 }
 
-/// A doc's distinct terms with their frequencies, as a stored index part
-/// holds them (`crate::layout`): indexes into a dictionary that the docs of
-/// one part share, ascending, so the terms are in ascending byte order as
-/// [`Bm25Index::insert_counts`] takes them.
+/// A doc's distinct terms with their frequencies, in ascending byte order
+/// as [`Bm25Index::insert_counts`] takes them: indexes into a dictionary,
+/// either the one a stored index part's docs share (`crate::layout`) or
+/// the terms of one ingested text.
 #[derive(Debug, Clone, Default)]
 pub struct TermCounts {
-    dictionary: Arc<[Box<str>]>,
+    dictionary: Dictionary,
     terms: Vec<(u32, u32)>,
+}
+
+/// The strings a [`TermCounts`]' indexes name.
+#[derive(Debug, Clone)]
+enum Dictionary {
+    /// A stored part's, shared by its docs, each term once.
+    Shared(Arc<[Box<str>]>),
+    /// An ingested text's terms as analysis wrote them, repeats included,
+    /// in one buffer: no string of its own per term.
+    Own(StrList),
+}
+
+impl Default for Dictionary {
+    fn default() -> Self {
+        Dictionary::Own(StrList::default())
+    }
 }
 
 impl TermCounts {
     /// The doc of `terms`: pairs of an index into `dictionary` (strictly
     /// ascending, in range) and a frequency, as the decoder checked them.
     pub(crate) fn new(dictionary: Arc<[Box<str>]>, terms: Vec<(u32, u32)>) -> Self {
-        TermCounts { dictionary, terms }
+        TermCounts {
+            dictionary: Dictionary::Shared(dictionary),
+            terms,
+        }
+    }
+
+    /// The doc of `terms`: pairs of an index into `list` (of any one of a
+    /// term's repeats) and a frequency, each term once, in ascending byte
+    /// order of the terms.
+    pub(crate) fn of_list(list: StrList, terms: Vec<(u32, u32)>) -> Self {
+        TermCounts {
+            dictionary: Dictionary::Own(list),
+            terms,
+        }
     }
 
     /// How many distinct terms.
@@ -155,8 +185,11 @@ impl TermCounts {
     /// The terms and their frequencies, in ascending byte order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
         self.terms.iter().filter_map(|&(index, frequency)| {
-            let term = self.dictionary.get(index as usize)?;
-            Some((&**term, frequency))
+            let term = match &self.dictionary {
+                Dictionary::Shared(dictionary) => dictionary.get(index as usize).map(|term| &**term),
+                Dictionary::Own(list) => list.get(index as usize),
+            };
+            Some((term?, frequency))
         })
     }
 }
@@ -248,12 +281,12 @@ impl Bm25Index {
     /// each term of its dictionary up once for all the docs that share it
     /// ([`Resolved`]) rather than once per doc.
     pub(crate) fn insert_counted(&mut self, doc: u32, counts: &TermCounts) {
-        let dictionary = &counts.dictionary;
         // A dictionary no other doc holds (an ingested memory's own) would
         // be resolved for nothing.
-        if Arc::strong_count(dictionary) == 1 {
-            return self.insert_counts(doc, counts.iter());
-        }
+        let dictionary = match &counts.dictionary {
+            Dictionary::Shared(dictionary) if Arc::strong_count(dictionary) > 1 => dictionary,
+            _ => return self.insert_counts(doc, counts.iter()),
+        };
         self.remove(doc);
         let mut resolved = match self.resolved.take() {
             // Equal addresses are the same dictionary: the weak handle
@@ -438,14 +471,15 @@ impl Bm25Index {
     }
 
     /// The distinct terms of a text, for [`Bm25Index::overlap`].
-    pub fn term_set(&self, terms: &[String]) -> TermSet {
+    pub fn term_set<'a>(&self, terms: impl IntoIterator<Item = &'a str>) -> TermSet {
         // Ingest asks this of every new memory: one lookup per term, the
         // ids (and the few terms the index lacks) deduplicated by sorting,
         // not a hash set of the terms built first and looked up again.
-        let mut known = Vec::with_capacity(terms.len());
+        let terms = terms.into_iter();
+        let mut known = Vec::with_capacity(terms.size_hint().1.unwrap_or(0));
         let mut unknown: Vec<&str> = Vec::new();
         for term in terms {
-            match self.term_ids.get(term.as_str()) {
+            match self.term_ids.get(term) {
                 Some(&id) => known.push(id),
                 None => unknown.push(term),
             }

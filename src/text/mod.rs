@@ -30,7 +30,7 @@ pub use secrets::{
 };
 #[cfg(any(test, feature = "testing"))]
 pub use terms::analysed_texts;
-pub use terms::{said_terms, said_text, term_overlap, terms};
+pub use terms::{said_term_list, said_terms, said_text, term_overlap, terms};
 
 use sha2::{Digest, Sha256};
 use unicode_normalization::{is_nfc, UnicodeNormalization};

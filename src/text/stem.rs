@@ -6,6 +6,7 @@
 //! slot holds a word and the stemmer's output for it, and a word is looked
 //! up by equality.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
@@ -33,26 +34,42 @@ fn english_stemmer() -> &'static Stemmer {
     STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
 }
 
-/// The stemmer's output for `word` (lowercase ASCII letters, as
-/// [`super::terms`] passes them; any word gives the stemmer's result).
-pub(super) fn stem(word: &str) -> String {
+/// Replaces the word `text` holds from byte `start` to its end (lowercase
+/// ASCII letters, as [`super::terms`] passes them; any word is stemmed as
+/// the stemmer stems it) with the stemmer's output for it, in place: the
+/// terms of a text share one buffer.
+pub(super) fn stem_in_place(text: &mut String, start: usize) {
+    let Some(word) = text.get(start..) else {
+        return;
+    };
     if word.len() > MAX_CACHED_BYTES {
-        return english_stemmer().stem(word).into_owned();
+        let stemmed = match english_stemmer().stem(word) {
+            Cow::Owned(stemmed) => stemmed,
+            Cow::Borrowed(_) => return,
+        };
+        text.truncate(start);
+        text.push_str(&stemmed);
+        return;
     }
-    let slot = foldhash::fast::FixedState::with_seed(0).hash_one(word) as usize & (SLOTS - 1);
     CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
         if cache.is_empty() {
             cache.resize_with(SLOTS, || None);
         }
-        if let Some((cached, stemmed)) = &cache[slot] {
-            if **cached == *word {
-                return String::from(&**stemmed);
-            }
+        let Some(word) = text.get(start..) else {
+            return;
+        };
+        let slot = foldhash::fast::FixedState::with_seed(0).hash_one(word) as usize & (SLOTS - 1);
+        let Some(entry) = cache.get_mut(slot) else {
+            return;
+        };
+        if entry.as_ref().is_none_or(|(cached, _)| **cached != *word) {
+            *entry = Some((word.into(), english_stemmer().stem(word).into()));
         }
-        let stemmed = english_stemmer().stem(word).into_owned();
-        cache[slot] = Some((word.into(), stemmed.as_str().into()));
-        stemmed
+        if let Some((_, stemmed)) = entry {
+            text.truncate(start);
+            text.push_str(stemmed);
+        }
     })
 }
 
@@ -60,6 +77,15 @@ pub(super) fn stem(word: &str) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// `word` stemmed in place after a term already in the buffer, which
+    /// must be left as it is.
+    fn stem(word: &str) -> String {
+        let mut text = format!("before{word}");
+        stem_in_place(&mut text, "before".len());
+        let stemmed = text.strip_prefix("before").map(str::to_string);
+        stemmed.unwrap_or_else(|| panic!("the term before {word} was changed: {text}"))
+    }
 
     proptest! {
         /// Through the cache or not, a word stems as the stemmer stems

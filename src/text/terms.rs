@@ -8,6 +8,7 @@ use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::{is_nfc, UnicodeNormalization};
 
 use crate::fast_hash::FastSet;
+use crate::str_list::StrList;
 
 /// Analysed words longer than this many bytes are noise (base64 blobs,
 /// hashes) and are dropped.
@@ -30,9 +31,15 @@ pub fn said_text<'a>(text: &'a str, speaker: Option<&str>) -> std::borrow::Cow<'
 /// speaker would match the memory less than the same memory written with
 /// its name in the text.
 pub fn said_terms(text: &str, speaker: Option<&str>) -> Vec<String> {
-    let mut out = terms(text);
+    said_term_list(text, speaker).to_strings()
+}
+
+/// [`said_terms`] in one buffer: what ingest analyses each memory into.
+pub fn said_term_list(text: &str, speaker: Option<&str>) -> StrList {
+    let mut out = StrList::default();
+    add_terms(&mut out, text);
     if let Some(speaker) = speaker {
-        out.extend(terms(speaker));
+        add_terms(&mut out, speaker);
     }
     out
 }
@@ -52,12 +59,17 @@ pub fn said_terms(text: &str, speaker: Option<&str>) -> Vec<String> {
 ///   run yields its overlapping bigrams (`東京都` → `東京`, `京都`), a run of
 ///   one character yields that character.
 pub fn terms(text: &str) -> Vec<String> {
+    said_terms(text, None)
+}
+
+/// Adds the terms of `text` ([`terms`]) to `out`.
+fn add_terms(out: &mut StrList, text: &str) {
     #[cfg(any(test, feature = "testing"))]
     ANALYSED.with(|count| count.set(count.get() + 1));
     if text.is_ascii() {
-        ascii_terms(text)
+        ascii_terms(out, text);
     } else {
-        char_terms(text)
+        char_terms(out, text);
     }
 }
 
@@ -66,12 +78,11 @@ pub fn terms(text: &str) -> Vec<String> {
 /// apostrophe is `'` and its NFC form is itself. A word's letters are
 /// copied as runs, not a character at a time, and no copy of the text as
 /// characters is made (the character loop was a third of analysis).
-fn ascii_terms(text: &str) -> Vec<String> {
+fn ascii_terms(out: &mut StrList, text: &str) {
     let bytes = text.as_bytes();
-    // About one term in eight bytes of chat text: the list grows once or
-    // not at all.
-    let mut out = Vec::with_capacity(bytes.len() / 8 + 1);
-    let mut word = String::new();
+    // The terms take at most the text's bytes, and chat text has about
+    // one term in eight bytes: the lists grow once or not at all.
+    out.reserve(bytes.len(), bytes.len() / 8 + 1);
     let letter_at = |at: usize| bytes.get(at).is_some_and(u8::is_ascii_alphabetic);
     let mut i = 0;
     while i < bytes.len() {
@@ -81,64 +92,65 @@ fn ascii_terms(text: &str) -> Vec<String> {
                 .iter()
                 .position(|b| !b.is_ascii_alphanumeric())
                 .map_or(bytes.len(), |n| i + n);
-            word.push_str(&text[i..end]);
+            out.buffer().push_str(&text[i..end]);
             i = end;
             continue;
         }
-        if b == b'\'' && word.as_bytes().last().is_some_and(u8::is_ascii_alphabetic) && letter_at(i + 1) {
+        let word_ends_in_letter = out.next_string().as_bytes().last().is_some_and(u8::is_ascii_alphabetic);
+        if b == b'\'' && word_ends_in_letter && letter_at(i + 1) {
             let possessive = matches!(bytes[i + 1], b's' | b'S')
                 && !bytes.get(i + 2).is_some_and(u8::is_ascii_alphanumeric);
             if possessive {
-                push_word(&mut out, &mut word);
+                end_word(out);
                 i += 1;
             }
         } else {
-            push_word(&mut out, &mut word);
+            end_word(out);
         }
         i += 1;
     }
-    push_word(&mut out, &mut word);
-    out
+    end_word(out);
 }
 
 /// [`terms`] character by character: any text.
-fn char_terms(text: &str) -> Vec<String> {
+fn char_terms(out: &mut StrList, text: &str) {
     let text: Cow<str> = if is_nfc(text) {
         Cow::Borrowed(text)
     } else {
         Cow::Owned(text.nfc().collect())
     };
     let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut word = String::new();
+    out.reserve(text.len(), text.len() / 8 + 1);
     let mut cjk_run: Vec<char> = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
+        let in_word = !out.next_string().is_empty();
         if is_cjk(c) {
-            push_word(&mut out, &mut word);
+            end_word(out);
             cjk_run.push(c);
-        } else if c.is_alphanumeric() || (!word.is_empty() && is_combining_mark(c)) {
+        } else if c.is_alphanumeric() || (in_word && is_combining_mark(c)) {
+            // A run of CJK ended the word before it began: the run is
+            // the next to add.
             if !cjk_run.is_empty() {
-                push_cjk_run(&mut out, &mut cjk_run);
+                push_cjk_run(out, &mut cjk_run);
             }
-            word.push(c);
-        } else if is_apostrophe(c) && ends_with_letter(&word) && is_letter(chars.get(i + 1)) {
+            out.buffer().push(c);
+        } else if is_apostrophe(c) && ends_with_letter(out.next_string()) && is_letter(chars.get(i + 1)) {
             let possessive = matches!(chars.get(i + 1), Some('s' | 'S'))
                 && !chars.get(i + 2).is_some_and(|&next| continues_word(next));
             if possessive {
-                push_word(&mut out, &mut word);
+                end_word(out);
                 i += 1;
             }
         } else {
-            push_word(&mut out, &mut word);
-            push_cjk_run(&mut out, &mut cjk_run);
+            end_word(out);
+            push_cjk_run(out, &mut cjk_run);
         }
         i += 1;
     }
-    push_word(&mut out, &mut word);
-    push_cjk_run(&mut out, &mut cjk_run);
-    out
+    end_word(out);
+    push_cjk_run(out, &mut cjk_run);
 }
 
 #[cfg(any(test, feature = "testing"))]
@@ -164,38 +176,51 @@ pub fn term_overlap(a: &[String], b: &[String]) -> f32 {
     a.intersection(&b).count() as f32 / union as f32
 }
 
-/// Analyses the pending word into a term, if it survives, and clears it.
-fn push_word(out: &mut Vec<String>, word: &mut String) {
+/// Analyses the word written at the end of `out` ([`StrList::next_string`])
+/// into a term, if it survives, and starts the next word.
+fn end_word(out: &mut StrList) {
+    let start = out.next_start();
+    let word = out.next_string();
     if word.is_empty() {
         return;
     }
-    // An ASCII word has no accent to fold: lowercasing it in place is all
-    // (no copy of the word for each word of a text).
+    // An ASCII word has no accent to fold: lowercasing it in place is all.
     if word.is_ascii() {
-        word.make_ascii_lowercase();
+        if let Some(word) = out.buffer().get_mut(start..) {
+            word.make_ascii_lowercase();
+        }
     } else {
-        *word = word
+        let folded: String = word
             .to_lowercase()
             .nfd()
             .filter(|&c| !is_combining_mark(c))
             .collect();
+        out.buffer().truncate(start);
+        out.buffer().push_str(&folded);
     }
+    let word = out.next_string();
     let kept = !word.is_empty() && word.len() <= MAX_TERM_BYTES && !is_stopword(word);
-    if kept && word.bytes().all(|b| b.is_ascii_alphabetic()) {
-        out.push(super::stem::stem(word));
-    } else if kept {
-        out.push(std::mem::take(word));
+    if !kept {
+        out.buffer().truncate(start);
+        return;
     }
-    word.clear();
+    if word.bytes().all(|b| b.is_ascii_alphabetic()) {
+        super::stem::stem_in_place(out.buffer(), start);
+    }
+    out.end_string();
 }
 
-/// Emits the bigrams of the pending CJK run (or its single character) and
-/// clears it.
-fn push_cjk_run(out: &mut Vec<String>, run: &mut Vec<char>) {
+/// Adds the bigrams of the pending CJK run (or its single character) to
+/// `out`, where no word is pending, and clears it.
+fn push_cjk_run(out: &mut StrList, run: &mut Vec<char>) {
+    let mut add = |chars: &[char]| {
+        out.buffer().extend(chars);
+        out.end_string();
+    };
     match run.as_slice() {
         [] => {}
-        [single] => out.push(single.to_string()),
-        chars => out.extend(chars.windows(2).map(|pair| pair.iter().collect())),
+        [single] => add(std::slice::from_ref(single)),
+        chars => chars.windows(2).for_each(add),
     }
     run.clear();
 }
@@ -251,6 +276,9 @@ fn is_stopword(word: &str) -> bool {
     SET.get_or_init(|| STOPWORDS.split_ascii_whitespace().collect())
         .contains(word)
 }
+
+#[cfg(test)]
+mod old;
 
 #[cfg(test)]
 mod tests {
@@ -337,7 +365,85 @@ mod tests {
             "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy", "Caroline", "o", "shea", "ABC1", "?!",
         ]), 0..24)) {
             let text = parts.concat();
-            proptest::prop_assert_eq!(ascii_terms(&text), char_terms(&text), "{:?}", text);
+            let (mut by_bytes, mut by_chars) = (StrList::default(), StrList::default());
+            ascii_terms(&mut by_bytes, &text);
+            char_terms(&mut by_chars, &text);
+            proptest::prop_assert_eq!(by_bytes, by_chars, "{:?}", text);
+        }
+    }
+
+    /// Pieces of text each rule of the analysis is about: ASCII words,
+    /// stopwords, apostrophes and possessives, digits and separators,
+    /// words of 64 and 65 bytes, accents (composed and not), combining
+    /// marks alone, letters whose lowercase changes length or context
+    /// (`İ`, the Kelvin sign, final sigma), ligatures, other scripts'
+    /// digits and letters, and CJK runs of every range.
+    const ASCII_PIECES: &[&str] = &[
+        "Bob", "'s", "'S", "'", "s", "t", "don", "running", "RUNS", "ran", "the", "I", "im", "You're",
+        "mp3", "2023", "1,500", "90", " ", "  ", "\n", "\t", "-", ".", "?!", "_", "\"", "o", "shea",
+        "Caroline", "rock'n'roll", "cats", "happily", "generously", "national", "ABC1", "x",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+        "supercalifragilisticexpialidociously",
+    ];
+    const OTHER_PIECES: &[&str] = &[
+        "’", "’s", "café", "Café", "NAÏVE", "cafe\u{301}", "e\u{301}", "\u{301}", "\u{308}", "Straße",
+        "Ελληνικά", "ΣΑΣ", "東京都", "に住む", "猫", "커피", "ジョン・ス", "ｶﾀｶﾅ", "々", "\u{20000}\u{20001}",
+        "İstanbul", "\u{212A}elvin", "ǅemal", "ﬁne", "Ⅻ", "٣٤", "x\u{200D}y", "ŉ", "ÀÉÎÕÜ",
+        "éééééééééééééééééééééééééééééééé", "ééééééééééééééééééééééééééééééééé", "\u{3000}", "Ａｂｃ",
+    ];
+
+    /// `count` texts made of the pieces above by a fixed pseudo-random
+    /// sequence (ASCII only, which takes the byte loop, or mixed).
+    fn texts_of_pieces(count: usize) -> Vec<String> {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |below: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % below as u64) as usize
+        };
+        (0..count)
+            .map(|_| {
+                let ascii = next(3) == 0;
+                let len = next(24);
+                (0..len)
+                    .map(|_| match next(3) {
+                        0 if !ascii => OTHER_PIECES[next(OTHER_PIECES.len())],
+                        _ => ASCII_PIECES[next(ASCII_PIECES.len())],
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The analysis into one buffer gives, byte for byte, the terms the
+    /// analysis that made a `String` of each term gave (`old.rs`): texts
+    /// of every rule's pieces and the LoCoMo turns, each alone and said
+    /// by a speaker (the speaker's terms after the text's in the buffer).
+    #[test]
+    fn texts_give_the_terms_of_the_string_per_term_analysis() {
+        let mut texts = texts_of_pieces(20_000);
+        texts.extend(crate::text::tests::locomo_turns());
+        for text in &texts {
+            for speaker in [None, Some("Caroline"), Some("J’s ΣΑΣ café")] {
+                let list = said_term_list(text, speaker);
+                let old = old::said_terms(text, speaker);
+                assert_eq!(list.iter().collect::<Vec<_>>(), old, "{text:?} said by {speaker:?}");
+                assert_eq!(said_terms(text, speaker), old);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The same, for texts proptest makes of the pieces.
+        #[test]
+        fn pieces_give_the_terms_of_the_string_per_term_analysis(
+            parts in proptest::collection::vec(proptest::sample::select([ASCII_PIECES, OTHER_PIECES].concat()), 0..30),
+            speaker in proptest::option::of(proptest::sample::select(OTHER_PIECES.to_vec())),
+        ) {
+            let text = parts.concat();
+            proptest::prop_assert_eq!(said_term_list(&text, speaker).to_strings(), old::said_terms(&text, speaker));
         }
     }
 

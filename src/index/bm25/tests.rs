@@ -196,7 +196,7 @@ fn sparse_doc_numbers_reuse_dense_slots() {
         // The shorter doc first.
         vec![123_456, 7]
     );
-    let set = index.term_set(&strings(&["banana"]));
+    let set = index.term_set(["banana"]);
     assert_eq!(index.docs_sharing(&set, 1, None), Some(vec![7, 123_456]));
     assert_eq!(index.overlap(123_456, &set), Some(1.0));
     assert_eq!(index.overlap(4_000_000_000, &set), None);
@@ -210,7 +210,7 @@ fn docs_sharing_never_walks_common_terms_it_does_not_need() {
     }
     index.insert(100, &strings(&["common", "rare", "scarce"]));
     index.insert(101, &strings(&["rare"]));
-    let set = index.term_set(&strings(&["rare", "scarce", "common"]));
+    let set = index.term_set(["rare", "scarce", "common"]);
     // Two of three: one of the two rarest lists; `common` (101 docs)
     // is not walked, so the 100 docs holding only it are not listed.
     assert_eq!(index.docs_sharing(&set, 2, None), Some(vec![100, 101]));
@@ -220,7 +220,7 @@ fn docs_sharing_never_walks_common_terms_it_does_not_need() {
     // One of three needs every list.
     assert_eq!(index.docs_sharing(&set, 1, None).map(|d| d.len()), Some(102));
     // Unknown query terms count in no list.
-    let unknown = index.term_set(&strings(&["rare", "absent"]));
+    let unknown = index.term_set(["rare", "absent"]);
     assert_eq!(index.docs_sharing(&unknown, 2, None), Some(vec![]));
     assert_eq!(index.docs_sharing(&unknown, 1, None), Some(vec![100, 101]));
 }
@@ -242,7 +242,7 @@ fn signatures_list_few_docs_where_every_term_is_common() {
     }
     let mut query = terms_of(123);
     query.push("unheard".into());
-    let set = index.term_set(&query);
+    let set = index.term_set(query.iter().map(String::as_str));
     // 8 terms, 7 known: sharing 6 of them, or differing in 1 besides
     // the unknown term. The postings counted are those of every term
     // but "note": 118 + 154 + 182 + 286 + 333 + 400. The signatures walk the buckets of 2 of the 6
@@ -259,7 +259,7 @@ fn signatures_list_few_docs_where_every_term_is_common() {
     let bytes = index.signatures().heap_bytes();
     assert!(bytes / 2_000 <= 16 * PARTS, "{bytes} bytes for 2,000 docs");
     // More difference than the unknown terms allow: nothing.
-    let far = index.term_set(&strings(&["unheard", "unseen", "note"]));
+    let far = index.term_set(["unheard", "unseen", "note"]);
     assert_eq!(index.docs_sharing(&far, 1, Some(1)), Some(vec![]));
 }
 
@@ -339,7 +339,7 @@ proptest! {
         }
         // The overlap from the index's term lists is the overlap of the
         // term lists themselves, for any query, held terms or not.
-        let set = index.term_set(&query);
+        let set = index.term_set(query.iter().map(String::as_str));
         for (&doc, terms) in &surviving {
             prop_assert_eq!(
                 index.overlap(doc, &set),
