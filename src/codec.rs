@@ -239,7 +239,12 @@ pub fn encode_item(item: &MemoryItem) -> Vec<u8> {
 /// (`stats` sums it over every memory): the JSON's length is counted from
 /// the fields (`crate::json_len`).
 pub fn item_record_len(item: &MemoryItem) -> usize {
-    HEADER_LEN + crate::json_len::item_json_len(item) + TRAILER_LEN
+    json_record_len(crate::json_len::item_json_len(item))
+}
+
+/// Bytes of the record of a memory whose JSON takes `json_len` bytes.
+pub(crate) fn json_record_len(json_len: usize) -> usize {
+    HEADER_LEN + json_len + TRAILER_LEN
 }
 
 /// Decodes a memory item record.

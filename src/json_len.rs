@@ -1,8 +1,11 @@
 //! The length of a memory's JSON, counted from its fields without writing
-//! it: the catalog counts it for every memory it sets (every memory a store
-//! opens with, so it must be cheap), and `stats` sums those counts; writing
-//! each memory's JSON (even to a byte counter) was a tenth of the CPU time
-//! of `memtide stats` on a large store (`docs/speed.md`, "The open").
+//! it: `stats` sums the record lengths of every memory, counted once each
+//! (`docs/speed.md`, "The open"); writing each memory's JSON (even to a
+//! byte counter) was a tenth of the CPU time of `memtide stats` on a large
+//! store, and decoding each catalog row held undecoded only to count it
+//! was more again. The fields are read through [`MemoryFields`], which a
+//! decoded memory and a catalog row read in place both implement: one
+//! counter for both.
 //!
 //! The count follows `serde_json`'s compact output of [`MemoryItem`]'s
 //! `Serialize`: the fields it always writes, those it skips when unset, and
@@ -14,87 +17,231 @@
 
 use serde::Serialize;
 
-use crate::item::{MemoryItem, Privacy, Scope, Source, SourceKind, Status};
+use crate::item::{Kind, LineRange, MemoryItem, Privacy, Role, Scope, SourceKind, Status};
+
+/// The fields of a memory whose JSON [`flat_json_len`] counts, read where
+/// they are: a decoded [`MemoryItem`], or a catalog row in its segment's
+/// bytes (`crate::layout`), so that `stats` counts a held row without
+/// decoding it into a memory it would drop.
+pub(crate) trait MemoryFields {
+    fn id(&self) -> &str;
+    fn text(&self) -> &str;
+    fn kind(&self) -> Kind;
+    /// The user, workspace, project, card and session (the first two
+    /// always set).
+    fn scope(&self) -> [Option<&str>; 5];
+    fn status(&self) -> Status;
+    fn pinned(&self) -> bool;
+    fn source_kind(&self) -> SourceKind;
+    fn source_ref(&self) -> &str;
+    fn source_uri(&self) -> Option<&str>;
+    /// The content hash: bytes written as lowercase hex digits, or its text.
+    fn content_hash(&self) -> Result<&[u8], &str>;
+    fn role(&self) -> Option<Role>;
+    fn speaker(&self) -> Option<&str>;
+    fn tags(&self) -> impl Iterator<Item = &str>;
+    fn privacy(&self) -> Privacy;
+    fn has_last_used(&self) -> bool;
+    fn usage_count(&self) -> u64;
+    fn follows(&self) -> Option<&str>;
+    fn is_deleted(&self) -> bool;
+    fn source_lines(&self) -> Option<LineRange>;
+    fn key(&self) -> Option<&str>;
+    /// True when the memory sets a field counted only by writing it (the
+    /// rare, nested ones: merges, metadata, history, supersession, summary
+    /// sources, the withdrawn mark).
+    fn nested(&self) -> bool;
+}
 
 /// Bytes of `serde_json::to_vec(item)`.
 pub(crate) fn item_json_len(item: &MemoryItem) -> usize {
-    // Every field is named, without `..`: a field added to `MemoryItem`
-    // does not compile here until it is counted (or counted by writing:
-    // the fields bound to `_`, which `MemoryItem::has_rare_fields` reads).
-    let MemoryItem {
-        id,
-        text,
-        kind,
-        scope,
-        status,
-        pinned,
-        source,
-        content_hash,
-        role,
-        speaker,
-        tags,
-        privacy,
-        created_at: _,
-        updated_at: _,
-        last_used_at,
-        usage_count,
-        merged_from: _,
-        follows,
-        deleted_at,
-        source_lines,
-        key,
-        metadata: _,
-        history: _,
-        superseded_at: _,
-        superseded_by: _,
-        supersedes: _,
-        summary_of: _,
-        withdrawn,
-    } = item;
-    let nested = item.has_rare_fields() || *withdrawn;
-    if nested {
-        return written_len(item);
+    flat_json_len(item).unwrap_or_else(|| written_len(item))
+}
+
+/// Bytes of the JSON of the memory whose fields `memory` reads, counted
+/// field by field; `None` when it sets a nested field
+/// ([`MemoryFields::nested`]), which only writing it counts.
+pub(crate) fn flat_json_len(memory: &impl MemoryFields) -> Option<usize> {
+    if memory.nested() {
+        return None;
     }
     let mut object = Object::default();
-    object.field("id", string_len(id));
-    object.field("text", string_len(text));
-    object.field("kind", string_len(kind.as_str()));
-    object.field("scope", scope_len(scope));
-    object.field("status", status_len(*status));
-    object.field("pinned", bool_len(*pinned));
-    object.field("source", source_len(source));
-    object.field("contentHash", string_len(content_hash));
-    if let Some(role) = role {
+    object.field("id", string_len(memory.id()));
+    object.field("text", string_len(memory.text()));
+    object.field("kind", string_len(memory.kind().as_str()));
+    object.field("scope", scope_len(memory.scope()));
+    object.field("status", status_len(memory.status()));
+    object.field("pinned", bool_len(memory.pinned()));
+    object.field("source", source_len(memory.source_kind(), memory.source_ref(), memory.source_uri()));
+    let hash = match memory.content_hash() {
+        Ok(bytes) => 2 + 2 * bytes.len(),
+        Err(text) => string_len(text),
+    };
+    object.field("contentHash", hash);
+    if let Some(role) = memory.role() {
         object.field("role", string_len(role.as_str()));
     }
-    if let Some(speaker) = speaker {
+    if let Some(speaker) = memory.speaker() {
         object.field("speaker", string_len(speaker));
     }
-    let tag_bytes: usize = tags.iter().map(|t| string_len(t)).sum();
-    object.field("tags", 2 + tag_bytes + tags.len().saturating_sub(1));
-    object.field("privacy", privacy_len(privacy));
+    let (tag_count, tag_bytes) = memory.tags().fold((0usize, 0), |(n, bytes), t| (n + 1, bytes + string_len(t)));
+    object.field("tags", 2 + tag_bytes + tag_count.saturating_sub(1));
+    object.field("privacy", privacy_len(&memory.privacy()));
     object.field("createdAt", TIMESTAMP_LEN);
     object.field("updatedAt", TIMESTAMP_LEN);
-    if last_used_at.is_some() {
+    if memory.has_last_used() {
         object.field("lastUsedAt", TIMESTAMP_LEN);
     }
-    object.field("usageCount", digits(*usage_count));
-    if let Some(follows) = follows {
+    object.field("usageCount", digits(memory.usage_count()));
+    if let Some(follows) = memory.follows() {
         object.field("follows", string_len(follows));
     }
-    if deleted_at.is_some() {
+    if memory.is_deleted() {
         object.field("deletedAt", TIMESTAMP_LEN);
     }
-    if let Some(lines) = source_lines {
+    if let Some(lines) = memory.source_lines() {
         let mut range = Object::default();
         range.field("start", digits(u64::from(lines.start)));
         range.field("end", digits(u64::from(lines.end)));
         object.field("sourceLines", range.len());
     }
-    if let Some(key) = key {
+    if let Some(key) = memory.key() {
         object.field("key", string_len(key));
     }
-    object.len()
+    Some(object.len())
+}
+
+impl MemoryFields for MemoryItem {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    fn scope(&self) -> [Option<&str>; 5] {
+        let Scope {
+            user_id,
+            workspace_id,
+            project_id,
+            card_id,
+            session_id,
+        } = &self.scope;
+        [
+            Some(user_id),
+            Some(workspace_id),
+            project_id.as_deref(),
+            card_id.as_deref(),
+            session_id.as_deref(),
+        ]
+    }
+
+    fn status(&self) -> Status {
+        self.status
+    }
+
+    fn pinned(&self) -> bool {
+        self.pinned
+    }
+
+    fn source_kind(&self) -> SourceKind {
+        self.source.kind
+    }
+
+    fn source_ref(&self) -> &str {
+        &self.source.reference
+    }
+
+    fn source_uri(&self) -> Option<&str> {
+        self.source.uri.as_deref()
+    }
+
+    fn content_hash(&self) -> Result<&[u8], &str> {
+        Err(&self.content_hash)
+    }
+
+    fn role(&self) -> Option<Role> {
+        self.role
+    }
+
+    fn speaker(&self) -> Option<&str> {
+        self.speaker.as_deref()
+    }
+
+    fn tags(&self) -> impl Iterator<Item = &str> {
+        self.tags.iter().map(String::as_str)
+    }
+
+    fn privacy(&self) -> Privacy {
+        self.privacy
+    }
+
+    fn has_last_used(&self) -> bool {
+        self.last_used_at.is_some()
+    }
+
+    fn usage_count(&self) -> u64 {
+        self.usage_count
+    }
+
+    fn follows(&self) -> Option<&str> {
+        self.follows.as_deref()
+    }
+
+    fn is_deleted(&self) -> bool {
+        self.deleted_at.is_some()
+    }
+
+    fn source_lines(&self) -> Option<LineRange> {
+        self.source_lines
+    }
+
+    fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    fn nested(&self) -> bool {
+        // Every field is named, without `..`: a field added to
+        // `MemoryItem` does not compile here until it is counted (by a
+        // method above, bound to `_` here) or counted by writing (the
+        // fields `MemoryItem::has_rare_fields` reads, and `withdrawn`).
+        let MemoryItem {
+            id: _,
+            text: _,
+            kind: _,
+            scope: _,
+            status: _,
+            pinned: _,
+            source: _,
+            content_hash: _,
+            role: _,
+            speaker: _,
+            tags: _,
+            privacy: _,
+            created_at: _,
+            updated_at: _,
+            last_used_at: _,
+            usage_count: _,
+            merged_from: _,
+            follows: _,
+            deleted_at: _,
+            source_lines: _,
+            key: _,
+            metadata: _,
+            history: _,
+            superseded_at: _,
+            superseded_by: _,
+            supersedes: _,
+            summary_of: _,
+            withdrawn,
+        } = self;
+        self.has_rare_fields() || *withdrawn
+    }
 }
 
 /// A timestamp is written as a string of 24 characters
@@ -123,14 +270,14 @@ impl Object {
     }
 }
 
-fn scope_len(scope: &Scope) -> usize {
+fn scope_len([user_id, workspace_id, project_id, card_id, session_id]: [Option<&str>; 5]) -> usize {
     let mut object = Object::default();
-    object.field("userId", string_len(&scope.user_id));
-    object.field("workspaceId", string_len(&scope.workspace_id));
+    object.field("userId", string_len(user_id.unwrap_or_default()));
+    object.field("workspaceId", string_len(workspace_id.unwrap_or_default()));
     for (name, part) in [
-        ("projectId", &scope.project_id),
-        ("cardId", &scope.card_id),
-        ("sessionId", &scope.session_id),
+        ("projectId", project_id),
+        ("cardId", card_id),
+        ("sessionId", session_id),
     ] {
         if let Some(part) = part {
             object.field(name, string_len(part));
@@ -139,11 +286,11 @@ fn scope_len(scope: &Scope) -> usize {
     object.len()
 }
 
-fn source_len(source: &Source) -> usize {
+fn source_len(kind: SourceKind, reference: &str, uri: Option<&str>) -> usize {
     let mut object = Object::default();
-    object.field("kind", source_kind_len(source.kind));
-    object.field("ref", string_len(&source.reference));
-    if let Some(uri) = &source.uri {
+    object.field("kind", source_kind_len(kind));
+    object.field("ref", string_len(reference));
+    if let Some(uri) = uri {
         object.field("uri", string_len(uri));
     }
     object.len()

@@ -231,12 +231,12 @@ impl Held {
         Held::Row(row)
     }
 
-    /// The memory's id and whether it is soft-deleted, read without
-    /// decoding a held row.
-    pub(super) fn id_and_deleted(&self) -> (&str, bool) {
+    /// The memory's id as bytes and whether it is soft-deleted, read
+    /// without decoding a held row (nor reading its id as UTF-8 again).
+    pub(super) fn id_bytes_and_deleted(&self) -> (&[u8], bool) {
         match self {
-            Held::Decoded(item) => (&item.id, item.is_deleted()),
-            Held::Row(row) => (row.id(), row.is_deleted()),
+            Held::Decoded(item) => (item.id.as_bytes(), item.is_deleted()),
+            Held::Row(row) => (row.id_bytes(), row.is_deleted()),
         }
     }
 }
@@ -390,13 +390,13 @@ impl Entry {
     pub(super) fn record_len(&self) -> usize {
         match self.record_len.load(Ordering::Relaxed) {
             0 => {
-                // A held row is decoded for the count and not kept: `stats`
-                // reads every memory, which would otherwise all stay decoded.
+                // A held row is counted from its row, not decoded: `stats`
+                // reads every memory, which would otherwise all be decoded.
                 let len = match &self.memory {
                     Held::Decoded(item) => codec::item_record_len(item),
                     Held::Row(row) => match row.decoded().get() {
                         Some(item) => codec::item_record_len(item),
-                        None => codec::item_record_len(&row.decode()),
+                        None => codec::json_record_len(row.json_len()),
                     },
                 };
                 if let Ok(kept) = u32::try_from(len) {

@@ -13,7 +13,10 @@ use crate::item::{Kind, MemoryItem, Role, Scope, Status, Timestamp};
 /// sources, the `withdrawn` mark) and is not a chunk of a file: its
 /// memory is the fields below with those unset.
 pub(crate) trait HeldMemory: Send + Sync {
-    fn id(&self) -> &str;
+    /// The id's bytes: read to check it against its key, not as UTF-8
+    /// again (the row's reader checked it when the row was read). The
+    /// catalog's keys share the key's copy of the id.
+    fn id_bytes(&self) -> &[u8];
     fn text(&self) -> &str;
     fn scope(&self) -> &Scope;
     fn kind(&self) -> Kind;
@@ -29,6 +32,9 @@ pub(crate) trait HeldMemory: Send + Sync {
     fn content_hash(&self) -> Result<[u8; 32], &str>;
     /// The memory.
     fn decode(&self) -> MemoryItem;
+    /// Bytes of the memory's JSON (`serde_json::to_vec` of
+    /// [`HeldMemory::decode`]), counted without decoding it.
+    fn json_len(&self) -> usize;
     /// Where the catalog keeps the memory once it is read (empty until
     /// then): kept with the row so that an entry holds one pointer.
     fn decoded(&self) -> &OnceLock<Box<MemoryItem>>;

@@ -37,10 +37,11 @@ pub(super) fn decode(key: &str, stored: Option<Stored>, counted: Counted) -> Res
             Some(Stored::Row(row)) => Held::row(row),
             Some(Stored::Vector(_)) => return Err(misplaced(key)),
         };
-        let (held_id, deleted) = held.id_and_deleted();
-        if held_id != id {
+        let (held_id, deleted) = held.id_bytes_and_deleted();
+        if held_id != id.as_bytes() {
             return Err(Error::Corrupt(format!(
-                "record `{key}` holds memory `{held_id}`"
+                "record `{key}` holds memory `{}`",
+                String::from_utf8_lossy(held_id)
             )));
         }
         if counted.as_ref().is_some_and(|c| c.is_some() == deleted) {

@@ -328,7 +328,7 @@ impl Bm25Index {
 
     /// Indexes `doc` (not held) with its distinct terms' ids, each once,
     /// and their frequencies.
-    fn insert_ids(&mut self, doc: u32, terms: Vec<(u32, u32)>) {
+    fn insert_ids(&mut self, doc: u32, mut terms: Vec<(u32, u32)>) {
         let slot = match self.free_slots.pop() {
             Some(slot) => slot,
             None => {
@@ -337,9 +337,14 @@ impl Bm25Index {
                 u32::try_from(self.docs.len() - 1).unwrap_or(u32::MAX)
             }
         };
+        // The doc keeps its ids ascending: the pairs are sorted in place
+        // (no list of ids beside them), and only when they are not in
+        // order already.
+        if !terms.is_sorted_by_key(|&(id, _)| id) {
+            terms.sort_unstable_by_key(|&(id, _)| id);
+        }
         let mut len = 0u32;
-        let mut term_ids = Vec::with_capacity(terms.len());
-        for (id, term_frequency) in terms {
+        for &(id, term_frequency) in &terms {
             let term_frequency = u16::try_from(term_frequency).unwrap_or(u16::MAX);
             len = len.saturating_add(u32::from(term_frequency));
             let postings = &mut self.terms[id as usize].postings;
@@ -356,17 +361,16 @@ impl Bm25Index {
                 let at = postings.partition_point(|posting| posting.slot < slot);
                 postings.insert(at, posting);
             }
-            term_ids.push(id);
         }
-        term_ids.sort_unstable();
+        let term_ids = terms.iter().map(|&(id, _)| id);
         if let Some(signatures) = self.signatures.get_mut() {
-            signatures.insert(slot, &Signatures::keys(term_ids.iter().copied()));
+            signatures.insert(slot, &Signatures::keys(term_ids.clone()));
         }
         self.total_len += u64::from(len);
         self.docs[slot as usize] = DocEntry {
             doc,
             len,
-            term_ids: encode_ids(&term_ids),
+            term_ids: encode_ids(term_ids),
         };
         self.slots.insert(doc, slot);
     }
@@ -733,10 +737,21 @@ fn common_count(a: impl Iterator<Item = u32>, b: &[u32]) -> usize {
 }
 
 /// Ascending ids as a doc keeps them: unsigned LEB128 deltas.
-fn encode_ids(ids: &[u32]) -> Box<[u8]> {
-    let mut out = Vec::with_capacity(ids.len());
+fn encode_ids(ids: impl Iterator<Item = u32> + Clone) -> Box<[u8]> {
+    // Sized first: most deltas of a large index take two or three bytes,
+    // and a list grown as they came was moved twice (grown, then fitted).
     let mut previous = 0;
-    for &id in ids {
+    let len: usize = ids
+        .clone()
+        .map(|id| {
+            let delta = id - previous;
+            previous = id;
+            (32 - (delta | 1).leading_zeros() as usize).div_ceil(7)
+        })
+        .sum();
+    let mut out = Vec::with_capacity(len);
+    let mut previous = 0;
+    for id in ids {
         let mut delta = id - previous;
         previous = id;
         while delta >= 0x80 {

@@ -26,9 +26,10 @@ use std::sync::Arc;
 
 use super::held::{HeldPart, HeldRow};
 use super::varint::{put_str, put_varint, varint_len, Reader};
-use crate::fast_hash::FastMap;
-use crate::codec::CodecError;
 use crate::engine::HeldMemory;
+use crate::fast_hash::FastMap;
+use crate::json_len::MemoryFields;
+use crate::codec::CodecError;
 use crate::text::{hex, hex_bytes};
 use crate::item::{
     Kind, LineRange, MemoryItem, Privacy, Role, Scope, Source, SourceKind, Status, Timestamp,
@@ -210,11 +211,12 @@ pub(crate) enum CatalogRow {
 }
 
 impl CatalogRow {
-    /// The memory's id.
-    pub(crate) fn id(&self) -> &str {
+    /// The memory's id as bytes, for checking it against its key (a held
+    /// row's not read as UTF-8 again).
+    pub(crate) fn id_bytes(&self) -> &[u8] {
         match self {
-            CatalogRow::Decoded(item) => &item.id,
-            CatalogRow::Held(row) => row.id(),
+            CatalogRow::Decoded(item) => item.id.as_bytes(),
+            CatalogRow::Held(row) => row.id_bytes(),
         }
     }
 
@@ -586,11 +588,7 @@ impl RowView<'_> {
             role: self.role,
             speaker: owned(self.speaker),
             tags: self.tags.iter().map(|t| t.to_string()).collect(),
-            privacy: Privacy {
-                pii: self.flags & PII != 0,
-                private: self.flags & PRIVATE != 0,
-                retention_days: self.retention_days,
-            },
+            privacy: MemoryFields::privacy(&self),
             created_at: self.created_at,
             updated_at: self.updated_at,
             last_used_at: self.last_used_at,
@@ -615,13 +613,104 @@ impl RowView<'_> {
     }
 }
 
+impl MemoryFields for RowView<'_> {
+    fn id(&self) -> &str {
+        self.id
+    }
+
+    fn text(&self) -> &str {
+        self.text
+    }
+
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    fn scope(&self) -> [Option<&str>; 5] {
+        self.scope_parts
+    }
+
+    fn status(&self) -> Status {
+        self.status
+    }
+
+    fn pinned(&self) -> bool {
+        self.flags & PINNED != 0
+    }
+
+    fn source_kind(&self) -> SourceKind {
+        self.source_kind
+    }
+
+    fn source_ref(&self) -> &str {
+        self.reference
+    }
+
+    fn source_uri(&self) -> Option<&str> {
+        self.uri
+    }
+
+    fn content_hash(&self) -> Result<&[u8], &str> {
+        self.content_hash
+    }
+
+    fn role(&self) -> Option<Role> {
+        self.role
+    }
+
+    fn speaker(&self) -> Option<&str> {
+        self.speaker
+    }
+
+    fn tags(&self) -> impl Iterator<Item = &str> {
+        self.tags.iter().copied()
+    }
+
+    fn privacy(&self) -> Privacy {
+        Privacy {
+            pii: self.flags & PII != 0,
+            private: self.flags & PRIVATE != 0,
+            retention_days: self.retention_days,
+        }
+    }
+
+    fn has_last_used(&self) -> bool {
+        self.last_used_at.is_some()
+    }
+
+    fn usage_count(&self) -> u64 {
+        self.usage_count
+    }
+
+    fn follows(&self) -> Option<&str> {
+        self.follows
+    }
+
+    fn is_deleted(&self) -> bool {
+        self.deleted_at.is_some()
+    }
+
+    fn source_lines(&self) -> Option<LineRange> {
+        self.source_lines
+    }
+
+    fn key(&self) -> Option<&str> {
+        self.key
+    }
+
+    /// A row's nested fields are in its rest.
+    fn nested(&self) -> bool {
+        self.rest.is_some()
+    }
+}
+
 pub(super) fn read_row<S: AsRef<str>>(reader: &mut Reader<'_>, strings: &[S]) -> Result<MemoryItem, CodecError> {
     let view = parse_row(reader, strings)?;
     view.into_item().map_err(|m| reader.bad(&m))
 }
 
 /// Reads a row, every field checked, nothing allocated but its tags' list.
-fn parse_row<'a, 'r: 'a, S: AsRef<str>>(
+pub(super) fn parse_row<'a, 'r: 'a, S: AsRef<str>>(
     reader: &mut Reader<'r>,
     strings: &'a [S],
 ) -> Result<RowView<'a>, CodecError> {
@@ -789,6 +878,7 @@ fn time(reader: &mut Reader<'_>) -> Result<Timestamp, CodecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json_len::flat_json_len;
     use proptest::prelude::*;
 
     /// The memories of a part, each held row decoded.
@@ -805,7 +895,7 @@ mod tests {
             Err(text) => text.to_string(),
         };
         MemoryItem {
-            id: row.id().to_string(),
+            id: String::from_utf8(row.id_bytes().to_vec()).unwrap(),
             text: row.text().to_string(),
             scope: row.scope().clone(),
             kind: row.kind(),
@@ -1031,6 +1121,58 @@ mod tests {
                         prop_assert_eq!(row.is_deleted(), item.is_deleted());
                     }
                     CatalogRow::Decoded(_) => prop_assert!(!holdable, "{:?}", item),
+                }
+            }
+        }
+    }
+
+    /// The JSON length [`flat_json_len`] counts from each row of `part`
+    /// (of `rows` rows) read in place.
+    fn rows_json_lens(part: &[u8], rows: usize) -> Vec<Option<usize>> {
+        let mut reader = Reader::new(part, "catalog part");
+        let count = reader.varint64().unwrap();
+        let strings: Vec<&str> = (0..count).map(|_| reader.str().unwrap()).collect();
+        assert_eq!(reader.varint64().unwrap(), rows as u64);
+        (0..rows)
+            .map(|_| flat_json_len(&parse_row(&mut reader, &strings).unwrap()))
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// A row counts its memory's JSON from its fields read in place, as
+        /// `serde_json` writes the memory (strings with every escape among
+        /// them); a row with a rest leaves the count to writing the memory;
+        /// a held row counts it without decoding.
+        #[test]
+        fn rows_count_their_json_as_serde_json_writes_it(
+            items in proptest::collection::vec(item_strategy(), 1..30),
+            texts in proptest::collection::vec("[\\x00-\\x7f東é]{0,24}", 30),
+        ) {
+            let items: Vec<MemoryItem> = items
+                .into_iter()
+                .zip(texts)
+                .map(|(mut item, text)| {
+                    if let Some(tag) = item.tags.first_mut() {
+                        tag.clone_from(&text);
+                    }
+                    if item.speaker.is_some() {
+                        item.speaker = Some(text.clone());
+                    }
+                    item.text = text;
+                    item
+                })
+                .collect();
+            let mut writer = CatalogWriter::default();
+            let kept: Vec<&MemoryItem> = items.iter().filter(|item| writer.push(item).is_some()).collect();
+            let part = writer.finish();
+            for (counted, item) in rows_json_lens(&part, kept.len()).into_iter().zip(&kept) {
+                let nested = item.has_rare_fields() || item.withdrawn;
+                let json = serde_json::to_vec(item).unwrap().len();
+                prop_assert_eq!(counted, (!nested).then_some(json), "{:?}", item);
+            }
+            for (row, item) in super::decode_catalog(&part, kept.len()).unwrap().iter().zip(&kept) {
+                if let CatalogRow::Held(row) = row {
+                    prop_assert_eq!(row.json_len(), serde_json::to_vec(item).unwrap().len());
                 }
             }
         }

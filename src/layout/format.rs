@@ -316,11 +316,11 @@ fn decode_parts<K: AsRef<[u8]>>(parts: SegmentParts<'_, K>) -> Result<SegmentCon
     let row_keys = records.iter().filter(|(_, v)| v.is_empty());
     for ((key, _), item) in row_keys.zip(&rows) {
         let key = key.as_ref();
-        if key.strip_prefix(ITEM_PREFIX.as_bytes()) != Some(item.id().as_bytes()) {
+        if key.strip_prefix(ITEM_PREFIX.as_bytes()) != Some(item.id_bytes()) {
             return Err(CodecError::Payload(format!(
                 "catalog part: the row of `{}` holds memory `{}`",
                 String::from_utf8_lossy(key),
-                item.id()
+                String::from_utf8_lossy(item.id_bytes())
             )));
         }
     }

@@ -6,10 +6,11 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::catalog::{read_row, RowView, DELETED, HASH_BYTES, PINNED};
+use super::catalog::{parse_row, read_row, RowView, DELETED, HASH_BYTES, PINNED};
 use super::varint::Reader;
 use crate::engine::HeldMemory;
 use crate::item::{Kind, MemoryItem, Role, Scope, Status, Timestamp};
+use crate::json_len::{flat_json_len, item_json_len};
 
 /// A segment's catalog part, kept for the rows the engine holds undecoded
 /// ([`HeldRow`]): its bytes and its dictionary. Freed with the last row
@@ -97,6 +98,16 @@ impl HeldMemory for HeldRow {
         }
     }
 
+    /// Counted from the row's fields read in place: nothing decoded or
+    /// allocated (but a list of its tags, when it has some). A held row
+    /// has no rest, the nested fields only writing counts; were it to
+    /// have one, the memory would be decoded and written.
+    fn json_len(&self) -> usize {
+        let mut reader = self.reader_at(self.offset);
+        let counted = parse_row(&mut reader, &self.part.strings).ok().and_then(|view| flat_json_len(&view));
+        counted.unwrap_or_else(|| item_json_len(&self.decode()))
+    }
+
     fn decoded(&self) -> &OnceLock<Box<MemoryItem>> {
         &self.decoded
     }
@@ -109,13 +120,13 @@ impl HeldMemory for HeldRow {
         }
     }
 
-    fn id(&self) -> &str {
-        self.str_at(self.offset)
+    fn id_bytes(&self) -> &[u8] {
+        self.reader_at(self.offset).str_bytes().unwrap_or_default()
     }
 
     fn text(&self) -> &str {
         let mut reader = self.reader_at(self.offset);
-        let _id = reader.str();
+        let _id = reader.str_bytes();
         reader.str().unwrap_or_default()
     }
 

@@ -121,10 +121,16 @@ impl<'a> Reader<'a> {
 
     /// A string written by [`put_str`].
     pub(super) fn str(&mut self) -> Result<&'a str, CodecError> {
+        let bytes = self.str_bytes()?;
+        std::str::from_utf8(bytes).map_err(|_| self.bad("a string is not UTF-8"))
+    }
+
+    /// The bytes of a string written by [`put_str`], not checked as UTF-8:
+    /// for a string read (and checked) before, only compared as bytes.
+    pub(super) fn str_bytes(&mut self) -> Result<&'a [u8], CodecError> {
         let len = self.varint64()?;
         let len = usize::try_from(len).map_err(|_| self.bad("truncated"))?;
-        let bytes = self.take(len)?;
-        std::str::from_utf8(bytes).map_err(|_| self.bad("a string is not UTF-8"))
+        self.take(len)
     }
 }
 
