@@ -25,6 +25,7 @@
 use std::sync::Arc;
 
 use super::held::{HeldPart, HeldRow};
+use crate::engine::HeldMemory;
 use super::varint::{put_str, put_varint, varint_len, Reader};
 use crate::fast_hash::FastMap;
 use crate::codec::CodecError;
