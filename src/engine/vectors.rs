@@ -172,18 +172,24 @@ impl Engine {
     /// [`Engine::set_vector`] one embedding after another leaves, in one
     /// pass over the rows. Then frees the room the indexes did not use.
     pub(super) fn link_loaded_vectors(&mut self) {
-        let links: Vec<(u32, u32)> = self
-            .vector_docs
-            .iter()
-            .filter_map(|(&doc, tenant)| {
-                let id = self.doc_owner.get(doc as usize)?.as_ref()?;
-                let follows = self.entries.get(&**id)?.follows()?;
-                let prev = self.entries.get(follows)?.doc;
-                (self.vector_docs.get(&prev) == Some(tenant)).then_some((doc, prev))
-            })
-            .collect();
-        for (doc, prev) in links {
-            if let Some(index) = self.vector_docs.get(&doc).and_then(|t| self.vectors.get_mut(t)) {
+        // Linked as found, not listed first: a list of every link would be
+        // the last thing an open allocates, above all the rest.
+        let Engine {
+            vector_docs,
+            doc_owner,
+            entries,
+            vectors,
+            ..
+        } = self;
+        for (&doc, tenant) in vector_docs.iter() {
+            let prev = doc_owner
+                .get(doc as usize)
+                .and_then(Option::as_ref)
+                .and_then(|id| entries.get(&**id)?.follows())
+                .and_then(|follows| entries.get(follows))
+                .map(|entry| entry.doc)
+                .filter(|prev| vector_docs.get(prev) == Some(tenant));
+            if let (Some(prev), Some(index)) = (prev, vectors.get_mut(tenant)) {
                 index.link(doc, Some(prev));
             }
         }

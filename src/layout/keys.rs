@@ -2,12 +2,16 @@
 //! with where its versions are.
 //!
 //! A store of 100,000 memories with embeddings has 200,000 keys, held for
-//! as long as the store is open. As a `HashMap<String, _>` of a state with
-//! a `Vec<u64>` of older segments they took about 20 MiB; here each key is
-//! one boxed string, a slot of 24 bytes and a `u32` in the hash table
-//! (`docs/speed.md`, "The open"). Segments are named in a
-//! slot by their place in a small segment table, not by their number, and
-//! the rare older versions of a key sit in a side map.
+//! as long as the store is open. Each key's bytes sit in one of a few large
+//! shared buffers ([`KEY_CHUNK`] bytes each, never moved: no allocation
+//! per key, and no buffer of every key doubling while a store opens), and
+//! its state in a slot of three `u32`s: where its bytes are, their length
+//! with two flags, and the segment of its newest version, named by its
+//! place in a small segment table rather than by its number; the rare
+//! older versions of a key sit in a side map; the hash table holds key
+//! ids (`docs/speed.md`, "Heap per memory"). The bytes of a key no longer
+//! held stay until they outweigh the keys held, then the buffers are
+//! written anew.
 //!
 //! Keys have numbers ([`KeyId`]) stable while they are in the map, which
 //! the reader uses to give each record its key without reading the key's
@@ -25,32 +29,141 @@ pub(crate) type KeyId = u32;
 /// No segment (a slot's `last`).
 const NO_SEGMENT: u32 = u32::MAX;
 
-#[derive(Debug, Clone)]
+/// Bytes of each buffer of keys: a key starts at a byte offset that a
+/// `u16` holds.
+const KEY_CHUNK: usize = 1 << 16;
+
+/// A slot's `at` when its key is not in the buffers: a free slot, or a key
+/// the buffers cannot hold (longer than a buffer's offsets reach, or past
+/// the buffers' count), which `long` holds.
+const NOT_IN_CHUNKS: u32 = u32::MAX;
+
+/// In a slot's `len`: the newest version is in the log.
+const IN_LOG: u32 = 1 << 31;
+/// In a slot's `len`: older versions are in other segments, which `older`
+/// lists.
+const HAS_OLDER: u32 = 1 << 30;
+/// In a slot's `len`: the key's length in bytes.
+const LEN: u32 = HAS_OLDER - 1;
+
+#[derive(Debug, Clone, Copy)]
 struct Slot {
-    /// The key; empty when the slot is free.
-    key: Box<str>,
+    /// The buffer holding the key (high 16 bits) and where the key starts
+    /// in it (low 16 bits), or [`NOT_IN_CHUNKS`].
+    at: u32,
+    /// The key's length ([`LEN`]) with the flags [`IN_LOG`] and
+    /// [`HAS_OLDER`].
+    len: u32,
     /// The place in the segment table of the segment holding the newest
     /// version a segment holds, or [`NO_SEGMENT`].
     last: u32,
-    /// The newest version is in the log.
-    in_log: bool,
-    /// Older versions are in other segments, which `older` lists.
-    has_older: bool,
 }
 
 impl Slot {
+    const FREE: Slot = Slot {
+        at: NOT_IN_CHUNKS,
+        len: 0,
+        last: NO_SEGMENT,
+    };
+
     /// Whether a version of its key is in the log or a segment.
     fn held(&self) -> bool {
-        self.in_log || self.last != NO_SEGMENT
+        self.in_log() || self.last != NO_SEGMENT
+    }
+
+    fn in_log(&self) -> bool {
+        self.len & IN_LOG != 0
+    }
+
+    fn has_older(&self) -> bool {
+        self.len & HAS_OLDER != 0
+    }
+
+    fn set_flag(&mut self, flag: u32, on: bool) {
+        if on {
+            self.len |= flag;
+        } else {
+            self.len &= !flag;
+        }
     }
 }
 
+/// The keys' bytes: buffers of [`KEY_CHUNK`] bytes filled in turn, never
+/// grown past it (so never moved), and the keys they cannot hold.
+#[derive(Debug, Clone, Default)]
+struct KeyBytes {
+    chunks: Vec<String>,
+    /// Keys held outside the buffers (see [`NOT_IN_CHUNKS`]), by id.
+    long: FastMap<KeyId, Box<str>>,
+    /// Bytes written in the buffers.
+    used: usize,
+    /// Of those, bytes of keys no longer held.
+    garbage: usize,
+}
+
+impl KeyBytes {
+    /// The key `slot` of `id` names.
+    fn get(&self, id: KeyId, slot: &Slot) -> &str {
+        if slot.at == NOT_IN_CHUNKS {
+            return self.long.get(&id).map_or("", |key| key);
+        }
+        let start = (slot.at & 0xffff) as usize;
+        let end = start + (slot.len & LEN) as usize;
+        self.chunks
+            .get((slot.at >> 16) as usize)
+            .and_then(|chunk| chunk.get(start..end))
+            .unwrap_or_default()
+    }
+
+    /// Stores `key` of `id`; returns the slot's `at` and `len` (no flag).
+    fn put(&mut self, id: KeyId, key: &str) -> (u32, u32) {
+        let len = key.len();
+        // A key starts below `KEY_CHUNK`, which the offset's 16 bits hold.
+        let fits = |chunk: &String| chunk.len() < KEY_CHUNK && chunk.len() + len <= KEY_CHUNK;
+        if self.chunks.last().is_none_or(|chunk| !fits(chunk)) && len <= KEY_CHUNK && self.chunks.len() < 1 << 16 {
+            // The first buffer grows as keys come (a small store's keys
+            // take little room; a buffer may move, as its keys are named
+            // by offsets); once one is full, the store is large, and each
+            // next one is allocated whole.
+            let capacity = if self.chunks.is_empty() { 0 } else { KEY_CHUNK };
+            self.chunks.push(String::with_capacity(capacity));
+        }
+        let index = self.chunks.len().wrapping_sub(1);
+        match self.chunks.last_mut() {
+            Some(chunk) if fits(chunk) && index < 1 << 16 => {
+                if chunk.capacity() - chunk.len() < len {
+                    let wanted = (2 * chunk.capacity()).clamp(chunk.len() + len, KEY_CHUNK);
+                    chunk.reserve_exact(wanted - chunk.len());
+                }
+                let start = chunk.len();
+                chunk.push_str(key);
+                self.used += len;
+                ((index << 16 | start) as u32, len as u32)
+            }
+            _ => {
+                self.long.insert(id, key.into());
+                (NOT_IN_CHUNKS, 0)
+            }
+        }
+    }
+
+    /// Forgets the key `slot` of `id` names.
+    fn free(&mut self, id: KeyId, slot: &Slot) {
+        if slot.at == NOT_IN_CHUNKS {
+            self.long.remove(&id);
+        } else {
+            self.garbage += (slot.len & LEN) as usize;
+        }
+    }
+}
 /// Every record key with where its versions are; see the module
 /// documentation.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KeyMap {
     /// By key id.
     slots: Vec<Slot>,
+    /// The keys' bytes.
+    bytes: KeyBytes,
     /// The ids of the keys held, found by their key's hash.
     table: HashTable<KeyId>,
     hasher: foldhash::fast::RandomState,
@@ -67,6 +180,11 @@ pub(crate) struct KeyMap {
     places: FastMap<u64, u32>,
 }
 
+/// The key of slot `id` (empty for a free slot or an id past them).
+fn key_of<'a>(slots: &[Slot], bytes: &'a KeyBytes, id: KeyId) -> &'a str {
+    slots.get(id as usize).map_or("", |slot| bytes.get(id, slot))
+}
+
 impl KeyMap {
     /// Keys held.
     #[cfg(test)]
@@ -78,11 +196,12 @@ impl KeyMap {
     pub(crate) fn reserve(&mut self, additional: usize) {
         let Self {
             slots,
+            bytes,
             table,
             hasher,
             ..
         } = self;
-        table.reserve(additional, |&id| hasher.hash_one(&*slots[id as usize].key));
+        table.reserve(additional, |&id| hasher.hash_one(key_of(slots, bytes, id)));
         slots.reserve(additional.saturating_sub(self.free.len()));
     }
 
@@ -90,18 +209,18 @@ impl KeyMap {
     pub(crate) fn get(&self, key: &str) -> Option<KeyId> {
         let hash = self.hasher.hash_one(key);
         self.table
-            .find(hash, |&id| &*self.slots[id as usize].key == key)
+            .find(hash, |&id| key_of(&self.slots, &self.bytes, id) == key)
             .copied()
     }
 
     /// The key of `id` (empty for an id not held).
     pub(crate) fn key(&self, id: KeyId) -> &str {
-        self.slots.get(id as usize).map_or("", |slot| &slot.key)
+        key_of(&self.slots, &self.bytes, id)
     }
 
     /// The ids of the keys held (in no particular order), with their keys.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (KeyId, &str)> + '_ {
-        self.table.iter().map(|&id| (id, &*self.slots[id as usize].key))
+        self.table.iter().map(|&id| (id, self.key(id)))
     }
 
     /// The id of `key`, held from now on if it was not (with no version
@@ -110,60 +229,80 @@ impl KeyMap {
         let hash = self.hasher.hash_one(key);
         if let Some(&id) = self
             .table
-            .find(hash, |&id| &*self.slots[id as usize].key == key)
+            .find(hash, |&id| key_of(&self.slots, &self.bytes, id) == key)
         {
             return id;
         }
-        let slot = Slot {
-            key: key.into(),
-            last: NO_SEGMENT,
-            in_log: false,
-            has_older: false,
-        };
         let id = match self.free.pop() {
-            Some(id) => {
-                self.slots[id as usize] = slot;
-                id
-            }
-            None => {
-                // A map of 2^32 keys would need far more memory than a
-                // store of memories can take (each key is a record).
-                let id = KeyId::try_from(self.slots.len()).unwrap_or(KeyId::MAX);
-                self.slots.push(slot);
-                id
-            }
+            Some(id) => id,
+            // A map of 2^32 keys would need far more memory than a
+            // store of memories can take (each key is a record).
+            None => KeyId::try_from(self.slots.len()).unwrap_or(KeyId::MAX),
         };
+        let (at, len) = self.bytes.put(id, key);
+        let slot = Slot {
+            at,
+            len,
+            last: NO_SEGMENT,
+        };
+        match self.slots.get_mut(id as usize) {
+            Some(free) => *free = slot,
+            None => self.slots.push(slot),
+        }
         let Self {
             slots,
+            bytes,
             table,
             hasher,
             ..
         } = self;
-        table.insert_unique(hash, id, |&id| hasher.hash_one(&*slots[id as usize].key));
+        table.insert_unique(hash, id, |&id| hasher.hash_one(key_of(slots, bytes, id)));
         id
     }
 
     /// Stops holding `key` (and where its versions were).
     pub(crate) fn remove(&mut self, key: &str) {
         let hash = self.hasher.hash_one(key);
-        let slots = &self.slots;
-        if let Ok(entry) = self.table.find_entry(hash, |&id| &*slots[id as usize].key == key) {
+        let (slots, bytes) = (&self.slots, &self.bytes);
+        if let Ok(entry) = self.table.find_entry(hash, |&id| key_of(slots, bytes, id) == key) {
             let (id, _) = entry.remove();
             self.release(id);
         }
+        self.compact_if_mostly_garbage();
     }
 
     fn release(&mut self, id: KeyId) {
         if let Some(slot) = self.slots.get_mut(id as usize) {
-            *slot = Slot {
-                key: Box::default(),
-                last: NO_SEGMENT,
-                in_log: false,
-                has_older: false,
-            };
+            self.bytes.free(id, slot);
+            *slot = Slot::FREE;
             self.older.remove(&id);
             self.free.push(id);
         }
+    }
+
+    /// Writes the keys held into new buffers once the bytes of keys no
+    /// longer held outweigh them (and a buffer): the buffers stay within
+    /// twice the keys' bytes, and each write is paid for by as many bytes
+    /// freed.
+    fn compact_if_mostly_garbage(&mut self) {
+        let KeyBytes { used, garbage, .. } = self.bytes;
+        if garbage <= KEY_CHUNK || garbage * 2 <= used {
+            return;
+        }
+        let mut bytes = KeyBytes {
+            long: std::mem::take(&mut self.bytes.long),
+            ..KeyBytes::default()
+        };
+        for (id, slot) in self.slots.iter_mut().enumerate() {
+            if slot.at == NOT_IN_CHUNKS {
+                continue;
+            }
+            let id = id as KeyId;
+            let (at, len) = bytes.put(id, self.bytes.get(id, slot));
+            slot.at = at;
+            slot.len = slot.len & !LEN | len;
+        }
+        self.bytes = bytes;
     }
 
     /// Whether every key held has a version in the log or a segment (as
@@ -176,13 +315,13 @@ impl KeyMap {
     /// Whether the newest version of `id` is in the log.
     #[cfg(test)]
     fn in_log(&self, id: KeyId) -> bool {
-        self.slots.get(id as usize).is_some_and(|slot| slot.in_log)
+        self.slots.get(id as usize).is_some_and(Slot::in_log)
     }
 
     /// Marks whether the newest version of `id` is in the log.
     pub(crate) fn set_in_log(&mut self, id: KeyId, in_log: bool) {
         if let Some(slot) = self.slots.get_mut(id as usize) {
-            slot.in_log = in_log;
+            slot.set_flag(IN_LOG, in_log);
         }
     }
 
@@ -190,7 +329,7 @@ impl KeyMap {
     /// holds it.
     pub(crate) fn live_segment(&self, id: KeyId) -> Option<u64> {
         let slot = self.slots.get(id as usize)?;
-        if slot.in_log {
+        if slot.in_log() {
             None
         } else {
             self.number(slot.last)
@@ -206,7 +345,7 @@ impl KeyMap {
     pub(crate) fn segments(&self, id: KeyId) -> impl Iterator<Item = u64> + '_ {
         let slot = self.slots.get(id as usize);
         let older = slot
-            .filter(|slot| slot.has_older)
+            .filter(|slot| slot.has_older())
             .and_then(|_| self.older.get(&id))
             .map(Vec::as_slice)
             .unwrap_or_default();
@@ -227,7 +366,7 @@ impl KeyMap {
         };
         let previous = std::mem::replace(&mut slot.last, place);
         if previous != NO_SEGMENT {
-            slot.has_older = true;
+            slot.set_flag(HAS_OLDER, true);
             self.older.entry(id).or_default().push(previous);
         }
     }
@@ -241,11 +380,11 @@ impl KeyMap {
         }
         let is_kept = |place: u32| kept.get(place as usize).copied().unwrap_or(false);
         for (id, slot) in self.slots.iter_mut().enumerate() {
-            if slot.last == NO_SEGMENT || is_kept(slot.last) && !slot.has_older {
+            if slot.last == NO_SEGMENT || is_kept(slot.last) && !slot.has_older() {
                 continue;
             }
             let id = id as KeyId;
-            let mut older = if slot.has_older {
+            let mut older = if slot.has_older() {
                 self.older.remove(&id).unwrap_or_default()
             } else {
                 Vec::new()
@@ -254,8 +393,8 @@ impl KeyMap {
             if !is_kept(slot.last) {
                 slot.last = older.pop().unwrap_or(NO_SEGMENT);
             }
-            slot.has_older = !older.is_empty();
-            if slot.has_older {
+            slot.set_flag(HAS_OLDER, !older.is_empty());
+            if !older.is_empty() {
                 self.older.insert(id, older);
             }
         }
@@ -281,6 +420,7 @@ impl KeyMap {
         for id in gone {
             self.release(id);
         }
+        self.compact_if_mostly_garbage();
     }
 
     /// [`KeyMap::retain_held`] for `key` alone: a commit that removes no
@@ -337,12 +477,27 @@ mod tests {
         in_log: bool,
     }
 
+    /// Key `n` of a test's pool: most short, some long enough that keys
+    /// dropped and added again fill buffers with bytes no longer held
+    /// (which the map then writes anew), one longer than a buffer.
+    fn pool_key(n: u64) -> String {
+        let pad = match n {
+            59 => 70_000,
+            n if n % 7 == 0 => 5_000 + n as usize,
+            _ => 0,
+        };
+        format!("item/{n}/é{}", "x".repeat(pad))
+    }
+
     /// Random pushes, log marks, segment removals, key removals and drops
     /// of unheld keys (all of them, or one named) leave the map holding
     /// what a `BTreeMap` of the plain state holds, and every id still
-    /// names its key.
+    /// names its key; the buffers never hold more bytes of keys no longer
+    /// held than of keys held (past one buffer's worth), and are written
+    /// anew at least once over the seeds.
     #[test]
     fn the_map_holds_what_a_plain_map_holds() {
+        let mut rewrites = 0;
         for seed in 0..40 {
             let mut rng = Rng(seed);
             let mut map = KeyMap::default();
@@ -350,7 +505,8 @@ mod tests {
             let mut next_segment = 0u64;
             let mut live_segments: Vec<u64> = Vec::new();
             for _ in 0..400 {
-                let key = format!("item/{}", rng.next_u64() % 60);
+                let key = pool_key(rng.next_u64() % 60);
+                let garbage = map.bytes.garbage;
                 match rng.next_u64() % 8 {
                     0 | 1 => {
                         // A new segment holding a few keys.
@@ -358,7 +514,7 @@ mod tests {
                         next_segment += 1 + rng.next_u64() % 3;
                         live_segments.push(number);
                         for _ in 0..1 + rng.next_u64() % 6 {
-                            let key = format!("item/{}", rng.next_u64() % 60);
+                            let key = pool_key(rng.next_u64() % 60);
                             let id = map.entry(&key);
                             let state = oracle.entry(key).or_default();
                             if state.segments.last() != Some(&number) {
@@ -397,6 +553,13 @@ mod tests {
                     _ => {}
                 }
                 assert_eq!(map.len(), oracle.len(), "seed {seed}");
+                let KeyBytes { used, garbage: now, .. } = map.bytes;
+                assert!(now <= KEY_CHUNK || now * 2 <= used, "seed {seed}: {now} of {used}");
+                let held: usize = map.iter().map(|(_, key)| key.len()).filter(|&n| n <= KEY_CHUNK).sum();
+                assert_eq!(used - now, held, "seed {seed}");
+                if now < garbage {
+                    rewrites += 1;
+                }
                 let mut held: Vec<(String, Oracle)> = map
                     .iter()
                     .map(|(id, key)| {
@@ -419,12 +582,16 @@ mod tests {
             // Segment places are reused, not grown one per segment ever.
             assert!(map.segments.len() <= live_segments.len() + 8, "seed {seed}");
         }
+        assert!(rewrites > 0);
     }
 
     /// The bytes a map's allocations ask for, as a counting allocator
     /// counts them (before the allocator's rounding).
     fn heap_bytes(map: &KeyMap) -> usize {
-        let keys: usize = map.slots.iter().map(|slot| slot.key.len()).sum();
+        let keys: usize = map.bytes.chunks.iter().map(String::capacity).sum::<usize>()
+            + map.bytes.long.values().map(|key| key.len()).sum::<usize>()
+            + hash_map_bytes(map.bytes.long.capacity(), 4 + 16)
+            + map.bytes.chunks.capacity() * 24;
         let older: usize = map.older.values().map(|v| v.capacity() * 4).sum();
         map.slots.capacity() * std::mem::size_of::<Slot>()
             + map.table.allocation_size()
