@@ -419,11 +419,19 @@ fn in_months(item: &MemoryItem, months: &[u8]) -> bool {
     let created = time::OffsetDateTime::from_unix_timestamp(item.created_at.0.div_euclid(1000))
         .map(|t| u8::from(t.month()))
         .ok();
+    // Read in place first: this runs for every candidate of a question
+    // naming a month, and most hold neither a month's name nor a word a
+    // relative date opens with, which the readers below would find only
+    // after lowercasing and collecting the text's words.
+    let dated = || words::any_short_word(&item.text, |w| {
+        calendar::month_number(w).is_some() || crate::relative_time::opens_relative_date(w)
+    });
     created.is_some_and(|m| months.contains(&m))
-        || named_months(&item.text).iter().any(|m| months.contains(m))
-        || crate::relative_time::resolved_months(&item.text, item.created_at.0)
-            .iter()
-            .any(|m| months.contains(m))
+        || (dated()
+            && (named_months(&item.text).iter().any(|m| months.contains(m))
+                || crate::relative_time::resolved_months(&item.text, item.created_at.0)
+                    .iter()
+                    .any(|m| months.contains(m))))
 }
 
 /// True when a text holds a time word ([`TIME_WORDS`]), a month or
@@ -875,6 +883,49 @@ mod tests {
         assert_eq!(named_months("in may"), [5]);
         assert!(named_months("you may like it").is_empty());
         assert!(named_months("nothing dated").is_empty());
+    }
+
+    /// The month match without the in-place reading first: every text's
+    /// words collected, as `in_months` did before.
+    fn in_months_collecting(item: &MemoryItem, months: &[u8]) -> bool {
+        let created = time::OffsetDateTime::from_unix_timestamp(item.created_at.0.div_euclid(1000))
+            .map(|t| u8::from(t.month()))
+            .ok();
+        created.is_some_and(|m| months.contains(&m))
+            || named_months(&item.text).iter().any(|m| months.contains(m))
+            || crate::relative_time::resolved_months(&item.text, item.created_at.0)
+                .iter()
+                .any(|m| months.contains(m))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn month_match_reads_in_place_what_collecting_the_words_finds(
+            words in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "May", "may", "in", "of", "8", "2023", "JULY", "june,", "Last", "week",
+                    "weekend", "month", "past", "next", "night", "friday", "two", "couple",
+                    "days", "weeks", "ago", "yesterday", "Tomorrow", "we", "painted", "-",
+                    "00000000000000000005", "\u{212A}", "\u{130}",
+                ]),
+                0..12,
+            ),
+            month in 1u8..=12,
+            // 2023-01-01 to 2023-12-31, noon UTC.
+            day in 0i64..365,
+        ) {
+            let item = MemoryItem {
+                created_at: Timestamp(1_672_574_400_000 + day * 86_400_000),
+                ..memory("a", &words.join(" "), None)
+            };
+            for months in [vec![month], vec![month, month % 12 + 1]] {
+                proptest::prop_assert_eq!(
+                    in_months(&item, &months),
+                    in_months_collecting(&item, &months),
+                    "{:?} {:?}", item.text, months
+                );
+            }
+        }
     }
 
     #[test]

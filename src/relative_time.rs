@@ -68,6 +68,13 @@ pub fn resolved_months(text: &str, made_at: i64) -> Vec<u8> {
     months
 }
 
+/// True when a lowercase word may open a relative date
+/// [`resolved_months`] resolves: a text holding none of these resolves to
+/// no month, so a caller may skip it without collecting its words.
+pub fn opens_relative_date(word: &str) -> bool {
+    matches!(word, "yesterday" | "tomorrow" | "last" | "past" | "next" | "ago")
+}
+
 /// How far a relative date points from the day it was said.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Shift {

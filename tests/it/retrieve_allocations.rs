@@ -1,7 +1,9 @@
 //! Retrieval allocates nothing per word of a candidate's text. The time
 //! match of a `when` question (`rank::mentions_time`) once collected every
 //! candidate's words into a set of owned strings, which raised the p95 of
-//! native retrieval (`docs/speed.md`, "Retrieval").
+//! native retrieval (`docs/speed.md`, "Retrieval"); the month match of a
+//! question naming a month (`rank::in_months`) lowercased and collected
+//! them twice.
 //!
 //! The counting allocator below is the allocator of the whole `it` binary;
 //! it counts per thread, so the tests running beside this one do not
@@ -71,13 +73,13 @@ fn allocations_to_answer(
     allocations
 }
 
-#[test]
-fn a_when_question_allocates_nothing_per_word_of_its_candidates() {
+/// A store of 300 memories that all match the questions below, none
+/// naming a time, so every one is a candidate the time and month match
+/// read: a shared start and 20 words of their own (far from
+/// near-duplicates of each other), made in November 2023.
+fn lake_store() -> Memory<MemoryStorage, FixedEnvironment> {
     let env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
     let mut memory = Memory::open(MemoryStorage::new(), env, Default::default()).unwrap();
-    // 300 memories that all match the question, none naming a time, so
-    // every one is a candidate the time match reads: a shared start and 20
-    // words of their own (far from near-duplicates of each other).
     let texts = (0..300u32).map(|i| {
         let own: Vec<String> = (0..20u32)
             .map(|k| format!("w{}", (i * 7919 + k * 104_729) % 100_003))
@@ -87,6 +89,12 @@ fn a_when_question_allocates_nothing_per_word_of_its_candidates() {
     memory
         .ingest(texts.map(|text| MemoryInput::new(text, scope())).collect())
         .unwrap();
+    memory
+}
+
+#[test]
+fn a_when_question_allocates_nothing_per_word_of_its_candidates() {
+    let mut memory = lake_store();
     let plain = allocations_to_answer(&mut memory, "Did Caroline go camping by the lake?");
     let when = allocations_to_answer(&mut memory, "When did Caroline go camping by the lake?");
     // The same candidates; the time match may allocate a little for the
@@ -94,5 +102,19 @@ fn a_when_question_allocates_nothing_per_word_of_its_candidates() {
     assert!(
         when < plain + 100,
         "a when question allocates {when} times, the same question without when {plain}"
+    );
+}
+
+#[test]
+fn a_question_naming_a_month_allocates_nothing_per_word_of_its_candidates() {
+    let mut memory = lake_store();
+    let plain = allocations_to_answer(&mut memory, "Did Caroline go camping by the lake?");
+    // July is not the month the memories were made in, so the month match
+    // reads every candidate's text (it collected its words twice, four
+    // allocations per candidate).
+    let july = allocations_to_answer(&mut memory, "Did Caroline go camping by the lake in July?");
+    assert!(
+        july < plain + 100,
+        "a question naming a month allocates {july} times, the same question without it {plain}"
     );
 }
