@@ -16,14 +16,6 @@ pub struct StrList {
 }
 
 impl StrList {
-    /// An empty list with room for `items` strings of `bytes` in all.
-    pub fn with_capacity(bytes: usize, items: usize) -> StrList {
-        StrList {
-            text: String::with_capacity(bytes),
-            ends: Vec::with_capacity(items),
-        }
-    }
-
     /// Makes room for `items` more strings of `bytes` more in all.
     pub fn reserve(&mut self, bytes: usize, items: usize) {
         self.text.reserve(bytes);
@@ -119,7 +111,8 @@ mod tests {
 
     #[test]
     fn the_next_string_is_what_was_written_since_the_last() {
-        let mut list = StrList::with_capacity(8, 2);
+        let mut list = StrList::default();
+        list.reserve(8, 2);
         list.buffer().push_str("one");
         assert_eq!(list.next_string(), "one");
         list.end_string();
