@@ -33,15 +33,25 @@ const NUMBERS: [(&str, i64); 12] = [
 /// text says them, each once. Empty when the text has none or `made_at`
 /// is out of range.
 pub fn resolved_months(text: &str, made_at: i64) -> Vec<u8> {
+    let lower = text.to_lowercase();
+    months_resolved_in(&words(&lower), made_at)
+}
+
+/// The words dates are read from: those of a lowercase text split at every
+/// character that is not ASCII alphanumeric.
+pub(crate) fn words(lower: &str) -> Vec<&str> {
+    lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// [`resolved_months`] of a text's [`words`].
+pub(crate) fn months_resolved_in(words: &[&str], made_at: i64) -> Vec<u8> {
     let Ok(made) = OffsetDateTime::from_unix_timestamp(made_at.div_euclid(1000)) else {
         return Vec::new();
     };
     let today = made.date();
-    let lower = text.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
     let mut months = Vec::new();
     for (i, word) in words.iter().enumerate() {
         let next = words.get(i + 1).copied();

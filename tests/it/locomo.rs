@@ -296,3 +296,46 @@ fn contextual_texts_pair_each_turn_with_the_one_before_in_its_session() {
         "a session's first turn has none before it"
     );
 }
+
+/// `locomo_eval --embed-without-speaker` embeds the questions without their
+/// conversation's speakers' names (a possessive with the name, the
+/// punctuation after it kept) and the turns without their `Speaker: `
+/// label.
+#[test]
+fn nameless_texts_drop_the_speakers_names() {
+    let json = serde_json::json!({"conversations": [{
+        "conversation_id": "a",
+        "sessions": [
+            {"date": "1:56 pm on 8 May, 2023", "turns": [
+                {"id": "D1:1", "speaker": "Ann", "text": "Hi Bo!"},
+                {"id": "D1:2", "speaker": "Bo", "text": "Look.", "image_caption": "a cat"}
+            ]}
+        ],
+        "questions": [
+            {"question": "What did Ann's cat and Bo\u{2019}s dog do?", "evidence": ["D1:2"]},
+            {"question": "Who supports Bo? Annie or Ann?", "evidence": ["D1:1"]}
+        ]
+    }]})
+    .to_string();
+    let pairs = |which| locomo::nameless_texts(&json, which).unwrap();
+    let turns = [
+        ("Ann: Hi Bo!".to_string(), "Hi Bo!".to_string()),
+        (
+            "Bo: Look. [shares a cat]".to_string(),
+            "Look. [shares a cat]".to_string(),
+        ),
+    ];
+    let questions = [
+        (
+            "What did Ann's cat and Bo\u{2019}s dog do?".to_string(),
+            "What did cat and dog do?".to_string(),
+        ),
+        (
+            "Who supports Bo? Annie or Ann?".to_string(),
+            "Who supports ? Annie or ?".to_string(),
+        ),
+    ];
+    assert_eq!(pairs(locomo::Nameless::Turns), turns);
+    assert_eq!(pairs(locomo::Nameless::Questions), questions);
+    assert_eq!(pairs(locomo::Nameless::Both), [turns, questions].concat());
+}
