@@ -31,7 +31,10 @@ const NUMBERS: [(&str, i64); 12] = [
 /// The months (1 to 12) of the days a text's relative dates point to,
 /// read from `made_at` (ms since the Unix epoch, UTC), in the order the
 /// text says them, each once. Empty when the text has none or `made_at`
-/// is out of range.
+/// is out of range. Ranking reads a text's words once for this and the
+/// month names ([`months_resolved_in`]); the whole text is read here for
+/// the tests and the LoCoMo miss analysis.
+#[cfg(any(test, feature = "testing"))]
 pub fn resolved_months(text: &str, made_at: i64) -> Vec<u8> {
     let lower = text.to_lowercase();
     months_resolved_in(&words(&lower), made_at)
@@ -79,7 +82,7 @@ pub(crate) fn months_resolved_in(words: &[&str], made_at: i64) -> Vec<u8> {
 }
 
 /// True when a lowercase word may open a relative date
-/// [`resolved_months`] resolves: a text holding none of these resolves to
+/// [`months_resolved_in`] resolves: a text holding none of these resolves to
 /// no month, so a caller may skip it without collecting its words.
 pub fn opens_relative_date(word: &str) -> bool {
     matches!(word, "yesterday" | "tomorrow" | "last" | "past" | "next" | "ago")
