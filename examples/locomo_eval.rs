@@ -3,7 +3,7 @@
 //! relevance gate does with unrelated questions.
 //!
 //! ```text
-//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--bm25 JSON] [--inject] [--misses] [--contextual-embedding] [--speaker-field] [--summaries extractive|whole [--summary-evidence]] [path/to/locomo_dev.json]]
+//! cargo run --release --example locomo_eval [-- [--model DIR] [--rank JSON] [--bm25 JSON] [--inject] [--misses] [--contextual-embedding | --embed-without-speaker questions|turns|both] [--speaker-field] [--summaries extractive|whole [--summary-evidence]] [path/to/locomo_dev.json]]
 //! ```
 //!
 //! With `--model DIR` (the directory `scripts/fetch-model.sh` prints) the
@@ -38,6 +38,11 @@
 //! (`locomo::contextual_texts`) instead of alone: a contextual embedding,
 //! to weigh against the context vector's sum of the two turns' vectors.
 //!
+//! With `--embed-without-speaker questions|turns|both` the questions are
+//! embedded without the names of their conversation's speakers, the
+//! turns without their `Speaker: ` label, or both
+//! (`locomo::nameless_texts`); BM25 and the speaker match still see them.
+//!
 //! With `--speaker-field` each turn's speaker goes in the memory's
 //! `speaker` field instead of the text (`Name: text`).
 //! The protocol (`crates/testkit/src/locomo.rs`) is the one memtide's tests
@@ -49,7 +54,7 @@ use std::sync::{Arc, Mutex};
 use memtide::embed::Embedder;
 use memtide::{Config, InjectQuery, RankParams};
 use memtide_testkit::locomo::{
-    self, GatePoint, Loaded, QuestionRecall, Recall, Speakers, SummaryText,
+    self, GatePoint, Loaded, Nameless, QuestionRecall, Recall, Speakers, SummaryText,
 };
 
 /// The thresholds the gate is tried at.
@@ -68,6 +73,7 @@ fn main() {
     let inject = take_flag(&mut args, "--inject");
     let misses = take_flag(&mut args, "--misses");
     let contextual = take_flag(&mut args, "--contextual-embedding");
+    let nameless = take_value(&mut args, "--embed-without-speaker");
     let summaries = take_value(&mut args, "--summaries");
     let summary_evidence = take_flag(&mut args, "--summary-evidence");
     let speakers = if take_flag(&mut args, "--speaker-field") {
@@ -100,10 +106,25 @@ fn main() {
             Some(other) => return Err(format!("--summaries {other}: extractive or whole")),
         };
         // Every configuration embeds the same turns and questions: once.
-        let rewrite = if contextual {
-            locomo::contextual_texts(&json)?.into_iter().collect()
-        } else {
-            HashMap::new()
+        let rewrite = match (contextual, nameless.as_deref()) {
+            (false, None) => HashMap::new(),
+            (true, None) => locomo::contextual_texts(&json)?.into_iter().collect(),
+            (false, Some(which)) => {
+                let which = match which {
+                    "questions" => Nameless::Questions,
+                    "turns" => Nameless::Turns,
+                    "both" => Nameless::Both,
+                    other => {
+                        return Err(format!(
+                            "--embed-without-speaker {other}: questions, turns or both"
+                        ))
+                    }
+                };
+                locomo::nameless_texts(&json, which)?.into_iter().collect()
+            }
+            (true, Some(_)) => {
+                return Err("--contextual-embedding and --embed-without-speaker rewrite the same turns: one at a time".to_string())
+            }
         };
         let cached = model.map(|m| Arc::new(Cached::new(m, rewrite)));
         let model = cached.clone().map(|m| m as Arc<dyn Embedder>);

@@ -87,6 +87,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::item::{MemoryItem, Scope, SourceKind};
+use crate::relative_time;
 use crate::text::{calendar, words};
 
 /// Highest value of `Scope::specificity` (card + project + session).
@@ -392,10 +393,11 @@ const TIME_WORDS: &[&str] = &[
 /// number ("May 23", "8 May, 2023") or after "in" or "of", not as the verb.
 pub fn named_months(text: &str) -> Vec<u8> {
     let lower = text.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
+    months_named_in(&relative_time::words(&lower))
+}
+
+/// [`named_months`] of a text's words ([`relative_time::words`]).
+fn months_named_in(words: &[&str]) -> Vec<u8> {
     let number = |i: Option<&&str>| i.is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit()));
     let mut months: Vec<u8> = Vec::new();
     for (i, word) in words.iter().enumerate() {
@@ -424,14 +426,17 @@ fn in_months(item: &MemoryItem, months: &[u8]) -> bool {
     // relative date opens with, which the readers below would find only
     // after lowercasing and collecting the text's words.
     let dated = || words::any_short_word(&item.text, |w| {
-        calendar::month_number(w).is_some() || crate::relative_time::opens_relative_date(w)
+        calendar::month_number(w).is_some() || relative_time::opens_relative_date(w)
     });
-    created.is_some_and(|m| months.contains(&m))
-        || (dated()
-            && (named_months(&item.text).iter().any(|m| months.contains(m))
-                || crate::relative_time::resolved_months(&item.text, item.created_at.0)
-                    .iter()
-                    .any(|m| months.contains(m))))
+    // A dated text's words are collected once for both readers.
+    let said_in_months = || {
+        let lower = item.text.to_lowercase();
+        let said = relative_time::words(&lower);
+        let wanted = |found: Vec<u8>| found.iter().any(|m| months.contains(m));
+        wanted(months_named_in(&said))
+            || wanted(relative_time::months_resolved_in(&said, item.created_at.0))
+    };
+    created.is_some_and(|m| months.contains(&m)) || (dated() && said_in_months())
 }
 
 /// True when a text holds a time word ([`TIME_WORDS`]), a month or

@@ -31,17 +31,30 @@ const NUMBERS: [(&str, i64); 12] = [
 /// The months (1 to 12) of the days a text's relative dates point to,
 /// read from `made_at` (ms since the Unix epoch, UTC), in the order the
 /// text says them, each once. Empty when the text has none or `made_at`
-/// is out of range.
+/// is out of range. Ranking reads a text's words once for this and the
+/// month names ([`months_resolved_in`]); the whole text is read here for
+/// the tests and the LoCoMo miss analysis.
+#[cfg(any(test, feature = "testing"))]
 pub fn resolved_months(text: &str, made_at: i64) -> Vec<u8> {
+    let lower = text.to_lowercase();
+    months_resolved_in(&words(&lower), made_at)
+}
+
+/// The words dates are read from: those of a lowercase text split at every
+/// character that is not ASCII alphanumeric.
+pub(crate) fn words(lower: &str) -> Vec<&str> {
+    lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// [`resolved_months`] of a text's [`words`].
+pub(crate) fn months_resolved_in(words: &[&str], made_at: i64) -> Vec<u8> {
     let Ok(made) = OffsetDateTime::from_unix_timestamp(made_at.div_euclid(1000)) else {
         return Vec::new();
     };
     let today = made.date();
-    let lower = text.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
     let mut months = Vec::new();
     for (i, word) in words.iter().enumerate() {
         let next = words.get(i + 1).copied();
@@ -69,7 +82,7 @@ pub fn resolved_months(text: &str, made_at: i64) -> Vec<u8> {
 }
 
 /// True when a lowercase word may open a relative date
-/// [`resolved_months`] resolves: a text holding none of these resolves to
+/// [`months_resolved_in`] resolves: a text holding none of these resolves to
 /// no month, so a caller may skip it without collecting its words.
 pub fn opens_relative_date(word: &str) -> bool {
     matches!(word, "yesterday" | "tomorrow" | "last" | "past" | "next" | "ago")

@@ -267,32 +267,74 @@ fn session_recall_reads_turn_ids_per_conversation() {
     assert_eq!(parts[0].session_at1, 1.0, "{parts:?}");
 }
 
-/// `locomo_eval --contextual-embedding` embeds each turn after a session's
-/// first as the previous turn, a newline and the turn, each written as the
-/// model sees it (`Speaker: text`, with a shared image's caption).
-#[test]
-fn contextual_texts_pair_each_turn_with_the_one_before_in_its_session() {
-    let json = serde_json::json!({"conversations": [{
+/// Two sessions of Ann and Bo, the second turn sharing an image, with
+/// `questions`.
+fn ann_and_bo(questions: serde_json::Value) -> String {
+    serde_json::json!({"conversations": [{
         "conversation_id": "a",
         "sessions": [
             {"date": "1:56 pm on 8 May, 2023", "turns": [
-                {"id": "D1:1", "speaker": "Ann", "text": "Hi!"},
+                {"id": "D1:1", "speaker": "Ann", "text": "Hi Bo!"},
                 {"id": "D1:2", "speaker": "Bo", "text": "Look.", "image_caption": "a cat"}
             ]},
             {"date": "1:56 pm on 9 May, 2023", "turns": [
                 {"id": "D2:1", "speaker": "Ann", "text": "Back again."}
             ]}
         ],
-        "questions": []
+        "questions": questions
     }]})
-    .to_string();
-    let pairs = locomo::contextual_texts(&json).unwrap();
+    .to_string()
+}
+
+/// `locomo_eval --contextual-embedding` embeds each turn after a session's
+/// first as the previous turn, a newline and the turn, each written as the
+/// model sees it (`Speaker: text`, with a shared image's caption).
+#[test]
+fn contextual_texts_pair_each_turn_with_the_one_before_in_its_session() {
+    let pairs = locomo::contextual_texts(&ann_and_bo(serde_json::json!([]))).unwrap();
     assert_eq!(
         pairs,
         [(
             "Bo: Look. [shares a cat]".to_string(),
-            "Ann: Hi!\nBo: Look. [shares a cat]".to_string()
+            "Ann: Hi Bo!\nBo: Look. [shares a cat]".to_string()
         )],
         "a session's first turn has none before it"
+    );
+}
+
+/// `locomo_eval --embed-without-speaker` embeds the questions without their
+/// conversation's speakers' names (a possessive with the name, the
+/// punctuation after it kept) and the turns without their `Speaker: `
+/// label; a name inside a turn's text stays.
+#[test]
+fn nameless_texts_drop_the_speakers_names() {
+    let json = ann_and_bo(serde_json::json!([
+        {"question": "What did Ann's cat and Bo\u{2019}s dog do?", "evidence": ["D1:2"]},
+        {"question": "Who supports Bo? Annie or Ann?", "evidence": ["D1:1"]}
+    ]));
+    let pairs = |which| locomo::nameless_texts(&json, which).unwrap();
+    let turns = [
+        ("Ann: Hi Bo!".to_string(), "Hi Bo!".to_string()),
+        (
+            "Bo: Look. [shares a cat]".to_string(),
+            "Look. [shares a cat]".to_string(),
+        ),
+        ("Ann: Back again.".to_string(), "Back again.".to_string()),
+    ];
+    let questions = [
+        (
+            "What did Ann's cat and Bo\u{2019}s dog do?".to_string(),
+            "What did cat and dog do?".to_string(),
+        ),
+        (
+            "Who supports Bo? Annie or Ann?".to_string(),
+            "Who supports ? Annie or ?".to_string(),
+        ),
+    ];
+    assert_eq!(pairs(locomo::Nameless::Turns), turns);
+    assert_eq!(pairs(locomo::Nameless::Questions), questions);
+    assert_eq!(
+        pairs(locomo::Nameless::Both),
+        [&turns[..], &questions[..]].concat()
     );
 }

@@ -266,9 +266,7 @@ fn load_scoped(
                     Speakers::Prefix => (format!("{}: {}", turn.speaker, turn.text), None),
                     Speakers::Field => (turn.text.clone(), Some(turn.speaker.clone())),
                 };
-                if let Some(caption) = &turn.image_caption {
-                    text.push_str(&format!(" [shares {caption}]"));
-                }
+                text.push_str(&shared_caption(turn));
                 turn_sessions.push(s);
                 said.insert(
                     (c, turn.id.clone()),
@@ -336,33 +334,101 @@ fn load_scoped(
     })
 }
 
-/// Each turn's text as the model embeds it (`Speaker: text`, whichever
-/// way [`Speakers`] records the speaker) beside the text of its contextual
-/// embedding: the session's previous
-/// turn, a newline, then the turn's own (what `locomo_eval
-/// --contextual-embedding` embeds in place of the turn, to measure a
-/// contextual embedding against the context vector's sum). The first turn
-/// of a session has no previous turn and is left out.
+/// A turn as the model embeds it: `Speaker: text`, whichever way
+/// [`Speakers`] records the speaker (the engine embeds a memory with its
+/// `speaker` field as `Name: text`), plus its shared image's caption.
+fn said(turn: &Turn) -> String {
+    let mut text = format!("{}: {}", turn.speaker, turn.text);
+    text.push_str(&shared_caption(turn));
+    text
+}
+
+/// The ` [shares <caption>]` a turn sharing an image ends with, or "".
+fn shared_caption(turn: &Turn) -> String {
+    turn.image_caption
+        .as_ref()
+        .map_or(String::new(), |caption| format!(" [shares {caption}]"))
+}
+
+/// Each turn's text as the model embeds it ([`said`]) beside the text of
+/// its contextual embedding: the session's previous turn, a newline, then
+/// the turn's own (what `locomo_eval --contextual-embedding` embeds in
+/// place of the turn, to measure a contextual embedding against the
+/// context vector's sum). The first turn of a session has no previous
+/// turn and is left out.
 pub fn contextual_texts(json: &str) -> Result<Vec<(String, String)>, String> {
     let data: Dataset = serde_json::from_str(json).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for session in data.conversations.iter().flat_map(|c| &c.sessions) {
-        let said: Vec<String> = session
-            .turns
-            .iter()
-            .map(|turn| {
-                let mut text = format!("{}: {}", turn.speaker, turn.text);
-                if let Some(caption) = &turn.image_caption {
-                    text.push_str(&format!(" [shares {caption}]"));
-                }
-                text
-            })
-            .collect();
+        let said: Vec<String> = session.turns.iter().map(said).collect();
         for pair in said.windows(2) {
             out.push((pair[1].clone(), format!("{}\n{}", pair[0], pair[1])));
         }
     }
     Ok(out)
+}
+
+/// Which texts `locomo_eval --embed-without-speaker` embeds without the
+/// speakers' names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nameless {
+    /// The questions: each name of its conversation's speakers removed.
+    Questions,
+    /// The turns: embedded without their `Speaker: ` label.
+    Turns,
+    /// Both.
+    Both,
+}
+
+/// The texts the model embeds that `nameless` says to embed without the
+/// speakers' names, each beside its nameless form: a question with every
+/// name of its conversation's speakers (and a possessive `'s` after it)
+/// removed, a turn ([`said`]) without its `Speaker: ` label. A protocol
+/// variant: whether the name, which a short question's embedding leans
+/// on and every turn of a speaker shares, hides the topic.
+pub fn nameless_texts(json: &str, nameless: Nameless) -> Result<Vec<(String, String)>, String> {
+    let data: Dataset = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for conv in &data.conversations {
+        let turns = conv.sessions.iter().flat_map(|s| &s.turns);
+        if nameless != Nameless::Questions {
+            out.extend(
+                turns
+                    .clone()
+                    .map(|t| (said(t), format!("{}{}", t.text, shared_caption(t)))),
+            );
+        }
+        if nameless != Nameless::Turns {
+            let names: BTreeSet<&str> = turns.map(|t| t.speaker.as_str()).collect();
+            out.extend(
+                conv.questions
+                    .iter()
+                    .map(|q| (q.question.clone(), without_names(&q.question, &names))),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// `text` without the words that are one of `names`, with or without a
+/// possessive `'s` (the punctuation after one is kept).
+fn without_names(text: &str, names: &BTreeSet<&str>) -> String {
+    text.split(' ')
+        .map(|word| {
+            let bare = word.trim_end_matches(|c: char| !c.is_alphanumeric());
+            let name = ["'s", "\u{2019}s"]
+                .iter()
+                .find_map(|s| bare.strip_suffix(s))
+                .unwrap_or(bare);
+            if names.contains(name) {
+                &word[bare.len()..]
+            } else {
+                word
+            }
+        })
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Runs the protocol over a LoCoMo JSON document, hybrid when a model is
