@@ -90,8 +90,7 @@ impl Int8Weights {
     /// `x · W` for activation rows `x` (`[rows, depth]`, row-major), as
     /// `[rows, columns]`. A row with a non-finite value gives a row of NaN.
     pub fn multiply(&self, x: &[f32]) -> Vec<f32> {
-        let (codes, row_scales) = quantize_rows(x, self.depth);
-        let activations = I16Vectors::new(&codes, self.depth);
+        let (activations, row_scales) = quantize_rows(x, self.depth);
         let rows = row_scales.len();
         let mut out = vec![0.0f32; rows * self.columns];
         for row_block in (0..rows).step_by(BLOCK) {
@@ -178,39 +177,42 @@ impl Tile {
     }
 }
 
-/// Each row of `x` (`depth` values) as `i16` codes and its scale: codes
-/// `x / scale` rounded to the nearest, with `scale` = max |x| / 32767 (0
-/// for a zero row, NaN for a row with a non-finite value, whose codes are
-/// zero).
-fn quantize_rows(x: &[f32], depth: usize) -> (Vec<i16>, Vec<f32>) {
-    let mut codes = vec![0i16; x.len()];
-    let mut scales = Vec::with_capacity(x.len() / depth.max(1));
-    for (row, row_codes) in x
+/// Each row of `x` (`depth` values) as `i16` codes, packed, and its
+/// scale: codes `x / scale` rounded to the nearest, with `scale` = max |x| /
+/// 32767 (0 for a zero row, NaN for a row with a non-finite value, whose
+/// codes are zero). The codes are packed as they are computed: an unpacked
+/// copy would be as large as the packed one, at the batch's high-water
+/// mark.
+fn quantize_rows(x: &[f32], depth: usize) -> (I16Vectors, Vec<f32>) {
+    // Per row, its scale and the factor to its codes (0: all codes zero).
+    let (scales, to_codes): (Vec<f32>, Vec<f32>) = x
         .chunks_exact(depth.max(1))
-        .zip(codes.chunks_exact_mut(depth.max(1)))
-    {
-        if row.iter().any(|v| !v.is_finite()) {
-            scales.push(f32::NAN);
-            continue;
+        .map(|row| {
+            if row.iter().any(|v| !v.is_finite()) {
+                return (f32::NAN, 0.0);
+            }
+            // A comparison, not `f32::max`: that one handles NaN (there is
+            // none here) and compiles to a call in WebAssembly.
+            let max_abs = row
+                .iter()
+                .map(|v| v.abs())
+                .fold(0.0f32, |max, v| if v > max { v } else { max });
+            if max_abs == 0.0 {
+                (0.0, 0.0)
+            } else {
+                (max_abs / ACTIVATION_MAX, ACTIVATION_MAX / max_abs)
+            }
+        })
+        .unzip();
+    let codes = I16Vectors::from_fn(to_codes.len(), depth, |row, component| {
+        let to_code = to_codes[row];
+        if to_code == 0.0 {
+            return 0;
         }
-        // A comparison, not `f32::max`: that one handles NaN (there is none
-        // here) and compiles to a call in WebAssembly.
-        let max_abs = row
-            .iter()
-            .map(|v| v.abs())
-            .fold(0.0f32, |max, v| if v > max { v } else { max });
-        if max_abs == 0.0 {
-            scales.push(0.0);
-            continue;
-        }
-        let to_code = ACTIVATION_MAX / max_abs;
-        for (code, &v) in row_codes.iter_mut().zip(row) {
-            // In [-32767, 32767], so the cast never saturates. Ties to even
-            // is one WebAssembly instruction (`f32.nearest`).
-            *code = (v * to_code).round_ties_even() as i16;
-        }
-        scales.push(max_abs / ACTIVATION_MAX);
-    }
+        // In [-32767, 32767], so the cast never saturates. Ties to even is
+        // one WebAssembly instruction (`f32.nearest`).
+        (x[row * depth + component] * to_code).round_ties_even() as i16
+    });
     (codes, scales)
 }
 
