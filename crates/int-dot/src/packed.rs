@@ -108,7 +108,7 @@ impl<T: Component> Vectors<T> {
     /// The vectors of `len` components laid one after the other in
     /// `values` (a trailing partial vector is dropped).
     pub fn new(values: &[T], len: usize) -> Vectors<T> {
-        let count = if len == 0 { 0 } else { values.len() / len };
+        let count = values.len().checked_div(len).unwrap_or(0);
         Vectors::from_fn(count, len, |vector, component| {
             values[vector * len + component]
         })
