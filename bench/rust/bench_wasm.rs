@@ -16,10 +16,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use js_sys::Uint8Array;
 use memtide::embed::{Embedder, MiniLm};
 use memtide::env::FixedEnvironment;
 use memtide::storage::MemoryStorage;
 use memtide::{IngestOutcome, Memory, MemoryInput, RetrieveQuery, Scope, Timestamp};
+use memtide_js_model::HostFile;
 use wasm_bindgen::prelude::*;
 
 /// Dimensions of the synthetic vectors (MiniLM's).
@@ -43,9 +45,11 @@ pub struct BenchEmbedder(MiniLm);
 
 #[wasm_bindgen]
 impl BenchEmbedder {
+    /// Loaded as the package's model module loads it: the file read from
+    /// the host's buffer a window at a time.
     #[wasm_bindgen(constructor)]
-    pub fn new(onnx: Vec<u8>, tokenizer: &str) -> Result<BenchEmbedder, JsError> {
-        MiniLm::from_bytes(onnx, tokenizer)
+    pub fn new(onnx: Uint8Array, tokenizer: &str) -> Result<BenchEmbedder, JsError> {
+        MiniLm::from_file(HostFile(onnx), tokenizer)
             .map(BenchEmbedder)
             .map_err(js_error)
     }

@@ -38,16 +38,24 @@ use crate::Error;
 /// longer texts are truncated at the end.
 pub const MAX_TOKENS: usize = 256;
 
-/// Largest number of tokens (batch size × padded length) run through the
-/// model at once. It bounds the activations (attention scores grow with the
-/// square of the length), so a batch of long texts keeps the heap below its
-/// peak while loading the model; larger sub-batches were not faster
-/// (`docs/speed.md`, "Heap per memory").
+/// Largest number of tokens (batch size × padded length) padded together:
+/// a sub-batch's sequences are padded to its longest. Each sequence's
+/// padded length, and so its embedding to the last bit, depends on it.
 const MAX_BATCH_TOKENS: usize = 1024;
 
-/// Most sequences run together: a sub-batch holds at most
-/// [`MAX_BATCH_TOKENS`] tokens after padding, and every sequence at least 2
-/// (`[CLS]` and `[SEP]`).
+/// Largest number of tokens run through the model at once: a sub-batch
+/// runs in slices of at most this many tokens, each padded to the
+/// sub-batch's length, so its embeddings are the ones of a single run (a
+/// sequence's depend on its padded length, not on the rows run beside
+/// it). It bounds the activations (attention scores grow with the square
+/// of the length), which set the model module's high-water mark once a
+/// batch of long texts is embedded (`docs/speed.md`, "Heap per memory").
+const MAX_RUN_TOKENS: usize = 512;
+
+/// Most sequences the plan is prepared to run together: a sub-batch holds
+/// at most [`MAX_BATCH_TOKENS`] tokens after padding, and every sequence at
+/// least 2 (`[CLS]` and `[SEP]`). Runs take fewer ([`MAX_RUN_TOKENS`]); the
+/// bound stays the sub-batch's so that tract plans the model as before.
 const MAX_BATCH: usize = MAX_BATCH_TOKENS / 2;
 
 /// The sub-batch sizes `embed_padded` runs.
@@ -192,19 +200,21 @@ impl MiniLm {
         self.tokenizer.encode(text, MAX_TOKENS)
     }
 
-    /// Runs the model on texts already tokenized, all of the same length
-    /// after padding to the longest, and returns their pooled, normalized
-    /// embeddings.
-    fn embed_padded(&self, sequences: &[&[u32]]) -> crate::Result<Vec<Vec<f32>>> {
+    /// Runs the model on texts already tokenized, each padded to `length`
+    /// (at least its own), and returns their pooled, normalized embeddings.
+    fn embed_padded(&self, sequences: &[&[u32]], length: usize) -> crate::Result<Vec<Vec<f32>>> {
         let batch = sequences.len();
-        let length = sequences.iter().map(|ids| ids.len()).max().unwrap_or(0);
         check_run_shape(batch, length)?;
         let mut ids = vec![0i64; batch * length];
         let mut mask = vec![0i64; batch * length];
-        for (row, sequence) in sequences.iter().enumerate() {
-            for (column, &id) in sequence.iter().enumerate() {
-                ids[row * length + column] = i64::from(id);
-                mask[row * length + column] = 1;
+        for ((ids, mask), sequence) in ids
+            .chunks_exact_mut(length)
+            .zip(mask.chunks_exact_mut(length))
+            .zip(sequences)
+        {
+            for ((id, present), &token) in ids.iter_mut().zip(mask.iter_mut()).zip(*sequence) {
+                *id = i64::from(token);
+                *present = 1;
             }
         }
         let zeros = vec![0i64; batch * length];
@@ -286,8 +296,12 @@ impl Embedder for MiniLm {
         let mut embeddings = vec![Vec::new(); sequences.len()];
         for batch in sub_batches(&lengths, MAX_BATCH_TOKENS) {
             let padded: Vec<&[u32]> = batch.iter().map(|&index| &sequences[index][..]).collect();
-            for (index, embedding) in batch.into_iter().zip(self.embed_padded(&padded)?) {
-                embeddings[index] = embedding;
+            let length = padded.iter().map(|ids| ids.len()).max().unwrap_or(0);
+            let per_run = (MAX_RUN_TOKENS / length.max(1)).max(1);
+            for (run, indices) in padded.chunks(per_run).zip(batch.chunks(per_run)) {
+                for (&index, embedding) in indices.iter().zip(self.embed_padded(run, length)?) {
+                    embeddings[index] = embedding;
+                }
             }
         }
         Ok(embeddings)

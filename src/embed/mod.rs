@@ -12,6 +12,7 @@
 mod minilm;
 #[cfg(feature = "semantic")]
 mod onnx;
+mod vocabulary;
 mod wordpiece;
 
 #[cfg(feature = "semantic")]

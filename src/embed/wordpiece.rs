@@ -25,12 +25,13 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use unicode_normalization::UnicodeNormalization;
 
+use super::vocabulary::Vocabulary;
 use crate::Error;
 
 /// A BERT WordPiece tokenizer loaded from a Hugging Face `tokenizer.json`.
 #[derive(Debug, Clone)]
 pub struct WordPiece {
-    vocab: HashMap<String, u32>,
+    vocab: Vocabulary,
     unk_id: u32,
     cls_id: u32,
     sep_id: u32,
@@ -71,10 +72,10 @@ impl WordPiece {
                 "vocabulary id {id} of `{token}` is not below the vocabulary size {size}"
             )));
         }
+        let vocab = Vocabulary::new(vocab);
         let id_of = |token: &str| {
             vocab
                 .get(token)
-                .copied()
                 .ok_or_else(|| invalid(format!("`{token}` is not in the vocabulary")))
         };
         let unk_id = id_of(&unk_token)?;
@@ -245,7 +246,7 @@ impl WordPiece {
                     candidate.push_str(&self.continuing_subword_prefix);
                 }
                 candidate.push_str(&word[start..end]);
-                if let Some(&id) = self.vocab.get(&candidate) {
+                if let Some(id) = self.vocab.get(&candidate) {
                     break Some(id);
                 }
                 match word[start..end].char_indices().next_back() {

@@ -108,18 +108,33 @@ impl<T: Component> Vectors<T> {
     /// The vectors of `len` components laid one after the other in
     /// `values` (a trailing partial vector is dropped).
     pub fn new(values: &[T], len: usize) -> Vectors<T> {
+        let count = values.len().checked_div(len).unwrap_or(0);
+        Vectors::from_fn(count, len, |vector, component| {
+            values[vector * len + component]
+        })
+    }
+
+    /// `count` vectors of `len` components, component `i` of vector `v`
+    /// being `value(v, i)`. Why: the weights of a product are the columns
+    /// of a row-major matrix; packing them from it directly holds no
+    /// column-major copy, and the blocks are one allocation of their exact
+    /// size (collecting would grow it by doubling, leaving holes).
+    pub fn from_fn(count: usize, len: usize, value: impl Fn(usize, usize) -> T) -> Vectors<T> {
         let blocks = len.div_ceil(BLOCK_LEN);
-        let data = values
-            .chunks_exact(len.max(1))
-            .filter(|_| len > 0)
-            .flat_map(|vector| {
-                vector.chunks(BLOCK_LEN).map(|part| {
-                    let mut padded = [T::default(); BLOCK_LEN];
-                    padded[..part.len()].copy_from_slice(part);
-                    T::block(padded)
-                })
-            })
-            .collect();
+        let mut data = Vec::with_capacity(count * blocks);
+        for vector in 0..count {
+            for start in (0..len).step_by(BLOCK_LEN) {
+                let padded = std::array::from_fn(|offset| {
+                    let component = start + offset;
+                    if component < len {
+                        value(vector, component)
+                    } else {
+                        T::default()
+                    }
+                });
+                data.push(T::block(padded));
+            }
+        }
         Vectors { blocks, data }
     }
 

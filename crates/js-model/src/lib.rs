@@ -34,8 +34,10 @@ fn to_js_error(error: memtide::Error) -> JsValue {
     thrown.into()
 }
 
-/// The ONNX file in the host's `Uint8Array`.
-struct HostFile(Uint8Array);
+/// The ONNX file in the host's `Uint8Array` (public for the benchmark's
+/// module, `bench/rust/bench_wasm.rs`, which loads the model as this one
+/// does).
+pub struct HostFile(pub Uint8Array);
 
 impl OnnxFile for HostFile {
     fn len(&self) -> usize {

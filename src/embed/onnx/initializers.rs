@@ -63,14 +63,17 @@ impl Parsed {
         &mut self.model
     }
 
-    /// The initializer `name` as a tensor.
-    pub fn tensor(&self, name: &str) -> TractResult<Tensor> {
-        let initializer = self
-            .initializers
+    /// The initializer `name` as the file stores it.
+    pub fn initializer(&self, name: &str) -> TractResult<&TensorProto> {
+        self.initializers
             .iter()
             .find(|initializer| initializer.name == name)
-            .with_context(|| format!("no initializer `{name}`"))?;
-        tract_onnx::tensor::load_tensor(&*self.provider, initializer, None)
+            .with_context(|| format!("no initializer `{name}`"))
+    }
+
+    /// The initializer `name` as a tensor.
+    pub fn tensor(&self, name: &str) -> TractResult<Tensor> {
+        tract_onnx::tensor::load_tensor(&*self.provider, self.initializer(name)?, None)
     }
 
     /// Frees the initializer `name` unless a node reads it (as a source of

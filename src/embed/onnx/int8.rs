@@ -24,7 +24,8 @@
 
 use std::sync::Arc;
 
-use tract_onnx::pb::NodeProto;
+use tract_onnx::pb::tensor_proto::DataType;
+use tract_onnx::pb::{NodeProto, TensorProto};
 use tract_onnx::tract_hir::internal::*;
 use tract_onnx::tract_hir::tract_ndarray::{ArrayD, IxDyn};
 
@@ -58,32 +59,30 @@ pub struct Int8Weights {
 }
 
 impl Int8Weights {
-    /// The weights `q` (`i8`, `[depth, columns]`) with `scale` (`f32`,
-    /// `[1, columns]` or `[columns]`).
-    pub fn new(quantized: &Tensor, scale: &Tensor) -> TractResult<Int8Weights> {
-        let &[depth, columns] = quantized.shape() else {
-            bail!(
-                "int8 weights of shape {:?}, expected a matrix",
-                quantized.shape()
-            );
-        };
+    /// The weights `q` (`[depth, columns]`, row-major, each byte an `i8`
+    /// code: an ONNX int8 initializer's raw bytes) with `scale` (`f32`,
+    /// `[1, columns]` or `[columns]`), packed straight from `codes`.
+    pub fn new(
+        codes: &[u8],
+        [depth, columns]: [usize; 2],
+        scale: &Tensor,
+    ) -> TractResult<Int8Weights> {
+        ensure!(
+            depth.checked_mul(columns) == Some(codes.len()),
+            "int8 weights of {} bytes for a {depth}×{columns} matrix",
+            codes.len()
+        );
         ensure!(
             scale.len() == columns && scale.shape().iter().rev().skip(1).all(|&d| d == 1),
             "scale of shape {:?} for {columns} columns",
             scale.shape()
         );
-        let quantized = quantized.try_as_plain_ram()?;
-        let rows = quantized.as_slice::<i8>()?;
-        let mut by_column = vec![0i8; rows.len()];
-        for (i, row) in rows.chunks_exact(columns.max(1)).enumerate() {
-            for (c, &code) in row.iter().enumerate() {
-                by_column[c * depth + i] = code;
-            }
-        }
         Ok(Int8Weights {
             depth,
             columns,
-            codes: I8Vectors::new(&by_column, depth),
+            codes: I8Vectors::from_fn(columns, depth, |column, row| {
+                codes[row * columns + column] as i8
+            }),
             scales: scale.try_as_plain_ram()?.as_slice::<f32>()?.to_vec(),
         })
     }
@@ -91,8 +90,7 @@ impl Int8Weights {
     /// `x · W` for activation rows `x` (`[rows, depth]`, row-major), as
     /// `[rows, columns]`. A row with a non-finite value gives a row of NaN.
     pub fn multiply(&self, x: &[f32]) -> Vec<f32> {
-        let (codes, row_scales) = quantize_rows(x, self.depth);
-        let activations = I16Vectors::new(&codes, self.depth);
+        let (activations, row_scales) = quantize_rows(x, self.depth);
         let rows = row_scales.len();
         let mut out = vec![0.0f32; rows * self.columns];
         for row_block in (0..rows).step_by(BLOCK) {
@@ -179,39 +177,42 @@ impl Tile {
     }
 }
 
-/// Each row of `x` (`depth` values) as `i16` codes and its scale: codes
-/// `x / scale` rounded to the nearest, with `scale` = max |x| / 32767 (0
-/// for a zero row, NaN for a row with a non-finite value, whose codes are
-/// zero).
-fn quantize_rows(x: &[f32], depth: usize) -> (Vec<i16>, Vec<f32>) {
-    let mut codes = vec![0i16; x.len()];
-    let mut scales = Vec::with_capacity(x.len() / depth.max(1));
-    for (row, row_codes) in x
+/// Each row of `x` (`depth` values) as `i16` codes, packed, and its
+/// scale: codes `x / scale` rounded to the nearest, with `scale` = max |x| /
+/// 32767 (0 for a zero row, NaN for a row with a non-finite value, whose
+/// codes are zero). The codes are packed as they are computed: an unpacked
+/// copy would be as large as the packed one, at the batch's high-water
+/// mark.
+fn quantize_rows(x: &[f32], depth: usize) -> (I16Vectors, Vec<f32>) {
+    // Per row, its scale and the factor to its codes (0: all codes zero).
+    let (scales, to_codes): (Vec<f32>, Vec<f32>) = x
         .chunks_exact(depth.max(1))
-        .zip(codes.chunks_exact_mut(depth.max(1)))
-    {
-        if row.iter().any(|v| !v.is_finite()) {
-            scales.push(f32::NAN);
-            continue;
+        .map(|row| {
+            if row.iter().any(|v| !v.is_finite()) {
+                return (f32::NAN, 0.0);
+            }
+            // A comparison, not `f32::max`: that one handles NaN (there is
+            // none here) and compiles to a call in WebAssembly.
+            let max_abs = row
+                .iter()
+                .map(|v| v.abs())
+                .fold(0.0f32, |max, v| if v > max { v } else { max });
+            if max_abs == 0.0 {
+                (0.0, 0.0)
+            } else {
+                (max_abs / ACTIVATION_MAX, ACTIVATION_MAX / max_abs)
+            }
+        })
+        .unzip();
+    let codes = I16Vectors::from_fn(to_codes.len(), depth, |row, component| {
+        let to_code = to_codes[row];
+        if to_code == 0.0 {
+            return 0;
         }
-        // A comparison, not `f32::max`: that one handles NaN (there is none
-        // here) and compiles to a call in WebAssembly.
-        let max_abs = row
-            .iter()
-            .map(|v| v.abs())
-            .fold(0.0f32, |max, v| if v > max { v } else { max });
-        if max_abs == 0.0 {
-            scales.push(0.0);
-            continue;
-        }
-        let to_code = ACTIVATION_MAX / max_abs;
-        for (code, &v) in row_codes.iter_mut().zip(row) {
-            // In [-32767, 32767], so the cast never saturates. Ties to even
-            // is one WebAssembly instruction (`f32.nearest`).
-            *code = (v * to_code).round_ties_even() as i16;
-        }
-        scales.push(max_abs / ACTIVATION_MAX);
-    }
+        // In [-32767, 32767], so the cast never saturates. Ties to even is
+        // one WebAssembly instruction (`f32.nearest`).
+        (x[row * depth + component] * to_code).round_ties_even() as i16
+    });
     (codes, scales)
 }
 
@@ -395,7 +396,9 @@ pub fn load_weights(parsed: &mut Parsed) -> TractResult<()> {
         })
         .collect();
     for (index, (id, quantized, scale)) in fused.iter().enumerate() {
-        let weights = Int8Weights::new(&parsed.tensor(quantized)?, &parsed.tensor(scale)?)
+        let codes = parsed.initializer(quantized)?;
+        let weights = matrix_shape(codes)
+            .and_then(|shape| Int8Weights::new(&codes.raw_data, shape, &parsed.tensor(scale)?))
             .with_context(|| format!("{OPERATOR} of `{quantized}`"))?;
         let op = parsed
             .model_mut()
@@ -412,6 +415,20 @@ pub fn load_weights(parsed: &mut Parsed) -> TractResult<()> {
         }
     }
     Ok(())
+}
+
+/// `[depth, columns]` of an int8 initializer stored as raw bytes, the form
+/// [`super::rewrites::fuse`] fuses.
+fn matrix_shape(codes: &TensorProto) -> TractResult<[usize; 2]> {
+    let &[depth, columns] = codes.dims.as_slice() else {
+        bail!("int8 weights of shape {:?}, expected a matrix", codes.dims);
+    };
+    ensure!(
+        codes.data_type == DataType::Int8 as i32,
+        "weights of ONNX type {}, expected int8",
+        codes.data_type
+    );
+    Ok([usize::try_from(depth)?, usize::try_from(columns)?])
 }
 
 #[cfg(test)]
@@ -444,6 +461,14 @@ pub(super) mod tests {
             Tensor::from_shape(&[depth, columns], &codes).unwrap(),
             Tensor::from_shape(&[1, columns], &scales).unwrap(),
         )
+    }
+
+    /// The weights `q` (`[depth, columns]`) with `scale`, packed.
+    fn packed(q: &Tensor, scale: &Tensor) -> Int8Weights {
+        let &[depth, columns] = q.shape() else {
+            panic!("weights of shape {:?}", q.shape());
+        };
+        Int8Weights::new(q.as_bytes(), [depth, columns], scale).unwrap()
     }
 
     /// `x · (q · scale)` in `f64`, and the bound on the error of the
@@ -483,7 +508,7 @@ pub(super) mod tests {
             (9, 2051, 4),
         ] {
             let (q, scale) = weights(depth, columns, &mut values);
-            let weights = Int8Weights::new(&q, &scale).unwrap();
+            let weights = packed(&q, &scale);
             assert_eq!((weights.depth, weights.columns), (depth, columns));
             // Rows of very different magnitudes: each has its own scale.
             let x: Vec<f32> = (0..rows * depth)
@@ -509,7 +534,7 @@ pub(super) mod tests {
         let mut values = Values(Rng(3));
         let (depth, columns) = (40, 11);
         let (q, scale) = weights(depth, columns, &mut values);
-        let weights = Int8Weights::new(&q, &scale).unwrap();
+        let weights = packed(&q, &scale);
         let mut x: Vec<f32> = (0..7 * depth).map(|_| values.next()).collect();
         x[2 * depth..3 * depth].fill(0.0);
         x[4 * depth + 5] = f32::INFINITY;
@@ -530,20 +555,94 @@ pub(super) mod tests {
 
     #[test]
     fn weights_must_be_a_matrix_with_one_scale_per_column() {
-        let q = Tensor::from_shape(&[2, 3], &[1i8, 2, 3, 4, 5, 6]).unwrap();
+        let q = [1u8, 2, 3, 4, 5, 6];
         for scale in [
             Tensor::from_shape(&[1, 2], &[1.0f32, 2.0]).unwrap(),
             Tensor::from_shape(&[3, 1], &[1.0f32, 2.0, 3.0]).unwrap(),
         ] {
-            assert!(Int8Weights::new(&q, &scale).is_err(), "{scale:?}");
+            assert!(Int8Weights::new(&q, [2, 3], &scale).is_err(), "{scale:?}");
         }
-        let vector = Tensor::from_shape(&[6], &[1i8, 2, 3, 4, 5, 6]).unwrap();
         let scale = Tensor::from_shape(&[3], &[1.0f32, 2.0, 3.0]).unwrap();
-        assert!(Int8Weights::new(&vector, &scale).is_err());
-        let weights = Int8Weights::new(&q, &scale).unwrap();
+        assert!(Int8Weights::new(&q[..5], [2, 3], &scale).is_err());
+        assert!(Int8Weights::new(&q, [usize::MAX, 3], &scale).is_err());
+        let weights = Int8Weights::new(&q, [2, 3], &scale).unwrap();
         assert_eq!(
             weights.multiply(&[1.0, -1.0]),
             [-3.0 * 1.0, -3.0 * 2.0, -3.0 * 3.0]
         );
+        // Codes are two's complement bytes.
+        let weights = Int8Weights::new(
+            &[0xff, 0x80],
+            [1, 2],
+            &Tensor::from(1.0f32)
+                .broadcast_scalar_to_shape(&[2])
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(weights.multiply(&[1.0]), [-1.0, -128.0]);
+    }
+
+    /// The packing before weights were packed from the initializer's
+    /// bytes: `q` copied column by column, then packed as vectors.
+    fn packed_by_column(q: &[i8], depth: usize, columns: usize) -> I8Vectors {
+        let mut by_column = vec![0i8; q.len()];
+        for (i, row) in q.chunks_exact(columns.max(1)).enumerate() {
+            for (c, &code) in row.iter().enumerate() {
+                by_column[c * depth + i] = code;
+            }
+        }
+        I8Vectors::new(&by_column, depth)
+    }
+
+    #[test]
+    fn packing_from_the_bytes_is_the_column_by_column_packing() {
+        let mut values = Values(Rng(13));
+        // Depths across the blocks of 16 components, partial blocks
+        // included; the model's shapes.
+        for (depth, columns) in [
+            (1, 1),
+            (3, 5),
+            (16, 2),
+            (17, 3),
+            (40, 11),
+            (384, 384),
+            (384, 1536),
+            (1536, 384),
+        ] {
+            let (q, scale) = weights(depth, columns, &mut values);
+            let codes = q.try_as_plain_ram().unwrap();
+            let codes = codes.as_slice::<i8>().unwrap();
+            let new = packed(&q, &scale);
+            let old = packed_by_column(codes, depth, columns);
+            assert_eq!(
+                format!("{:?}", new.codes),
+                format!("{:?}", old),
+                "{depth}×{columns}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_int8_matrices_are_weights() {
+        let codes = |dims: &[i64], data_type: DataType| TensorProto {
+            dims: dims.to_vec(),
+            data_type: data_type as i32,
+            ..TensorProto::default()
+        };
+        assert_eq!(
+            matrix_shape(&codes(&[4, 3], DataType::Int8)).unwrap(),
+            [4, 3]
+        );
+        for (dims, data_type) in [
+            (&[12][..], DataType::Int8),
+            (&[1, 4, 3], DataType::Int8),
+            (&[4, 3], DataType::Uint8),
+            (&[-4, 3], DataType::Int8),
+        ] {
+            assert!(
+                matrix_shape(&codes(dims, data_type)).is_err(),
+                "{dims:?} {data_type:?}"
+            );
+        }
     }
 }

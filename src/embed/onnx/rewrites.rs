@@ -252,8 +252,9 @@ fn remove_unread(graph: &mut GraphProto, names: &[String]) {
 }
 
 /// Rewrites every `MatMul(x, Mul(Cast<float>(q), scale))` of `graph`, `q`
-/// an int8 `[depth, columns]` initializer and `scale` a float one of
-/// `columns` values, into an [`OPERATOR`] node of input `x` naming `q` and
+/// an int8 `[depth, columns]` initializer stored as raw bytes (which the
+/// product is packed from) and `scale` a float one of `columns` values,
+/// into an [`OPERATOR`] node of input `x` naming `q` and
 /// `scale` in its attributes ([`WEIGHTS_ATTRIBUTE`], [`SCALE_ATTRIBUTE`]:
 /// not inputs, so that tract makes no tensors of them, see
 /// [`super::int8::load_weights`]); removes the `Cast` and `Mul` when
@@ -281,6 +282,10 @@ pub fn fuse(graph: &mut GraphProto) -> usize {
             .initializer
             .iter()
             .find(|t| t.name == weights.quantized)
+            .filter(|t| {
+                let len = t.dims.iter().try_fold(1i64, |len, &d| len.checked_mul(d));
+                len.and_then(|len| usize::try_from(len).ok()) == Some(t.raw_data.len())
+            })
             .map(|t| t.dims[1]);
         if columns.is_some() && scale_columns(graph, &weights.scale) == columns {
             matches.push((index, weights));
@@ -481,6 +486,19 @@ pub(super) mod tests {
             error.to_string().contains("no Gather reads input_ids"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn codes_not_stored_as_raw_bytes_are_not_fused() {
+        let mut values = Values(Rng(5));
+        let mut model = dequantizing_model(8, 5, &mut values);
+        let graph = model.graph.as_mut().unwrap();
+        let codes = &mut graph.initializer[0];
+        codes.int32_data = codes.raw_data.iter().map(|&b| i32::from(b as i8)).collect();
+        codes.raw_data.clear();
+        assert_eq!(fuse(graph), 0);
+        let ops: Vec<&str> = graph.node.iter().map(|n| n.op_type.as_str()).collect();
+        assert_eq!(ops, ["Cast", "Mul", "MatMul", "MatMul"]);
     }
 
     #[test]
