@@ -410,5 +410,20 @@ fn escape_into(out: &mut String, text: &str, format: InjectFormat, line_break: O
     }
 }
 
+/// The citation tags `[m<digits>]` of a block, in order: what the tests of
+/// the block (here and `tests/it/prompt_injection.rs`) check its entries
+/// and citations against.
+#[cfg(any(test, feature = "testing"))]
+pub fn citation_tags(block: &str) -> Vec<&str> {
+    block
+        .match_indices("[m")
+        .filter_map(|(at, _)| {
+            let rest = &block[at + 2..];
+            let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            (digits > 0 && rest[digits..].starts_with(']')).then(|| &block[at + 1..at + 2 + digits])
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;

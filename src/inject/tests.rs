@@ -60,18 +60,6 @@ fn lines(block: &str) -> Vec<&str> {
     block.split(breaks).collect()
 }
 
-/// The citation tags of a block, `[m` digits `]`, in order.
-pub(crate) fn tags(block: &str) -> Vec<&str> {
-    block
-        .match_indices("[m")
-        .filter_map(|(at, _)| {
-            let rest = &block[at + 2..];
-            let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-            (digits > 0 && rest[digits..].starts_with(']')).then(|| &block[at + 1..at + 2 + digits])
-        })
-        .collect()
-}
-
 /// Checks the block's structure: one begin line first, the instruction
 /// line, entries (each opening with its tag `[mN]`, N counting from 1, the
 /// tag mapped to the used id at the same place, no other tag and no other
@@ -118,7 +106,7 @@ fn assert_well_formed(injection: &Injection, format: InjectFormat) {
             );
         }
     }
-    assert_eq!(tags(&injection.block), tags_in_order);
+    assert_eq!(citation_tags(&injection.block), tags_in_order);
     let mapped: Vec<Citation> = tags_in_order
         .iter()
         .zip(&injection.used)
@@ -408,7 +396,7 @@ fn candidate_order_is_kept_and_duplicates_render_once() {
     );
     assert_eq!(injection.used, ids(&["pinned", "b", "a"]));
     assert_eq!(injection.block.matches("pinned fact").count(), 1);
-    assert_eq!(tags(&injection.block), ["m1", "m2", "m3"]);
+    assert_eq!(citation_tags(&injection.block), ["m1", "m2", "m3"]);
     assert_eq!(injection.citations[0].id, "pinned");
     assert_eq!(injection.citations[2].id, "a");
 }
