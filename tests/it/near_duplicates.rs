@@ -105,10 +105,94 @@ fn brute_force(mem: &Mem, probe: &MemoryInput, threshold: f32) -> Option<String>
 }
 
 /// The memory `mem` reports the probe against; `None` when the probe is
-/// an exact duplicate (merged by its hash, not compared).
+/// an exact duplicate, merged by its hash or, when the user deleted the
+/// memory holding its text, suppressed (not compared either way).
 fn reported(mem: &mut Mem, probe: &MemoryInput) -> Option<Option<String>> {
     let result = mem.ingest(vec![probe.clone()]).unwrap().remove(0);
-    (result.reason != Some(IngestReason::Duplicate)).then_some(result.similar_to)
+    let by_hash = matches!(
+        result.reason,
+        Some(IngestReason::Duplicate | IngestReason::Suppressed)
+    );
+    (!by_hash).then_some(result.similar_to)
+}
+
+/// Runs `ops`, checking every ingest's report against brute force, then
+/// the probe on the live store and on the store reopened.
+fn check(
+    ops: &[Op],
+    probe: &(Vec<&'static str>, usize, bool, usize),
+    threshold: f32,
+) -> Result<(), TestCaseError> {
+    let config = Config {
+        near_duplicate: NearDuplicateConfig {
+            lexical_threshold: threshold,
+            action: NearDuplicateAction::Report,
+            ..NearDuplicateConfig::default()
+        },
+        ..Config::default()
+    };
+    let env = FixedEnvironment::new(Timestamp(T0));
+    let mut mem = Mem::open(MemoryStorage::new(), env, config.clone()).unwrap();
+    for op in ops {
+        mem.env_mut().advance_ms(60_000);
+        let ids: Vec<(String, Scope)> = mem
+            .engine()
+            .items()
+            .filter(|item| !item.is_deleted() && !item.is_superseded())
+            .map(|item| (item.id.clone(), item.scope.clone()))
+            .collect();
+        match op {
+            Op::Ingest {
+                words,
+                user,
+                session,
+                speaker,
+            } => {
+                let probe = input(words, *user, *session, *speaker);
+                // Every ingest is itself a probe of the store so far.
+                let want = brute_force(&mem, &probe, threshold);
+                if let Some(got) = reported(&mut mem, &probe) {
+                    prop_assert_eq!(got, want);
+                }
+            }
+            Op::Delete { pick, hard } if !ids.is_empty() => {
+                mem.delete(&pick.get(&ids).0, *hard).unwrap();
+            }
+            Op::Supersede { pick, words } if !ids.is_empty() => {
+                let (id, scope) = pick.get(&ids).clone();
+                let request = OperationsRequest {
+                    scope,
+                    allowed: vec![id.clone()],
+                    operations: vec![Operation::Update {
+                        id,
+                        text: words.join(" "),
+                        kind: None,
+                        tags: None,
+                        key: None,
+                        metadata: None,
+                    }],
+                };
+                match mem.apply_operations(request) {
+                    Ok(_) => {}
+                    // A text the user deleted is not written back by
+                    // an update: refused, and the store is unchanged.
+                    Err(Error::InvalidOperations(m)) if m.contains("one the user deleted") => {}
+                    Err(e) => prop_assert!(false, "update refused: {e}"),
+                }
+            }
+            _ => {}
+        }
+    }
+    let probe = input(&probe.0, probe.1, probe.2, probe.3);
+    let want = brute_force(&mem, &probe, threshold);
+    let env = mem.env_mut().clone();
+    let mut reopened = Mem::open(mem.storage().clone(), env, config).unwrap();
+    let live = reported(&mut mem, &probe);
+    prop_assert_eq!(live.clone(), reported(&mut reopened, &probe));
+    if let Some(got) = live {
+        prop_assert_eq!(got, want);
+    }
+    Ok(())
 }
 
 proptest! {
@@ -119,69 +203,6 @@ proptest! {
         probe in (words(), 0..2usize, any::<bool>(), 0..2usize),
         threshold in prop::sample::select(vec![0.4f32, 0.6, 0.75, 0.85, 1.0]),
     ) {
-        let config = Config {
-            near_duplicate: NearDuplicateConfig {
-                lexical_threshold: threshold,
-                action: NearDuplicateAction::Report,
-                ..NearDuplicateConfig::default()
-            },
-            ..Config::default()
-        };
-        let env = FixedEnvironment::new(Timestamp(T0));
-        let mut mem = Mem::open(MemoryStorage::new(), env, config.clone()).unwrap();
-        for op in &ops {
-            mem.env_mut().advance_ms(60_000);
-            let ids: Vec<(String, Scope)> = mem
-                .engine()
-                .items()
-                .filter(|item| !item.is_deleted() && !item.is_superseded())
-                .map(|item| (item.id.clone(), item.scope.clone()))
-                .collect();
-            match op {
-                Op::Ingest { words, user, session, speaker } => {
-                    let probe = input(words, *user, *session, *speaker);
-                    // Every ingest is itself a probe of the store so far.
-                    let want = brute_force(&mem, &probe, threshold);
-                    if let Some(got) = reported(&mut mem, &probe) {
-                        prop_assert_eq!(got, want);
-                    }
-                }
-                Op::Delete { pick, hard } if !ids.is_empty() => {
-                    mem.delete(&pick.get(&ids).0, *hard).unwrap();
-                }
-                Op::Supersede { pick, words } if !ids.is_empty() => {
-                    let (id, scope) = pick.get(&ids).clone();
-                    let request = OperationsRequest {
-                        scope,
-                        allowed: vec![id.clone()],
-                        operations: vec![Operation::Update {
-                            id,
-                            text: words.join(" "),
-                            kind: None,
-                            tags: None,
-                            key: None,
-                            metadata: None,
-                        }],
-                    };
-                    match mem.apply_operations(request) {
-                        Ok(_) => {}
-                        // A text the user deleted is not written back by
-                        // an update: refused, and the store is unchanged.
-                        Err(Error::InvalidOperations(m)) if m.contains("one the user deleted") => {}
-                        Err(e) => prop_assert!(false, "update refused: {e}"),
-                    }
-                }
-                _ => {}
-            }
-        }
-        let probe = input(&probe.0, probe.1, probe.2, probe.3);
-        let want = brute_force(&mem, &probe, threshold);
-        let env = mem.env_mut().clone();
-        let mut reopened = Mem::open(mem.storage().clone(), env, config).unwrap();
-        let live = reported(&mut mem, &probe);
-        prop_assert_eq!(live.clone(), reported(&mut reopened, &probe));
-        if let Some(got) = live {
-            prop_assert_eq!(got, want);
-        }
+        check(&ops, &probe, threshold)?;
     }
 }
