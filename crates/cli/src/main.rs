@@ -667,6 +667,7 @@ fn open_store<E: Environment>(
     env: E,
     uses_model: bool,
 ) -> Result<OpenStore<E>, Error> {
+    #[cfg_attr(not(feature = "semantic"), allow(unused_mut))]
     let mut memory = OpenStore::new(Memory::open(
         FsStorage::open(target.store)?,
         env,
@@ -678,7 +679,7 @@ fn open_store<E: Environment>(
         memory.set_embedder(std::sync::Arc::new(model))?;
     }
     #[cfg(not(feature = "semantic"))]
-    let _ = uses_model;
+    let _ = (uses_model, target.model);
     Ok(memory)
 }
 

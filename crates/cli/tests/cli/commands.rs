@@ -7,24 +7,24 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
-const NOW: &str = "2024-05-01T12:00:00Z";
+pub(crate) const NOW: &str = "2024-05-01T12:00:00Z";
 
 /// A `memtide` command that ignores the caller's `MEMTIDE_MODEL_DIR` (the test
 /// script sets it), so it runs lexical-only unless given `--model`.
-fn memtide_command() -> Command {
+pub(crate) fn memtide_command() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_memtide"));
     command.env_remove("MEMTIDE_MODEL_DIR");
     command
 }
 
 /// Runs `memtide --store DIR --now NOW ARGS…` with `stdin` as standard input.
-fn memtide(store: &Path, args: &[&str], stdin: &str) -> Output {
+pub(crate) fn memtide(store: &Path, args: &[&str], stdin: &str) -> Output {
     let mut command = memtide_command();
     command.arg("--store").arg(store).args(["--now", NOW]);
     run(command.args(args), stdin)
 }
 
-fn run(command: &mut Command, stdin: &str) -> Output {
+pub(crate) fn run(command: &mut Command, stdin: &str) -> Output {
     command
         .stdin(if stdin.is_empty() {
             Stdio::null()
@@ -53,7 +53,7 @@ pub(crate) fn ok(store: &Path, args: &[&str], stdin: &str) -> Vec<Value> {
     stdout_lines(&out)
 }
 
-fn stdout_lines(out: &Output) -> Vec<Value> {
+pub(crate) fn stdout_lines(out: &Output) -> Vec<Value> {
     String::from_utf8(out.stdout.clone())
         .unwrap()
         .lines()
@@ -73,7 +73,7 @@ pub(crate) fn fails(store: &Path, args: &[&str], stdin: &str) -> String {
 }
 
 /// JSON Lines of inputs, one per `(text, workspace)`.
-fn inputs(memories: &[(&str, &str)]) -> String {
+pub(crate) fn inputs(memories: &[(&str, &str)]) -> String {
     memories
         .iter()
         .map(|(text, workspace)| {
@@ -83,7 +83,7 @@ fn inputs(memories: &[(&str, &str)]) -> String {
         .collect()
 }
 
-fn query(text: &str, extra: Value) -> String {
+pub(crate) fn query(text: &str, extra: Value) -> String {
     let mut query = json!({"text": text, "scope": {"userId": "u", "workspaceId": "w"}});
     if let (Some(q), Value::Object(extra)) = (query.as_object_mut(), extra) {
         q.extend(extra);
@@ -91,7 +91,7 @@ fn query(text: &str, extra: Value) -> String {
     query.to_string() + "\n"
 }
 
-fn keys(value: &Value) -> Vec<&str> {
+pub(crate) fn keys(value: &Value) -> Vec<&str> {
     let mut keys: Vec<&str> = value
         .as_object()
         .unwrap()
@@ -102,7 +102,7 @@ fn keys(value: &Value) -> Vec<&str> {
     keys
 }
 
-fn ids(items: &[Value]) -> Vec<&str> {
+pub(crate) fn ids(items: &[Value]) -> Vec<&str> {
     items
         .iter()
         .map(|item| item["id"].as_str().unwrap())
@@ -615,213 +615,6 @@ fn bad_ids_and_usage_errors_are_reported() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-const SCOPE_ARGS: [&str; 4] = ["--user", "u", "--workspace", "w"];
-
-/// `args` followed by the scope options.
-fn scoped<'a>(args: &[&'a str]) -> Vec<&'a str> {
-    args.iter().copied().chain(SCOPE_ARGS).collect()
-}
-
-#[test]
-fn export_carries_files_and_selects_scopes() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    let notes = dir.path().join("MEMORY.md");
-    std::fs::write(&notes, "# Notes\n\nThe kettle is descaled monthly.\n").unwrap();
-    ok(
-        &store,
-        &scoped(&["md", "sync", notes.to_str().unwrap(), "--as", "MEMORY.md"]),
-        "",
-    );
-    ok(&store, &["ingest"], &inputs(&[("elsewhere", "other")]));
-    let whole = memtide(&store, &["export"], "");
-    let document: Value = serde_json::from_slice(&whole.stdout).unwrap();
-    assert_eq!(
-        (document["version"].clone(), document["fileCount"].clone()),
-        (json!(2), json!(1))
-    );
-    let other = memtide(
-        &store,
-        &["export", "--user", "u", "--workspace", "other"],
-        "",
-    );
-    let selected: Value = serde_json::from_slice(&other.stdout).unwrap();
-    assert_eq!(
-        selected["filter"],
-        json!({"userId": "u", "workspaceId": "other"})
-    );
-    assert_eq!(selected["itemCount"], 1);
-    assert!(selected.get("files").is_none());
-
-    let target = dir.path().join("copy");
-    let imported = ok(
-        &target,
-        &["import"],
-        std::str::from_utf8(&whole.stdout).unwrap(),
-    );
-    assert_eq!(imported[0]["files"], 1);
-    let again = ok(
-        &target,
-        &scoped(&["md", "sync", notes.to_str().unwrap(), "--as", "MEMORY.md"]),
-        "",
-    );
-    assert_eq!(
-        again[0]["outcome"], "unchanged",
-        "the file came with its hash"
-    );
-}
-
-#[test]
-fn md_sync_indexes_a_file_once_and_replaces_its_chunks_on_change() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    let notes = dir.path().join("MEMORY.md");
-    std::fs::write(
-        &notes,
-        "# Notes\n\nThe espresso machine is descaled on Sundays.\n",
-    )
-    .unwrap();
-    let notes_arg = notes.to_str().unwrap();
-    let first = ok(
-        &store,
-        &scoped(&["md", "sync", notes_arg, "--as", "MEMORY.md"]),
-        "",
-    );
-    assert_eq!(
-        first,
-        [json!({"path": "MEMORY.md", "outcome": "created", "chunks": ["m000001"], "removed": 0})]
-    );
-    let again = ok(
-        &store,
-        &scoped(&["md", "sync", notes_arg, "--as", "MEMORY.md"]),
-        "",
-    );
-    assert_eq!(again[0]["outcome"], "unchanged");
-    std::fs::write(
-        &notes,
-        "# Notes\n\nThe espresso machine is descaled on Mondays.\n",
-    )
-    .unwrap();
-    let changed = ok(
-        &store,
-        &scoped(&["md", "sync", notes_arg, "--as", "MEMORY.md"]),
-        "",
-    );
-    assert_eq!(
-        changed,
-        [json!({"path": "MEMORY.md", "outcome": "updated", "chunks": ["m000002"], "removed": 1})]
-    );
-    let hits = ok(
-        &store,
-        &["retrieve"],
-        &query("when is the espresso machine descaled", json!({})),
-    );
-    let results = hits[0]["results"].as_array().unwrap();
-    assert_eq!(ids(results), ["m000002"]);
-    assert_eq!(results[0]["citation"], "MEMORY.md#L1-L3");
-    assert!(results[0]["text"].as_str().unwrap().contains("Mondays"));
-    let removed = ok(&store, &scoped(&["md", "remove", "MEMORY.md"]), "");
-    assert_eq!(removed, [json!({"path": "MEMORY.md", "removed": true})]);
-    let stderr = fails(&store, &scoped(&["md", "sync", "missing.md"]), "");
-    assert!(stderr.starts_with("error[IO]: "), "{stderr}");
-    let stderr = fails(
-        &store,
-        &scoped(&["md", "sync", notes_arg, notes_arg, "--as", "x.md"]),
-        "",
-    );
-    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
-    // The scope is required.
-    assert_eq!(
-        memtide(&store, &["md", "sync", notes_arg], "")
-            .status
-            .code(),
-        Some(2)
-    );
-}
-
-#[test]
-fn memory_tool_runs_one_call_from_stdin() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path();
-    let call = |input: Value| ok(store, &scoped(&["memory-tool"]), &input.to_string());
-    assert_eq!(
-        call(
-            json!({"command": "create", "path": "/memories/prefs.md", "file_text": "coffee: cortado\n"})
-        ),
-        [json!({"content": "File created successfully at: /memories/prefs.md", "isError": false})]
-    );
-    assert_eq!(
-        call(json!({"command": "view", "path": "/memories/prefs.md"})),
-        [
-            json!({"content": "Here's the content of /memories/prefs.md with line numbers:\n     1\tcoffee: cortado\n     2\t", "isError": false})
-        ]
-    );
-    assert_eq!(
-        call(json!({"command": "view", "path": "/memories/../etc/passwd"})),
-        [
-            json!({"content": "Error: The path /memories/../etc/passwd is not allowed: `.` and `..` path segments are not allowed", "isError": true})
-        ]
-    );
-    let hits = ok(store, &["retrieve"], &query("cortado", json!({})));
-    assert_eq!(hits[0]["results"][0]["citation"], "/memories/prefs.md#L1");
-    let stderr = fails(store, &scoped(&["memory-tool"]), "{not json");
-    assert!(
-        stderr.starts_with("error[INVALID_INPUT]: invalid input: tool input: "),
-        "{stderr}"
-    );
-}
-
-#[test]
-fn hot_sync_reads_edits_back_and_rewrites_the_block() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    let user_md = dir.path().join("USER.md");
-    let user_arg = user_md.to_str().unwrap();
-    let pinned = json!({"text": "I take my coffee black", "pinned": true, "scope": {"userId": "u", "workspaceId": "w"}});
-    ok(&store, &["ingest"], &format!("{pinned}\n"));
-    std::fs::write(&user_md, "# About me\n").unwrap();
-    let out = memtide(&store, &scoped(&["hot", "render", user_arg]), "");
-    assert!(out.status.success());
-    let block = "<!-- mnemo:begin pinned -->\n- I take my coffee black <!-- mnemo:id=m000001 -->\n<!-- mnemo:end pinned -->\n";
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
-        format!("# About me\n\n{block}")
-    );
-    assert_eq!(
-        std::fs::read_to_string(&user_md).unwrap(),
-        "# About me\n",
-        "render wrote the file"
-    );
-
-    let synced = ok(&store, &scoped(&["hot", "sync", user_arg]), "");
-    assert_eq!(synced[0]["changed"], true);
-    assert_eq!(
-        synced[0]["sync"],
-        json!({"added": [], "updated": [], "pinned": [], "unpinned": []})
-    );
-    let written = std::fs::read_to_string(&user_md).unwrap();
-    assert_eq!(written, format!("# About me\n\n{block}"));
-
-    // A human edits the block: one text changed, one line added.
-    let edited = written
-        .replace("coffee black", "coffee as a cortado")
-        .replace("<!-- mnemo:end", "- I live in Berlin\n<!-- mnemo:end");
-    std::fs::write(&user_md, edited).unwrap();
-    let synced = ok(&store, &scoped(&["hot", "sync", user_arg]), "");
-    assert_eq!(
-        synced[0]["sync"],
-        json!({"added": ["m000002"], "updated": ["m000001"], "pinned": [], "unpinned": []})
-    );
-    assert_eq!(
-        std::fs::read_to_string(&user_md).unwrap(),
-        "# About me\n\n<!-- mnemo:begin pinned -->\n- I take my coffee as a cortado <!-- mnemo:id=m000001 -->\n- I live in Berlin <!-- mnemo:id=m000002 -->\n<!-- mnemo:end pinned -->\n"
-    );
-    let again = ok(&store, &scoped(&["hot", "sync", user_arg]), "");
-    assert_eq!(again[0]["changed"], false);
-    let item = &ok(&store, &["get", "m000002"], "")[0];
-    assert_eq!(item["source"]["ref"], user_arg.replace('\\', "/"));
-}
-
 #[test]
 fn a_closed_stdout_is_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();
@@ -847,132 +640,6 @@ fn a_closed_stdout_is_not_a_crash() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.is_empty(), "{stderr}");
     assert!(out.status.success());
-}
-
-#[cfg(feature = "semantic")]
-use memtide_testkit::model::{golden, model_dir};
-
-/// Runs `memtide --model DIR embed` (no store) with `stdin`.
-#[cfg(feature = "semantic")]
-fn embed(model: &Path, stdin: &str) -> Output {
-    run(
-        memtide_command()
-            .env_remove("MEMTIDE_STORE")
-            .arg("--model")
-            .arg(model)
-            .arg("embed"),
-        stdin,
-    )
-}
-
-#[cfg(feature = "semantic")]
-#[test]
-fn embed_prints_the_reference_ids_and_embeddings() {
-    let golden: Value = golden();
-    let cases = &golden["cases"].as_array().unwrap()[..2];
-    let stdin: String = cases
-        .iter()
-        .map(|case| json!({"text": case["text"]}).to_string() + "\n")
-        .collect();
-    let out = embed(model_dir(), &stdin);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let lines = stdout_lines(&out);
-    assert_eq!(lines.len(), 2);
-    for (line, case) in lines.iter().zip(cases) {
-        assert_eq!(keys(line), ["embedding", "ids"]);
-        assert_eq!(line["ids"], case["ids"]);
-        let floats = |value: &Value| -> Vec<f64> {
-            let values = value.as_array().unwrap();
-            values.iter().map(|x| x.as_f64().unwrap()).collect()
-        };
-        let (got, expected) = (floats(&line["embedding"]), floats(&case["embedding"]));
-        assert_eq!(got.len(), 384);
-        let dot: f64 = got.iter().zip(&expected).map(|(a, b)| a * b).sum();
-        let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
-        let cosine = dot / (norm(&got) * norm(&expected));
-        assert!(cosine >= 0.9999, "cosine {cosine} for {}", case["text"]);
-    }
-}
-
-#[cfg(feature = "semantic")]
-#[test]
-fn embed_reports_bad_lines_before_loading_and_model_errors() {
-    let missing = tempfile::tempdir().unwrap();
-    // The bad line is reported even though the model cannot load: input is
-    // parsed first.
-    let out = embed(
-        missing.path(),
-        "{\"text\":\"fine\"}\n\n{\"txt\":\"typo\"}\n",
-    );
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.starts_with("error[INVALID_INPUT]: "), "{stderr}");
-    assert!(stderr.contains("line 3: unknown field `txt`"), "{stderr}");
-
-    let out = embed(missing.path(), "{\"text\":\"fine\"}\n");
-    assert_eq!(out.status.code(), Some(1));
-    assert!(out.stdout.is_empty());
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.starts_with("error[MODEL]: "), "{stderr}");
-    assert!(stderr.contains("model.onnx"), "{stderr}");
-
-    let out = run(memtide_command().arg("embed"), "");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--model"));
-}
-
-#[cfg(feature = "semantic")]
-#[test]
-fn store_commands_with_a_model_embed_and_retrieve_by_meaning() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path();
-    let model = model_dir().to_str().unwrap();
-    let memories = [
-        ("We adopted a golden retriever puppy named Biscuit", "w"),
-        ("My sister moved to Lisbon for her new job", "w"),
-    ];
-    // Stored lexical-only first: no embeddings, and the query shares no
-    // word with either memory, so lexical retrieval finds nothing.
-    ok(store, &["ingest"], &inputs(&memories[..1]));
-    let question = query("which animal lives with us at home?", json!({}));
-    let lexical = ok(store, &["retrieve"], &question);
-    assert_eq!(lexical[0]["results"], json!([]));
-    let stats = &ok(store, &["stats"], "")[0];
-    assert_eq!(stats["retrievalMode"], "lexical");
-    assert_eq!(stats["embedded"], 0);
-
-    // With the model, the new memory is embedded at ingest and the old one
-    // when the model is attached; retrieval becomes hybrid.
-    ok(
-        store,
-        &["--model", model, "ingest"],
-        &inputs(&memories[1..]),
-    );
-    let stats = &ok(store, &["--model", model, "stats"], "")[0];
-    assert_eq!(stats["retrievalMode"], "hybrid");
-    assert_eq!(stats["embedded"], 2);
-    let model_id = stats["model"].as_str().unwrap().to_string();
-    let hybrid = ok(store, &["--model", model, "retrieve"], &question);
-    let results = hybrid[0]["results"].as_array().unwrap();
-    assert_eq!(results[0]["id"], "m000001", "{results:?}");
-
-    // MEMTIDE_MODEL_DIR works like --model; the embeddings stay stored, and a
-    // later run without a model is lexical-only but keeps them.
-    let out = run(
-        Command::new(env!("CARGO_BIN_EXE_memtide"))
-            .env("MEMTIDE_MODEL_DIR", model)
-            .arg("--store")
-            .arg(store)
-            .args(["--now", NOW, "retrieve"]),
-        &question,
-    );
-    assert!(out.status.success());
-    assert_eq!(stdout_lines(&out), hybrid);
-    let stats = &ok(store, &["stats"], "")[0];
-    assert_eq!(stats["retrievalMode"], "lexical");
-    assert_eq!(stats["embedded"], 2);
-    assert_eq!(stats["model"], model_id.as_str());
 }
 
 #[test]

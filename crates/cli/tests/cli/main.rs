@@ -1,5 +1,6 @@
 //! The tests of the `memtide` binary, in one test binary: its commands
-//! (`commands`, and keys, metadata and history in `keys`), and the table of hostile inputs of
+//! (`commands`; files in `files`; keys, metadata and history in `keys`; with a
+//! model in `model`), and the table of hostile inputs of
 //! `tests/data/adversarial.json` through the Rust API and this binary
 //! (`adversarial`; the npm package and the component run the same table in
 //! `tests/js/` and `tests/wit/`). They live here because only this package's
@@ -7,6 +8,9 @@
 
 mod adversarial;
 mod commands;
+mod files;
 mod keys;
+#[cfg(feature = "semantic")]
+mod model;
 mod operations;
 mod summaries;
