@@ -14,8 +14,11 @@
 //! The layout is chosen for heap per memory (`docs/speed.md`, "Heap per
 //! memory"): a posting is 6 bytes (a `u32` slot and a `u16` frequency), a
 //! doc's length is kept once in its slot rather than in every posting, a
-//! doc's term ids are LEB128 deltas, and a term's text is allocated once,
-//! shared by the dictionary's map and its slot.
+//! doc's term ids are LEB128 deltas, a term's text is allocated once, in
+//! its slot (the dictionary is a table of term ids hashed by those texts),
+//! and a term held by one doc keeps its posting inline in its slot: most
+//! of a store's terms (ids, numbers, rare words) are in one doc, and a list
+//! of its own cost each of them an allocation.
 //!
 //! A term frequency saturates at `u16::MAX`, and a doc's length is the sum
 //! of its saturated frequencies, so that a doc rebuilt from
@@ -37,8 +40,10 @@
 use std::cell::OnceCell;
 use std::cmp::Ordering;
 use std::collections::HashSet;
+use std::hash::BuildHasher;
 use std::sync::{Arc, Weak};
 
+use hashbrown::HashTable;
 use serde::{Deserialize, Serialize};
 
 use super::signatures::{Signatures, PARTS};
@@ -80,9 +85,86 @@ struct Posting {
 /// slot has an empty term and no postings.
 #[derive(Debug, Clone, Default)]
 struct TermSlot {
-    /// The same allocation as the dictionary map's key.
-    term: Arc<str>,
-    postings: Vec<Posting>,
+    /// The text the dictionary's table finds the term's id by.
+    term: Box<str>,
+    postings: Postings,
+}
+
+/// A term's postings, sorted by slot: the one posting of a term held by a
+/// single doc inline, more in a list. The list's capacity is where the
+/// inline posting goes, so a slot is no larger than with a list alone.
+#[derive(Debug, Clone)]
+enum Postings {
+    One(Posting),
+    /// Two or more, or none (a free slot, or a term just interned).
+    Many(Vec<Posting>),
+}
+
+impl Default for Postings {
+    fn default() -> Self {
+        Postings::Many(Vec::new())
+    }
+}
+
+impl Postings {
+    fn as_slice(&self) -> &[Posting] {
+        match self {
+            Postings::One(posting) => std::slice::from_ref(posting),
+            Postings::Many(postings) => postings,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
+
+    /// Adds the posting of a doc slot not listed yet.
+    fn insert(&mut self, posting: Posting) {
+        let slot = posting.slot;
+        match self {
+            Postings::Many(postings) if postings.is_empty() => *self = Postings::One(posting),
+            Postings::One(first) => {
+                let first = *first;
+                *self = Postings::Many(if first.slot < slot {
+                    vec![first, posting]
+                } else {
+                    vec![posting, first]
+                });
+            }
+            Postings::Many(postings) => {
+                // Slots are handed out in ascending order while nothing is
+                // removed (as when a store opens): then this is a push,
+                // without the search.
+                if postings.last().is_none_or(|last| last.slot < slot) {
+                    postings.push(posting);
+                } else {
+                    let at = postings.partition_point(|posting| posting.slot < slot);
+                    postings.insert(at, posting);
+                }
+            }
+        }
+    }
+
+    /// Removes the posting of doc slot `slot`, if listed; a list left
+    /// with one posting gives it back inline.
+    fn remove(&mut self, slot: u32) {
+        match self {
+            Postings::One(posting) if posting.slot == slot => *self = Postings::default(),
+            Postings::One(_) => {}
+            Postings::Many(postings) => {
+                if let Ok(at) = postings.binary_search_by_key(&slot, |posting| posting.slot) {
+                    postings.remove(at);
+                }
+                if let [last] = postings[..] {
+                    *self = Postings::One(last);
+                }
+            }
+        }
+    }
 }
 
 /// What the index remembers about a doc, in the doc's slot. A free slot
@@ -216,7 +298,10 @@ const UNRESOLVED: u32 = u32::MAX;
 #[derive(Debug, Clone, Default)]
 pub struct Bm25Index {
     params: Bm25Params,
-    term_ids: FastMap<Arc<str>, u32>,
+    /// The id of every term held, found by its slot's text: no key of
+    /// its own beside the slot.
+    term_ids: HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
     terms: Vec<TermSlot>,
     free_terms: Vec<u32>,
     /// The slot in `docs` of each doc the index holds.
@@ -347,20 +432,10 @@ impl Bm25Index {
         for &(id, term_frequency) in &terms {
             let term_frequency = u16::try_from(term_frequency).unwrap_or(u16::MAX);
             len = len.saturating_add(u32::from(term_frequency));
-            let postings = &mut self.terms[id as usize].postings;
-            let posting = Posting {
+            self.terms[id as usize].postings.insert(Posting {
                 slot,
                 term_frequency,
-            };
-            // Slots are handed out in ascending order while nothing is
-            // removed (as when a store opens): then this is a push, without
-            // the search.
-            if postings.last().is_none_or(|last| last.slot < slot) {
-                postings.push(posting);
-            } else {
-                let at = postings.partition_point(|posting| posting.slot < slot);
-                postings.insert(at, posting);
-            }
+            });
         }
         let term_ids = terms.iter().map(|&(id, _)| id);
         if let Some(signatures) = self.signatures.get_mut() {
@@ -390,16 +465,16 @@ impl Bm25Index {
         let mut terms: Vec<(&str, u32)> = Vec::with_capacity(id_count(&entry.term_ids));
         terms.extend(term_ids(&entry.term_ids).filter_map(|id| {
                 let term = &self.terms[id as usize];
+                let postings = term.postings.as_slice();
                 // A doc just inserted (whose terms a segment write asks
                 // for) has the largest slot of most of its postings.
-                let at = match term.postings.last() {
-                    Some(last) if last.slot == slot => term.postings.len() - 1,
-                    _ => term
-                        .postings
+                let at = match postings.last() {
+                    Some(last) if last.slot == slot => postings.len() - 1,
+                    _ => postings
                         .binary_search_by_key(&slot, |posting| posting.slot)
                         .ok()?,
                 };
-                Some((&*term.term, u32::from(term.postings[at].term_frequency)))
+                Some((&*term.term, u32::from(postings[at].term_frequency)))
             }));
         Some(terms)
     }
@@ -417,15 +492,13 @@ impl Bm25Index {
         self.total_len -= u64::from(entry.len);
         for id in term_ids(&entry.term_ids) {
             let term = &mut self.terms[id as usize];
-            if let Ok(at) = term
-                .postings
-                .binary_search_by_key(&slot, |posting| posting.slot)
-            {
-                term.postings.remove(at);
-            }
+            term.postings.remove(slot);
             if term.postings.is_empty() {
-                self.term_ids.remove(&term.term);
+                let hash = self.hasher.hash_one(&*term.term);
                 *term = TermSlot::default();
+                if let Ok(held) = self.term_ids.find_entry(hash, |&held| held == id) {
+                    held.remove();
+                }
                 self.free_terms.push(id);
                 // The id may name another term next.
                 self.resolved = None;
@@ -452,10 +525,10 @@ impl Bm25Index {
             if !seen.insert(term.as_str()) {
                 continue;
             }
-            let Some(&id) = self.term_ids.get(term.as_str()) else {
+            let Some(id) = self.term_id(term) else {
                 continue;
             };
-            let postings = &self.terms[id as usize].postings;
+            let postings = self.terms[id as usize].postings.as_slice();
             let doc_frequency = postings.len() as f64;
             let idf = (1.0 + (doc_count - doc_frequency + 0.5) / (doc_frequency + 0.5)).ln();
             for posting in postings {
@@ -483,8 +556,8 @@ impl Bm25Index {
         let mut known = Vec::with_capacity(terms.size_hint().1.unwrap_or(0));
         let mut unknown: Vec<&str> = Vec::new();
         for term in terms {
-            match self.term_ids.get(term) {
-                Some(&id) => known.push(id),
+            match self.term_id(term) {
+                Some(id) => known.push(id),
                 None => unknown.push(term),
             }
         }
@@ -624,8 +697,8 @@ impl Bm25Index {
         let mut known = Vec::new();
         let mut total = 0.0;
         for term in distinct {
-            let (id, n) = match self.term_ids.get(term) {
-                Some(&id) => (Some(id), self.terms[id as usize].postings.len() as f64),
+            let (id, n) = match self.term_id(term) {
+                Some(id) => (Some(id), self.terms[id as usize].postings.len() as f64),
                 None => (None, 1.0),
             };
             let weight = idf(n);
@@ -682,23 +755,30 @@ impl Bm25Index {
     #[cfg(any(test, feature = "testing"))]
     /// Whether any doc holds this (already analysed) term.
     pub fn has_term(&self, term: &str) -> bool {
-        self.term_ids.contains_key(term)
+        self.term_id(term).is_some()
+    }
+
+    /// The id of `term`, if a doc holds it.
+    fn term_id(&self, term: &str) -> Option<u32> {
+        let hash = self.hasher.hash_one(term);
+        self.term_ids
+            .find(hash, |&id| term_of(&self.terms, id) == term)
+            .copied()
     }
 
     /// The id of `term`, adding it to the dictionary (reusing a free id) if
     /// it is new.
     fn intern(&mut self, term: &str) -> u32 {
-        if let Some(&id) = self.term_ids.get(term) {
+        let hash = self.hasher.hash_one(term);
+        if let Some(&id) = self.term_ids.find(hash, |&id| term_of(&self.terms, id) == term) {
             return id;
         }
-        // Interned only for a doc that holds it: room for that one
-        // posting, exactly. Most terms of a store are in one doc, and a
-        // growing list would make room for four.
+        // No postings yet: the doc it is interned for puts its posting
+        // inline.
         let slot = TermSlot {
-            term: Arc::from(term),
-            postings: Vec::with_capacity(1),
+            term: Box::from(term),
+            postings: Postings::default(),
         };
-        let key = slot.term.clone();
         let id = match self.free_terms.pop() {
             Some(id) => {
                 self.terms[id as usize] = slot;
@@ -711,9 +791,20 @@ impl Bm25Index {
                 u32::try_from(self.terms.len() - 1).unwrap_or(u32::MAX)
             }
         };
-        self.term_ids.insert(key, id);
+        let Self {
+            term_ids,
+            hasher,
+            terms,
+            ..
+        } = self;
+        term_ids.insert_unique(hash, id, |&id| hasher.hash_one(term_of(terms, id)));
         id
     }
+}
+
+/// The text of term `id` (empty for a free slot or an id past them).
+fn term_of(terms: &[TermSlot], id: u32) -> &str {
+    terms.get(id as usize).map_or("", |slot| &slot.term)
 }
 
 /// How many values two ascending lists have in common (a merge).

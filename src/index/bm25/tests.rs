@@ -1,6 +1,6 @@
 use super::*;
 use proptest::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 fn strings(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
@@ -445,5 +445,161 @@ proptest! {
         }
         index.forget_resolved();
         prop_assert!(index.resolved.is_none());
+    }
+}
+
+/// The index's answers from a plain map of each term's postings, in doc
+/// order, and each doc's length: the reference model of the property
+/// below.
+#[derive(Default)]
+struct Reference {
+    postings: HashMap<String, Vec<(u32, u16)>>,
+    lengths: BTreeMap<u32, u32>,
+}
+
+impl Reference {
+    fn insert(&mut self, doc: u32, terms: &[String]) {
+        self.remove(doc);
+        let mut counts: BTreeMap<&str, u16> = BTreeMap::new();
+        for term in terms {
+            *counts.entry(term).or_default() += 1;
+        }
+        for (&term, &tf) in &counts {
+            let list = self.postings.entry(term.to_string()).or_default();
+            list.push((doc, tf));
+            list.sort_unstable();
+        }
+        self.lengths.insert(doc, counts.values().map(|&tf| u32::from(tf)).sum());
+    }
+
+    fn remove(&mut self, doc: u32) -> bool {
+        for list in self.postings.values_mut() {
+            list.retain(|&(d, _)| d != doc);
+        }
+        self.postings.retain(|_, list| !list.is_empty());
+        self.lengths.remove(&doc).is_some()
+    }
+
+    fn idf(&self, doc_frequency: f64) -> f64 {
+        let doc_count = self.lengths.len() as f64;
+        (1.0 + (doc_count - doc_frequency + 0.5) / (doc_frequency + 0.5)).ln()
+    }
+
+    /// [`Bm25Index::search`] as its formula says, summing each doc's
+    /// terms in the query's order as the index does.
+    fn search(&self, query: &[String], params: Bm25Params) -> Vec<(u32, f32)> {
+        let (k1, b) = (f64::from(params.k1), f64::from(params.b));
+        let total: u32 = self.lengths.values().sum();
+        let avg_len = f64::from(total) / self.lengths.len() as f64;
+        let mut seen = std::collections::HashSet::new();
+        let mut scores: BTreeMap<u32, f64> = BTreeMap::new();
+        for term in query.iter().filter(|term| seen.insert(term.as_str())) {
+            let Some(list) = self.postings.get(term) else {
+                continue;
+            };
+            let idf = self.idf(list.len() as f64);
+            for &(doc, tf) in list {
+                let tf = f64::from(tf);
+                let length_norm = k1 * (1.0 - b + b * f64::from(self.lengths[&doc]) / avg_len);
+                *scores.entry(doc).or_insert(0.0) += idf * tf * (k1 + 1.0) / (tf + length_norm);
+            }
+        }
+        let mut ranked: Vec<(u32, f32)> = scores.into_iter().map(|(doc, s)| (doc, s as f32)).collect();
+        ranked.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+        ranked
+    }
+}
+
+/// A few words over few docs, so that terms often go from one doc to two
+/// and back to one and to none.
+fn churn_op() -> impl Strategy<Value = Op> {
+    let word = prop::sample::select(vec!["ant", "bee", "cat", "dog"]).prop_map(String::from);
+    prop_oneof![
+        3 => (0u32..5, prop::collection::vec(word, 0..5)).prop_map(|(doc, terms)| Op::Insert(doc, terms)),
+        2 => (0u32..5).prop_map(Op::Remove),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn answers_are_the_reference_models(
+        ops in prop::collection::vec(churn_op(), 0..60),
+        queries in prop::collection::vec(prop::collection::vec(term(), 1..4), 1..4),
+        by_counts in any::<bool>(),
+    ) {
+        let params = Bm25Params { k1: 1.1, b: 0.6 };
+        let mut index = Bm25Index::new(params);
+        let mut reference = Reference::default();
+        for op in ops {
+            match op {
+                Op::Insert(doc, terms) => {
+                    if by_counts {
+                        let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
+                        for term in &terms {
+                            *counts.entry(term).or_default() += 1;
+                        }
+                        index.insert_counts(doc, counts);
+                    } else {
+                        index.insert(doc, &terms);
+                    }
+                    reference.insert(doc, &terms);
+                }
+                Op::Remove(doc) => prop_assert_eq!(index.remove(doc), reference.remove(doc)),
+            }
+            // Checked after every step: a term's postings change shape
+            // (inline, a list, none) as docs come and go.
+            prop_assert_eq!(index.doc_count(), reference.lengths.len());
+            prop_assert_eq!(index.term_count(), reference.postings.len());
+            for word in VOCABULARY {
+                prop_assert_eq!(index.has_term(word), reference.postings.contains_key(word));
+            }
+            // A term of one doc holds its posting inline, never a list.
+            for slot in &index.terms {
+                prop_assert!(!matches!(&slot.postings, Postings::Many(list) if list.len() == 1));
+            }
+        }
+        for (&doc, &len) in &reference.lengths {
+            prop_assert_eq!(index.entry(doc).map(|(_, entry)| entry.len), Some(len));
+            let mut terms: Vec<(String, u32)> = index
+                .doc_terms(doc)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(term, tf)| (term.to_string(), tf))
+                .collect();
+            terms.sort_unstable();
+            let mut want: Vec<(String, u32)> = reference
+                .postings
+                .iter()
+                .filter_map(|(term, list)| {
+                    let &(_, tf) = list.iter().find(|&&(d, _)| d == doc)?;
+                    Some((term.clone(), u32::from(tf)))
+                })
+                .collect();
+            want.sort_unstable();
+            prop_assert_eq!(terms, want);
+        }
+        for query in &queries {
+            prop_assert_eq!(index.search(query), reference.search(query, params));
+            // Each held query term weighs its idf.
+            let weights = index.query_weights(query);
+            for &(id, weight) in &weights.known {
+                let term = &*index.terms[id as usize].term;
+                let doc_frequency = reference.postings.get(term).map_or(0, Vec::len);
+                prop_assert!(doc_frequency > 0);
+                prop_assert_eq!(weight, reference.idf(doc_frequency as f64));
+            }
+            let held = query.iter().filter(|term| reference.postings.contains_key(*term));
+            let distinct_held: std::collections::HashSet<&String> = held.collect();
+            prop_assert_eq!(weights.known.len(), distinct_held.len());
+            // The candidates of one shared term are the docs holding one.
+            let set = index.term_set(query.iter().map(String::as_str));
+            let mut holding: Vec<u32> = distinct_held
+                .iter()
+                .flat_map(|term| reference.postings[*term].iter().map(|&(doc, _)| doc))
+                .collect();
+            holding.sort_unstable();
+            holding.dedup();
+            prop_assert_eq!(index.docs_sharing(&set, 1, None), Some(holding));
+        }
     }
 }
