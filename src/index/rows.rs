@@ -18,8 +18,13 @@
 
 use memtide_int_dot::dot_i8_i8;
 
-/// Rows per chunk of [`Rows`]: 1,024 rows of 384 codes are 384 KiB.
-pub(super) const ROWS_PER_CHUNK: usize = 1024;
+/// Rows per chunk of [`Rows`]: 256 rows of 384 codes are 96 KiB. An open
+/// frees each segment's bytes as it loads its rows, and the rows' chunks
+/// go into the holes that leaves: chunks a fraction of a segment fill
+/// them, where chunks of 1,024 rows left a remainder of each hole that
+/// nothing reused and went on top of the memory every other time
+/// (`docs/speed.md`, ninth session, "where the core's wasm mark is made").
+pub(super) const ROWS_PER_CHUNK: usize = 256;
 
 /// No row: a row without a predecessor among its rows, or a list's end.
 const NO_ROW: u32 = u32::MAX;
