@@ -113,8 +113,8 @@ pub struct Engine {
     entries: Entries,
     doc_owner: Vec<Option<Id>>,
     free_docs: Vec<u32>,
-    /// Each scope of a memory in `by_hash`, `by_key`, `by_scope_time` or `by_summary`,
-    /// once: their keys share it.
+    /// Each scope of a memory in `by_key`, `by_scope_time` or `by_summary`,
+    /// once: their keys share it, and `by_hash` hashes its address.
     scopes: Interner<Scope>,
     /// The memory holding each text of a scope said in a voice
     /// (`duplicate.rs`), by doc number: what an exact duplicate merges
