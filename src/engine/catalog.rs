@@ -418,14 +418,17 @@ impl Entry {
     }
 }
 
-/// Whether the memory numbered `doc` (`owners`) has `key`: read from its
-/// entry, a held row undecoded. A doc with no memory has none.
+/// The entry of the memory numbered `doc` (`owners`), if any.
+fn entry_at<'a>(entries: &'a Entries, owners: &[Option<Id>], doc: u32) -> Option<&'a Entry> {
+    let id = owners.get(doc as usize)?.as_ref()?;
+    entries.get(id)
+}
+
+/// Whether the memory numbered `doc` has `key`: read from its entry, a
+/// held row undecoded. A doc with no memory has none.
 fn has_key(entries: &Entries, owners: &[Option<Id>], doc: u32, key: &DuplicateKey<'_>) -> bool {
-    let entry = owners
-        .get(doc as usize)
-        .and_then(Option::as_ref)
-        .and_then(|id| entries.get(id));
-    entry.is_some_and(|e| key.names(e.scope(), Said::of(e.role(), e.speaker()), || e.content_key()))
+    entry_at(entries, owners, doc)
+        .is_some_and(|e| key.names(e.scope(), Said::of(e.role(), e.speaker()), || e.content_key()))
 }
 
 impl Engine {
@@ -707,8 +710,7 @@ impl Engine {
     }
 
     pub(super) fn entry_of(&self, doc: u32) -> Option<&Entry> {
-        let id = self.doc_owner.get(doc as usize)?.as_ref()?;
-        self.entries.get(id)
+        entry_at(&self.entries, &self.doc_owner, doc)
     }
 
     pub(super) fn fresh_id(&self, env: &mut dyn Environment) -> String {
