@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::duplicate::{DuplicateKey, Voice};
+use super::duplicate::{DuplicateKey, Said};
 use super::catalog::{Id, TenantKey};
 use super::ingest::detects_pii;
 use super::txn::Txn;
@@ -42,10 +42,10 @@ impl Engine {
     ) -> Option<&MemoryItem> {
         let key = DuplicateKey::new(
             self.scope_key(scope),
-            Voice::of(role, speaker),
+            Said::of(role, speaker),
             &text::content_hash(normalized),
         );
-        let id = self.by_hash.get(&key)?;
+        let id = self.duplicate_of(&key)?;
         self.entries.get(&**id).map(|e| e.item())
     }
 
@@ -152,12 +152,11 @@ impl Engine {
         // A new text or voice must not make the memory another one's exact
         // duplicate (one memory per text, scope and voice).
         if item.content_hash != before.content_hash
-            || Voice::of(item.role, item.speaker.as_deref())
-                != Voice::of(before.role, before.speaker.as_deref())
+            || Said::of(item.role, item.speaker.as_deref())
+                != Said::of(before.role, before.speaker.as_deref())
         {
             if let Some(other) = self
-                .by_hash
-                .get(&DuplicateKey::of(self.scope_key(&item.scope), &item))
+                .duplicate_of(&DuplicateKey::of(self.scope_key(&item.scope), &item))
                 .filter(|other| &***other != id)
             {
                 return Err(Error::invalid(format!(

@@ -12,7 +12,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use super::duplicate::{ContentKey, DuplicateKey, Voice};
+use super::duplicate::{ContentKey, DuplicateKey, Said};
 use super::held::HeldMemory;
 use super::txn::{Txn, Undo};
 use super::Engine;
@@ -26,7 +26,7 @@ use crate::text;
 
 /// A memory's id as the catalog's keys hold it: one allocation shared by
 /// every map and set that names the memory (`entries`, `doc_owner`,
-/// `by_hash`, `by_key`, `by_created`, `by_scope_time`, `followers`), where
+/// `by_key`, `by_created`, `by_scope_time`, `followers`), where
 /// each used to hold a copy of its own.
 pub(super) type Id = Arc<str>;
 
@@ -418,6 +418,19 @@ impl Entry {
     }
 }
 
+/// The entry of the memory numbered `doc` (`owners`), if any.
+fn entry_at<'a>(entries: &'a Entries, owners: &[Option<Id>], doc: u32) -> Option<&'a Entry> {
+    let id = owners.get(doc as usize)?.as_ref()?;
+    entries.get(id)
+}
+
+/// Whether the memory numbered `doc` has `key`: read from its entry, a
+/// held row undecoded. A doc with no memory has none.
+fn has_key(entries: &Entries, owners: &[Option<Id>], doc: u32, key: &DuplicateKey<'_>) -> bool {
+    entry_at(entries, owners, doc)
+        .is_some_and(|e| key.names(e.scope(), Said::of(e.role(), e.speaker()), || e.content_key()))
+}
+
 impl Engine {
     /// Replaces (or removes, with `None`) the item stored under `id`, keeping
     /// every index in step. Returns the previous item.
@@ -448,11 +461,7 @@ impl Engine {
             // A change of a memory reads it whole (a held row is decoded).
             let item = old_entry.item();
             let key = DuplicateKey::of(self.scope_key(&item.scope), item);
-            if self.by_hash.get(&key).map(|h| &**h) == Some(id) {
-                if let Some((held, _)) = self.by_hash.remove_entry(&key) {
-                    held.into_voice().release(&mut self.speakers);
-                }
-            }
+            self.by_hash.remove(self.by_hash.hash(&key), d);
             self.by_created.remove(&(item.created_at.0, handle.clone()));
             // Judged only once the index is built: an open sets every
             // memory, and most opens never purge.
@@ -572,9 +581,11 @@ impl Engine {
                     self.by_key.insert((scope, k.to_string()), handle.clone());
                 } else {
                     let scope = self.scopes.share(entry.scope());
-                    let voice = Voice::shared(entry.role(), entry.speaker(), &mut self.speakers);
+                    let voice = Said::of(entry.role(), entry.speaker());
                     let key = DuplicateKey::with_content(scope.clone(), voice, entry.content_key());
-                    self.by_hash.insert(key, handle.clone());
+                    let (entries, owners) = (&self.entries, &self.doc_owner);
+                    let is = |doc| has_key(entries, owners, doc, &key);
+                    self.by_hash.insert(self.by_hash.hash(&key), d, is);
                     let key = (scope, entry.created_at().0, handle.clone());
                     match &mut self.deferred_times {
                         Some(keys) => keys.scope_time.push(key),
@@ -689,9 +700,17 @@ impl Engine {
         }
     }
 
+    /// The id of the memory holding `key` among the exact duplicates.
+    pub(super) fn duplicate_of(&self, key: &DuplicateKey<'_>) -> Option<&Id> {
+        let (entries, owners) = (&self.entries, &self.doc_owner);
+        let doc = self
+            .by_hash
+            .find(self.by_hash.hash(key), |doc| has_key(entries, owners, doc, key))?;
+        owners.get(doc as usize)?.as_ref()
+    }
+
     pub(super) fn entry_of(&self, doc: u32) -> Option<&Entry> {
-        let id = self.doc_owner.get(doc as usize)?.as_ref()?;
-        self.entries.get(id)
+        entry_at(&self.entries, &self.doc_owner, doc)
     }
 
     pub(super) fn fresh_id(&self, env: &mut dyn Environment) -> String {

@@ -1,13 +1,17 @@
 //! The key that finds a memory's exact duplicate: its scope, who said it
 //! and its text (`docs/memory-model.md`, "Duplicates"). Two people saying
 //! the same words are two memories, so the key holds the speaker; one
-//! constructor makes it for every map and lookup, so ingest, import,
-//! update and the catalog cannot disagree on what a duplicate is.
+//! constructor makes it for every lookup, so ingest, import, update and
+//! the catalog cannot disagree on what a duplicate is.
+//!
+//! [`Duplicates`] is the table of the memories that hold each key, by doc
+//! number: it keeps no key, reading a candidate's from its memory.
 
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
-use super::interner::Interner;
+use hashbrown::HashTable;
+
 use crate::item::{MemoryItem, Role, Scope};
 use crate::text::hex_bytes;
 
@@ -20,55 +24,59 @@ pub(crate) enum Voice {
     Unnamed,
     /// No name, said by the assistant or the system.
     Role(Role),
-    /// A named speaker, whatever the role: in `Engine::by_hash`'s keys,
-    /// the name's one shared copy (`Engine::speakers`), as ids are shared.
+    /// A named speaker, whatever the role.
     Speaker(Arc<str>),
 }
 
 impl Voice {
     /// The voice of a text said by `speaker` in `role`.
     pub(crate) fn of(role: Option<Role>, speaker: Option<&str>) -> Voice {
-        match (speaker, role) {
-            (Some(name), _) => Voice::Speaker(name.into()),
-            (None, Some(role)) if role != Role::User => Voice::Role(role),
-            _ => Voice::Unnamed,
+        match Said::of(role, speaker) {
+            Said::Speaker(name) => Voice::Speaker(name.into()),
+            Said::Role(role) => Voice::Role(role),
+            Said::Unnamed => Voice::Unnamed,
+        }
+    }
+
+    /// The voice, borrowed as a key holds it.
+    pub(super) fn as_said(&self) -> Said<'_> {
+        match self {
+            Voice::Speaker(name) => Said::Speaker(name),
+            Voice::Role(role) => Said::Role(*role),
+            Voice::Unnamed => Said::Unnamed,
         }
     }
 
     /// Whether `item` is said in this voice (without building its voice).
     pub(crate) fn said(&self, item: &MemoryItem) -> bool {
-        match (self, item.speaker.as_deref(), item.role) {
-            (Voice::Speaker(name), Some(other), _) => **name == *other,
-            (Voice::Role(role), None, Some(other)) => *role == other,
-            (Voice::Unnamed, None, None | Some(Role::User)) => true,
-            _ => false,
-        }
+        self.as_said() == Said::of(item.role, item.speaker.as_deref())
     }
+}
 
-    /// The voice of a memory said by `speaker` in `role`, the speaker's
-    /// name being the copy `speakers` shares (made there if it has none):
-    /// what a key `Engine::by_hash` holds is built with it.
-    pub(super) fn shared(role: Option<Role>, speaker: Option<&str>, speakers: &mut Interner<str>) -> Voice {
-        match speaker {
-            Some(name) => Voice::Speaker(speakers.share(name)),
-            None => Voice::of(role, None),
-        }
-    }
+/// A [`Voice`] borrowed from the memory or the input that has it: a key
+/// built for a memory the catalog sets copies no name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Said<'a> {
+    Unnamed,
+    Role(Role),
+    Speaker(&'a str),
+}
 
-    /// Drops the shared copy of this voice's name from `speakers` once no
-    /// key but this one (the key `Engine::by_hash` just gave back) holds it.
-    pub(super) fn release(self, speakers: &mut Interner<str>) {
-        if let Voice::Speaker(name) = self {
-            speakers.release(name);
+impl<'a> Said<'a> {
+    /// The voice of a text said by `speaker` in `role`: the one place a
+    /// role and a name make a voice.
+    pub(super) fn of(role: Option<Role>, speaker: Option<&'a str>) -> Said<'a> {
+        match (speaker, role) {
+            (Some(name), _) => Said::Speaker(name),
+            (None, Some(role)) if role != Role::User => Said::Role(role),
+            _ => Said::Unnamed,
         }
     }
 }
 
-/// A content hash as a key of `by_hash`: the 32 bytes of the 64 lowercase
-/// hex digits the engine writes, else (a hash an imported memory brought)
-/// its text, so that two keys are equal exactly when the hashes are. The
-/// bytes take 33 bytes inline where the hex digits took a 64-byte
-/// allocation.
+/// A content hash as a key: the 32 bytes of the 64 lowercase hex digits
+/// the engine writes, else (a hash an imported memory brought) its text,
+/// so that two keys are equal exactly when the hashes are.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) enum ContentKey {
     Sha256([u8; 32]),
@@ -84,76 +92,164 @@ impl ContentKey {
     }
 }
 
-/// The key of `Engine::by_hash`: a memory's scope (the catalog's shared
+/// The key of an exact duplicate: a memory's scope (the catalog's shared
 /// copy), voice and content hash.
 ///
-/// The scope is compared and hashed by the address of its copy, not by its
-/// five fields: every key is built with `Engine::scope_key` or the
-/// interner's `share`, so two keys of equal scopes hold the one shared copy
-/// whenever either is in `by_hash` (a lookup's fresh copy, made when no key
-/// holds the scope, finds nothing, as it should). Hashing the fields took
-/// a few hundred instructions per memory a store opens with.
+/// The scope is hashed by the address of its copy, not by its five
+/// fields: every key is built with `Engine::scope_key` or the interner's
+/// `share`, so two keys of equal scopes hold the one shared copy whenever
+/// a memory of either is in [`Duplicates`] (whose scope `by_scope_time`
+/// holds, keeping the copy and its address). A lookup's fresh copy, made
+/// when no key holds the scope, finds nothing, as it should. Hashing the
+/// fields took a few hundred instructions per memory a store opens with.
 #[derive(Debug, Clone)]
-pub(super) struct DuplicateKey {
+pub(super) struct DuplicateKey<'a> {
     scope: Arc<Scope>,
-    voice: Voice,
+    voice: Said<'a>,
     hash: ContentKey,
 }
 
-impl PartialEq for DuplicateKey {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.scope, &other.scope)
-            && self.voice == other.voice
-            && self.hash == other.hash
-    }
-}
-
-impl Eq for DuplicateKey {}
-
-impl Hash for DuplicateKey {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        std::ptr::hash(Arc::as_ptr(&self.scope), state);
-        self.voice.hash(state);
-        self.hash.hash(state);
-    }
-}
-
-impl DuplicateKey {
+impl<'a> DuplicateKey<'a> {
     /// The key of a text of `scope` whose stored form hashes to `hash`,
     /// said in `voice`.
-    pub(super) fn new(scope: Arc<Scope>, voice: Voice, hash: &str) -> Self {
+    pub(super) fn new(scope: Arc<Scope>, voice: Said<'a>, hash: &str) -> Self {
         Self::with_content(scope, voice, ContentKey::of(hash))
     }
 
     /// [`DuplicateKey::new`] given the hash as its key already.
-    pub(super) fn with_content(scope: Arc<Scope>, voice: Voice, hash: ContentKey) -> Self {
+    pub(super) fn with_content(scope: Arc<Scope>, voice: Said<'a>, hash: ContentKey) -> Self {
         DuplicateKey { scope, voice, hash }
     }
 
     /// The key of `item`, with `scope` the shared copy of its scope.
-    pub(super) fn of(scope: Arc<Scope>, item: &MemoryItem) -> Self {
+    pub(super) fn of(scope: Arc<Scope>, item: &'a MemoryItem) -> Self {
         Self::new(
             scope,
-            Voice::of(item.role, item.speaker.as_deref()),
+            Said::of(item.role, item.speaker.as_deref()),
             &item.content_hash,
         )
+    }
+
+    /// Whether a memory of `scope` said in `voice`, whose content hash
+    /// `hash` gives, has this key. The scope is compared by its fields:
+    /// the memory holds its own copy.
+    pub(super) fn names(&self, scope: &Scope, voice: Said<'_>, hash: impl FnOnce() -> ContentKey) -> bool {
+        self.voice == voice && *self.scope == *scope && self.hash == hash()
     }
 
     /// The scope the key holds, given back to the catalog.
     pub(super) fn into_scope(self) -> Arc<Scope> {
         self.scope
     }
+}
 
-    /// The voice the key holds, given back to the catalog.
-    pub(super) fn into_voice(self) -> Voice {
-        self.voice
+/// The memory holding each key (`Engine::by_hash`), as its doc number
+/// with the key's hash: a slot of 8 bytes where a map of keys held the
+/// scope, the voice, the content hash and the id. A probe compares a
+/// candidate's key by reading its memory (the caller's `is`); the hash
+/// kept with the doc rehashes the table as it grows without reading any,
+/// and spares reading most candidates that are not the key.
+pub(super) struct Duplicates {
+    table: HashTable<Slot>,
+    state: foldhash::fast::RandomState,
+    /// Gives every key one hash, so that every probe compares keys.
+    #[cfg(test)]
+    pub(super) one_hash: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    doc: u32,
+    hash: u32,
+}
+
+/// A kept hash as the table's: the 32 bits twice, so that the bits the
+/// table indexes with (the low ones) and those it tags a slot with (the
+/// top seven of the low word on 32-bit targets, of the whole on 64-bit
+/// ones) both come from it.
+fn spread(hash: u32) -> u64 {
+    u64::from(hash) << 32 | u64::from(hash)
+}
+
+impl Default for Duplicates {
+    fn default() -> Self {
+        Duplicates {
+            table: HashTable::new(),
+            state: foldhash::fast::RandomState::default(),
+            #[cfg(test)]
+            one_hash: false,
+        }
+    }
+}
+
+impl Duplicates {
+    /// The hash of `key` in this table.
+    pub(super) fn hash(&self, key: &DuplicateKey<'_>) -> u32 {
+        #[cfg(test)]
+        if self.one_hash {
+            return 0;
+        }
+        let mut state = self.state.build_hasher();
+        std::ptr::hash(Arc::as_ptr(&key.scope), &mut state);
+        key.voice.hash(&mut state);
+        key.hash.hash(&mut state);
+        let hash = state.finish();
+        (hash ^ hash >> 32) as u32
+    }
+
+    /// The doc of the memory holding the key hashed to `hash`, `is`
+    /// telling whether a doc's memory has that key.
+    pub(super) fn find(&self, hash: u32, is: impl Fn(u32) -> bool) -> Option<u32> {
+        self.table
+            .find(spread(hash), |slot| slot.hash == hash && is(slot.doc))
+            .map(|slot| slot.doc)
+    }
+
+    /// Makes `doc` the memory holding the key hashed to `hash`, in place
+    /// of any memory holding it (for which `is` holds).
+    pub(super) fn insert(&mut self, hash: u32, doc: u32, is: impl Fn(u32) -> bool) {
+        let slot = Slot { doc, hash };
+        match self.table.entry(
+            spread(hash),
+            |slot| slot.hash == hash && is(slot.doc),
+            |slot| spread(slot.hash),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(mut held) => *held.get_mut() = slot,
+            hashbrown::hash_table::Entry::Vacant(room) => {
+                room.insert(slot);
+            }
+        }
+    }
+
+    /// Takes `doc` out as the memory holding the key hashed to `hash`, if
+    /// it holds it.
+    pub(super) fn remove(&mut self, hash: u32, doc: u32) {
+        if let Ok(held) = self.table.find_entry(spread(hash), |slot| slot.doc == doc && slot.hash == hash) {
+            held.remove();
+        }
+    }
+
+    /// Makes room for `additional` more keys.
+    pub(super) fn reserve(&mut self, additional: usize) {
+        self.table.reserve(additional, |slot| spread(slot.hash));
+    }
+
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    #[cfg(test)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.table.is_empty()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Config, Engine, MemoryInput, Txn};
+    use crate::engine::{Config, Engine, MemoryInput, MemoryPatch, Txn};
+    use crate::fast_hash::FastMap;
     use crate::env::{Environment, FixedEnvironment};
     use crate::item::Timestamp;
 
@@ -188,50 +284,118 @@ mod tests {
         }
     }
 
-    #[test]
-    fn duplicate_keys_share_one_copy_per_speaker_and_drop_it_with_the_last_key() {
+    /// A memory's key as the old map of keys held it: scope (by its
+    /// fields here), voice and content hash.
+    type OldKey = (Scope, Voice, ContentKey);
+
+    /// The memories the catalog finds by text (not keyed, superseded, a
+    /// chunk or a summary), by key: what the map of keys to ids held.
+    fn reference(engine: &Engine) -> FastMap<OldKey, Vec<String>> {
+        let mut keys: FastMap<OldKey, Vec<String>> = FastMap::default();
+        for item in engine.items() {
+            if item.key.is_none() && !item.is_superseded() && !item.is_file_chunk() && item.summary_of.is_empty() {
+                let voice = Voice::of(item.role, item.speaker.as_deref());
+                let key = (item.scope.clone(), voice, ContentKey::of(&item.content_hash));
+                keys.entry(key).or_default().push(item.id.clone());
+            }
+        }
+        keys
+    }
+
+    /// The id the table gives for a key.
+    fn found(engine: &Engine, (scope, voice, hash): &OldKey) -> Option<String> {
+        let key = DuplicateKey::with_content(engine.scope_key(scope), voice.as_said(), hash.clone());
+        engine.duplicate_of(&key).map(|id| id.to_string())
+    }
+
+    /// Random ingests (some keyed), soft and hard deletes, undeletes and
+    /// changes of text, each committed or rolled back, checked after each
+    /// against the reference: every key the memories have finds its one
+    /// memory, every other key of the same texts, voices and scopes finds
+    /// none, and the table holds no other doc. `one_hash` gives every key
+    /// the same hash, so that every probe compares the keys themselves.
+    fn the_table_finds_what_the_map_of_keys_found(one_hash: bool) {
         let mut engine = Engine::new(Config::default());
+        engine.by_hash.one_hash = one_hash;
         let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
-        let mut txn = Txn::default();
-        let scope = Scope::workspace("u", "w");
-        let said_by = |text: &str, speaker: Option<&str>| MemoryInput {
-            speaker: speaker.map(str::to_string),
-            ..MemoryInput::new(text, scope.clone())
+        let scopes = [Scope::workspace("u", "w"), Scope::workspace("u", "v")];
+        let texts = ["I love hiking", "I adopted a puppy", "we moved to Lisbon", "the cello is old"];
+        let speakers = [None, Some("Caroline"), Some("Melanie")];
+        let roles = [None, Some(Role::User), Some(Role::Assistant)];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |n: usize| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize % n
         };
-        let inputs = vec![
-            said_by("I adopted a puppy named Rex", Some("Caroline")),
-            said_by("I am training for a marathon", Some("Caroline")),
-            said_by("I painted a sunrise last week", Some("Melanie")),
-            said_by("remember to buy oat milk", None),
-        ];
-        let added = engine.ingest(inputs, &mut env, &mut txn).unwrap();
-        let ids: Vec<&str> = added.iter().filter_map(|r| r.id.as_deref()).collect();
-        assert_eq!(ids.len(), 4);
-        assert_eq!(engine.speakers.len(), 2, "one copy per name, none for no name");
-        // The interner's copy and the keys of the memories said by `name`.
-        let holders = |engine: &Engine, name: &str| engine.speakers.get(name).map(Arc::strong_count);
-        assert_eq!(holders(&engine, "Caroline"), Some(1 + 2));
-        assert_eq!(holders(&engine, "Melanie"), Some(1 + 1));
-        let freed = Arc::downgrade(engine.speakers.get("Melanie").unwrap());
-        let now = env.now();
-        let mut txn = Txn::default();
-        engine.delete(ids[0], true, now, &mut txn).unwrap();
-        assert_eq!(holders(&engine, "Caroline"), Some(1 + 1));
-        engine.delete(ids[1], false, now, &mut txn).unwrap();
-        assert_eq!(holders(&engine, "Caroline"), Some(1 + 1), "a soft delete keeps the key");
-        engine.delete(ids[1], true, now, &mut txn).unwrap();
-        assert_eq!(holders(&engine, "Caroline"), None, "its last key went");
-        engine.delete(ids[2], true, now, &mut txn).unwrap();
-        assert!(engine.speakers.is_empty());
-        assert_eq!(freed.strong_count(), 0, "no copy is left behind");
-        engine.rollback(txn);
-        assert_eq!(holders(&engine, "Caroline"), Some(1 + 2), "a rollback brings them back");
-        assert_eq!(holders(&engine, "Melanie"), Some(1 + 1));
-        // The shared copies still find the duplicates they key.
-        let again = vec![said_by("I am training for a marathon", Some("Caroline"))];
-        let mut txn = Txn::default();
-        let merged = engine.ingest(again, &mut env, &mut txn).unwrap();
-        assert_eq!(merged[0].id.as_deref(), Some(ids[1]));
+        let mut probes: Vec<OldKey> = Vec::new();
+        for scope in &scopes {
+            for text in texts {
+                for role in roles {
+                    for speaker in speakers {
+                        let hash = ContentKey::of(&crate::text::content_hash(text));
+                        probes.push((scope.clone(), Voice::of(role, speaker), hash));
+                    }
+                }
+            }
+        }
+        for step in 0..400 {
+            let mut txn = Txn::default();
+            let now = env.now();
+            let ids: Vec<String> = engine.items().map(|item| item.id.clone()).collect();
+            let target = (!ids.is_empty()).then(|| ids[next(ids.len())].clone());
+            match (next(6), target) {
+                (0..=2, _) | (_, None) => {
+                    let inputs = (0..=next(3))
+                        .map(|n| MemoryInput {
+                            role: roles[next(roles.len())],
+                            speaker: speakers[next(speakers.len())].map(str::to_string),
+                            key: (next(8) == 0).then(|| format!("k{step}-{n}")),
+                            ..MemoryInput::new(texts[next(texts.len())], scopes[next(scopes.len())].clone())
+                        })
+                        .collect();
+                    engine.ingest(inputs, &mut env, &mut txn).unwrap();
+                }
+                (3, Some(id)) => engine.delete(&id, next(2) == 0, now, &mut txn).unwrap(),
+                (4, Some(id)) => {
+                    let patch = MemoryPatch {
+                        deleted: Some(false),
+                        ..MemoryPatch::default()
+                    };
+                    engine.update(&id, patch, now, &mut txn).unwrap();
+                }
+                (_, Some(id)) => {
+                    let patch = MemoryPatch {
+                        text: Some(texts[next(texts.len())].to_string()),
+                        ..MemoryPatch::default()
+                    };
+                    // Refused when it would make a duplicate.
+                    let _ = engine.update(&id, patch, now, &mut txn);
+                }
+            }
+            if next(4) == 0 {
+                engine.rollback(txn);
+            }
+            let reference = reference(&engine);
+            for probe in &probes {
+                let held = reference.get(probe).map(|ids| {
+                    assert_eq!(ids.len(), 1, "step {step}: one memory per key");
+                    ids[0].clone()
+                });
+                assert_eq!(found(&engine, probe), held, "step {step}: {probe:?}");
+            }
+            assert_eq!(engine.by_hash.len(), reference.len(), "step {step}");
+        }
+        assert!(engine.by_hash.len() > 4, "the steps leave memories in the table");
+    }
+
+    #[test]
+    fn the_table_finds_what_the_map_of_keys_found_by_distinct_hashes() {
+        the_table_finds_what_the_map_of_keys_found(false);
+    }
+
+    #[test]
+    fn the_table_finds_what_the_map_of_keys_found_when_every_hash_collides() {
+        the_table_finds_what_the_map_of_keys_found(true);
     }
 
     #[test]
@@ -254,25 +418,21 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_keys_compare_the_shared_scope_by_its_copy() {
+    fn duplicate_keys_hash_the_shared_scope_by_its_copy() {
+        let table = Duplicates::default();
         let hash = crate::text::content_hash("I love hiking");
         let shared = Arc::new(Scope::workspace("u", "w"));
-        let key = |scope: &Arc<Scope>| DuplicateKey::new(scope.clone(), Voice::Unnamed, &hash);
-        let hashed = |key: &DuplicateKey| {
-            let mut state = std::hash::DefaultHasher::new();
-            key.hash(&mut state);
-            state.finish()
-        };
-        assert_eq!(key(&shared), key(&shared));
-        assert_eq!(hashed(&key(&shared)), hashed(&key(&shared)));
-        // Another copy of an equal scope is another key: the catalog never
+        let key = |scope: &Arc<Scope>| DuplicateKey::new(scope.clone(), Said::Unnamed, &hash);
+        assert_eq!(table.hash(&key(&shared)), table.hash(&key(&shared)));
+        assert!(key(&shared).names(&shared, Said::Unnamed, || ContentKey::of(&hash)));
+        // Another copy of an equal scope hashes elsewhere: the catalog never
         // builds one while a copy is shared (`Engine::scope_key`).
         let other = Arc::new(Scope::workspace("u", "w"));
-        assert_ne!(key(&shared), key(&other));
-        let said = DuplicateKey::new(shared.clone(), Voice::of(None, Some("Caroline")), &hash);
-        assert_ne!(key(&shared), said);
+        assert_ne!(table.hash(&key(&shared)), table.hash(&key(&other)));
+        assert!(!key(&shared).names(&Scope::workspace("u", "v"), Said::Unnamed, || ContentKey::of(&hash)));
+        assert!(!key(&shared).names(&shared, Said::Speaker("Caroline"), || ContentKey::of(&hash)));
         let other_text = crate::text::content_hash("I love running");
-        assert_ne!(key(&shared), DuplicateKey::new(shared.clone(), Voice::Unnamed, &other_text));
+        assert!(!key(&shared).names(&shared, Said::Unnamed, || ContentKey::of(&other_text)));
     }
 
     #[test]

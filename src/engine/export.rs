@@ -180,8 +180,7 @@ impl Engine {
             // Chunks belong to their file and never merge; a superseded
             // memory is an old version, imported as it is.
             let existing_same_text = self
-                .by_hash
-                .get(&hash_key)
+                .duplicate_of(&hash_key)
                 .filter(|other| {
                     ***other != *item.id
                         && !item.is_file_chunk()
@@ -243,7 +242,7 @@ impl Engine {
             .into_iter()
             .map(|item| {
                 let held = DuplicateKey::of(self.scope_key(&item.scope), &item);
-                let embed = self.embedder().is_some() && !self.by_hash.contains_key(&held);
+                let embed = self.embedder().is_some() && self.duplicate_of(&held).is_none();
                 embed.then_some(item.text)
             })
             .collect())

@@ -227,8 +227,8 @@ impl Engine {
 
         // A keyed memory is the caller's record: never merged by text.
         let voice = Voice::of(input.role, input.speaker.as_deref());
-        let hash_key = DuplicateKey::new(self.scope_key(&input.scope), voice.clone(), &content_hash);
-        if let Some(existing) = self.by_hash.get(&hash_key).filter(|_| !keyed).cloned() {
+        let hash_key = DuplicateKey::new(self.scope_key(&input.scope), voice.as_said(), &content_hash);
+        if let Some(existing) = self.duplicate_of(&hash_key).filter(|_| !keyed).cloned() {
             return self.merge_duplicate(&existing, duplicate, IngestReason::Duplicate, now, txn);
         }
 

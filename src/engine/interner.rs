@@ -1,5 +1,5 @@
 //! One shared copy of each value that many of the catalog's keys hold
-//! (scopes, speakers' names): the keys hold an `Arc` to it rather than a
+//! (scopes): the keys hold an `Arc` to it rather than a
 //! copy each, and the copy goes when the last key does.
 
 use std::borrow::Borrow;

@@ -78,7 +78,7 @@ use crate::index::bm25::TermCounts;
 use crate::index::{Bm25Index, Int8Vector, VectorIndex};
 use crate::item::{MemoryItem, Scope, Tenant};
 use catalog::{Entries, FastMap, FastSet, Followers, Id, TimeKeys};
-use duplicate::DuplicateKey;
+use duplicate::Duplicates;
 use interner::Interner;
 use files::FileKey;
 use load::Record;
@@ -113,14 +113,15 @@ pub struct Engine {
     entries: Entries,
     doc_owner: Vec<Option<Id>>,
     free_docs: Vec<u32>,
-    /// Each scope of a memory in `by_hash`, `by_key`, `by_scope_time` or `by_summary`,
-    /// once: their keys share it.
+    /// Each scope of a memory in `by_key`, `by_scope_time` or `by_summary`,
+    /// once: their keys share it, and `by_hash` hashes its address.
     scopes: Interner<Scope>,
     /// The memory holding each text of a scope said in a voice
-    /// (`duplicate.rs`): what an exact duplicate merges into.
-    by_hash: FastMap<DuplicateKey, Id>,
-    /// Each speaker's name in a `by_hash` key, once: the keys share it.
-    speakers: Interner<str>,
+    /// (`duplicate.rs`), by doc number: what an exact duplicate merges
+    /// into. Each memory in it has a doc, soft-deleted ones too (their
+    /// text is suppressed), and its doc is freed only once the memory is
+    /// erased, which takes it out first.
+    by_hash: Duplicates,
     /// The memory holding each caller key of a scope.
     by_key: FastMap<(Arc<Scope>, String), Id>,
     by_created: BTreeSet<(i64, Id)>,
@@ -186,8 +187,7 @@ impl Engine {
             doc_owner: Vec::new(),
             free_docs: Vec::new(),
             scopes: Interner::default(),
-            by_hash: FastMap::default(),
-            speakers: Interner::default(),
+            by_hash: Duplicates::default(),
             by_key: FastMap::default(),
             by_created: BTreeSet::new(),
             by_scope_time: BTreeSet::new(),
