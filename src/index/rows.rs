@@ -23,7 +23,7 @@ use memtide_int_dot::dot_i8_i8;
 /// go into the holes that leaves: chunks a fraction of a segment fill
 /// them, where chunks of 1,024 rows left a remainder of each hole that
 /// nothing reused and went on top of the memory every other time
-/// (`docs/speed.md`, ninth session, "where the core's wasm mark is made").
+/// (`docs/speed.md`, "Heap per memory").
 pub(super) const ROWS_PER_CHUNK: usize = 256;
 
 /// No row: a row without a predecessor among its rows, or a list's end.
