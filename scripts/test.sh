@@ -9,7 +9,21 @@ passed=0
 failed=0
 failures=()
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+# Each step's wall time, printed at the end: a fresh clone must finish within
+# CI's time on two cores, and this shows where the time goes.
+stage=""
+stage_start=$SECONDS
+stage_times=()
+end_stage() {
+  [ -n "$stage" ] && stage_times+=("$(printf '%5d s  %s' $((SECONDS - stage_start)) "$stage")")
+  stage=""
+}
+step() {
+  end_stage
+  stage=$*
+  stage_start=$SECONDS
+  printf '\n==> %s\n' "$*" >&2
+}
 
 # One check (fmt, clippy…) counts as one test.
 check() {
@@ -108,7 +122,11 @@ check "pack the npm package and install it into the test apps" bash scripts/pack
 node_tests "apps using the installed package (tests/apps)" tests/apps/*.test.mjs
 rust_tests "deno tests (examples/deno)" bash scripts/test-deno.sh
 
+end_stage
 disk_report
+echo
+echo "wall time of each step (total $SECONDS s):"
+printf '%s\n' "${stage_times[@]}"
 echo
 if [ "$failed" -ne 0 ]; then
   echo "failed: ${failures[*]}"
