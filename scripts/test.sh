@@ -97,9 +97,11 @@ native=(--workspace --exclude memtide-js --exclude memtide-js-model --exclude me
 check "cargo clippy -D warnings" cargo clippy "${native[@]}" --all-targets --locked -- -D warnings
 # The test kit turns on the engine's `testing` feature (internal modules
 # public) in every build that selects it; the engine and the CLI as a user
-# builds them are linted without it, so dead code behind it shows.
+# builds them are linted without it, so dead code behind it shows; the
+# CLI also without its default `semantic` feature (a lexical-only build).
 check "cargo clippy without the testing feature -D warnings" \
-  cargo clippy -p memtide -p memtide-cli --lib --bins --locked -- -D warnings
+  bash -c 'cargo clippy -p memtide -p memtide-cli --lib --bins --locked -- -D warnings &&
+    cargo clippy -p memtide-cli --bins --no-default-features --locked -- -D warnings'
 check "cargo clippy wasm32 (the engine, the JS host crates, the SIMD kernels) -D warnings" \
   bash -c 'cargo clippy -p memtide -p memtide-js --lib --locked --target wasm32-unknown-unknown --no-default-features -- -D warnings &&
     cargo clippy -p memtide-js-model --lib --example bench_wasm --locked --target wasm32-unknown-unknown -- -D warnings &&
