@@ -201,10 +201,12 @@ impl Engine {
             self.unlink_supersessions(id, txn);
             // Erasing leaves no trace: the memories that followed this one
             // forget the link.
-            for follower in self.followers.get(id).map(<[Id]>::to_vec).unwrap_or_default() {
-                if let Some(entry) = self.entries.get(&*follower) {
+            let followers: Vec<u32> = self.follower_docs(id).collect();
+            for follower in followers {
+                if let Some(entry) = self.entry_of(follower) {
                     let mut unlinked = entry.item().clone();
                     unlinked.follows = None;
+                    let follower = unlinked.id.clone();
                     self.write(txn, &follower, Some(unlinked));
                 }
             }

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use super::duplicate::{ContentKey, DuplicateKey, Said};
+use super::followers::Followed;
 use super::held::HeldMemory;
 use super::txn::{Txn, Undo};
 use super::Engine;
@@ -26,8 +27,8 @@ use crate::text;
 
 /// A memory's id as the catalog's keys hold it: one allocation shared by
 /// every map and set that names the memory (`entries`, `doc_owner`,
-/// `by_key`, `by_created`, `by_scope_time`, `followers`), where
-/// each used to hold a copy of its own.
+/// `by_key`, `by_created`, `by_scope_time`), where each used to hold a
+/// copy of its own.
 pub(super) type Id = Arc<str>;
 
 /// The engine's hash maps and sets (foldhash: see `crate::fast_hash`).
@@ -162,52 +163,6 @@ impl<Q: AsRef<str> + ?Sized> std::ops::Index<&Q> for Entries {
 
     fn index(&self, id: &Q) -> &Entry {
         self.get(id).expect("a memory the catalog holds")
-    }
-}
-
-/// The memories that follow each memory (their `follows`), by its id.
-///
-/// Most memories of a conversation have one follower, so the list is a
-/// boxed slice of exactly its length (a `Vec` took room for four), and the
-/// key is the followed memory's shared id when the catalog holds it (a
-/// `String` key was one more copy of it): see `docs/speed.md`, "Heap per
-/// memory".
-#[derive(Default)]
-pub(super) struct Followers(FastMap<Id, Box<[Id]>>);
-
-impl Followers {
-    /// The memories that follow `id`, in the order they were added.
-    pub(super) fn get(&self, id: &str) -> Option<&[Id]> {
-        self.0.get(id).map(|list| &**list)
-    }
-
-    /// Adds `follower` after the followers of `prev`; `key` makes the key
-    /// of a memory that has none yet.
-    fn add(&mut self, prev: &str, follower: Id, key: impl FnOnce() -> Id) {
-        match self.0.get_mut(prev) {
-            Some(list) => {
-                let mut longer = std::mem::take(list).into_vec();
-                longer.push(follower);
-                *list = longer.into_boxed_slice();
-            }
-            None => {
-                self.0.insert(key(), Box::new([follower]));
-            }
-        }
-    }
-
-    /// Takes `follower` out of the followers of `prev`.
-    fn remove(&mut self, prev: &str, follower: &str) {
-        if let Some(list) = self.0.get_mut(prev) {
-            if list.iter().any(|f| &**f == follower) {
-                let rest: Box<[Id]> = list.iter().filter(|f| &***f != follower).cloned().collect();
-                if rest.is_empty() {
-                    self.0.remove(prev);
-                } else {
-                    *list = rest;
-                }
-            }
-        }
     }
 }
 
@@ -494,7 +449,8 @@ impl Engine {
             }
             self.scopes.release(scope);
             if let Some(prev) = &item.follows {
-                self.followers.remove(prev, id);
+                let followed = self.followed(prev, id, d);
+                self.followers.remove(followed, d);
             }
             self.pinned.remove(id);
             self.index_file_chunk(item, false);
@@ -532,7 +488,11 @@ impl Engine {
                 }
                 let (d, already_indexed) = match doc {
                     Some(state) => state,
-                    None => (self.allocate_doc(&handle), false),
+                    None => {
+                        let d = self.allocate_doc(&handle);
+                        self.followers.arrive(id, d);
+                        (d, false)
+                    }
                 };
                 entry.doc = d;
                 if !entry.is_deleted() && !already_indexed {
@@ -607,14 +567,8 @@ impl Engine {
                     }
                 }
                 if let Some(prev) = entry.follows() {
-                    let (entries, owners) = (&self.entries, &self.doc_owner);
-                    let shared = || {
-                        entries
-                            .get(prev)
-                            .and_then(|e| owners.get(e.doc as usize)?.clone())
-                            .unwrap_or_else(|| Id::from(prev))
-                    };
-                    self.followers.add(prev, handle.clone(), shared);
+                    let followed = self.followed(prev, id, d);
+                    self.followers.add(followed, d, || Id::from(prev));
                 }
                 if entry.pinned() {
                     self.pinned.insert(id.to_string());
@@ -625,6 +579,7 @@ impl Engine {
             None => {
                 if let Some((d, _)) = doc {
                     self.forget_vector(d);
+                    self.followers.leave(handle, d);
                     self.doc_owner[d as usize] = None;
                     self.free_docs.push(d);
                 }
@@ -639,8 +594,9 @@ impl Engine {
     /// [`Engine::defer_time_keys`], its held keys too.
     pub(super) fn reserve_items(&mut self, items: usize) {
         self.entries.reserve(items);
-        self.doc_owner
-            .reserve(items.saturating_sub(self.free_docs.len()));
+        let new_docs = items.saturating_sub(self.free_docs.len());
+        self.doc_owner.reserve(new_docs);
+        self.followers.reserve(self.doc_owner.len() + new_docs);
         // An upper bound: chunks, keyed and superseded memories and
         // summaries take no duplicate key.
         self.by_hash.reserve(items);
@@ -691,6 +647,29 @@ impl Engine {
             .get(scope)
             .cloned()
             .unwrap_or_else(|| Arc::new(scope.clone()))
+    }
+
+    /// The memory `prev` as the followers know it: by its doc when the
+    /// catalog holds it, `doc` when it is `id` (the memory `set` changes,
+    /// out of `entries` meanwhile), else by its id.
+    fn followed<'a>(&self, prev: &'a str, id: &str, doc: u32) -> Followed<'a> {
+        if prev == id {
+            return Followed::Doc(doc);
+        }
+        match self.entries.get(prev) {
+            Some(entry) => Followed::Doc(entry.doc),
+            None => Followed::Absent(prev),
+        }
+    }
+
+    /// The docs of the memories that follow memory `id` (`follows` it), in
+    /// the order they were added.
+    pub(super) fn follower_docs(&self, id: &str) -> impl Iterator<Item = u32> + '_ {
+        let followed = match self.entries.get(id) {
+            Some(entry) => Followed::Doc(entry.doc),
+            None => Followed::Absent(id),
+        };
+        self.followers.of(followed)
     }
 
     fn allocate_doc(&mut self, id: &Id) -> u32 {

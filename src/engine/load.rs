@@ -442,7 +442,7 @@ mod tests {
     /// outside the indexes, and the results (scores to the bit) of queries.
     fn vector_state(engine: &Engine) -> String {
         let mut out = String::new();
-        let held: BTreeMap<u32, &Arc<Tenant>> = engine.vector_docs.iter().map(|(d, t)| (*d, t)).collect();
+        let held: BTreeMap<u32, &Arc<Tenant>> = engine.vector_docs.iter().collect();
         for (doc, tenant) in &held {
             let parts = engine.vectors[*tenant].context_parts(*doc);
             out += &format!("{doc} {tenant:?} {parts:?}\n");

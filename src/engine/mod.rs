@@ -37,9 +37,11 @@
 mod admin;
 mod api;
 mod catalog;
+mod doc_map;
 mod duplicate;
 mod export;
 mod files;
+mod followers;
 mod held;
 mod ingest;
 mod interner;
@@ -77,7 +79,9 @@ use crate::files::StoredFile;
 use crate::index::bm25::TermCounts;
 use crate::index::{Bm25Index, Int8Vector, VectorIndex};
 use crate::item::{MemoryItem, Scope, Tenant};
-use catalog::{Entries, FastMap, FastSet, Followers, Id, TimeKeys};
+use catalog::{Entries, FastMap, FastSet, Id, TimeKeys};
+use doc_map::DocMap;
+use followers::Followers;
 use duplicate::Duplicates;
 use interner::Interner;
 use files::FileKey;
@@ -135,6 +139,7 @@ pub struct Engine {
     /// that never expires has no key. By doc rather than id: the keys
     /// compare as integers and hold no reference to the id.
     by_expiry: Option<BTreeSet<(i64, u32)>>,
+    /// The memories that follow each memory in its conversation.
     followers: Followers,
     pinned: BTreeSet<String>,
     /// The largest ULID among the ids ever held: new ids are made after it
@@ -155,7 +160,7 @@ pub struct Engine {
     vectors: FastMap<Arc<Tenant>, VectorIndex>,
     /// Docs present in `vectors`, with their tenant: the allocation of
     /// `vectors`' key, shared rather than two strings per doc.
-    vector_docs: FastMap<u32, Arc<Tenant>>,
+    vector_docs: DocMap<Arc<Tenant>>,
     /// The model the stored embeddings come from.
     model_id: Option<String>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -198,7 +203,7 @@ impl Engine {
             lexical: FastMap::default(),
             embeddings: FastMap::default(),
             vectors: FastMap::default(),
-            vector_docs: FastMap::default(),
+            vector_docs: DocMap::default(),
             model_id: None,
             embedder: None,
             prepared: HashMap::new(),

@@ -152,20 +152,12 @@ impl Engine {
                 .follows
                 .as_ref()
                 .filter(|_| neighbours && rank::is_turn(source));
-            for near in self
-                .followers
-                .get(&source.id)
-                .into_iter()
-                .flatten()
-                .map(|id| &**id)
-                .chain(previous.map(String::as_str))
-            {
-                if let Some(entry) = self.entries.get(near) {
-                    if policy::check(entry.item(), &vis).is_ok() {
-                        candidates
-                            .entry(&entry.item().id)
-                            .or_insert((entry.item(), 0.0));
-                    }
+            let followers = self.follower_docs(&source.id).filter_map(|doc| self.entry_of(doc));
+            for entry in followers.chain(previous.and_then(|id| self.entries.get(id))) {
+                if policy::check(entry.item(), &vis).is_ok() {
+                    candidates
+                        .entry(&entry.item().id)
+                        .or_insert((entry.item(), 0.0));
                 }
             }
         }

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::catalog::{FastMap, TenantKey};
+use super::followers::Followed;
 use super::txn::{Txn, Undo};
 use super::Engine;
 use crate::embed::Embedder;
@@ -107,7 +108,7 @@ impl Engine {
                 }
             }
         }
-        self.vector_docs.reserve(per_tenant.values().sum());
+        self.vector_docs.reserve(self.doc_owner.len());
         for (tenant, n) in per_tenant {
             self.vectors
                 .entry(Arc::new(tenant))
@@ -126,7 +127,7 @@ impl Engine {
     /// embedding goes back to `embeddings` (where [`Engine::index_vector`]
     /// finds it when the memory is indexed again).
     pub(super) fn unindex_vector(&mut self, doc: u32) {
-        let Some(tenant) = self.vector_docs.remove(&doc) else {
+        let Some(tenant) = self.vector_docs.remove(doc) else {
             return;
         };
         if let Some(ix) = self.vectors.get_mut(&tenant) {
@@ -162,6 +163,7 @@ impl Engine {
             let mut index = VectorIndex::new(vector.vector.len(), VectorParams::default());
             index.reserve(room);
             self.vectors.insert(Arc::new(tenant), index);
+            self.vector_docs.reserve(self.doc_owner.len());
         }
         self.embeddings.insert(entry.doc, vector);
         self.index_vector_linked(id, false);
@@ -181,14 +183,14 @@ impl Engine {
             vectors,
             ..
         } = self;
-        for (&doc, tenant) in vector_docs.iter() {
+        for (doc, tenant) in vector_docs.iter() {
             let prev = doc_owner
                 .get(doc as usize)
                 .and_then(Option::as_ref)
                 .and_then(|id| entries.get(&**id)?.follows())
                 .and_then(|follows| entries.get(follows))
                 .map(|entry| entry.doc)
-                .filter(|prev| vector_docs.get(prev) == Some(tenant));
+                .filter(|&prev| vector_docs.get(prev) == Some(tenant));
             if let (Some(prev), Some(index)) = (prev, vectors.get_mut(tenant)) {
                 index.link(doc, Some(prev));
             }
@@ -221,7 +223,7 @@ impl Engine {
             return;
         };
         let doc = entry.doc;
-        if entry.is_deleted() || self.vector_docs.contains_key(&doc) {
+        if entry.is_deleted() || self.vector_docs.contains(doc) {
             return;
         }
         let Some(own) = self.embeddings.remove(&doc) else {
@@ -237,16 +239,14 @@ impl Engine {
             .filter(|_| linked)
             .and_then(|p| self.entries.get(p))
             .map(|e| e.doc);
-        let followers: Vec<u32> = self
-            .followers
-            .get(id)
-            .filter(|_| linked)
-            .into_iter()
-            .flatten()
-            .filter_map(|f| self.entries.get(&**f))
-            .map(|e| e.doc)
-            .filter(|f| self.vector_docs.get(f) == Some(&tenant))
-            .collect();
+        let followers: Vec<u32> = if linked {
+            self.followers
+                .of(Followed::Doc(doc))
+                .filter(|&f| self.vector_docs.get(f) == Some(&tenant))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let index = self
             .vectors
             .entry(tenant.clone())
@@ -359,7 +359,7 @@ impl Engine {
     /// The stored embedding of `doc`: from its tenant's vector index, or
     /// from `embeddings` when no index holds it.
     pub(super) fn embedding_of(&self, doc: u32) -> Option<Int8Ref<'_>> {
-        match self.vector_docs.get(&doc) {
+        match self.vector_docs.get(doc) {
             Some(tenant) => self.vectors.get(tenant)?.embedding(doc),
             None => self.embeddings.get(&doc).map(|v| v.vector.view()),
         }
@@ -374,7 +374,7 @@ impl Engine {
 
     /// Whether `doc` has an embedding.
     fn is_embedded(&self, doc: u32) -> bool {
-        self.vector_docs.contains_key(&doc) || self.embeddings.contains_key(&doc)
+        self.vector_docs.contains(doc) || self.embeddings.contains_key(&doc)
     }
 
     /// How many memories have an embedding.
@@ -385,9 +385,10 @@ impl Engine {
     /// The id of each memory that has an embedding, in no order.
     pub(super) fn embedded_ids(&self) -> impl Iterator<Item = &str> {
         self.vector_docs
-            .keys()
-            .chain(self.embeddings.keys())
-            .filter_map(|&doc| self.entry_of(doc))
+            .iter()
+            .map(|(doc, _)| doc)
+            .chain(self.embeddings.keys().copied())
+            .filter_map(|doc| self.entry_of(doc))
             .map(|entry| entry.item().id.as_str())
     }
 
@@ -529,7 +530,7 @@ pub(super) mod tests {
 
     /// No embedding is held under a doc number no memory holds.
     fn assert_no_orphan(engine: &Engine) {
-        for &doc in engine.embeddings.keys().chain(engine.vector_docs.keys()) {
+        for doc in engine.embeddings.keys().copied().chain(engine.vector_docs.iter().map(|(doc, _)| doc)) {
             assert!(engine.entry_of(doc).is_some(), "doc {doc} holds an embedding but no memory");
         }
     }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{FastMap, Followers, Id, TenantKey};
+use super::{FastMap, TenantKey};
 use crate::codec;
 use crate::engine::vectors::tests::HashedWords;
 use crate::engine::{Config, Engine, MemoryInput, MemoryPatch, Stored, Txn};
@@ -31,56 +31,118 @@ fn a_memory_id_is_one_allocation_shared_by_the_keys() {
     engine.ingest(inputs, &mut env, &mut txn).unwrap();
     let first = engine.doc_owner[0].clone().unwrap();
     let second = engine.doc_owner[1].clone().unwrap();
-    let followers = engine.followers.get(&first).unwrap();
-    assert!(Arc::ptr_eq(&followers[0], &second), "the second follows the first");
-    // entries, doc_owner, by_created, by_scope_time, this handle; the
-    // first also as the key of its followers, the second in its list.
-    assert_eq!(Arc::strong_count(&first), 6);
-    assert_eq!(Arc::strong_count(&second), 6);
+    assert_eq!(followers_of(&engine, &first), [second.to_string()], "the second follows the first");
+    // entries, doc_owner, by_created, by_scope_time, this handle: the
+    // followers hold doc numbers, not ids.
+    assert_eq!(Arc::strong_count(&first), 5);
+    assert_eq!(Arc::strong_count(&second), 5);
     let now = env.now();
     let mut txn = Txn::default();
     engine.delete(&second, true, now, &mut txn).unwrap();
     assert_eq!(Arc::strong_count(&second), 1, "erasing drops every key");
-    assert!(engine.followers.get(&first).is_none());
+    assert!(followers_of(&engine, &first).is_empty());
     assert_eq!(Arc::strong_count(&first), 5, "nothing follows the first");
     engine.rollback(txn);
     let back = engine.doc_owner[1].clone().unwrap();
     assert_eq!(back, second);
-    assert_eq!(Arc::strong_count(&back), 6, "a rollback brings them back");
+    assert_eq!(Arc::strong_count(&back), 5, "a rollback brings them back");
+    assert_eq!(followers_of(&engine, &first), [second.to_string()]);
+}
+
+/// The ids of the memories that follow `id`, in the order the engine
+/// keeps them.
+fn followers_of(engine: &Engine, id: &str) -> Vec<String> {
+    engine
+        .follower_docs(id)
+        .map(|doc| engine.doc_owner[doc as usize].as_deref().expect("a follower's doc has its memory").to_string())
+        .collect()
+}
+
+/// The map of growable lists the catalog used to keep, changed as
+/// `Engine::set` changed it: a memory set leaves the list of the memory it
+/// followed and joins the end of the list of the one it follows now,
+/// whether or not the catalog holds that one.
+#[derive(Default)]
+struct Oracle(FastMap<String, Vec<String>>);
+
+impl Oracle {
+    fn set(&mut self, id: &str, old: Option<&str>, new: Option<&str>) {
+        if let Some(prev) = old {
+            if let Some(list) = self.0.get_mut(prev) {
+                list.retain(|f| f != id);
+                if list.is_empty() {
+                    self.0.remove(prev);
+                }
+            }
+        }
+        if let Some(prev) = new {
+            self.0.entry(prev.to_string()).or_default().push(id.to_string());
+        }
+    }
 }
 
 #[test]
 fn followers_are_the_lists_a_map_of_vectors_keeps() {
-    // The oracle: the map of growable lists the catalog used to keep.
-    let mut oracle: FastMap<String, Vec<String>> = FastMap::default();
-    let mut followers = Followers::default();
+    // Memories set one by one with random predecessors among 24 ids:
+    // predecessors set after their followers, erased and set again (their
+    // doc numbers reused by others), memories following themselves, and
+    // writes rolled back.
+    let mut engine = Engine::new(Config::default());
+    let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+    let scope = Scope::workspace("u", "w");
+    let mut txn = Txn::default();
+    engine
+        .ingest(vec![MemoryInput::new("a template", scope)], &mut env, &mut txn)
+        .unwrap();
+    let template = engine.items().next().unwrap().clone();
+    engine.set(&template.id, None);
+    let mut oracle = Oracle::default();
     let mut x = 12_345u64;
-    for _ in 0..4_000 {
+    let mut next = || {
         x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        let prev = format!("m{}", (x >> 33) % 12);
-        let follower = format!("m{}", (x >> 45) % 40);
-        let held = oracle.get(&prev).is_some_and(|l| l.contains(&follower));
-        if held || (x >> 20).is_multiple_of(3) {
-            followers.remove(&prev, &follower);
-            if let Some(list) = oracle.get_mut(&prev) {
-                list.retain(|f| *f != follower);
-                if list.is_empty() {
-                    oracle.remove(&prev);
+        x >> 33
+    };
+    let mut reused = 0;
+    let mut absent_then_held = 0;
+    for round in 0..3_000 {
+        // A transaction of a few writes, rolled back one time in three.
+        let mut txn = Txn::default();
+        let mut undo = Vec::new();
+        for _ in 0..(1 + next() % 3) {
+            let id = format!("m{}", next() % 24);
+            let old = engine.entries.get(&id).map(|e| e.item().clone());
+            let new = match next() % 4 {
+                0 => None,
+                n => {
+                    let mut item = old.clone().unwrap_or_else(|| template.clone());
+                    item.id = id.clone();
+                    item.text = format!("note {id} of round {round}");
+                    item.follows = (n != 1).then(|| format!("m{}", next() % 24));
+                    Some(item)
                 }
+            };
+            if old.is_none() && new.is_some() {
+                reused += usize::from(!engine.free_docs.is_empty());
+                absent_then_held += usize::from(oracle.0.contains_key(&id));
             }
-        } else {
-            followers.add(&prev, Id::from(follower.as_str()), || Id::from(prev.as_str()));
-            oracle.entry(prev.clone()).or_default().push(follower);
+            let (before, after) = (old.as_ref().and_then(|i| i.follows.clone()), new.as_ref().and_then(|i| i.follows.clone()));
+            engine.write(&mut txn, &id, new);
+            oracle.set(&id, before.as_deref(), after.as_deref());
+            undo.push((id, after, before));
         }
-        for n in 0..12 {
-            let prev = format!("m{n}");
-            let got: Option<Vec<String>> = followers
-                .get(&prev)
-                .map(|list| list.iter().map(|f| f.to_string()).collect());
-            assert_eq!(got.as_ref(), oracle.get(&prev), "{prev}");
+        if next() % 3 == 0 {
+            engine.rollback(txn);
+            for (id, after, before) in undo.into_iter().rev() {
+                oracle.set(&id, after.as_deref(), before.as_deref());
+            }
+        }
+        for n in 0..24 {
+            let id = format!("m{n}");
+            let want = oracle.0.get(&id).cloned().unwrap_or_default();
+            assert_eq!(followers_of(&engine, &id), want, "round {round}: {id}");
         }
     }
-    assert_eq!(followers.0.len(), oracle.len());
+    assert!(reused > 100 && absent_then_held > 100, "{reused} {absent_then_held}");
 }
 
 #[test]
