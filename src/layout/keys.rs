@@ -13,15 +13,26 @@
 //! held stay until they outweigh the keys held, then the buffers are
 //! written anew.
 //!
+//! Most keys are a memory's or an embedding's: `item/` or `vec/` and a
+//! ULID of 26 characters. Such a key, when its ULID is the one
+//! [`parse_ulid`] reads and [`write_ulid`] writes back (uppercase, at
+//! most 128 bits), is held as its prefix (a kind in the slot) and the
+//! ULID's 16 bytes, and written out again when asked for ([`KeyText`]);
+//! any other key is held as its bytes. Keys are hashed and compared as
+//! text, so a key finds itself whichever way it is held.
+//!
 //! Keys have numbers ([`KeyId`]) stable while they are in the map, which
 //! the reader uses to give each record its key without reading the key's
 //! bytes again (`super::read`).
 
 use std::hash::BuildHasher;
+use std::ops::Deref;
 
 use hashbrown::HashTable;
 
+use crate::env::{parse_ulid, write_ulid, ULID_LEN};
 use crate::fast_hash::FastMap;
+use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
 
 /// A key's number in its map, stable while the key is in it.
 pub(crate) type KeyId = u32;
@@ -43,8 +54,78 @@ const IN_LOG: u32 = 1 << 31;
 /// In a slot's `len`: older versions are in other segments, which `older`
 /// lists.
 const HAS_OLDER: u32 = 1 << 30;
-/// In a slot's `len`: the key's length in bytes.
-const LEN: u32 = HAS_OLDER - 1;
+/// In a slot's `len`: the kind of key, 0 for a key held as its bytes, else
+/// one more than the place in [`ULID_PREFIXES`] of its prefix.
+const KIND: u32 = 3 << KIND_SHIFT;
+const KIND_SHIFT: u32 = 28;
+/// In a slot's `len`: the length in bytes of what the buffers hold of the
+/// key (its bytes, or its ULID's).
+const LEN: u32 = (1 << KIND_SHIFT) - 1;
+
+/// The prefixes of the keys held by their ULID's value.
+const ULID_PREFIXES: [&str; 2] = [ITEM_PREFIX, VECTOR_PREFIX];
+
+/// The length of the longest key held by its ULID's value.
+const WRITTEN_MAX: usize = {
+    let mut longest = 0;
+    let mut i = 0;
+    while i < ULID_PREFIXES.len() {
+        if ULID_PREFIXES[i].len() > longest {
+            longest = ULID_PREFIXES[i].len();
+        }
+        i += 1;
+    }
+    longest + ULID_LEN
+};
+
+/// The kind (see [`KIND`]) and ULID value of a key held by its ULID's
+/// value, or `None` for a key held as its bytes.
+fn ulid_form(key: &str) -> Option<(u32, u128)> {
+    ULID_PREFIXES
+        .iter()
+        .zip(1..)
+        .find_map(|(prefix, kind)| Some((kind, parse_ulid(key.strip_prefix(prefix)?)?)))
+}
+
+/// The text of a key held: its bytes in the map, or written out from its
+/// ULID's value.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum KeyText<'a> {
+    Held(&'a str),
+    Written { bytes: [u8; WRITTEN_MAX], len: u8 },
+}
+
+impl KeyText<'_> {
+    /// The key of kind `kind` (see [`KIND`], not 0) whose ULID's bytes are
+    /// `raw`.
+    fn write(kind: u32, raw: &[u8]) -> Self {
+        let prefix = ULID_PREFIXES.get((kind as usize).wrapping_sub(1)).copied().unwrap_or_default();
+        let value = raw.try_into().map_or(0, u128::from_be_bytes);
+        let mut bytes = [0; WRITTEN_MAX];
+        let text = prefix.bytes().chain(write_ulid(value));
+        let mut len = 0;
+        for (slot, byte) in bytes.iter_mut().zip(text) {
+            *slot = byte;
+            len += 1;
+        }
+        KeyText::Written { bytes, len }
+    }
+}
+
+impl Deref for KeyText<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            KeyText::Held(key) => key,
+            // Always a prefix and Crockford digits.
+            KeyText::Written { bytes, len } => bytes
+                .get(..usize::from(*len))
+                .and_then(|text| std::str::from_utf8(text).ok())
+                .unwrap_or_default(),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Slot {
@@ -79,6 +160,11 @@ impl Slot {
         self.len & HAS_OLDER != 0
     }
 
+    /// See [`KIND`].
+    fn kind(&self) -> u32 {
+        (self.len & KIND) >> KIND_SHIFT
+    }
+
     fn set_flag(&mut self, flag: u32, on: bool) {
         if on {
             self.len |= flag;
@@ -92,7 +178,7 @@ impl Slot {
 /// grown past it (so never moved), and the keys they cannot hold.
 #[derive(Debug, Clone, Default)]
 struct KeyBytes {
-    chunks: Vec<String>,
+    chunks: Vec<Vec<u8>>,
     /// Keys held outside the buffers (see [`NOT_IN_CHUNKS`]), by id.
     long: FastMap<KeyId, Box<str>>,
     /// Bytes written in the buffers.
@@ -102,11 +188,9 @@ struct KeyBytes {
 }
 
 impl KeyBytes {
-    /// The key `slot` of `id` names.
-    fn get(&self, id: KeyId, slot: &Slot) -> &str {
-        if slot.at == NOT_IN_CHUNKS {
-            return self.long.get(&id).map_or("", |key| key);
-        }
+    /// What the buffers hold of the key `slot` names (empty for a key
+    /// they do not hold).
+    fn raw(&self, slot: &Slot) -> &[u8] {
         let start = (slot.at & 0xffff) as usize;
         let end = start + (slot.len & LEN) as usize;
         self.chunks
@@ -115,18 +199,61 @@ impl KeyBytes {
             .unwrap_or_default()
     }
 
-    /// Stores `key` of `id`; returns the slot's `at` and `len` (no flag).
+    /// The key `slot` of `id` names.
+    fn get(&self, id: KeyId, slot: &Slot) -> KeyText<'_> {
+        if slot.at == NOT_IN_CHUNKS {
+            return KeyText::Held(self.long.get(&id).map_or("", |key| key));
+        }
+        match slot.kind() {
+            // A key's bytes are put whole, so they are a `str`'s.
+            0 => KeyText::Held(std::str::from_utf8(self.raw(slot)).unwrap_or_default()),
+            kind => KeyText::write(kind, self.raw(slot)),
+        }
+    }
+
+    /// Whether the key `slot` of `id` names is `key`, compared without
+    /// writing the held key out.
+    fn is(&self, id: KeyId, slot: &Slot, key: &str) -> bool {
+        if slot.at == NOT_IN_CHUNKS {
+            return self.long.get(&id).is_some_and(|held| **held == *key);
+        }
+        let raw = self.raw(slot);
+        match ULID_PREFIXES.get((slot.kind() as usize).wrapping_sub(1)) {
+            None => raw == key.as_bytes(),
+            Some(prefix) => key
+                .strip_prefix(prefix)
+                .and_then(parse_ulid)
+                .is_some_and(|value| raw == value.to_be_bytes()),
+        }
+    }
+
+    /// Stores `key` of `id`; returns the slot's `at` and `len` (no flag
+    /// but the kind).
     fn put(&mut self, id: KeyId, key: &str) -> (u32, u32) {
-        let len = key.len();
+        let (kind, value) = ulid_form(key).unzip();
+        let value = value.map(u128::to_be_bytes);
+        let raw = value.as_ref().map_or(key.as_bytes(), |value| value.as_slice());
+        match self.put_raw(raw) {
+            Some(at) => (at, kind.unwrap_or(0) << KIND_SHIFT | raw.len() as u32),
+            None => {
+                self.long.insert(id, key.into());
+                (NOT_IN_CHUNKS, 0)
+            }
+        }
+    }
+
+    /// Writes `raw` in the buffers, if they can hold it; returns where.
+    fn put_raw(&mut self, raw: &[u8]) -> Option<u32> {
+        let len = raw.len();
         // A key starts below `KEY_CHUNK`, which the offset's 16 bits hold.
-        let fits = |chunk: &String| chunk.len() < KEY_CHUNK && chunk.len() + len <= KEY_CHUNK;
+        let fits = |chunk: &Vec<u8>| chunk.len() < KEY_CHUNK && chunk.len() + len <= KEY_CHUNK;
         if self.chunks.last().is_none_or(|chunk| !fits(chunk)) && len <= KEY_CHUNK && self.chunks.len() < 1 << 16 {
             // The first buffer grows as keys come (a small store's keys
             // take little room; a buffer may move, as its keys are named
             // by offsets); once one is full, the store is large, and each
             // next one is allocated whole.
             let capacity = if self.chunks.is_empty() { 0 } else { KEY_CHUNK };
-            self.chunks.push(String::with_capacity(capacity));
+            self.chunks.push(Vec::with_capacity(capacity));
         }
         let index = self.chunks.len().wrapping_sub(1);
         match self.chunks.last_mut() {
@@ -136,14 +263,11 @@ impl KeyBytes {
                     chunk.reserve_exact(wanted - chunk.len());
                 }
                 let start = chunk.len();
-                chunk.push_str(key);
+                chunk.extend_from_slice(raw);
                 self.used += len;
-                ((index << 16 | start) as u32, len as u32)
+                Some((index << 16 | start) as u32)
             }
-            _ => {
-                self.long.insert(id, key.into());
-                (NOT_IN_CHUNKS, 0)
-            }
+            _ => None,
         }
     }
 
@@ -156,6 +280,7 @@ impl KeyBytes {
         }
     }
 }
+
 /// Every record key with where its versions are; see the module
 /// documentation.
 #[derive(Debug, Clone, Default)]
@@ -181,8 +306,18 @@ pub(crate) struct KeyMap {
 }
 
 /// The key of slot `id` (empty for a free slot or an id past them).
-fn key_of<'a>(slots: &[Slot], bytes: &'a KeyBytes, id: KeyId) -> &'a str {
-    slots.get(id as usize).map_or("", |slot| bytes.get(id, slot))
+fn key_of<'a>(slots: &[Slot], bytes: &'a KeyBytes, id: KeyId) -> KeyText<'a> {
+    slots.get(id as usize).map_or(KeyText::Held(""), |slot| bytes.get(id, slot))
+}
+
+/// Whether slot `id` holds `key`.
+fn is_key(slots: &[Slot], bytes: &KeyBytes, id: KeyId, key: &str) -> bool {
+    slots.get(id as usize).is_some_and(|slot| bytes.is(id, slot, key))
+}
+
+/// The hash of the key of slot `id`, as [`KeyMap::get`] hashes a key.
+fn hash_of(hasher: &foldhash::fast::RandomState, slots: &[Slot], bytes: &KeyBytes, id: KeyId) -> u64 {
+    hasher.hash_one(&*key_of(slots, bytes, id))
 }
 
 impl KeyMap {
@@ -201,7 +336,7 @@ impl KeyMap {
             hasher,
             ..
         } = self;
-        table.reserve(additional, |&id| hasher.hash_one(key_of(slots, bytes, id)));
+        table.reserve(additional, |&id| hash_of(hasher, slots, bytes, id));
         slots.reserve(additional.saturating_sub(self.free.len()));
     }
 
@@ -209,28 +344,30 @@ impl KeyMap {
     pub(crate) fn get(&self, key: &str) -> Option<KeyId> {
         let hash = self.hasher.hash_one(key);
         self.table
-            .find(hash, |&id| key_of(&self.slots, &self.bytes, id) == key)
+            .find(hash, |&id| is_key(&self.slots, &self.bytes, id, key))
             .copied()
     }
 
     /// The key of `id` (empty for an id not held).
-    pub(crate) fn key(&self, id: KeyId) -> &str {
+    pub(crate) fn key(&self, id: KeyId) -> KeyText<'_> {
         key_of(&self.slots, &self.bytes, id)
     }
 
     /// The ids of the keys held (in no particular order), with their keys.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (KeyId, &str)> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (KeyId, KeyText<'_>)> + '_ {
         self.table.iter().map(|&id| (id, self.key(id)))
+    }
+
+    /// The ids of the keys held (in no particular order).
+    pub(crate) fn ids(&self) -> impl Iterator<Item = KeyId> + '_ {
+        self.table.iter().copied()
     }
 
     /// The id of `key`, held from now on if it was not (with no version
     /// anywhere yet).
     pub(crate) fn entry(&mut self, key: &str) -> KeyId {
         let hash = self.hasher.hash_one(key);
-        if let Some(&id) = self
-            .table
-            .find(hash, |&id| key_of(&self.slots, &self.bytes, id) == key)
-        {
+        if let Some(&id) = self.table.find(hash, |&id| is_key(&self.slots, &self.bytes, id, key)) {
             return id;
         }
         let id = match self.free.pop() {
@@ -256,7 +393,7 @@ impl KeyMap {
             hasher,
             ..
         } = self;
-        table.insert_unique(hash, id, |&id| hasher.hash_one(key_of(slots, bytes, id)));
+        table.insert_unique(hash, id, |&id| hash_of(hasher, slots, bytes, id));
         id
     }
 
@@ -264,7 +401,7 @@ impl KeyMap {
     pub(crate) fn remove(&mut self, key: &str) {
         let hash = self.hasher.hash_one(key);
         let (slots, bytes) = (&self.slots, &self.bytes);
-        if let Ok(entry) = self.table.find_entry(hash, |&id| key_of(slots, bytes, id) == key) {
+        if let Ok(entry) = self.table.find_entry(hash, |&id| is_key(slots, bytes, id, key)) {
             let (id, _) = entry.remove();
             self.release(id);
         }
@@ -298,9 +435,9 @@ impl KeyMap {
                 continue;
             }
             let id = id as KeyId;
-            let (at, len) = bytes.put(id, self.bytes.get(id, slot));
+            let (at, len) = bytes.put(id, &self.bytes.get(id, slot));
             slot.at = at;
-            slot.len = slot.len & !LEN | len;
+            slot.len = slot.len & !(KIND | LEN) | len;
         }
         self.bytes = bytes;
     }
@@ -555,7 +692,12 @@ mod tests {
                 assert_eq!(map.len(), oracle.len(), "seed {seed}");
                 let KeyBytes { used, garbage: now, .. } = map.bytes;
                 assert!(now <= KEY_CHUNK || now * 2 <= used, "seed {seed}: {now} of {used}");
-                let held: usize = map.iter().map(|(_, key)| key.len()).filter(|&n| n <= KEY_CHUNK).sum();
+                let held: usize = map
+                    .ids()
+                    .map(|id| map.slots[id as usize])
+                    .filter(|slot| slot.at != NOT_IN_CHUNKS)
+                    .map(|slot| (slot.len & LEN) as usize)
+                    .sum();
                 assert_eq!(used - now, held, "seed {seed}");
                 if now < garbage {
                     rewrites += 1;
@@ -563,8 +705,9 @@ mod tests {
                 let mut held: Vec<(String, Oracle)> = map
                     .iter()
                     .map(|(id, key)| {
+                        let key = &*key;
                         assert_eq!(map.get(key), Some(id));
-                        assert_eq!(map.key(id), key);
+                        assert_eq!(&*map.key(id), key);
                         let state = Oracle {
                             segments: map.segments(id).collect(),
                             in_log: map.in_log(id),
@@ -585,10 +728,112 @@ mod tests {
         assert!(rewrites > 0);
     }
 
+    /// Key `n` of a pool of keys near memories' and embeddings' keys: a
+    /// ULID key held by its value, and keys that differ from one by a
+    /// character or its length, which must be held as their bytes (their
+    /// values, as a careless reading makes them, are a ULID key's).
+    fn near_ulid_key(rng: &mut Rng, values: &[u128]) -> String {
+        let value = values[(rng.next_u64() % values.len() as u64) as usize];
+        let prefix = ULID_PREFIXES[(rng.next_u64() % 2) as usize];
+        let mut ulid: Vec<u8> = crate::env::write_ulid(value).to_vec();
+        let at = (rng.next_u64() % ULID_LEN as u64) as usize;
+        match rng.next_u64() % 12 {
+            // Lowercase: the same value to a reader ignoring case.
+            0 => ulid.make_ascii_lowercase(),
+            1 => ulid[at] = ulid[at].to_ascii_lowercase(),
+            // A first digit past 7: past 128 bits.
+            2 => ulid[0] = b"89ABCDEFGHJKMNPQRSTVWXYZ"[at % 24],
+            // Letters that are no Crockford digit.
+            3 => ulid[at] = b"ILOU"[at % 4],
+            4 => {
+                ulid.pop();
+            }
+            5 => ulid.push(b'0'),
+            6 => {
+                let other = ["file/", "item", "items/", "vec//", "", "Item/", "é/"][at % 7];
+                return format!("{other}{}", String::from_utf8_lossy(&ulid));
+            }
+            7 => return format!("{prefix}{}/", String::from_utf8_lossy(&ulid)),
+            8 => return format!("{}{prefix}", String::from_utf8_lossy(&ulid)),
+            _ => {}
+        }
+        format!("{prefix}{}", String::from_utf8_lossy(&ulid))
+    }
+
+    /// Random inserts, removals and lookups of keys mixing ULID keys held
+    /// by their value, keys near them held as their bytes, and other keys
+    /// leave the map holding the keys a `BTreeMap` holds, each found by
+    /// its text and written back exactly, also after the buffers are
+    /// written anew.
+    #[test]
+    fn ulid_keys_and_keys_near_them_are_held_as_a_plain_map_holds() {
+        let mut rewrites = 0;
+        let mut by_value = 0;
+        for seed in 0..12 {
+            let mut rng = Rng(seed);
+            // Few values, so that keys near one another meet often; the
+            // first digits 0 and 7.
+            let values: Vec<u128> = (0..40)
+                .map(|n| match n {
+                    0 => 0,
+                    1 => u128::MAX,
+                    _ => u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64()),
+                })
+                .collect();
+            let pool: Vec<String> = (0..300)
+                .map(|n| match n % 3 {
+                    0 => format!("{}{}", ULID_PREFIXES[n % 2], String::from_utf8_lossy(&crate::env::write_ulid(values[n % 40]))),
+                    1 => near_ulid_key(&mut rng, &values),
+                    // Some long, so that keys removed fill buffers.
+                    _ => format!("other/{n}/é{}", "x".repeat(n % 4 * 1_000)),
+                })
+                .collect();
+            let mut map = KeyMap::default();
+            let mut model: BTreeMap<String, KeyId> = BTreeMap::new();
+            for step in 0..6_000 {
+                let key = &pool[(rng.next_u64() % pool.len() as u64) as usize];
+                let garbage = map.bytes.garbage;
+                match rng.next_u64() % 4 {
+                    0 | 1 => {
+                        let id = map.entry(key);
+                        match model.get(key) {
+                            Some(&held) => assert_eq!(id, held, "seed {seed}: {key}"),
+                            None => {
+                                assert!(!model.values().any(|&held| held == id), "seed {seed}: {key}");
+                                model.insert(key.clone(), id);
+                            }
+                        }
+                    }
+                    2 => {
+                        map.remove(key);
+                        model.remove(key);
+                    }
+                    _ => assert_eq!(map.get(key), model.get(key).copied(), "seed {seed}: {key}"),
+                }
+                if map.bytes.garbage < garbage {
+                    rewrites += 1;
+                }
+                if step % 250 == 0 {
+                    let mut held: Vec<(String, KeyId)> = map.iter().map(|(id, key)| (key.to_string(), id)).collect();
+                    held.sort();
+                    let expected: Vec<(String, KeyId)> = model.clone().into_iter().collect();
+                    assert_eq!(held, expected, "seed {seed}");
+                    for (key, &id) in &model {
+                        assert_eq!(&*map.key(id), key.as_str(), "seed {seed}");
+                        assert_eq!(map.get(key), Some(id), "seed {seed}");
+                        assert_eq!(map.slots[id as usize].kind() != 0, ulid_form(key).is_some(), "seed {seed}: {key}");
+                    }
+                    by_value += model.keys().filter(|key| ulid_form(key).is_some()).count();
+                }
+            }
+        }
+        assert!(rewrites > 0 && by_value > 0, "{rewrites} rewrites, {by_value} keys held by value");
+    }
+
     /// The bytes a map's allocations ask for, as a counting allocator
     /// counts them (before the allocator's rounding).
     fn heap_bytes(map: &KeyMap) -> usize {
-        let keys: usize = map.bytes.chunks.iter().map(String::capacity).sum::<usize>()
+        let keys: usize = map.bytes.chunks.iter().map(Vec::capacity).sum::<usize>()
             + map.bytes.long.values().map(|key| key.len()).sum::<usize>()
             + hash_map_bytes(map.bytes.long.capacity(), 4 + 16)
             + map.bytes.chunks.capacity() * 24;
