@@ -914,7 +914,7 @@ mod tests {
                             Some(&(held, _)) => assert_eq!(id, held, "seed {seed}: {key}"),
                             None => {
                                 assert!(!model.values().any(|&(held, _)| held == id), "seed {seed}: {key}");
-                                let in_log = rng.next_u64() % 4 != 0;
+                                let in_log = !rng.next_u64().is_multiple_of(4);
                                 map.set_in_log(id, in_log);
                                 model.insert(key.clone(), (id, in_log));
                             }
