@@ -21,7 +21,7 @@ pub trait Environment {
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /// Characters of a ULID.
-const ULID_LEN: usize = 26;
+pub(crate) const ULID_LEN: usize = 26;
 
 /// Reads a ULID as [`UlidGenerator`] writes it (26 uppercase Crockford
 /// digits, at most 128 bits) into its value; `None` for any other id.
@@ -77,13 +77,19 @@ impl UlidGenerator {
             floor.saturating_add(1)
         };
         self.last = value;
-        let mut out = [0u8; ULID_LEN];
-        for (i, slot) in out.iter_mut().enumerate() {
-            let shift = 5 * (ULID_LEN - 1 - i) as u32;
-            *slot = CROCKFORD[((value >> shift) & 31) as usize];
-        }
-        out.iter().map(|&b| b as char).collect()
+        write_ulid(value).iter().map(|&b| b as char).collect()
     }
+}
+
+/// The ULID of `value` (26 Crockford digits, which [`parse_ulid`] reads
+/// back to `value`).
+pub(crate) fn write_ulid(value: u128) -> [u8; ULID_LEN] {
+    let mut out = [0u8; ULID_LEN];
+    for (i, slot) in out.iter_mut().enumerate() {
+        let shift = 5 * (ULID_LEN - 1 - i) as u32;
+        *slot = CROCKFORD[((value >> shift) & 31) as usize];
+    }
+    out
 }
 
 /// A deterministic environment for tests and reproducible runs: a settable

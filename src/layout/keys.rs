@@ -13,15 +13,28 @@
 //! held stay until they outweigh the keys held, then the buffers are
 //! written anew.
 //!
+//! Most keys are a memory's or an embedding's: `item/` or `vec/` and a
+//! ULID of 26 characters. Such a key, when its ULID is the one
+//! [`parse_ulid`] reads and [`write_ulid`] writes back (uppercase, at
+//! most 128 bits), is held as its prefix (a kind in the slot) and the
+//! ULID's 16 bytes, and written out again when asked for ([`KeyText`]);
+//! any other key is held as its bytes. Keys are hashed and compared as
+//! text, so a key finds itself whichever way it is held. An embedding's
+//! key shares the 16 bytes of its memory's key when that is held already
+//! (as an open adds them: in key order, `item/` before `vec/`).
+//!
 //! Keys have numbers ([`KeyId`]) stable while they are in the map, which
 //! the reader uses to give each record its key without reading the key's
 //! bytes again (`super::read`).
 
 use std::hash::BuildHasher;
+use std::ops::Deref;
 
 use hashbrown::HashTable;
 
+use crate::env::{parse_ulid, write_ulid, ULID_LEN};
 use crate::fast_hash::FastMap;
+use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
 
 /// A key's number in its map, stable while the key is in it.
 pub(crate) type KeyId = u32;
@@ -33,9 +46,12 @@ const NO_SEGMENT: u32 = u32::MAX;
 /// `u16` holds.
 const KEY_CHUNK: usize = 1 << 16;
 
-/// A slot's `at` when its key is not in the buffers: a free slot, or a key
-/// the buffers cannot hold (longer than a buffer's offsets reach, or past
-/// the buffers' count), which `long` holds.
+/// ULIDs in each block of them (64 KiB).
+const ULID_BLOCK: usize = 1 << 12;
+
+/// A slot's `at` when its key is not in the buffers or the ULIDs: a free
+/// slot, or a key the buffers cannot hold (longer than a buffer's offsets
+/// reach, or past the buffers' count), which `long` holds.
 const NOT_IN_CHUNKS: u32 = u32::MAX;
 
 /// In a slot's `len`: the newest version is in the log.
@@ -43,13 +59,89 @@ const IN_LOG: u32 = 1 << 31;
 /// In a slot's `len`: older versions are in other segments, which `older`
 /// lists.
 const HAS_OLDER: u32 = 1 << 30;
-/// In a slot's `len`: the key's length in bytes.
-const LEN: u32 = HAS_OLDER - 1;
+/// In a slot's `len`: the kind of key, 0 for a key held as its bytes, else
+/// one more than the place in [`ULID_PREFIXES`] of its prefix.
+const KIND: u32 = 3 << KIND_SHIFT;
+const KIND_SHIFT: u32 = 28;
+/// In a slot's `len`: the key's ULID is also the one of the key of the
+/// same ULID and the other kind, whose slot says so too.
+const SHARED: u32 = 1 << 27;
+/// In a slot's `len`: the length of a key held as its bytes.
+const LEN: u32 = SHARED - 1;
+
+/// The prefixes of the keys held by their ULID's value.
+const ULID_PREFIXES: [&str; 2] = [ITEM_PREFIX, VECTOR_PREFIX];
+/// The kinds of a memory's key and of its embedding's.
+const ITEM_KIND: u32 = 1;
+const VECTOR_KIND: u32 = 2;
+
+/// The length of the longest key held by its ULID's value.
+const WRITTEN_MAX: usize = {
+    let mut longest = 0;
+    let mut i = 0;
+    while i < ULID_PREFIXES.len() {
+        if ULID_PREFIXES[i].len() > longest {
+            longest = ULID_PREFIXES[i].len();
+        }
+        i += 1;
+    }
+    longest + ULID_LEN
+};
+
+/// The kind (see [`KIND`]) and ULID value of a key held by its ULID's
+/// value, or `None` for a key held as its bytes.
+fn ulid_form(key: &str) -> Option<(u32, u128)> {
+    ULID_PREFIXES
+        .iter()
+        .zip(1..)
+        .find_map(|(prefix, kind)| Some((kind, parse_ulid(key.strip_prefix(prefix)?)?)))
+}
+
+/// The text of a key held: its bytes in the map, or written out from its
+/// ULID's value.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum KeyText<'a> {
+    Held(&'a str),
+    Written { bytes: [u8; WRITTEN_MAX], len: u8 },
+}
+
+impl KeyText<'_> {
+    /// The key of kind `kind` (see [`KIND`], not 0) whose ULID is `ulid`
+    /// (big-endian).
+    fn write(kind: u32, ulid: &[u8; 16]) -> Self {
+        let prefix = ULID_PREFIXES.get((kind as usize).wrapping_sub(1)).copied().unwrap_or_default();
+        let value = u128::from_be_bytes(*ulid);
+        let mut bytes = [0; WRITTEN_MAX];
+        let text = prefix.bytes().chain(write_ulid(value));
+        let mut len = 0;
+        for (slot, byte) in bytes.iter_mut().zip(text) {
+            *slot = byte;
+            len += 1;
+        }
+        KeyText::Written { bytes, len }
+    }
+}
+
+impl Deref for KeyText<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            KeyText::Held(key) => key,
+            // Always a prefix and Crockford digits.
+            KeyText::Written { bytes, len } => bytes
+                .get(..usize::from(*len))
+                .and_then(|text| std::str::from_utf8(text).ok())
+                .unwrap_or_default(),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Slot {
-    /// The buffer holding the key (high 16 bits) and where the key starts
-    /// in it (low 16 bits), or [`NOT_IN_CHUNKS`].
+    /// For a key held as its bytes, the buffer holding them (high 16
+    /// bits) and where they start in it (low 16 bits); for a key held by
+    /// its ULID, the ULID's place; or [`NOT_IN_CHUNKS`].
     at: u32,
     /// The key's length ([`LEN`]) with the flags [`IN_LOG`] and
     /// [`HAS_OLDER`].
@@ -79,6 +171,11 @@ impl Slot {
         self.len & HAS_OLDER != 0
     }
 
+    /// See [`KIND`].
+    fn kind(&self) -> u32 {
+        (self.len & KIND) >> KIND_SHIFT
+    }
+
     fn set_flag(&mut self, flag: u32, on: bool) {
         if on {
             self.len |= flag;
@@ -89,7 +186,8 @@ impl Slot {
 }
 
 /// The keys' bytes: buffers of [`KEY_CHUNK`] bytes filled in turn, never
-/// grown past it (so never moved), and the keys they cannot hold.
+/// grown past it (so never moved), and the keys they cannot hold; the
+/// ULIDs of the keys held by their value, in blocks of [`ULID_BLOCK`].
 #[derive(Debug, Clone, Default)]
 struct KeyBytes {
     chunks: Vec<String>,
@@ -99,24 +197,61 @@ struct KeyBytes {
     used: usize,
     /// Of those, bytes of keys no longer held.
     garbage: usize,
+    /// ULIDs (big-endian), named by place: block and place in it. A block
+    /// is never grown past [`ULID_BLOCK`] (so never moved).
+    ulids: Vec<Vec<[u8; 16]>>,
+    /// Places in `ulids` of no key, taken first.
+    free_ulids: Vec<u32>,
 }
 
 impl KeyBytes {
     /// The key `slot` of `id` names.
-    fn get(&self, id: KeyId, slot: &Slot) -> &str {
+    fn get(&self, id: KeyId, slot: &Slot) -> KeyText<'_> {
         if slot.at == NOT_IN_CHUNKS {
-            return self.long.get(&id).map_or("", |key| key);
+            return KeyText::Held(self.long.get(&id).map_or("", |key| key));
         }
-        let start = (slot.at & 0xffff) as usize;
-        let end = start + (slot.len & LEN) as usize;
-        self.chunks
-            .get((slot.at >> 16) as usize)
-            .and_then(|chunk| chunk.get(start..end))
+        match slot.kind() {
+            0 => {
+                let start = (slot.at & 0xffff) as usize;
+                let end = start + (slot.len & LEN) as usize;
+                let key = self.chunks.get((slot.at >> 16) as usize).and_then(|chunk| chunk.get(start..end));
+                KeyText::Held(key.unwrap_or_default())
+            }
+            kind => KeyText::write(kind, &self.ulid(slot.at)),
+        }
+    }
+
+    /// The ULID at place `at` (zero for a place past them).
+    fn ulid(&self, at: u32) -> [u8; 16] {
+        let at = at as usize;
+        self.ulids
+            .get(at / ULID_BLOCK)
+            .and_then(|block| block.get(at % ULID_BLOCK))
+            .copied()
             .unwrap_or_default()
     }
 
-    /// Stores `key` of `id`; returns the slot's `at` and `len` (no flag).
-    fn put(&mut self, id: KeyId, key: &str) -> (u32, u32) {
+    /// Whether the key `slot` of `id` names is `key`, compared without
+    /// writing the held key out.
+    fn is(&self, id: KeyId, slot: &Slot, key: &str) -> bool {
+        match ULID_PREFIXES.get((slot.kind() as usize).wrapping_sub(1)) {
+            _ if slot.at == NOT_IN_CHUNKS => self.long.get(&id).is_some_and(|held| **held == *key),
+            None => *self.get(id, slot) == *key,
+            Some(prefix) => key
+                .strip_prefix(prefix)
+                .and_then(parse_ulid)
+                .is_some_and(|value| self.ulid(slot.at) == value.to_be_bytes()),
+        }
+    }
+
+    /// Stores `key` of `id`, whose [`ulid_form`] is `form`; returns the
+    /// slot's `at` and `len` (no flag but the kind).
+    fn put(&mut self, id: KeyId, key: &str, form: Option<(u32, u128)>) -> (u32, u32) {
+        if let Some((kind, value)) = form {
+            if let Some(at) = self.put_ulid(value.to_be_bytes()) {
+                return (at, kind << KIND_SHIFT);
+            }
+        }
         let len = key.len();
         // A key starts below `KEY_CHUNK`, which the offset's 16 bits hold.
         let fits = |chunk: &String| chunk.len() < KEY_CHUNK && chunk.len() + len <= KEY_CHUNK;
@@ -147,15 +282,46 @@ impl KeyBytes {
         }
     }
 
-    /// Forgets the key `slot` of `id` names.
+    /// Puts `ulid` at a free place, if there is one below
+    /// [`NOT_IN_CHUNKS`]; returns it.
+    fn put_ulid(&mut self, ulid: [u8; 16]) -> Option<u32> {
+        if let Some(at) = self.free_ulids.pop() {
+            let at = at as usize;
+            if let Some(place) = self.ulids.get_mut(at / ULID_BLOCK).and_then(|block| block.get_mut(at % ULID_BLOCK)) {
+                *place = ulid;
+            }
+            return u32::try_from(at).ok();
+        }
+        if self.ulids.last().is_none_or(|block| block.len() == ULID_BLOCK) {
+            // As the buffers of keys: the first block grows, the next
+            // are allocated whole.
+            let capacity = if self.ulids.is_empty() { 0 } else { ULID_BLOCK };
+            self.ulids.push(Vec::with_capacity(capacity));
+        }
+        let blocks = self.ulids.len() - 1;
+        let block = self.ulids.last_mut()?;
+        let at = u32::try_from(blocks * ULID_BLOCK + block.len()).ok().filter(|&at| at != NOT_IN_CHUNKS)?;
+        if block.len() == block.capacity() {
+            let wanted = (2 * block.capacity()).clamp(block.len() + 1, ULID_BLOCK);
+            block.reserve_exact(wanted - block.len());
+        }
+        block.push(ulid);
+        Some(at)
+    }
+
+    /// Forgets the key `slot` of `id` names (whose bytes no other key
+    /// shares).
     fn free(&mut self, id: KeyId, slot: &Slot) {
         if slot.at == NOT_IN_CHUNKS {
             self.long.remove(&id);
+        } else if slot.kind() != 0 {
+            self.free_ulids.push(slot.at);
         } else {
             self.garbage += (slot.len & LEN) as usize;
         }
     }
 }
+
 /// Every record key with where its versions are; see the module
 /// documentation.
 #[derive(Debug, Clone, Default)]
@@ -181,8 +347,18 @@ pub(crate) struct KeyMap {
 }
 
 /// The key of slot `id` (empty for a free slot or an id past them).
-fn key_of<'a>(slots: &[Slot], bytes: &'a KeyBytes, id: KeyId) -> &'a str {
-    slots.get(id as usize).map_or("", |slot| bytes.get(id, slot))
+fn key_of<'a>(slots: &[Slot], bytes: &'a KeyBytes, id: KeyId) -> KeyText<'a> {
+    slots.get(id as usize).map_or(KeyText::Held(""), |slot| bytes.get(id, slot))
+}
+
+/// Whether slot `id` holds `key`.
+fn is_key(slots: &[Slot], bytes: &KeyBytes, id: KeyId, key: &str) -> bool {
+    slots.get(id as usize).is_some_and(|slot| bytes.is(id, slot, key))
+}
+
+/// The hash of the key of slot `id`, as [`KeyMap::get`] hashes a key.
+fn hash_of(hasher: &foldhash::fast::RandomState, slots: &[Slot], bytes: &KeyBytes, id: KeyId) -> u64 {
+    hasher.hash_one(&*key_of(slots, bytes, id))
 }
 
 impl KeyMap {
@@ -201,7 +377,7 @@ impl KeyMap {
             hasher,
             ..
         } = self;
-        table.reserve(additional, |&id| hasher.hash_one(key_of(slots, bytes, id)));
+        table.reserve(additional, |&id| hash_of(hasher, slots, bytes, id));
         slots.reserve(additional.saturating_sub(self.free.len()));
     }
 
@@ -209,28 +385,30 @@ impl KeyMap {
     pub(crate) fn get(&self, key: &str) -> Option<KeyId> {
         let hash = self.hasher.hash_one(key);
         self.table
-            .find(hash, |&id| key_of(&self.slots, &self.bytes, id) == key)
+            .find(hash, |&id| is_key(&self.slots, &self.bytes, id, key))
             .copied()
     }
 
     /// The key of `id` (empty for an id not held).
-    pub(crate) fn key(&self, id: KeyId) -> &str {
+    pub(crate) fn key(&self, id: KeyId) -> KeyText<'_> {
         key_of(&self.slots, &self.bytes, id)
     }
 
     /// The ids of the keys held (in no particular order), with their keys.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (KeyId, &str)> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (KeyId, KeyText<'_>)> + '_ {
         self.table.iter().map(|&id| (id, self.key(id)))
+    }
+
+    /// The ids of the keys held (in no particular order).
+    pub(crate) fn ids(&self) -> impl Iterator<Item = KeyId> + '_ {
+        self.table.iter().copied()
     }
 
     /// The id of `key`, held from now on if it was not (with no version
     /// anywhere yet).
     pub(crate) fn entry(&mut self, key: &str) -> KeyId {
         let hash = self.hasher.hash_one(key);
-        if let Some(&id) = self
-            .table
-            .find(hash, |&id| key_of(&self.slots, &self.bytes, id) == key)
-        {
+        if let Some(&id) = self.table.find(hash, |&id| is_key(&self.slots, &self.bytes, id, key)) {
             return id;
         }
         let id = match self.free.pop() {
@@ -239,7 +417,18 @@ impl KeyMap {
             // store of memories can take (each key is a record).
             None => KeyId::try_from(self.slots.len()).unwrap_or(KeyId::MAX),
         };
-        let (at, len) = self.bytes.put(id, key);
+        let form = ulid_form(key);
+        let memory = match form {
+            Some((VECTOR_KIND, value)) => self.by_value(ITEM_KIND, value),
+            _ => None,
+        };
+        let (at, len) = match memory.and_then(|memory| self.slots.get_mut(memory as usize)) {
+            Some(memory) => {
+                memory.len |= SHARED;
+                (memory.at, VECTOR_KIND << KIND_SHIFT | SHARED)
+            }
+            None => self.bytes.put(id, key, form),
+        };
         let slot = Slot {
             at,
             len,
@@ -256,28 +445,59 @@ impl KeyMap {
             hasher,
             ..
         } = self;
-        table.insert_unique(hash, id, |&id| hasher.hash_one(key_of(slots, bytes, id)));
+        table.insert_unique(hash, id, |&id| hash_of(hasher, slots, bytes, id));
         id
+    }
+
+    /// The id of the key held by its ULID's value, of kind `kind` and
+    /// ULID `value`, if held.
+    fn by_value(&self, kind: u32, value: u128) -> Option<KeyId> {
+        let ulid = value.to_be_bytes();
+        let hash = self.hasher.hash_one(&*KeyText::write(kind, &ulid));
+        let is = |id: KeyId| {
+            self.slots
+                .get(id as usize)
+                .is_some_and(|slot| slot.at != NOT_IN_CHUNKS && slot.kind() == kind && self.bytes.ulid(slot.at) == ulid)
+        };
+        self.table.find(hash, |&id| is(id)).copied()
     }
 
     /// Stops holding `key` (and where its versions were).
     pub(crate) fn remove(&mut self, key: &str) {
-        let hash = self.hasher.hash_one(key);
-        let (slots, bytes) = (&self.slots, &self.bytes);
-        if let Ok(entry) = self.table.find_entry(hash, |&id| key_of(slots, bytes, id) == key) {
-            let (id, _) = entry.remove();
+        if let Some(id) = self.get(key) {
+            // Released while its partner (if it shares bytes) is found.
             self.release(id);
+            let hash = self.hasher.hash_one(key);
+            if let Ok(entry) = self.table.find_entry(hash, |&held| held == id) {
+                entry.remove();
+            }
         }
         self.compact_if_mostly_garbage();
     }
 
+    /// Frees slot `id`, still in the table; a key sharing its bytes keeps
+    /// them alone.
     fn release(&mut self, id: KeyId) {
-        if let Some(slot) = self.slots.get_mut(id as usize) {
-            self.bytes.free(id, slot);
-            *slot = Slot::FREE;
-            self.older.remove(&id);
-            self.free.push(id);
+        let Some(&slot) = self.slots.get(id as usize) else {
+            return;
+        };
+        let partner = (slot.len & SHARED != 0)
+            .then(|| {
+                let value = u128::from_be_bytes(self.bytes.ulid(slot.at));
+                self.by_value(ITEM_KIND + VECTOR_KIND - slot.kind(), value)
+            })
+            .flatten()
+            .and_then(|partner| self.slots.get_mut(partner as usize))
+            .filter(|partner| partner.at == slot.at && partner.len & SHARED != 0);
+        match partner {
+            Some(partner) => partner.len &= !SHARED,
+            None => self.bytes.free(id, &slot),
         }
+        if let Some(slot) = self.slots.get_mut(id as usize) {
+            *slot = Slot::FREE;
+        }
+        self.older.remove(&id);
+        self.free.push(id);
     }
 
     /// Writes the keys held into new buffers once the bytes of keys no
@@ -291,14 +511,16 @@ impl KeyMap {
         }
         let mut bytes = KeyBytes {
             long: std::mem::take(&mut self.bytes.long),
+            ulids: std::mem::take(&mut self.bytes.ulids),
+            free_ulids: std::mem::take(&mut self.bytes.free_ulids),
             ..KeyBytes::default()
         };
         for (id, slot) in self.slots.iter_mut().enumerate() {
-            if slot.at == NOT_IN_CHUNKS {
+            if slot.at == NOT_IN_CHUNKS || slot.kind() != 0 {
                 continue;
             }
             let id = id as KeyId;
-            let (at, len) = bytes.put(id, self.bytes.get(id, slot));
+            let (at, len) = bytes.put(id, &self.bytes.get(id, slot), None);
             slot.at = at;
             slot.len = slot.len & !LEN | len;
         }
@@ -409,17 +631,14 @@ impl KeyMap {
     /// Stops holding the keys with no version in the log or a segment.
     pub(crate) fn retain_held(&mut self) {
         let slots = &self.slots;
-        let mut gone = Vec::new();
-        self.table.retain(|&mut id| {
-            let held = slots[id as usize].held();
-            if !held {
-                gone.push(id);
-            }
-            held
-        });
+        let gone: Vec<KeyId> = self.table.iter().copied().filter(|&id| !slots[id as usize].held()).collect();
+        // Released while in the table, so that each finds its partner (a
+        // freed slot is not held).
         for id in gone {
             self.release(id);
         }
+        let slots = &self.slots;
+        self.table.retain(|&mut id| slots[id as usize].held());
         self.compact_if_mostly_garbage();
     }
 
@@ -465,204 +684,4 @@ impl KeyMap {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use memtide_testkit::rng::Rng;
-    use std::collections::BTreeMap;
-
-    /// The state of one key as the map it replaced held it.
-    #[derive(Debug, Default, Clone, PartialEq)]
-    struct Oracle {
-        segments: Vec<u64>,
-        in_log: bool,
-    }
-
-    /// Key `n` of a test's pool: most short, some long enough that keys
-    /// dropped and added again fill buffers with bytes no longer held
-    /// (which the map then writes anew), one longer than a buffer.
-    fn pool_key(n: u64) -> String {
-        let pad = match n {
-            59 => 70_000,
-            n if n % 7 == 0 => 5_000 + n as usize,
-            _ => 0,
-        };
-        format!("item/{n}/é{}", "x".repeat(pad))
-    }
-
-    /// Random pushes, log marks, segment removals, key removals and drops
-    /// of unheld keys (all of them, or one named) leave the map holding
-    /// what a `BTreeMap` of the plain state holds, and every id still
-    /// names its key; the buffers never hold more bytes of keys no longer
-    /// held than of keys held (past one buffer's worth), and are written
-    /// anew at least once over the seeds.
-    #[test]
-    fn the_map_holds_what_a_plain_map_holds() {
-        let mut rewrites = 0;
-        for seed in 0..40 {
-            let mut rng = Rng(seed);
-            let mut map = KeyMap::default();
-            let mut oracle: BTreeMap<String, Oracle> = BTreeMap::new();
-            let mut next_segment = 0u64;
-            let mut live_segments: Vec<u64> = Vec::new();
-            for _ in 0..400 {
-                let key = pool_key(rng.next_u64() % 60);
-                let garbage = map.bytes.garbage;
-                match rng.next_u64() % 8 {
-                    0 | 1 => {
-                        // A new segment holding a few keys.
-                        let number = next_segment;
-                        next_segment += 1 + rng.next_u64() % 3;
-                        live_segments.push(number);
-                        for _ in 0..1 + rng.next_u64() % 6 {
-                            let key = pool_key(rng.next_u64() % 60);
-                            let id = map.entry(&key);
-                            let state = oracle.entry(key).or_default();
-                            if state.segments.last() != Some(&number) {
-                                map.push(id, number);
-                                state.segments.push(number);
-                            }
-                        }
-                    }
-                    2 => {
-                        let id = map.entry(&key);
-                        let in_log = rng.next_u64().is_multiple_of(2);
-                        map.set_in_log(id, in_log);
-                        oracle.entry(key).or_default().in_log = in_log;
-                    }
-                    3 if !live_segments.is_empty() => {
-                        let gone = live_segments.remove((rng.next_u64() % live_segments.len() as u64) as usize);
-                        map.retain_segments(|n| n != gone);
-                        for state in oracle.values_mut() {
-                            state.segments.retain(|&n| n != gone);
-                        }
-                    }
-                    4 => {
-                        map.remove(&key);
-                        oracle.remove(&key);
-                    }
-                    5 => {
-                        map.retain_held();
-                        oracle.retain(|_, state| state.in_log || !state.segments.is_empty());
-                    }
-                    6 => {
-                        map.release_if_unheld(&key);
-                        if oracle.get(&key).is_some_and(|state| !state.in_log && state.segments.is_empty()) {
-                            oracle.remove(&key);
-                        }
-                    }
-                    _ => {}
-                }
-                assert_eq!(map.len(), oracle.len(), "seed {seed}");
-                let KeyBytes { used, garbage: now, .. } = map.bytes;
-                assert!(now <= KEY_CHUNK || now * 2 <= used, "seed {seed}: {now} of {used}");
-                let held: usize = map.iter().map(|(_, key)| key.len()).filter(|&n| n <= KEY_CHUNK).sum();
-                assert_eq!(used - now, held, "seed {seed}");
-                if now < garbage {
-                    rewrites += 1;
-                }
-                let mut held: Vec<(String, Oracle)> = map
-                    .iter()
-                    .map(|(id, key)| {
-                        assert_eq!(map.get(key), Some(id));
-                        assert_eq!(map.key(id), key);
-                        let state = Oracle {
-                            segments: map.segments(id).collect(),
-                            in_log: map.in_log(id),
-                        };
-                        let live = (!state.in_log).then(|| state.segments.last().copied()).flatten();
-                        assert_eq!(map.live_segment(id), live);
-                        assert_eq!(map.live_segment_of(key), live);
-                        (key.to_string(), state)
-                    })
-                    .collect();
-                held.sort_by(|a, b| a.0.cmp(&b.0));
-                let expected: Vec<(String, Oracle)> = oracle.clone().into_iter().collect();
-                assert_eq!(held, expected, "seed {seed}");
-            }
-            // Segment places are reused, not grown one per segment ever.
-            assert!(map.segments.len() <= live_segments.len() + 8, "seed {seed}");
-        }
-        assert!(rewrites > 0);
-    }
-
-    /// The bytes a map's allocations ask for, as a counting allocator
-    /// counts them (before the allocator's rounding).
-    fn heap_bytes(map: &KeyMap) -> usize {
-        let keys: usize = map.bytes.chunks.iter().map(String::capacity).sum::<usize>()
-            + map.bytes.long.values().map(|key| key.len()).sum::<usize>()
-            + hash_map_bytes(map.bytes.long.capacity(), 4 + 16)
-            + map.bytes.chunks.capacity() * 24;
-        let older: usize = map.older.values().map(|v| v.capacity() * 4).sum();
-        map.slots.capacity() * std::mem::size_of::<Slot>()
-            + map.table.allocation_size()
-            + keys
-            + older
-            + map.free.capacity() * 4
-            + map.segments.capacity() * std::mem::size_of::<Option<u64>>()
-            + hash_map_bytes(map.places.capacity(), 12)
-            + hash_map_bytes(map.older.capacity(), 4 + 24)
-    }
-
-    /// Bytes of the table of a std `HashMap` of `capacity` entries of
-    /// `entry` bytes (hashbrown: buckets a power of two, 7/8 of them
-    /// usable, a control byte each plus a group's).
-    fn hash_map_bytes(capacity: usize, entry: usize) -> usize {
-        if capacity == 0 {
-            return 0;
-        }
-        let buckets = if capacity < 8 {
-            (capacity + 1).next_power_of_two()
-        } else {
-            (capacity * 8 / 7).next_power_of_two()
-        };
-        buckets * entry + buckets + 16
-    }
-
-    /// The map of a store of 100,000 memories with embeddings (200,000
-    /// keys of ULIDs, one version each, in segments of 2,500 records) as
-    /// the reader fills it, against the map it replaced (a `HashMap` of a
-    /// `String` and a state with a `Vec<u64>` of older segments, an
-    /// `Option<u64>` and a flag), filled the same way: under half the
-    /// bytes. `--nocapture` prints both (`docs/speed.md`).
-    #[test]
-    fn a_key_takes_under_half_the_bytes_it_took() {
-        #[allow(dead_code)]
-        #[derive(Default)]
-        struct Replaced {
-            older: Vec<u64>,
-            last: Option<u64>,
-            in_log: bool,
-        }
-        let mut ids = crate::env::UlidGenerator::default();
-        let mut keys = Vec::new();
-        for n in 0..100_000u64 {
-            let id = ids.next(1_700_000_000_000 + n as i64, [7; 10], None);
-            keys.push(format!("item/{id}"));
-            keys.push(format!("vec/{id}"));
-        }
-        keys.sort();
-        let mut map = KeyMap::default();
-        map.reserve(keys.len());
-        let mut replaced: FastMap<String, Replaced> = FastMap::default();
-        replaced.reserve(keys.len());
-        for (n, key) in keys.iter().enumerate() {
-            let segment = (n / 2_500) as u64;
-            let id = map.entry(key);
-            map.push(id, segment);
-            let state = replaced.entry(key.clone()).or_default();
-            state.last = Some(segment);
-        }
-        let bytes = heap_bytes(&map);
-        let entry = std::mem::size_of::<(String, Replaced)>();
-        let key_bytes: usize = keys.iter().map(String::len).sum();
-        let replaced_bytes = hash_map_bytes(replaced.capacity(), entry) + key_bytes;
-        println!(
-            "200,000 keys: {bytes} bytes ({:.1} MiB, {} a key) against {replaced_bytes} ({:.1} MiB, {} a key)",
-            bytes as f64 / 1048576.0,
-            bytes / keys.len(),
-            replaced_bytes as f64 / 1048576.0,
-            replaced_bytes / keys.len()
-        );
-        assert!(bytes * 2 < replaced_bytes, "{bytes} against {replaced_bytes}");
-    }
-}
+mod tests;

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::format::{self, encode_manifest, encode_records, encode_segment, records_of, segment_key, Header, SegmentRef};
-use super::keys::KeyMap;
+use super::keys::{KeyMap, KeyText};
 use super::{
     catalog, Layout, Segment, DIRECT_BYTES, LOG_BYTES, LOG_FRAMES, MERGE_FANIN,
     SEGMENT_BYTES, TIER_BASE,
@@ -89,6 +89,22 @@ impl Layout {
                 log.push(encode_records(&kept));
             }
         }
+        if let Some(merge) = self.merge_candidate(&touched, &rewrite) {
+            rewrite.extend(merge);
+        }
+        // The keys of the live records of the segments rewritten, written
+        // out (`KeyText`) before `fresh` borrows them.
+        let rewritten: Vec<KeyText> = if rewrite.is_empty() {
+            Vec::new()
+        } else {
+            self.keys
+                .iter()
+                .filter(|&(id, ref key)| {
+                    self.keys.live_segment(id).is_some_and(|n| rewrite.contains(&n)) && !touched.contains(&**key)
+                })
+                .map(|(_, key)| key)
+                .collect()
+        };
         // New segments' records, by key. A memory's JSON record is made
         // only for the log, or if its catalog row does not give it back.
         let mut fresh: BTreeMap<&str, Input> = BTreeMap::new();
@@ -127,28 +143,20 @@ impl Layout {
             );
             log_keys.extend(logged.iter().map(|key| key.to_string()));
         }
-        if let Some(merge) = self.merge_candidate(&touched, &rewrite) {
-            rewrite.extend(merge);
-        }
         // The live records of the segments rewritten, as the engine holds
         // them (the newest version of a key live in a segment is the
         // engine's).
-        if !rewrite.is_empty() {
-            for (id, key) in self.keys.iter() {
-                let live_here = self.keys.live_segment(id).is_some_and(|n| rewrite.contains(&n));
-                if !live_here || touched.contains(key) {
-                    continue;
+        for key in &rewritten {
+            let key: &str = key;
+            let held = key.strip_prefix(ITEM_PREFIX).map(|id| engine.get(id));
+            match held {
+                Some(Ok(item)) => {
+                    fresh.insert(key, Input::Memory(item, None));
                 }
-                let held = key.strip_prefix(ITEM_PREFIX).map(|id| engine.get(id));
-                match held {
-                    Some(Ok(item)) => {
-                        fresh.insert(key, Input::Memory(item, None));
-                    }
-                    Some(Err(_)) => {}
-                    None => {
-                        if let Some(record) = engine.record(key) {
-                            fresh.insert(key, Input::Encoded(record));
-                        }
+                Some(Err(_)) => {}
+                None => {
+                    if let Some(record) = engine.record(key) {
+                        fresh.insert(key, Input::Encoded(record));
                     }
                 }
             }

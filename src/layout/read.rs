@@ -289,7 +289,7 @@ impl Layout {
             Ok(())
         })?;
         for (_, key) in self.keys.iter() {
-            if layout.keys.get(key).is_none() {
+            if layout.keys.get(&key).is_none() {
                 changes.push((key.to_string(), None, None));
             }
         }
@@ -442,6 +442,7 @@ impl Layout {
                     continue;
                 }
                 let key = self.keys.key(id);
+                let key = &*key;
                 let version = match row {
                     Some(CatalogRow::Decoded(item)) => Stored::Item(item),
                     Some(CatalogRow::Held(row)) => Stored::Row(Box::new(row)),
@@ -472,7 +473,7 @@ impl Layout {
         for segment in self.segments.values_mut() {
             segment.live = 0;
         }
-        for (id, _) in self.keys.iter() {
+        for id in self.keys.ids() {
             if let Some(n) = self.keys.live_segment(id) {
                 if let Some(segment) = self.segments.get_mut(&n) {
                     segment.live += 1;
@@ -585,7 +586,7 @@ mod tests {
             prop_assert_eq!(listed.embeddings, newest.keys().filter(|k| k.starts_with(VECTOR_PREFIX)).count());
             for (k, (segment, _)) in &newest {
                 let id = layout.keys.get(k).unwrap();
-                prop_assert_eq!(layout.keys.key(id), k.as_str());
+                prop_assert_eq!(&*layout.keys.key(id), k.as_str());
                 let doc = memory_keys.binary_search(&k.as_str()).ok().map(|d| d as u32);
                 prop_assert_eq!(listed.doc(id), doc, "{}", k);
                 prop_assert_eq!(layout.keys.live_segment(id), *segment, "{}", k);
@@ -600,7 +601,7 @@ mod tests {
             }
             for ((_, value), ids) in values.iter().zip(&listed.ids) {
                 let parts = segment_parts(value).unwrap();
-                let keys: Vec<&str> = ids.iter().map(|&id| layout.keys.key(id)).collect();
+                let keys: Vec<String> = ids.iter().map(|&id| layout.keys.key(id).to_string()).collect();
                 let listed_keys: Vec<&str> = parts.records.iter().map(|(k, _)| *k).collect();
                 prop_assert_eq!(keys, listed_keys);
             }
@@ -609,7 +610,7 @@ mod tests {
             let mut given: BTreeMap<String, Vec<u8>> = BTreeMap::new();
             layout
                 .newest_records(values, listed.ids, frame_refs, |key, id, stored, _| {
-                    assert_eq!(layout.keys.key(id), key);
+                    assert_eq!(&*layout.keys.key(id), key);
                     let bytes = match stored {
                         Stored::Bytes(bytes) => bytes,
                         Stored::Vector(vector) => codec::encode_vector(&vector),
