@@ -656,20 +656,22 @@ impl Engine {
         if prev == id {
             return Followed::Doc(doc);
         }
-        match self.entries.get(prev) {
+        self.as_followed(prev)
+    }
+
+    /// Memory `id` as the followers know it: by its doc when the catalog
+    /// holds it, else by its id.
+    fn as_followed<'a>(&self, id: &'a str) -> Followed<'a> {
+        match self.entries.get(id) {
             Some(entry) => Followed::Doc(entry.doc),
-            None => Followed::Absent(prev),
+            None => Followed::Absent(id),
         }
     }
 
     /// The docs of the memories that follow memory `id` (`follows` it), in
     /// the order they were added.
     pub(super) fn follower_docs(&self, id: &str) -> impl Iterator<Item = u32> + '_ {
-        let followed = match self.entries.get(id) {
-            Some(entry) => Followed::Doc(entry.doc),
-            None => Followed::Absent(id),
-        };
-        self.followers.of(followed)
+        self.followers.of(self.as_followed(id))
     }
 
     fn allocate_doc(&mut self, id: &Id) -> u32 {
