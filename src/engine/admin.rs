@@ -4,6 +4,7 @@
 //! is kept (`docs/design.md`, "Policies").
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 use super::duplicate::{DuplicateKey, Said};
 use super::catalog::{Id, TenantKey};
@@ -64,11 +65,11 @@ impl Engine {
         };
         let mut items = Vec::new();
         let mut next_cursor = None;
-        let range = match &upper {
-            Some(u) => self.by_created.range(..u.clone()),
-            None => self.by_created.range(..),
+        let below = match &upper {
+            Some(u) => Bound::Excluded(u.clone()),
+            None => Bound::Unbounded,
         };
-        for (created, id) in range.rev() {
+        for (created, id) in self.by_created.range_rev((Bound::Unbounded, below)) {
             let Some(entry) = self.entries.get(&**id) else {
                 continue;
             };

@@ -7,7 +7,6 @@
 //! there and stays in step by construction.
 
 use std::borrow::Borrow;
-use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -91,19 +90,6 @@ impl Eq for dyn TenantKey + '_ {}
 pub(super) struct TimeKeys {
     created: Vec<(i64, Id)>,
     scope_time: Vec<(Arc<Scope>, i64, Id)>,
-}
-
-/// Adds `keys` to `tree`. A tree built from keys in order (a stable sort,
-/// which finds the runs a store's segments give already sorted) takes no
-/// comparison per level; `append` merges two trees in one pass over both,
-/// so it is used unless `tree` is much larger than `keys` (a refresh
-/// applying a few changes), where inserting each is cheaper.
-fn add_sorted<T: Ord>(tree: &mut BTreeSet<T>, keys: Vec<T>) {
-    if keys.len() < tree.len() / 16 {
-        tree.extend(keys);
-    } else {
-        tree.append(&mut BTreeSet::from_iter(keys));
-    }
 }
 
 /// Every memory's entry, by its id: the shared copy (`Id`), which also
@@ -417,7 +403,7 @@ impl Engine {
             let item = old_entry.item();
             let key = DuplicateKey::of(self.scope_key(&item.scope), item);
             self.by_hash.remove(self.by_hash.hash(&key), d);
-            self.by_created.remove(&(item.created_at.0, handle.clone()));
+            self.by_created.remove((item.created_at.0, handle.clone()));
             // Judged only once the index is built: an open sets every
             // memory, and most opens never purge.
             if let Some(index) = &mut self.by_expiry {
@@ -427,7 +413,7 @@ impl Engine {
             }
             let scope = key.into_scope();
             self.by_scope_time
-                .remove(&(scope.clone(), item.created_at.0, handle.clone()));
+                .remove((scope.clone(), item.created_at.0, handle.clone()));
             if let Some(k) = &item.key {
                 let key = (scope.clone(), k.clone());
                 if self.by_key.get(&key).map(|h| &**h) == Some(id) {
@@ -626,8 +612,8 @@ impl Engine {
     /// (`docs/speed.md`, "Heap per memory").
     pub(super) fn build_time_keys(&mut self) {
         if let Some(keys) = self.deferred_times.take() {
-            add_sorted(&mut self.by_scope_time, keys.scope_time);
-            add_sorted(&mut self.by_created, keys.created);
+            self.by_scope_time.extend_new(keys.scope_time);
+            self.by_created.extend_new(keys.created);
         }
     }
 

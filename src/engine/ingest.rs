@@ -456,8 +456,7 @@ impl Engine {
         let from = (scope.clone(), created_at.0.saturating_sub(gap), Id::from(""));
         let to = (scope, created_at.0.saturating_add(1), Id::from(""));
         self.by_scope_time
-            .range(from..to)
-            .rev()
+            .range_rev(from..to)
             .map(|(_, _, id)| id)
             .find(|id| {
                 self.entries

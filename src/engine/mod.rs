@@ -47,6 +47,7 @@ mod ingest;
 mod interner;
 mod load;
 mod purge;
+mod sorted_keys;
 mod operations;
 mod search;
 mod supersede;
@@ -80,6 +81,7 @@ use crate::index::bm25::TermCounts;
 use crate::index::{Bm25Index, Int8Vector, VectorIndex};
 use crate::item::{MemoryItem, Scope, Tenant};
 use catalog::{Entries, FastMap, FastSet, Id, TimeKeys};
+use sorted_keys::SortedKeys;
 use doc_map::DocMap;
 use followers::Followers;
 use duplicate::Duplicates;
@@ -128,8 +130,8 @@ pub struct Engine {
     by_hash: Duplicates,
     /// The memory holding each caller key of a scope.
     by_key: FastMap<(Arc<Scope>, String), Id>,
-    by_created: BTreeSet<(i64, Id)>,
-    by_scope_time: BTreeSet<(Arc<Scope>, i64, Id)>,
+    by_created: SortedKeys<(i64, Id)>,
+    by_scope_time: SortedKeys<(Arc<Scope>, i64, Id)>,
     /// Each memory that expires, by when ([`crate::RetentionConfig::expires_at`]
     /// under `config`, which no engine changes) and doc number:
     /// `purge_expired` takes the expired from the front instead of judging
@@ -194,8 +196,8 @@ impl Engine {
             scopes: Interner::default(),
             by_hash: Duplicates::default(),
             by_key: FastMap::default(),
-            by_created: BTreeSet::new(),
-            by_scope_time: BTreeSet::new(),
+            by_created: SortedKeys::default(),
+            by_scope_time: SortedKeys::default(),
             by_expiry: None,
             followers: Followers::default(),
             pinned: BTreeSet::new(),

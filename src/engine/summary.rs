@@ -106,7 +106,7 @@ impl Engine {
         }
         let within = ScopeFilter::from(scope);
         let mut memories: Vec<MemoryItem> = Vec::new();
-        for (_, id) in self.by_created.iter().rev() {
+        for (_, id) in self.by_created.iter_rev() {
             if memories.len() == limit {
                 break;
             }
