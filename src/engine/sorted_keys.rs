@@ -77,9 +77,7 @@ impl<T: Ord> SortedKeys<T> {
             }
             return;
         }
-        // Unique keys: the unstable sort gives the one order, without the
-        // stable sort's scratch.
-        keys.sort_unstable();
+        sort_in_place(&mut keys);
         if self.len() == 0 {
             self.sorted = keys;
             self.added.clear();
@@ -164,6 +162,40 @@ impl<T: Ord> PartialEq for SortedKeys<T> {
 impl<T: Ord + std::fmt::Debug> std::fmt::Debug for SortedKeys<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.iter_rev()).finish()
+    }
+}
+
+/// Sorts `keys` (unique) with little room besides them. An open's keys
+/// come as runs already in order (a segment's rows are in key order), so
+/// a sort that finds runs is cheap where a quicksort compares every key
+/// again and again; but the standard stable sort takes scratch room for
+/// as many keys as it sorts. So the positions are sorted (4 bytes each,
+/// the stable sort's scratch as many) by the keys they point at, and the
+/// keys are then moved into place along the permutation's cycles.
+fn sort_in_place<T: Ord>(keys: &mut [T]) {
+    if keys.is_sorted() {
+        return;
+    }
+    let Ok(len) = u32::try_from(keys.len()) else {
+        keys.sort_unstable();
+        return;
+    };
+    let mut order: Vec<u32> = (0..len).collect();
+    // Positions below `len`, made just above.
+    order.sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
+    // Position `i` takes the key at `order[i]`; a position done is marked
+    // by pointing at itself.
+    for start in 0..keys.len() {
+        let mut at = start;
+        loop {
+            let from = order[at] as usize;
+            order[at] = at as u32;
+            if from == start {
+                break;
+            }
+            keys.swap(at, from);
+            at = from;
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use std::ops::{Bound, RangeBounds};
 
 use proptest::prelude::*;
 
-use super::{SortedKeys, FOLD_AT_LEAST};
+use super::{sort_in_place, SortedKeys, FOLD_AT_LEAST};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -84,12 +84,42 @@ proptest! {
     }
 }
 
+proptest! {
+    /// Unique keys come out sorted, whatever their order: runs in order
+    /// (an open's segments), shuffled, or one key.
+    #[test]
+    fn keys_are_sorted_in_place(
+        keys in prop::collection::btree_set(any::<u32>(), 0..3000),
+        runs in 1usize..12,
+        shuffle in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let sorted: Vec<u32> = keys.into_iter().collect();
+        let mut keys = Vec::with_capacity(sorted.len());
+        for run in 0..runs {
+            keys.extend(sorted.iter().skip(run).step_by(runs).copied());
+        }
+        if shuffle {
+            let mut state = seed | 1;
+            for i in (1..keys.len()).rev() {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                keys.swap(i, (state % (i as u64 + 1)) as usize);
+            }
+        }
+        sort_in_place(&mut keys);
+        prop_assert_eq!(keys, sorted);
+    }
+}
+
 /// An open's keys into an empty set become the list itself, sorted in
 /// place: no tree holds them and the list has no room to spare.
 #[test]
 fn an_opens_keys_become_the_list() {
     let mut set = SortedKeys::default();
-    let keys: Vec<u32> = (0..5000).rev().collect();
+    // Two runs, as two segments give them.
+    let keys: Vec<u32> = (2500..5000).chain(0..2500).collect();
     set.extend_new(keys);
     assert_eq!(set.sorted.len(), 5000);
     assert_eq!(set.sorted.capacity(), 5000);
