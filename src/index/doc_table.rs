@@ -206,7 +206,7 @@ mod tests {
         for step in 0..20_000u32 {
             let span = if step < 10_000 { 200 } else { 1_000_000 };
             let doc = (rng.next_u64() % span) as u32;
-            if rng.next_u64() % 3 == 0 {
+            if rng.next_u64().is_multiple_of(3) {
                 assert_eq!(table.remove(doc), want.remove(&doc), "step {step}: remove {doc}");
             } else {
                 let value = step;

@@ -906,7 +906,7 @@ mod location_tests {
         let mut want: [BTreeMap<u32, Vec<i8>>; 2] = [BTreeMap::new(), BTreeMap::new()];
         for step in 0..1_500 {
             let doc = (rng.next_u64() % 160) as u32;
-            let t = usize::from(doc % shares == 0);
+            let t = usize::from(doc.is_multiple_of(shares));
             match rng.next_u64() % 4 {
                 0 => {
                     let removed = indexes[t].remove(doc).map(|v| v.codes().to_vec());
