@@ -47,6 +47,7 @@ use hashbrown::HashTable;
 use serde::{Deserialize, Serialize};
 
 use super::signatures::{Signatures, PARTS};
+use super::doc_table::DocTable;
 use crate::fast_hash::FastMap;
 use crate::str_list::StrList;
 
@@ -305,7 +306,7 @@ pub struct Bm25Index {
     terms: Vec<TermSlot>,
     free_terms: Vec<u32>,
     /// The slot in `docs` of each doc the index holds.
-    slots: FastMap<u32, u32>,
+    slots: DocTable<u32>,
     docs: Vec<DocEntry>,
     free_slots: Vec<u32>,
     total_len: u64,
@@ -452,7 +453,7 @@ impl Bm25Index {
 
     /// The entry of `doc`, if indexed, with its slot.
     fn entry(&self, doc: u32) -> Option<(u32, &DocEntry)> {
-        let slot = *self.slots.get(&doc)?;
+        let slot = self.slots.get(doc)?;
         Some((slot, self.docs.get(slot as usize)?))
     }
 
@@ -481,7 +482,7 @@ impl Bm25Index {
 
     /// Removes a doc and every posting of it; returns whether it was present.
     pub fn remove(&mut self, doc: u32) -> bool {
-        let Some(slot) = self.slots.remove(&doc) else {
+        let Some(slot) = self.slots.remove(doc) else {
             return false;
         };
         let entry = std::mem::take(&mut self.docs[slot as usize]);
@@ -677,7 +678,7 @@ impl Bm25Index {
             let mut signatures = Signatures::default();
             for (slot, entry) in (0u32..).zip(&self.docs) {
                 // A free slot is no doc's.
-                if self.slots.get(&entry.doc) == Some(&slot) {
+                if self.slots.get(entry.doc) == Some(slot) {
                     signatures.insert(slot, &Signatures::keys(term_ids(&entry.term_ids)));
                 }
             }
@@ -744,7 +745,7 @@ impl Bm25Index {
 #[cfg(any(test, feature = "testing"))]
     /// Whether `doc` is indexed.
     pub fn contains(&self, doc: u32) -> bool {
-        self.slots.contains_key(&doc)
+        self.slots.contains(doc)
     }
 
     /// Number of distinct terms with at least one posting.

@@ -110,12 +110,12 @@
 //! WebAssembly rayon falls back to the calling thread and builds are
 //! reproducible.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use instant_distance::{Builder, Hnsw, Point, Search};
 use serde::{Deserialize, Serialize};
 
+use super::doc_table::{DocTable, Vacant};
 use super::int8::{Int8Ref, Int8Vector};
 use super::rows::Rows;
 #[cfg(any(test, feature = "testing"))]
@@ -390,13 +390,46 @@ fn rank_order(x: &(u32, f32), y: &(u32, f32)) -> std::cmp::Ordering {
     y.1.total_cmp(&x.1).then(x.0.cmp(&y.0))
 }
 
-/// Where a doc's row is.
-#[derive(Debug, Clone, Copy)]
-enum Location {
-    // `u32` rows and segments: a doc number is a `u32`, so no index holds
-    // more rows; the doc map holds one location per vector (12 bytes, not 24).
-    Tail(u32),
-    Segment { segment: u32, row: u32 },
+/// Where a doc's row is: a row of the tail, or of a segment, as the doc
+/// table holds it (two `u32`s: a doc number is a `u32`, so no index holds
+/// more rows or segments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Location {
+    /// The segment, or [`TAIL`].
+    segment: u32,
+    row: u32,
+}
+
+/// [`Location::segment`] of a row of the tail.
+const TAIL: u32 = u32::MAX;
+
+impl Vacant for Location {
+    // The tail's last possible row: the tail would need more rows than
+    // docs can be numbered before a doc sat there.
+    const VACANT: Location = Location { segment: TAIL, row: u32::MAX };
+}
+
+/// A [`Location`] to match on.
+enum Place {
+    Tail(usize),
+    Segment { segment: usize, row: usize },
+}
+
+impl Location {
+    fn tail(row: usize) -> Location {
+        Location { segment: TAIL, row: row_number(row) }
+    }
+
+    fn segment(segment: usize, row: usize) -> Location {
+        Location { segment: row_number(segment), row: row_number(row) }
+    }
+
+    fn place(self) -> Place {
+        match self.segment {
+            TAIL => Place::Tail(self.row as usize),
+            segment => Place::Segment { segment: segment as usize, row: self.row as usize },
+        }
+    }
 }
 
 /// A cosine-similarity index over `u32` docs: an exactly scanned tail plus
@@ -408,7 +441,7 @@ pub struct VectorIndex {
     /// The doc of each tail row.
     tail_docs: Vec<u32>,
     segments: Vec<Segment>,
-    locations: HashMap<u32, Location>,
+    locations: DocTable<Location>,
 }
 
 impl VectorIndex {
@@ -428,7 +461,7 @@ impl VectorIndex {
             tail: Rows::new(dimensions),
             tail_docs: Vec::new(),
             segments: Vec::new(),
-            locations: HashMap::new(),
+            locations: DocTable::default(),
         }
     }
 
@@ -465,7 +498,7 @@ impl VectorIndex {
         self.tail.push(own.codes(), own.scale());
         self.tail_docs.push(doc);
         self.locations
-            .insert(doc, Location::Tail(row_number(self.tail_docs.len() - 1)));
+            .insert(doc, Location::tail(self.tail_docs.len() - 1));
         self.link(doc, prev);
         if self.tail_docs.len() >= self.params.segment_threshold {
             self.compact();
@@ -481,23 +514,22 @@ impl VectorIndex {
     /// is built, so a doc of a segment linked anew moves to the tail.
     /// Returns whether `doc` is indexed.
     pub fn link(&mut self, doc: u32, prev: Option<u32>) -> bool {
-        let prev_row = |index: &Self| match prev.and_then(|p| index.locations.get(&p)) {
-            Some(&Location::Tail(row)) if prev != Some(doc) => Some(row as usize),
+        let prev_row = |index: &Self| match prev.and_then(|p| index.locations.get(p)).map(Location::place) {
+            Some(Place::Tail(row)) if prev != Some(doc) => Some(row),
             _ => None,
         };
-        match self.locations.get(&doc) {
+        match self.locations.get(doc).map(Location::place) {
             None => false,
-            Some(&Location::Tail(row)) => {
-                let row = row as usize;
+            Some(Place::Tail(row)) => {
                 let wanted = prev_row(self);
                 if self.tail.prev(row) != wanted {
                     self.tail.set_prev(row, wanted);
                 }
                 true
             }
-            Some(&Location::Segment { segment, row }) => {
-                let held = &self.segments[segment as usize];
-                if held.prev_doc(row as usize) == prev {
+            Some(Place::Segment { segment, row }) => {
+                let held = &self.segments[segment];
+                if held.prev_doc(row) == prev {
                     return true;
                 }
                 match self.remove(doc) {
@@ -510,11 +542,9 @@ impl VectorIndex {
 
     /// The own embedding of `doc`, as it was inserted.
     pub fn embedding(&self, doc: u32) -> Option<Int8Ref<'_>> {
-        let (rows, row) = match *self.locations.get(&doc)? {
-            Location::Tail(row) => (&self.tail, row as usize),
-            Location::Segment { segment, row } => {
-                (&*self.segments[segment as usize].rows, row as usize)
-            }
+        let (rows, row) = match self.locations.get(doc)?.place() {
+            Place::Tail(row) => (&self.tail, row),
+            Place::Segment { segment, row } => (&*self.segments[segment].rows, row),
         };
         Some(Int8Ref::new(rows.code(row), rows.scale(row)))
     }
@@ -524,11 +554,11 @@ impl VectorIndex {
     /// embedding, and its predecessor's doc and row (a segment's row of a
     /// doc removed since still serves until the segment is rebuilt).
     pub fn context_parts(&self, doc: u32) -> Option<(Int8Vector, Option<(u32, Int8Vector)>)> {
-        let (rows, docs, row): (&Rows, &[u32], usize) = match *self.locations.get(&doc)? {
-            Location::Tail(row) => (&self.tail, &self.tail_docs, row as usize),
-            Location::Segment { segment, row } => {
-                let held = &self.segments[segment as usize];
-                (&held.rows, &held.docs, row as usize)
+        let (rows, docs, row): (&Rows, &[u32], usize) = match self.locations.get(doc)?.place() {
+            Place::Tail(row) => (&self.tail, &self.tail_docs, row),
+            Place::Segment { segment, row } => {
+                let held = &self.segments[segment];
+                (&held.rows, &held.docs, row)
             }
         };
         let part = |row: usize| Int8Ref::new(rows.code(row), rows.scale(row)).to_vector();
@@ -563,17 +593,15 @@ impl VectorIndex {
     /// Removes `doc`; returns its own embedding if it was present.
     pub fn remove(&mut self, doc: u32) -> Option<Int8Vector> {
         let own = self.embedding(doc)?.to_vector();
-        match self.locations.remove(&doc)? {
-            Location::Tail(row) => {
-                let row = row as usize;
+        match self.locations.remove(doc)?.place() {
+            Place::Tail(row) => {
                 self.tail.swap_remove(row);
                 self.tail_docs.swap_remove(row);
                 if let Some(&moved) = self.tail_docs.get(row) {
-                    self.locations.insert(moved, Location::Tail(row_number(row)));
+                    self.locations.insert(moved, Location::tail(row));
                 }
             }
-            Location::Segment { segment, row } => {
-                let (segment, row) = (segment as usize, row as usize);
+            Place::Segment { segment, row } => {
                 let held = &mut self.segments[segment];
                 held.live[row] = false;
                 held.dead += 1;
@@ -644,18 +672,17 @@ impl VectorIndex {
 #[cfg(any(test, feature = "testing"))]
     /// Whether `doc` is indexed.
     pub fn contains(&self, doc: u32) -> bool {
-        self.locations.contains_key(&doc)
+        self.locations.contains(doc)
     }
 
 #[cfg(any(test, feature = "testing"))]
     /// Approximate heap bytes held: rows, doc lists, graphs (estimated from
     /// `instant-distance`'s layout) and the doc map.
     pub fn memory_bytes(&self) -> usize {
-        let map_entry = size_of::<(u32, Location)>() + 1;
         self.tail.heap_bytes()
             + self.tail_docs.capacity() * size_of::<u32>()
             + self.segments.iter().map(Segment::heap_bytes).sum::<usize>()
-            + self.locations.capacity() * map_entry
+            + self.locations.heap_bytes()
     }
 
     /// A segment over `rows` (exactly sized), built with this index's params.
@@ -687,13 +714,7 @@ impl VectorIndex {
         let segment = &self.segments[index];
         for (row, &doc) in segment.docs.iter().enumerate() {
             if segment.live[row] {
-                self.locations.insert(
-                    doc,
-                    Location::Segment {
-                        segment: row_number(index),
-                        row: row_number(row),
-                    },
-                );
+                self.locations.insert(doc, Location::segment(index, row));
             }
         }
     }
@@ -722,8 +743,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_location_in_the_doc_map_is_sixteen_bytes() {
-        assert_eq!(size_of::<(u32, Location)>(), 16);
+    fn a_location_in_the_doc_table_is_eight_bytes() {
+        assert_eq!(size_of::<Location>(), 8);
     }
 
     // The test kit's seeded generator: it holds no memtide types, so unit
@@ -853,5 +874,78 @@ mod tests {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod location_tests {
+    use super::*;
+    use memtide_testkit::rng::Rng;
+    use std::collections::BTreeMap;
+
+    /// Two tenants' indexes over interleaved doc numbers (as the engine
+    /// numbers docs across tenants), with removals, re-insertions of freed
+    /// docs, re-links (which move a segment's doc to the tail) and
+    /// segments built, merged and rebuilt: after each step every doc's
+    /// embedding is the one last given, and at the end a search finds each
+    /// doc of a tenant, and only them. A doc belongs to the second tenant
+    /// when `shares` divides it: one in two keeps both doc tables lists,
+    /// one in eight makes the smaller tenant's a hash table. Returns
+    /// whether each table is a list.
+    fn locations_follow_their_docs(shares: u32, seed: u64) -> [bool; 2] {
+        let mut rng = Rng(seed);
+        let params = VectorParams {
+            segment_threshold: 24,
+            max_segments: 3,
+            ..VectorParams::default()
+        };
+        let mut indexes = [VectorIndex::new(8, params), VectorIndex::new(8, params)];
+        // As an open reserves each tenant's index for its docs.
+        indexes[0].reserve(160 - 160 / shares as usize);
+        indexes[1].reserve(160 / shares as usize);
+        let mut want: [BTreeMap<u32, Vec<i8>>; 2] = [BTreeMap::new(), BTreeMap::new()];
+        for step in 0..1_500 {
+            let doc = (rng.next_u64() % 160) as u32;
+            let t = usize::from(doc.is_multiple_of(shares));
+            match rng.next_u64() % 4 {
+                0 => {
+                    let removed = indexes[t].remove(doc).map(|v| v.codes().to_vec());
+                    assert_eq!(removed, want[t].remove(&doc), "step {step}: remove {doc}");
+                }
+                1 => {
+                    let prev = (rng.next_u64() % 160) as u32;
+                    let linked = indexes[t].link(doc, Some(prev).filter(|&p| p != doc));
+                    assert_eq!(linked, want[t].contains_key(&doc), "step {step}: link {doc}");
+                }
+                _ => {
+                    let own = Int8Vector::quantize(&rng.gaussian_vector(8));
+                    want[t].insert(doc, own.codes().to_vec());
+                    indexes[t].insert_own(doc, own, None).unwrap();
+                }
+            }
+            for (index, want) in indexes.iter().zip(&want) {
+                assert_eq!(index.len(), want.len(), "step {step}");
+                for doc in 0..160u32 {
+                    let got = index.embedding(doc).map(|e| e.to_vector().codes().to_vec());
+                    assert_eq!(got.as_ref(), want.get(&doc), "step {step}: doc {doc}");
+                    assert_eq!(index.contains(doc), got.is_some(), "step {step}: doc {doc}");
+                }
+            }
+        }
+        for (index, want) in indexes.iter().zip(&want) {
+            for (&doc, codes) in want {
+                let query: Vec<f32> = codes.iter().map(|&c| f32::from(c)).collect();
+                let found = index.search(&query, want.len(), &|_| true);
+                assert!(found.iter().any(|&(d, _)| d == doc), "doc {doc} not found");
+                assert!(found.len() == want.len() && found.iter().all(|(d, _)| want.contains_key(d)), "a doc not held");
+            }
+        }
+        [indexes[0].locations.is_list(), indexes[1].locations.is_list()]
+    }
+
+    #[test]
+    fn locations_follow_their_docs_across_two_tenants() {
+        assert_eq!(locations_follow_their_docs(2, 5), [true, true]);
+        assert_eq!(locations_follow_their_docs(8, 6), [true, false]);
     }
 }
