@@ -16,12 +16,14 @@
 //! Most keys are a memory's or an embedding's: `item/` or `vec/` and a
 //! ULID of 26 characters. Such a key, when its ULID is the one
 //! [`parse_ulid`] reads and [`write_ulid`] writes back (uppercase, at
-//! most 128 bits), is held as its prefix (a kind in the slot) and the
-//! ULID's 16 bytes, and written out again when asked for ([`KeyText`]);
-//! any other key is held as its bytes. Keys are hashed and compared as
-//! text, so a key finds itself whichever way it is held. An embedding's
-//! key shares the 16 bytes of its memory's key when that is held already
-//! (as an open adds them: in key order, `item/` before `vec/`).
+//! most 128 bits), is held by the ULID's 16 bytes, and written out again
+//! when asked for ([`KeyText`]); any other key is held as its bytes. The
+//! two keys of one ULID, a memory's and its embedding's, share one slot
+//! (a bit per kind, and the embedding's flags and newest segment in the
+//! bits a key held as its bytes gives its length) and one entry of the
+//! table: a ULID key is hashed and compared by the ULID's value, any
+//! other key by its text. The encoding is injective because only
+//! canonical ULIDs take it.
 //!
 //! Keys have numbers ([`KeyId`]) stable while they are in the map, which
 //! the reader uses to give each record its key without reading the key's

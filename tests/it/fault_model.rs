@@ -710,5 +710,5 @@ fn stale_reads_never_clobber_newer_writes() {
 /// holds by their ULID, through crashes, deletes, merges and reopens.
 #[test]
 fn a_crash_mid_journal_keeps_ulid_keys_and_their_embeddings() {
-    property::<Crashing>("crashes mid-journal, ULID ids", Ids::UlidsWithVectors, 400);
+    property::<Crashing>("crashes mid-journal, ULID ids", Ids::UlidsWithVectors, 500);
 }
