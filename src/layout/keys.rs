@@ -16,12 +16,14 @@
 //! Most keys are a memory's or an embedding's: `item/` or `vec/` and a
 //! ULID of 26 characters. Such a key, when its ULID is the one
 //! [`parse_ulid`] reads and [`write_ulid`] writes back (uppercase, at
-//! most 128 bits), is held as its prefix (a kind in the slot) and the
-//! ULID's 16 bytes, and written out again when asked for ([`KeyText`]);
-//! any other key is held as its bytes. Keys are hashed and compared as
-//! text, so a key finds itself whichever way it is held. An embedding's
-//! key shares the 16 bytes of its memory's key when that is held already
-//! (as an open adds them: in key order, `item/` before `vec/`).
+//! most 128 bits), is held by the ULID's 16 bytes, and written out again
+//! when asked for ([`KeyText`]); any other key is held as its bytes. The
+//! two keys of one ULID, a memory's and its embedding's, share one slot
+//! (a bit per kind, and the embedding's flags and newest segment in the
+//! bits a key held as its bytes gives its length) and one entry of the
+//! table: a ULID key is hashed and compared by the ULID's value, any
+//! other key by its text. The encoding is injective because only
+//! canonical ULIDs take it.
 //!
 //! Keys have numbers ([`KeyId`]) stable while they are in the map, which
 //! the reader uses to give each record its key without reading the key's
@@ -36,8 +38,14 @@ use crate::env::{parse_ulid, write_ulid, ULID_LEN};
 use crate::fast_hash::FastMap;
 use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
 
-/// A key's number in its map, stable while the key is in it.
+/// A key's number in its map, stable while the key is in it: its slot's
+/// place, with [`VECTOR_ID`] for an embedding's key held by its ULID.
 pub(crate) type KeyId = u32;
+
+/// In a [`KeyId`]: the key is the embedding's of its slot's ULID (the
+/// slot's place is the rest, so a memory's key and any other key are
+/// named by their slot's place alone).
+const VECTOR_ID: KeyId = 1 << 31;
 
 /// No segment (a slot's `last`).
 const NO_SEGMENT: u32 = u32::MAX;
@@ -54,26 +62,36 @@ const ULID_BLOCK: usize = 1 << 12;
 /// reach, or past the buffers' count), which `long` holds.
 const NOT_IN_CHUNKS: u32 = u32::MAX;
 
-/// In a slot's `len`: the newest version is in the log.
+/// In a slot's `len`: the newest version of the key held as its bytes, or
+/// of the memory's key, is in the log.
 const IN_LOG: u32 = 1 << 31;
-/// In a slot's `len`: older versions are in other segments, which `older`
-/// lists.
+/// In a slot's `len`: older versions of that key are in other segments,
+/// which `older` lists.
 const HAS_OLDER: u32 = 1 << 30;
-/// In a slot's `len`: the kind of key, 0 for a key held as its bytes, else
-/// one more than the place in [`ULID_PREFIXES`] of its prefix.
-const KIND: u32 = 3 << KIND_SHIFT;
-const KIND_SHIFT: u32 = 28;
-/// In a slot's `len`: the key's ULID is also the one of the key of the
-/// same ULID and the other kind, whose slot says so too.
-const SHARED: u32 = 1 << 27;
-/// In a slot's `len`: the length of a key held as its bytes.
-const LEN: u32 = SHARED - 1;
+/// In a slot's `len`: which keys of its ULID the slot holds, a bit per
+/// kind ([`kind_bit`]); none for a key held as its bytes.
+const KINDS: u32 = 3 << 28;
+/// In a slot's `len`: [`IN_LOG`] and [`HAS_OLDER`] of the embedding's key.
+const VECTOR_IN_LOG: u32 = 1 << 27;
+const VECTOR_HAS_OLDER: u32 = 1 << 26;
+/// In a slot's `len`: the length of a key held as its bytes, or for a
+/// ULID, one more than the place in the segment table of the embedding's
+/// newest segment (0 for none).
+const LEN: u32 = VECTOR_HAS_OLDER - 1;
+/// Places a segment table gives: each names a segment in a slot's
+/// [`LEN`] bits.
+const PLACES: u32 = LEN - 1;
 
 /// The prefixes of the keys held by their ULID's value.
 const ULID_PREFIXES: [&str; 2] = [ITEM_PREFIX, VECTOR_PREFIX];
 /// The kinds of a memory's key and of its embedding's.
 const ITEM_KIND: u32 = 1;
 const VECTOR_KIND: u32 = 2;
+
+/// The bit in a slot's [`KINDS`] of `kind`.
+fn kind_bit(kind: u32) -> u32 {
+    1 << (27 + kind)
+}
 
 /// The length of the longest key held by its ULID's value.
 const WRITTEN_MAX: usize = {
@@ -88,8 +106,8 @@ const WRITTEN_MAX: usize = {
     longest + ULID_LEN
 };
 
-/// The kind (see [`KIND`]) and ULID value of a key held by its ULID's
-/// value, or `None` for a key held as its bytes.
+/// The kind ([`ITEM_KIND`] or [`VECTOR_KIND`]) and ULID value of a key
+/// held by its ULID's value, or `None` for a key held as its bytes.
 fn ulid_form(key: &str) -> Option<(u32, u128)> {
     ULID_PREFIXES
         .iter()
@@ -106,7 +124,7 @@ pub(crate) enum KeyText<'a> {
 }
 
 impl KeyText<'_> {
-    /// The key of kind `kind` (see [`KIND`], not 0) whose ULID is `ulid`
+    /// The key of kind `kind` ([`ITEM_KIND`] or [`VECTOR_KIND`]) whose ULID is `ulid`
     /// (big-endian).
     fn write(kind: u32, ulid: &[u8; 16]) -> Self {
         let prefix = ULID_PREFIXES.get((kind as usize).wrapping_sub(1)).copied().unwrap_or_default();
@@ -139,14 +157,15 @@ impl Deref for KeyText<'_> {
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     /// For a key held as its bytes, the buffer holding them (high 16
-    /// bits) and where they start in it (low 16 bits); for a key held by
-    /// its ULID, the ULID's place; or [`NOT_IN_CHUNKS`].
+    /// bits) and where they start in it (low 16 bits); for keys held by
+    /// their ULID, the ULID's place; or [`NOT_IN_CHUNKS`].
     at: u32,
-    /// The key's length ([`LEN`]) with the flags [`IN_LOG`] and
-    /// [`HAS_OLDER`].
+    /// Flags ([`IN_LOG`], [`HAS_OLDER`], [`KINDS`], [`VECTOR_IN_LOG`],
+    /// [`VECTOR_HAS_OLDER`]) and [`LEN`].
     len: u32,
     /// The place in the segment table of the segment holding the newest
-    /// version a segment holds, or [`NO_SEGMENT`].
+    /// version a segment holds of the key held as its bytes, or of the
+    /// memory's key, or [`NO_SEGMENT`].
     last: u32,
 }
 
@@ -157,22 +176,55 @@ impl Slot {
         last: NO_SEGMENT,
     };
 
-    /// Whether a version of its key is in the log or a segment.
-    fn held(&self) -> bool {
-        self.in_log() || self.last != NO_SEGMENT
+    /// Whether its keys are held by their ULID.
+    fn by_ulid(&self) -> bool {
+        self.len & KINDS != 0
     }
 
-    fn in_log(&self) -> bool {
-        self.len & IN_LOG != 0
+    /// Whether it holds the key of kind `kind` of its ULID.
+    fn has(&self, kind: u32) -> bool {
+        self.len & kind_bit(kind) != 0
     }
 
-    fn has_older(&self) -> bool {
-        self.len & HAS_OLDER != 0
+    /// The flags `in_log` and `has_older` of its embedding's key if
+    /// `vector`, else of its other key.
+    fn flags(vector: bool) -> (u32, u32) {
+        if vector {
+            (VECTOR_IN_LOG, VECTOR_HAS_OLDER)
+        } else {
+            (IN_LOG, HAS_OLDER)
+        }
     }
 
-    /// See [`KIND`].
-    fn kind(&self) -> u32 {
-        (self.len & KIND) >> KIND_SHIFT
+    fn in_log(&self, vector: bool) -> bool {
+        self.len & Slot::flags(vector).0 != 0
+    }
+
+    fn has_older(&self, vector: bool) -> bool {
+        self.len & Slot::flags(vector).1 != 0
+    }
+
+    /// The place of the newest segment of the key (see [`Slot::flags`]).
+    fn last(&self, vector: bool) -> u32 {
+        if vector {
+            (self.len & LEN).checked_sub(1).unwrap_or(NO_SEGMENT)
+        } else {
+            self.last
+        }
+    }
+
+    fn set_last(&mut self, vector: bool, place: u32) {
+        if vector {
+            let field = if place == NO_SEGMENT { 0 } else { place.min(PLACES - 1) + 1 };
+            self.len = self.len & !LEN | field;
+        } else {
+            self.last = place;
+        }
+    }
+
+    /// Whether a version of the key is in the log or a segment.
+    fn held(&self, vector: bool) -> bool {
+        self.in_log(vector) || self.last(vector) != NO_SEGMENT
     }
 
     fn set_flag(&mut self, flag: u32, on: bool) {
@@ -182,6 +234,15 @@ impl Slot {
             self.len &= !flag;
         }
     }
+
+    /// Forgets the key of kind `kind` of its ULID and where its versions
+    /// were.
+    fn clear(&mut self, kind: u32) {
+        let vector = kind == VECTOR_KIND;
+        let (in_log, has_older) = Slot::flags(vector);
+        self.len &= !(in_log | has_older | kind_bit(kind));
+        self.set_last(vector, NO_SEGMENT);
+    }
 }
 
 /// The keys' bytes: buffers of [`KEY_CHUNK`] bytes filled in turn, never
@@ -190,8 +251,8 @@ impl Slot {
 #[derive(Debug, Clone, Default)]
 struct KeyBytes {
     chunks: Vec<String>,
-    /// Keys held outside the buffers (see [`NOT_IN_CHUNKS`]), by id.
-    long: FastMap<KeyId, Box<str>>,
+    /// Keys held outside the buffers (see [`NOT_IN_CHUNKS`]), by slot.
+    long: FastMap<u32, Box<str>>,
     /// Bytes written in the buffers.
     used: usize,
     /// Of those, bytes of keys no longer held.
@@ -204,20 +265,15 @@ struct KeyBytes {
 }
 
 impl KeyBytes {
-    /// The key `slot` of `id` names.
-    fn get(&self, id: KeyId, slot: &Slot) -> KeyText<'_> {
+    /// The key held as its bytes by slot `index`.
+    fn text(&self, index: u32, slot: &Slot) -> &str {
         if slot.at == NOT_IN_CHUNKS {
-            return KeyText::Held(self.long.get(&id).map_or("", |key| key));
+            return self.long.get(&index).map_or("", |key| key);
         }
-        match slot.kind() {
-            0 => {
-                let start = (slot.at & 0xffff) as usize;
-                let end = start + (slot.len & LEN) as usize;
-                let key = self.chunks.get((slot.at >> 16) as usize).and_then(|chunk| chunk.get(start..end));
-                KeyText::Held(key.unwrap_or_default())
-            }
-            kind => KeyText::write(kind, &self.ulid(slot.at)),
-        }
+        let start = (slot.at & 0xffff) as usize;
+        let end = start + (slot.len & LEN) as usize;
+        let key = self.chunks.get((slot.at >> 16) as usize).and_then(|chunk| chunk.get(start..end));
+        key.unwrap_or_default()
     }
 
     /// The ULID at place `at` (zero for a place past them).
@@ -230,27 +286,9 @@ impl KeyBytes {
             .unwrap_or_default()
     }
 
-    /// Whether the key `slot` of `id` names is `key`, compared without
-    /// writing the held key out.
-    fn is(&self, id: KeyId, slot: &Slot, key: &str) -> bool {
-        match ULID_PREFIXES.get((slot.kind() as usize).wrapping_sub(1)) {
-            _ if slot.at == NOT_IN_CHUNKS => self.long.get(&id).is_some_and(|held| **held == *key),
-            None => *self.get(id, slot) == *key,
-            Some(prefix) => key
-                .strip_prefix(prefix)
-                .and_then(parse_ulid)
-                .is_some_and(|value| self.ulid(slot.at) == value.to_be_bytes()),
-        }
-    }
-
-    /// Stores `key` of `id`, whose [`ulid_form`] is `form`; returns the
-    /// slot's `at` and `len` (no flag but the kind).
-    fn put(&mut self, id: KeyId, key: &str, form: Option<(u32, u128)>) -> (u32, u32) {
-        if let Some((kind, value)) = form {
-            if let Some(at) = self.put_ulid(value.to_be_bytes()) {
-                return (at, kind << KIND_SHIFT);
-            }
-        }
+    /// Stores `key`, held as its bytes by slot `index`; returns the slot's
+    /// `at` and `len`.
+    fn put(&mut self, index: u32, key: &str) -> (u32, u32) {
         let len = key.len();
         // A key starts below `KEY_CHUNK`, which the offset's 16 bits hold.
         let fits = |chunk: &String| chunk.len() < KEY_CHUNK && chunk.len() + len <= KEY_CHUNK;
@@ -262,9 +300,9 @@ impl KeyBytes {
             let capacity = if self.chunks.is_empty() { 0 } else { KEY_CHUNK };
             self.chunks.push(String::with_capacity(capacity));
         }
-        let index = self.chunks.len().wrapping_sub(1);
+        let chunk_index = self.chunks.len().wrapping_sub(1);
         match self.chunks.last_mut() {
-            Some(chunk) if fits(chunk) && index < 1 << 16 => {
+            Some(chunk) if fits(chunk) && chunk_index < 1 << 16 => {
                 if chunk.capacity() - chunk.len() < len {
                     let wanted = (2 * chunk.capacity()).clamp(chunk.len() + len, KEY_CHUNK);
                     chunk.reserve_exact(wanted - chunk.len());
@@ -272,24 +310,25 @@ impl KeyBytes {
                 let start = chunk.len();
                 chunk.push_str(key);
                 self.used += len;
-                ((index << 16 | start) as u32, len as u32)
+                ((chunk_index << 16 | start) as u32, len as u32)
             }
             _ => {
-                self.long.insert(id, key.into());
+                self.long.insert(index, key.into());
                 (NOT_IN_CHUNKS, 0)
             }
         }
     }
 
-    /// Puts `ulid` at a free place, if there is one below
-    /// [`NOT_IN_CHUNKS`]; returns it.
-    fn put_ulid(&mut self, ulid: [u8; 16]) -> Option<u32> {
+    /// Puts `ulid` at a free place; returns it. There are never more
+    /// places in use than slots, which are fewer than [`VECTOR_ID`]: a
+    /// place is always found.
+    fn put_ulid(&mut self, ulid: [u8; 16]) -> u32 {
         if let Some(at) = self.free_ulids.pop() {
-            let at = at as usize;
-            if let Some(place) = self.ulids.get_mut(at / ULID_BLOCK).and_then(|block| block.get_mut(at % ULID_BLOCK)) {
+            let place = at as usize;
+            if let Some(place) = self.ulids.get_mut(place / ULID_BLOCK).and_then(|block| block.get_mut(place % ULID_BLOCK)) {
                 *place = ulid;
             }
-            return u32::try_from(at).ok();
+            return at;
         }
         if self.ulids.last().is_none_or(|block| block.len() == ULID_BLOCK) {
             // As the buffers of keys: the first block grows, the next
@@ -298,25 +337,52 @@ impl KeyBytes {
             self.ulids.push(Vec::with_capacity(capacity));
         }
         let blocks = self.ulids.len() - 1;
-        let block = self.ulids.last_mut()?;
-        let at = u32::try_from(blocks * ULID_BLOCK + block.len()).ok().filter(|&at| at != NOT_IN_CHUNKS)?;
+        let Some(block) = self.ulids.last_mut() else {
+            return NOT_IN_CHUNKS;
+        };
+        let at = u32::try_from(blocks * ULID_BLOCK + block.len()).unwrap_or(NOT_IN_CHUNKS);
         if block.len() == block.capacity() {
             let wanted = (2 * block.capacity()).clamp(block.len() + 1, ULID_BLOCK);
             block.reserve_exact(wanted - block.len());
         }
         block.push(ulid);
-        Some(at)
+        at
     }
 
-    /// Forgets the key `slot` of `id` names (whose bytes no other key
-    /// shares).
-    fn free(&mut self, id: KeyId, slot: &Slot) {
-        if slot.at == NOT_IN_CHUNKS {
-            self.long.remove(&id);
-        } else if slot.kind() != 0 {
+    /// Forgets the keys slot `index` holds.
+    fn free(&mut self, index: u32, slot: &Slot) {
+        if slot.by_ulid() {
             self.free_ulids.push(slot.at);
+        } else if slot.at == NOT_IN_CHUNKS {
+            self.long.remove(&index);
         } else {
             self.garbage += (slot.len & LEN) as usize;
+        }
+    }
+}
+
+/// A key as the map looks it up: by its ULID's value (and kind), or by
+/// its bytes.
+#[derive(Clone, Copy)]
+enum Probe<'a> {
+    Ulid(u32, u128),
+    Text(&'a str),
+}
+
+impl<'a> Probe<'a> {
+    fn of(key: &'a str) -> Self {
+        match ulid_form(key) {
+            Some((kind, value)) => Probe::Ulid(kind, value),
+            None => Probe::Text(key),
+        }
+    }
+
+    /// The id of this key in slot `index`, if the slot holds it.
+    fn id(self, slot: &Slot, index: u32) -> Option<KeyId> {
+        match self {
+            Probe::Text(_) => Some(index),
+            Probe::Ulid(kind, _) if slot.has(kind) => Some(if kind == VECTOR_KIND { index | VECTOR_ID } else { index }),
+            Probe::Ulid(..) => None,
         }
     }
 }
@@ -325,15 +391,16 @@ impl KeyBytes {
 /// documentation.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KeyMap {
-    /// By key id.
+    /// By slot place ([`KeyId`] without [`VECTOR_ID`]).
     slots: Vec<Slot>,
     /// The keys' bytes.
     bytes: KeyBytes,
-    /// The ids of the keys held, found by their key's hash.
-    table: HashTable<KeyId>,
+    /// The places of the slots in use, found by their ULID's value, or
+    /// their key's hash.
+    table: HashTable<u32>,
     hasher: foldhash::fast::RandomState,
     /// Free slots, reused first.
-    free: Vec<KeyId>,
+    free: Vec<u32>,
     /// The segments holding an older version of a key, ascending by
     /// number, for the keys whose slot says so (most keys have one
     /// version).
@@ -345,30 +412,42 @@ pub(crate) struct KeyMap {
     places: FastMap<u64, u32>,
 }
 
-/// The key of slot `id` (empty for a free slot or an id past them).
-fn key_of<'a>(slots: &[Slot], bytes: &'a KeyBytes, id: KeyId) -> KeyText<'a> {
-    slots.get(id as usize).map_or(KeyText::Held(""), |slot| bytes.get(id, slot))
+/// The slot place and whether it is the embedding's key, of `id`.
+fn split(id: KeyId) -> (u32, bool) {
+    (id & !VECTOR_ID, id & VECTOR_ID != 0)
 }
 
-/// Whether slot `id` holds `key`.
-fn is_key(slots: &[Slot], bytes: &KeyBytes, id: KeyId, key: &str) -> bool {
-    slots.get(id as usize).is_some_and(|slot| bytes.is(id, slot, key))
+/// The hash the table keeps slot `index` by, as [`KeyMap::hash`] hashes a
+/// probe.
+fn hash_of(hasher: &foldhash::fast::RandomState, slots: &[Slot], bytes: &KeyBytes, index: u32) -> u64 {
+    match slots.get(index as usize) {
+        Some(slot) if slot.by_ulid() => hasher.hash_one(u128::from_be_bytes(bytes.ulid(slot.at))),
+        Some(slot) => hasher.hash_one(bytes.text(index, slot)),
+        None => 0,
+    }
 }
 
-/// The hash of the key of slot `id`, as [`KeyMap::get`] hashes a key.
-fn hash_of(hasher: &foldhash::fast::RandomState, slots: &[Slot], bytes: &KeyBytes, id: KeyId) -> u64 {
-    hasher.hash_one(&*key_of(slots, bytes, id))
+/// Whether slot `index` holds the keys `probe` looks for (those of its
+/// ULID, of either kind; or its bytes).
+fn is_slot_of(slots: &[Slot], bytes: &KeyBytes, index: u32, probe: Probe<'_>) -> bool {
+    slots.get(index as usize).is_some_and(|slot| match probe {
+        Probe::Ulid(_, value) => slot.by_ulid() && bytes.ulid(slot.at) == value.to_be_bytes(),
+        Probe::Text(key) => !slot.by_ulid() && bytes.text(index, slot) == key,
+    })
 }
 
 impl KeyMap {
     /// Keys held.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.table.len()
+        self.ids().count()
     }
 
-    /// Room for `additional` more keys without growing.
-    pub(crate) fn reserve(&mut self, additional: usize) {
+    /// Room for `additional` more keys of which `pairs` are the memory's
+    /// and the embedding's keys of one ULID (one slot for both) without
+    /// growing.
+    pub(crate) fn reserve(&mut self, additional: usize, pairs: usize) {
+        let additional = additional.saturating_sub(pairs);
         let Self {
             slots,
             bytes,
@@ -376,64 +455,90 @@ impl KeyMap {
             hasher,
             ..
         } = self;
-        table.reserve(additional, |&id| hash_of(hasher, slots, bytes, id));
+        table.reserve(additional, |&index| hash_of(hasher, slots, bytes, index));
         slots.reserve(additional.saturating_sub(self.free.len()));
+    }
+
+    fn hash(&self, probe: Probe<'_>) -> u64 {
+        match probe {
+            Probe::Ulid(_, value) => self.hasher.hash_one(value),
+            Probe::Text(key) => self.hasher.hash_one(key),
+        }
+    }
+
+    /// The place of the slot holding the keys `probe` looks for, if one
+    /// does.
+    fn find(&self, hash: u64, probe: Probe<'_>) -> Option<u32> {
+        self.table
+            .find(hash, |&index| is_slot_of(&self.slots, &self.bytes, index, probe))
+            .copied()
     }
 
     /// The id of `key`, if held.
     pub(crate) fn get(&self, key: &str) -> Option<KeyId> {
-        let hash = self.hasher.hash_one(key);
-        self.table
-            .find(hash, |&id| is_key(&self.slots, &self.bytes, id, key))
-            .copied()
+        let probe = Probe::of(key);
+        let index = self.find(self.hash(probe), probe)?;
+        probe.id(self.slots.get(index as usize)?, index)
     }
 
     /// The key of `id` (empty for an id not held).
     pub(crate) fn key(&self, id: KeyId) -> KeyText<'_> {
-        key_of(&self.slots, &self.bytes, id)
+        let (index, vector) = split(id);
+        let kind = if vector { VECTOR_KIND } else { ITEM_KIND };
+        match self.slots.get(index as usize) {
+            Some(slot) if slot.by_ulid() && slot.has(kind) => KeyText::write(kind, &self.bytes.ulid(slot.at)),
+            Some(slot) if !slot.by_ulid() && !vector => KeyText::Held(self.bytes.text(index, slot)),
+            _ => KeyText::Held(""),
+        }
     }
 
     /// The ids of the keys held (in no particular order), with their keys.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (KeyId, KeyText<'_>)> + '_ {
-        self.table.iter().map(|&id| (id, self.key(id)))
+        self.ids().map(|id| (id, self.key(id)))
     }
 
     /// The ids of the keys held (in no particular order).
     pub(crate) fn ids(&self) -> impl Iterator<Item = KeyId> + '_ {
-        self.table.iter().copied()
+        self.table.iter().flat_map(|&index| {
+            let slot = self.slots.get(index as usize).copied().unwrap_or(Slot::FREE);
+            let first = (!slot.by_ulid() || slot.has(ITEM_KIND)).then_some(index);
+            let vector = slot.has(VECTOR_KIND).then_some(index | VECTOR_ID);
+            first.into_iter().chain(vector)
+        })
     }
 
     /// The id of `key`, held from now on if it was not (with no version
     /// anywhere yet).
     pub(crate) fn entry(&mut self, key: &str) -> KeyId {
-        let hash = self.hasher.hash_one(key);
-        if let Some(&id) = self.table.find(hash, |&id| is_key(&self.slots, &self.bytes, id, key)) {
-            return id;
-        }
-        let id = match self.free.pop() {
-            Some(id) => id,
-            // A map of 2^32 keys would need far more memory than a
-            // store of memories can take (each key is a record).
-            None => KeyId::try_from(self.slots.len()).unwrap_or(KeyId::MAX),
-        };
-        let form = ulid_form(key);
-        let memory = match form {
-            Some((VECTOR_KIND, value)) => self.by_value(ITEM_KIND, value),
-            _ => None,
-        };
-        let (at, len) = match memory.and_then(|memory| self.slots.get_mut(memory as usize)) {
-            Some(memory) => {
-                memory.len |= SHARED;
-                (memory.at, VECTOR_KIND << KIND_SHIFT | SHARED)
+        let probe = Probe::of(key);
+        let hash = self.hash(probe);
+        if let Some(index) = self.find(hash, probe) {
+            let Some(slot) = self.slots.get_mut(index as usize) else {
+                return index;
+            };
+            if let Probe::Ulid(kind, _) = probe {
+                // The other key of its ULID is held: this one joins it,
+                // with no version yet (as its fields were left cleared).
+                slot.len |= kind_bit(kind);
             }
-            None => self.bytes.put(id, key, form),
+            return probe.id(slot, index).unwrap_or(index);
+        }
+        let index = match self.free.pop() {
+            Some(index) => index,
+            // A map of 2^31 slots would need far more memory than a
+            // store of memories can take (each key is a record).
+            None => u32::try_from(self.slots.len()).unwrap_or(VECTOR_ID - 1).min(VECTOR_ID - 1),
+        };
+        let (at, len) = match probe {
+            Probe::Ulid(kind, value) => (self.bytes.put_ulid(value.to_be_bytes()), kind_bit(kind)),
+            Probe::Text(key) => self.bytes.put(index, key),
         };
         let slot = Slot {
             at,
             len,
             last: NO_SEGMENT,
         };
-        match self.slots.get_mut(id as usize) {
+        match self.slots.get_mut(index as usize) {
             Some(free) => *free = slot,
             None => self.slots.push(slot),
         }
@@ -444,59 +549,41 @@ impl KeyMap {
             hasher,
             ..
         } = self;
-        table.insert_unique(hash, id, |&id| hash_of(hasher, slots, bytes, id));
-        id
-    }
-
-    /// The id of the key held by its ULID's value, of kind `kind` and
-    /// ULID `value`, if held.
-    fn by_value(&self, kind: u32, value: u128) -> Option<KeyId> {
-        let ulid = value.to_be_bytes();
-        let hash = self.hasher.hash_one(&*KeyText::write(kind, &ulid));
-        let is = |id: KeyId| {
-            self.slots
-                .get(id as usize)
-                .is_some_and(|slot| slot.at != NOT_IN_CHUNKS && slot.kind() == kind && self.bytes.ulid(slot.at) == ulid)
-        };
-        self.table.find(hash, |&id| is(id)).copied()
+        table.insert_unique(hash, index, |&index| hash_of(hasher, slots, bytes, index));
+        probe.id(&slot, index).unwrap_or(index)
     }
 
     /// Stops holding `key` (and where its versions were).
     pub(crate) fn remove(&mut self, key: &str) {
-        if let Some(id) = self.get(key) {
-            // Released while its partner (if it shares bytes) is found.
-            self.release(id);
-            let hash = self.hasher.hash_one(key);
-            if let Ok(entry) = self.table.find_entry(hash, |&held| held == id) {
+        let probe = Probe::of(key);
+        let hash = self.hash(probe);
+        let Some(index) = self.find(hash, probe) else {
+            return;
+        };
+        let Some(slot) = self.slots.get_mut(index as usize) else {
+            return;
+        };
+        let Some(id) = probe.id(slot, index) else {
+            return;
+        };
+        if let Probe::Ulid(kind, _) = probe {
+            slot.clear(kind);
+        }
+        self.older.remove(&id);
+        if !slot.by_ulid() {
+            // Its last key: the slot is freed.
+            let mut freed = *slot;
+            if let Probe::Ulid(kind, _) = probe {
+                freed.len |= kind_bit(kind);
+            }
+            *slot = Slot::FREE;
+            self.bytes.free(index, &freed);
+            self.free.push(index);
+            if let Ok(entry) = self.table.find_entry(hash, |&held| held == index) {
                 entry.remove();
             }
         }
         self.compact_if_mostly_garbage();
-    }
-
-    /// Frees slot `id`, still in the table; a key sharing its bytes keeps
-    /// them alone.
-    fn release(&mut self, id: KeyId) {
-        let Some(&slot) = self.slots.get(id as usize) else {
-            return;
-        };
-        let partner = (slot.len & SHARED != 0)
-            .then(|| {
-                let value = u128::from_be_bytes(self.bytes.ulid(slot.at));
-                self.by_value(ITEM_KIND + VECTOR_KIND - slot.kind(), value)
-            })
-            .flatten()
-            .and_then(|partner| self.slots.get_mut(partner as usize))
-            .filter(|partner| partner.at == slot.at && partner.len & SHARED != 0);
-        match partner {
-            Some(partner) => partner.len &= !SHARED,
-            None => self.bytes.free(id, &slot),
-        }
-        if let Some(slot) = self.slots.get_mut(id as usize) {
-            *slot = Slot::FREE;
-        }
-        self.older.remove(&id);
-        self.free.push(id);
     }
 
     /// Writes the keys held into new buffers once the bytes of keys no
@@ -514,12 +601,12 @@ impl KeyMap {
             free_ulids: std::mem::take(&mut self.bytes.free_ulids),
             ..KeyBytes::default()
         };
-        for (id, slot) in self.slots.iter_mut().enumerate() {
-            if slot.at == NOT_IN_CHUNKS || slot.kind() != 0 {
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            if slot.at == NOT_IN_CHUNKS || slot.by_ulid() {
                 continue;
             }
-            let id = id as KeyId;
-            let (at, len) = bytes.put(id, &self.bytes.get(id, slot), None);
+            let index = index as u32;
+            let (at, len) = bytes.put(index, self.bytes.text(index, slot));
             slot.at = at;
             slot.len = slot.len & !LEN | len;
         }
@@ -530,30 +617,37 @@ impl KeyMap {
     /// [`KeyMap::retain_held`] leaves the map).
     #[cfg(test)]
     pub(crate) fn all_held(&self) -> bool {
-        self.table.iter().all(|&id| self.slots[id as usize].held())
+        self.ids().all(|id| self.part(id).is_some_and(|(slot, vector)| slot.held(vector)))
+    }
+
+    /// The slot of `id` and whether `id` is its embedding's key.
+    fn part(&self, id: KeyId) -> Option<(&Slot, bool)> {
+        let (index, vector) = split(id);
+        self.slots.get(index as usize).map(|slot| (slot, vector))
     }
 
     /// Whether the newest version of `id` is in the log.
     #[cfg(test)]
     fn in_log(&self, id: KeyId) -> bool {
-        self.slots.get(id as usize).is_some_and(Slot::in_log)
+        self.part(id).is_some_and(|(slot, vector)| slot.in_log(vector))
     }
 
     /// Marks whether the newest version of `id` is in the log.
     pub(crate) fn set_in_log(&mut self, id: KeyId, in_log: bool) {
-        if let Some(slot) = self.slots.get_mut(id as usize) {
-            slot.set_flag(IN_LOG, in_log);
+        let (index, vector) = split(id);
+        if let Some(slot) = self.slots.get_mut(index as usize) {
+            slot.set_flag(Slot::flags(vector).0, in_log);
         }
     }
 
     /// The segment holding the newest version of `id`, unless the log
     /// holds it.
     pub(crate) fn live_segment(&self, id: KeyId) -> Option<u64> {
-        let slot = self.slots.get(id as usize)?;
-        if slot.in_log() {
+        let (slot, vector) = self.part(id)?;
+        if slot.in_log(vector) {
             None
         } else {
-            self.number(slot.last)
+            self.number(slot.last(vector))
         }
     }
 
@@ -564,13 +658,13 @@ impl KeyMap {
 
     /// The segments holding a version of `id`, ascending.
     pub(crate) fn segments(&self, id: KeyId) -> impl Iterator<Item = u64> + '_ {
-        let slot = self.slots.get(id as usize);
-        let older = slot
-            .filter(|slot| slot.has_older())
+        let part = self.part(id);
+        let older = part
+            .filter(|(slot, vector)| slot.has_older(*vector))
             .and_then(|_| self.older.get(&id))
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let last = slot.map_or(NO_SEGMENT, |slot| slot.last);
+        let last = part.map_or(NO_SEGMENT, |(slot, vector)| slot.last(vector));
         older
             .iter()
             .copied()
@@ -582,12 +676,14 @@ impl KeyMap {
     /// holding a version of it.
     pub(crate) fn push(&mut self, id: KeyId, number: u64) {
         let place = self.place(number);
-        let Some(slot) = self.slots.get_mut(id as usize) else {
+        let (index, vector) = split(id);
+        let Some(slot) = self.slots.get_mut(index as usize) else {
             return;
         };
-        let previous = std::mem::replace(&mut slot.last, place);
+        let previous = slot.last(vector);
+        slot.set_last(vector, place);
         if previous != NO_SEGMENT {
-            slot.set_flag(HAS_OLDER, true);
+            slot.set_flag(Slot::flags(vector).1, true);
             self.older.entry(id).or_default().push(previous);
         }
     }
@@ -600,23 +696,28 @@ impl KeyMap {
             return;
         }
         let is_kept = |place: u32| kept.get(place as usize).copied().unwrap_or(false);
-        for (id, slot) in self.slots.iter_mut().enumerate() {
-            if slot.last == NO_SEGMENT || is_kept(slot.last) && !slot.has_older() {
-                continue;
-            }
-            let id = id as KeyId;
-            let mut older = if slot.has_older() {
-                self.older.remove(&id).unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            older.retain(|&place| is_kept(place));
-            if !is_kept(slot.last) {
-                slot.last = older.pop().unwrap_or(NO_SEGMENT);
-            }
-            slot.set_flag(HAS_OLDER, !older.is_empty());
-            if !older.is_empty() {
-                self.older.insert(id, older);
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            // A key held as its bytes has no embedding's part: its `len`
+            // is its length.
+            for vector in [false, true].into_iter().take(1 + usize::from(slot.has(VECTOR_KIND))) {
+                let last = slot.last(vector);
+                if last == NO_SEGMENT || is_kept(last) && !slot.has_older(vector) {
+                    continue;
+                }
+                let id = if vector { index as KeyId | VECTOR_ID } else { index as KeyId };
+                let mut older = if slot.has_older(vector) {
+                    self.older.remove(&id).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                older.retain(|&place| is_kept(place));
+                if !is_kept(last) {
+                    slot.set_last(vector, older.pop().unwrap_or(NO_SEGMENT));
+                }
+                slot.set_flag(Slot::flags(vector).1, !older.is_empty());
+                if !older.is_empty() {
+                    self.older.insert(id, older);
+                }
             }
         }
         for (place, kept) in kept.into_iter().enumerate() {
@@ -629,15 +730,40 @@ impl KeyMap {
 
     /// Stops holding the keys with no version in the log or a segment.
     pub(crate) fn retain_held(&mut self) {
-        let slots = &self.slots;
-        let gone: Vec<KeyId> = self.table.iter().copied().filter(|&id| !slots[id as usize].held()).collect();
-        // Released while in the table, so that each finds its partner (a
-        // freed slot is not held).
-        for id in gone {
-            self.release(id);
-        }
-        let slots = &self.slots;
-        self.table.retain(|&mut id| slots[id as usize].held());
+        let Self {
+            slots,
+            bytes,
+            table,
+            free,
+            older,
+            ..
+        } = self;
+        table.retain(|&mut index| {
+            let Some(slot) = slots.get_mut(index as usize) else {
+                return false;
+            };
+            let before = *slot;
+            if slot.by_ulid() {
+                for kind in [ITEM_KIND, VECTOR_KIND] {
+                    let vector = kind == VECTOR_KIND;
+                    if slot.has(kind) && !slot.held(vector) {
+                        slot.clear(kind);
+                        older.remove(&if vector { index | VECTOR_ID } else { index });
+                    }
+                }
+                if slot.by_ulid() {
+                    return true;
+                }
+            } else if slot.held(false) {
+                return true;
+            } else {
+                older.remove(&index);
+            }
+            bytes.free(index, &before);
+            *slot = Slot::FREE;
+            free.push(index);
+            false
+        });
         self.compact_if_mostly_garbage();
     }
 
@@ -647,8 +773,8 @@ impl KeyMap {
     pub(crate) fn release_if_unheld(&mut self, key: &str) {
         let unheld = self
             .get(key)
-            .and_then(|id| self.slots.get(id as usize))
-            .is_some_and(|slot| !slot.held());
+            .and_then(|id| self.part(id))
+            .is_some_and(|(slot, vector)| !slot.held(vector));
         if unheld {
             self.remove(key);
         }
@@ -672,7 +798,7 @@ impl KeyMap {
         };
         // Fewer places than segments a store can name at once (each is
         // at least a record).
-        let place = u32::try_from(place).unwrap_or(NO_SEGMENT - 1);
+        let place = u32::try_from(place).unwrap_or(PLACES - 1).min(PLACES - 1);
         self.places.insert(number, place);
         place
     }

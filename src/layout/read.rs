@@ -313,14 +313,6 @@ impl Layout {
     /// key order, which numbers their docs. No list of all keys is sorted
     /// and no key looked up by its string but to enter it in the map.
     fn add_keys(&mut self, segments: &[(SegmentRef, Vec<u8>)], frames: &[&[u8]]) -> Result<Listed> {
-        // The map grows to about this many keys: reserved at once rather
-        // than rehashed as it doubles (a record takes a byte at least,
-        // whatever a damaged manifest says).
-        let records: usize = segments
-            .iter()
-            .map(|(info, value)| (info.records as usize).min(value.len()))
-            .sum();
-        self.keys.reserve(records);
         let mut lists: Vec<Vec<&str>> = Vec::with_capacity(segments.len() + 1);
         for (info, value) in segments {
             let parts = segment_parts(value).map_err(|e| corrupt_at(info.number, e))?;
@@ -338,6 +330,20 @@ impl Layout {
             };
             self.segments.insert(info.number, segment);
         }
+        // The map grows to about this many keys, a memory's and its
+        // embedding's in one slot: reserved at once rather than grown as
+        // it doubles (a record takes a byte at least, whatever a damaged
+        // manifest says). A segment's keys are sorted, so each prefix's
+        // are a run of them.
+        let records: usize = segments
+            .iter()
+            .map(|(info, value)| (info.records as usize).min(value.len()))
+            .sum();
+        let pairs: usize = lists
+            .iter()
+            .map(|keys| prefixed(keys, ITEM_PREFIX).min(prefixed(keys, VECTOR_PREFIX)))
+            .sum();
+        self.keys.reserve(records, pairs);
         // The log, newer than every segment: its keys once each, sorted.
         let mut log: Vec<&str> = Vec::new();
         for frame in frames {
@@ -481,6 +487,12 @@ impl Layout {
             }
         }
     }
+}
+
+/// How many of the sorted `keys` start with `prefix`.
+fn prefixed(keys: &[&str], prefix: &str) -> usize {
+    let start = keys.partition_point(|key| *key < prefix);
+    keys.get(start..).map_or(0, |rest| rest.partition_point(|key| key.starts_with(prefix)))
 }
 
 /// A record of a segment or the log, owned: an embedding of int8 codes

@@ -54,8 +54,10 @@ use memtide_testkit::store::T0;
 
 mod backends;
 mod model;
+mod ulids;
 use backends::*;
 use model::*;
+use ulids::*;
 
 /// Words no two of which end the same way, so no text of three of them is
 /// a substring of another.
@@ -205,9 +207,10 @@ fn input_spec() -> impl Strategy<Value = InputSpec> {
         })
 }
 
-fn patch_spec() -> impl Strategy<Value = PatchSpec> {
+/// A patch; one with a new text only when `new_texts`.
+fn patch_spec(new_texts: bool) -> impl Strategy<Value = PatchSpec> {
     (
-        prop::bool::weighted(0.3),
+        prop::bool::weighted(if new_texts { 0.3 } else { 0.0 }),
         prop::option::weighted(0.4, status()),
         prop::option::weighted(0.3, any::<bool>()),
         prop::option::weighted(0.2, prop::collection::vec(0..3usize, 0..3)),
@@ -222,15 +225,17 @@ fn patch_spec() -> impl Strategy<Value = PatchSpec> {
         })
 }
 
-fn op() -> impl Strategy<Value = Op> {
+/// An operation; without `new_texts`, none that gives a memory a new text
+/// (an update's, an import's).
+fn op(new_texts: bool) -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => prop::collection::vec(input_spec(), 1..4).prop_map(Op::Ingest),
-        4 => (any::<Index>(), patch_spec()).prop_map(|(i, p)| Op::Update(i, p)),
+        4 => (any::<Index>(), patch_spec(new_texts)).prop_map(|(i, p)| Op::Update(i, p)),
         2 => (any::<Index>(), any::<bool>()).prop_map(|(i, hard)| Op::Delete(i, hard)),
         1 => (0..3usize, any::<bool>()).prop_map(|(t, hard)| Op::DeleteAll(t, hard)),
         1 => (0..TEXTS, 0..4usize).prop_map(|(t, s)| Op::Retrieve(t, s)),
         1 => Just(Op::Export),
-        1 => any::<Index>().prop_map(Op::Import),
+        u32::from(new_texts) => any::<Index>().prop_map(Op::Import),
         1 => Just(Op::Reopen),
         2 => any::<Index>().prop_map(Op::Supersede),
         2 => (0..4usize, prop::collection::vec(any::<Index>(), 1..4))
@@ -239,26 +244,32 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// An operation and the fault armed for it: `(family variant, position)`.
-fn steps(len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<(Op, Option<(u8, u8)>)>> {
-    prop::collection::vec((op(), prop::option::weighted(0.6, (0..2u8, 0..8u8))), len)
+fn steps(
+    len: std::ops::Range<usize>,
+    new_texts: bool,
+) -> impl Strategy<Value = Vec<(Op, Option<(u8, u8)>)>> {
+    prop::collection::vec(
+        (op(new_texts), prop::option::weighted(0.6, (0..2u8, 0..8u8))),
+        len,
+    )
 }
 
 // ----- the driver -------------------------------------------------------------------------
 
-type Mem<F> = AsyncMemory<<F as Faulty>::Store, FixedEnvironment>;
+type Mem<F> = AsyncMemory<<F as Faulty>::Store, TestEnv>;
 
-fn open<F: Faulty>(backend: &F) -> Result<Mem<F>, Error> {
-    block_on(AsyncMemory::open(
+fn open<F: Faulty>(backend: &F, ids: Ids) -> Result<Mem<F>, Error> {
+    let mut mem = block_on(AsyncMemory::open(
         backend.store(),
-        FixedEnvironment::new(Timestamp(T0)),
+        TestEnv::new(ids),
         config(),
-    ))
+    ))?;
+    attach(&mut mem, ids)?;
+    Ok(mem)
 }
 
 /// Every memory, deleted ones included.
-fn observed<S: AsyncStorage>(
-    mem: &AsyncMemory<S, FixedEnvironment>,
-) -> BTreeMap<String, ModelItem> {
+fn observed<S: AsyncStorage>(mem: &AsyncMemory<S, TestEnv>) -> BTreeMap<String, ModelItem> {
     let mut items = BTreeMap::new();
     let mut cursor = None;
     loop {
@@ -288,9 +299,13 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 }
 
 /// Reopens the durable state without faults and checks it against `model`:
-/// items, indexes, statistics and erased texts.
-fn check_durable<F: Faulty>(backend: &F, model: &Model) -> Result<(), TestCaseError> {
-    let mut mem = open(backend).map_err(|e| TestCaseError::fail(format!("reopen: {e}")))?;
+/// items, indexes, statistics and erased texts (and first, with ULID ids,
+/// the stored keys and embeddings).
+fn check_durable<F: Faulty>(backend: &F, model: &Model, ids: Ids) -> Result<(), TestCaseError> {
+    if ids == Ids::UlidsWithVectors {
+        check_keys(&backend.store(), model)?;
+    }
+    let mut mem = open(backend, ids).map_err(|e| TestCaseError::fail(format!("reopen: {e}")))?;
     prop_assert_eq!(&observed(&mem), &model.items, "reopened state");
     for (id, item) in &model.items {
         let query = RetrieveQuery {
@@ -342,13 +357,15 @@ struct Run<F: Faulty> {
     exports: Vec<(String, BTreeMap<String, ModelItem>)>,
     renames: usize,
     digests: usize,
+    ids: Ids,
 }
 
 impl<F: Faulty + Default> Run<F> {
-    fn new() -> Self {
+    fn new(ids: Ids) -> Self {
         let backend = F::default();
-        let mem = open(&backend).expect("a new store opens");
+        let mem = open(&backend, ids).expect("a new store opens");
         Run {
+            ids,
             backend,
             mem,
             model: Model::default(),
@@ -522,7 +539,7 @@ impl<F: Faulty + Default> Run<F> {
                 model.summarize(&scope, text, sources, || id);
                 (result.map(drop), true)
             }
-            Op::Reopen => match open(&self.backend) {
+            Op::Reopen => match open(&self.backend, self.ids) {
                 Ok(mem) => {
                     self.mem = mem;
                     (Ok(()), true)
@@ -539,7 +556,7 @@ impl<F: Faulty + Default> Run<F> {
             self.backend.arm(variant, at);
             if F::STALE_VIEW {
                 // The operation runs on a view opened from stale reads.
-                if let Ok(mem) = open(&self.backend) {
+                if let Ok(mem) = open(&self.backend, self.ids) {
                     self.mem = mem;
                 }
             }
@@ -576,15 +593,15 @@ impl<F: Faulty + Default> Run<F> {
             }
         }
         block_on(self.mem.refresh()).map_err(|e| TestCaseError::fail(format!("refresh: {e}")))?;
-        check_durable(&self.backend, &self.model)
+        check_durable(&self.backend, &self.model, self.ids)
     }
 
     /// After a failed operation: the durable state is the model's before or
     /// (journaled writes only) after it; the store is reopened when its
     /// process died, else it must have rolled back.
     fn recover(&mut self, mut after: Model, error: &Error) -> Result<(), TestCaseError> {
-        let reopened =
-            open(&self.backend).map_err(|e| TestCaseError::fail(format!("reopen: {e}")))?;
+        let reopened = open(&self.backend, self.ids)
+            .map_err(|e| TestCaseError::fail(format!("reopen: {e}")))?;
         let state = observed(&reopened);
         if state != self.model.items {
             prop_assert!(
@@ -632,29 +649,34 @@ impl<F: Faulty + Default> Run<F> {
     }
 }
 
-fn sequence<F: Faulty + Default>(steps: &[(Op, Option<(u8, u8)>)]) -> Result<(), TestCaseError> {
+fn sequence<F: Faulty + Default>(
+    steps: &[(Op, Option<(u8, u8)>)],
+    ids: Ids,
+) -> Result<(), TestCaseError> {
     COUNTS.with(|c| c.sequences.set(c.sequences.get() + 1));
-    let mut run = Run::<F>::new();
+    let mut run = Run::<F>::new(ids);
     for (op, fault) in steps {
         run.step(op, *fault)?;
     }
     Ok(())
 }
 
-/// Runs `MEMTIDE_FAULT_SEQUENCES` (default 3,400) random sequences on backend
-/// `F` and prints what they did.
-fn property<F: Faulty + Default>(name: &str) {
+/// Runs `MEMTIDE_FAULT_SEQUENCES` (default `default_cases`) random sequences
+/// on backend `F` with ids `ids` and prints what they did.
+fn property<F: Faulty + Default>(name: &str, ids: Ids, default_cases: u32) {
     let cases = std::env::var("MEMTIDE_FAULT_SEQUENCES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3_400);
+        .unwrap_or(default_cases);
     let config = ProptestConfig {
         cases,
         failure_persistence: None,
         ..ProptestConfig::default()
     };
     let result = proptest::test_runner::TestRunner::new(config)
-        .run(&steps(1..12), |steps| sequence::<F>(&steps));
+        .run(&steps(1..12, ids.new_texts()), |steps| {
+            sequence::<F>(&steps, ids)
+        });
     COUNTS.with(|c| {
         eprintln!(
             "fault_model {name}: {} sequences, {} operations, {} faults injected, {} of them survived (struck after the commit point, or retried past)",
@@ -671,15 +693,22 @@ fn property<F: Faulty + Default>(name: &str) {
 
 #[test]
 fn io_and_quota_failures_change_nothing() {
-    property::<Flaky>("io and quota failures");
+    property::<Flaky>("io and quota failures", Ids::Sequential, 3_400);
 }
 
 #[test]
 fn a_crash_mid_journal_leaves_the_state_before_or_after() {
-    property::<Crashing>("crashes mid-journal");
+    property::<Crashing>("crashes mid-journal", Ids::Sequential, 3_400);
 }
 
 #[test]
 fn stale_reads_never_clobber_newer_writes() {
-    property::<Lagging>("stale reads");
+    property::<Lagging>("stale reads", Ids::Sequential, 3_400);
+}
+
+/// The crash run again with ULID ids and embeddings: the keys the layout
+/// holds by their ULID, through crashes, deletes, merges and reopens.
+#[test]
+fn a_crash_mid_journal_keeps_ulid_keys_and_their_embeddings() {
+    property::<Crashing>("crashes mid-journal, ULID ids", Ids::UlidsWithVectors, 500);
 }
