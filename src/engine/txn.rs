@@ -87,34 +87,38 @@ impl Engine {
     /// stored.
     pub fn batch_for<'a>(&'a self, txn: &'a Txn) -> Changes<'a> {
         // Each touched record with whether it differs from what it was
-        // before the transaction (the first undo step of a key holds that)
-        // and the last undo step that wrote it: a record written back
-        // unchanged (an import of what the store holds) is not written
-        // again.
-        let mut changed: BTreeMap<String, (bool, usize)> = BTreeMap::new();
+        // before the transaction (the first undo step of a key holds that),
+        // whether a memory's text was replaced, and the last undo step that
+        // wrote it: a record written back unchanged (an import of what the
+        // store holds) is not written again.
+        let mut changed: BTreeMap<String, (bool, bool, usize)> = BTreeMap::new();
         for (step, undo) in txn.undo.iter().enumerate() {
-            let (key, differs) = match undo {
+            let (key, differs, new_text) = match undo {
                 Undo::Item(id, before) => {
                     let now = self.entries.get(id).map(|e| e.item());
-                    (format!("{ITEM_PREFIX}{id}"), now != before.as_deref())
+                    let new_text = matches!((now, before.as_deref()), (Some(n), Some(b)) if n.text != b.text);
+                    (format!("{ITEM_PREFIX}{id}"), now != before.as_deref(), new_text)
                 }
                 Undo::Vector(id, before) => {
                     let now = self.embedding(id);
                     let was = before.as_ref().map(|v| v.vector.view());
-                    (format!("{VECTOR_PREFIX}{id}"), now != was)
+                    (format!("{VECTOR_PREFIX}{id}"), now != was, false)
                 }
                 Undo::File(key, before) => {
                     let now = self.files.get(key);
-                    (file_storage_key(&key.0, &key.1), now != before.as_deref())
+                    (file_storage_key(&key.0, &key.1), now != before.as_deref(), false)
                 }
                 Undo::Model(..) => continue,
             };
-            changed.entry(key).or_insert((differs, step)).1 = step;
+            changed.entry(key).or_insert((differs, new_text, step)).2 = step;
         }
         let mut changes = Changes::default();
-        for (key, (differs, last)) in changed {
+        for (key, (differs, new_text, last)) in changed {
             if !differs {
                 continue;
+            }
+            if new_text {
+                changes.new_texts.push(key.clone());
             }
             let change = match key.strip_prefix(ITEM_PREFIX) {
                 Some(id) => match self.entries.get(id) {
@@ -195,6 +199,9 @@ pub struct Summary {
 #[derive(Debug, Default)]
 pub struct Changes<'a> {
     records: Vec<(String, Change<'a>)>,
+    /// The memories whose text this write replaced, in key order: their
+    /// earlier versions are erased as a hard delete erases them.
+    new_texts: Vec<String>,
 }
 
 /// The new state of one record.
@@ -238,8 +245,15 @@ impl<'a> Changes<'a> {
         self.records.is_empty()
     }
 
-    /// True when a record is deleted.
-    pub fn has_deletes(&self) -> bool {
-        self.records.iter().any(|(_, change)| matches!(change, Change::Delete))
+    /// True when the write replaced the text of the memory stored under
+    /// `key`: no earlier version of it may stay stored.
+    pub fn replaces_text(&self, key: &str) -> bool {
+        self.new_texts.binary_search_by(|k| k.as_str().cmp(key)).is_ok()
+    }
+
+    /// True when a record is deleted or a memory's text replaced: the
+    /// commit erases what it overwrites.
+    pub fn erases(&self) -> bool {
+        !self.new_texts.is_empty() || self.records.iter().any(|(_, change)| matches!(change, Change::Delete))
     }
 }

@@ -57,7 +57,17 @@ impl Layout {
         for (key, change) in changed.iter() {
             touched.insert(key);
             match change {
-                Change::Memory(item, terms) => puts.push((key, Input::Memory(item, *terms))),
+                Change::Memory(item, terms) => {
+                    // A replaced text is erased as a hard delete erases it:
+                    // the segments holding an earlier version are rewritten
+                    // without it (the log's are dropped below).
+                    if changed.replaces_text(key) {
+                        if let Some(id) = self.keys.get(key) {
+                            rewrite.extend(self.keys.segments(id));
+                        }
+                    }
+                    puts.push((key, Input::Memory(item, *terms)))
+                }
                 Change::Record(record) => puts.push((key, Input::Record(record))),
                 Change::Delete => {
                     if let Some(id) = self.keys.get(key) {
@@ -162,10 +172,10 @@ impl Layout {
             }
         }
         let mut batch = Batch::new();
-        // A deleted record may live in a value this commit only overwrites
-        // (the manifest's log, a segment written anew): the backend must not
-        // keep the old bytes.
-        if changed.has_deletes() {
+        // A deleted record or a replaced text may live in a value this
+        // commit only overwrites (the manifest's log, a segment written
+        // anew): the backend must not keep the old bytes.
+        if changed.erases() {
             batch.mark_erasing();
         }
         let mut update = Update {

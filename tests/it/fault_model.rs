@@ -207,10 +207,10 @@ fn input_spec() -> impl Strategy<Value = InputSpec> {
         })
 }
 
-/// A patch; one with a new text only when `new_texts`.
-fn patch_spec(new_texts: bool) -> impl Strategy<Value = PatchSpec> {
+/// A patch.
+fn patch_spec() -> impl Strategy<Value = PatchSpec> {
     (
-        prop::bool::weighted(if new_texts { 0.3 } else { 0.0 }),
+        prop::bool::weighted(0.3),
         prop::option::weighted(0.4, status()),
         prop::option::weighted(0.3, any::<bool>()),
         prop::option::weighted(0.2, prop::collection::vec(0..3usize, 0..3)),
@@ -225,17 +225,16 @@ fn patch_spec(new_texts: bool) -> impl Strategy<Value = PatchSpec> {
         })
 }
 
-/// An operation; without `new_texts`, none that gives a memory a new text
-/// (an update's, an import's).
-fn op(new_texts: bool) -> impl Strategy<Value = Op> {
+/// An operation.
+fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => prop::collection::vec(input_spec(), 1..4).prop_map(Op::Ingest),
-        4 => (any::<Index>(), patch_spec(new_texts)).prop_map(|(i, p)| Op::Update(i, p)),
+        4 => (any::<Index>(), patch_spec()).prop_map(|(i, p)| Op::Update(i, p)),
         2 => (any::<Index>(), any::<bool>()).prop_map(|(i, hard)| Op::Delete(i, hard)),
         1 => (0..3usize, any::<bool>()).prop_map(|(t, hard)| Op::DeleteAll(t, hard)),
         1 => (0..TEXTS, 0..4usize).prop_map(|(t, s)| Op::Retrieve(t, s)),
         1 => Just(Op::Export),
-        u32::from(new_texts) => any::<Index>().prop_map(Op::Import),
+        1 => any::<Index>().prop_map(Op::Import),
         1 => Just(Op::Reopen),
         2 => any::<Index>().prop_map(Op::Supersede),
         2 => (0..4usize, prop::collection::vec(any::<Index>(), 1..4))
@@ -244,14 +243,8 @@ fn op(new_texts: bool) -> impl Strategy<Value = Op> {
 }
 
 /// An operation and the fault armed for it: `(family variant, position)`.
-fn steps(
-    len: std::ops::Range<usize>,
-    new_texts: bool,
-) -> impl Strategy<Value = Vec<(Op, Option<(u8, u8)>)>> {
-    prop::collection::vec(
-        (op(new_texts), prop::option::weighted(0.6, (0..2u8, 0..8u8))),
-        len,
-    )
+fn steps(len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<(Op, Option<(u8, u8)>)>> {
+    prop::collection::vec((op(), prop::option::weighted(0.6, (0..2u8, 0..8u8))), len)
 }
 
 // ----- the driver -------------------------------------------------------------------------
@@ -674,9 +667,7 @@ fn property<F: Faulty + Default>(name: &str, ids: Ids, default_cases: u32) {
         ..ProptestConfig::default()
     };
     let result = proptest::test_runner::TestRunner::new(config)
-        .run(&steps(1..12, ids.new_texts()), |steps| {
-            sequence::<F>(&steps, ids)
-        });
+        .run(&steps(1..12), |steps| sequence::<F>(&steps, ids));
     COUNTS.with(|c| {
         eprintln!(
             "fault_model {name}: {} sequences, {} operations, {} faults injected, {} of them survived (struck after the commit point, or retried past)",

@@ -373,6 +373,56 @@ fn a_hard_delete_erases_every_version_from_every_segment_and_the_log() {
     assert!(reopened.get(&id).is_err());
 }
 
+/// A new text erases the old one as a hard delete does: from the segments
+/// holding earlier versions, not only from the log.
+#[test]
+fn a_new_text_erases_the_old_from_every_segment_and_the_log() {
+    let secret = b"zebra-4471";
+    let term = b"quxtlcab";
+    let mut mem = Memory::open(MemoryStorage::new(), env(), Default::default()).unwrap();
+    let home = Scope::workspace("alice", "home");
+    // A bulk ingest goes to a segment of its own, which no later commit
+    // has a reason to merge.
+    let mut inputs = vec![MemoryInput::new(
+        "the vault code is zebra-4471 at the Qüxtlçab gate",
+        home.clone(),
+    )];
+    inputs.extend((0..300).map(note));
+    let id = mem.ingest(inputs).unwrap()[0].id.clone().unwrap();
+    // A version in the log too.
+    let patch = MemoryPatch {
+        tags: Some(vec!["vault".to_string()]),
+        ..Default::default()
+    };
+    mem.update(&id, patch).unwrap();
+    assert!(holds(mem.storage(), secret) && holds(mem.storage(), term));
+    let items = mem.stats(&Default::default()).items;
+    let patch = MemoryPatch {
+        text: Some("the vault code was changed".to_string()),
+        ..Default::default()
+    };
+    mem.update(&id, patch).unwrap();
+    assert!(
+        !holds(mem.storage(), secret),
+        "a byte of the replaced text remains"
+    );
+    assert!(
+        !holds(mem.storage(), term),
+        "a term of the replaced text remains"
+    );
+    let reopened = Memory::open(mem.storage().clone(), env(), Default::default()).unwrap();
+    let item = reopened.get(&id).unwrap();
+    assert_eq!(
+        (item.text.as_str(), item.tags.clone()),
+        ("the vault code was changed", vec!["vault".to_string()])
+    );
+    assert_eq!(reopened.stats(&Default::default()).items, items);
+    assert_eq!(
+        reopened.list(&Default::default()).unwrap().items.len(),
+        mem.list(&Default::default()).unwrap().items.len()
+    );
+}
+
 /// Two instances on one store, as two browser tabs or two requests are.
 fn pair(kv: &MapKv) -> (KvMem, KvMem) {
     (open_kv(kv).unwrap(), open_kv(kv).unwrap())

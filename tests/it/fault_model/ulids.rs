@@ -30,18 +30,6 @@ pub(super) enum TestEnv {
     Ulids { ids: UlidGenerator, state: u64 },
 }
 
-impl Ids {
-    /// Whether the run's operations give memories new texts. The ULID run
-    /// writes embeddings large enough that commits go straight to segments,
-    /// and a new text of a memory whose record a segment holds leaves the
-    /// old text in that segment (only a deleted record's segments are
-    /// rewritten, `layout/plan.rs`): the erasure check would fail on that,
-    /// whatever the keys, so this run leaves new texts to the others.
-    pub(super) fn new_texts(self) -> bool {
-        self == Ids::Sequential
-    }
-}
-
 impl TestEnv {
     pub(super) fn new(ids: Ids) -> Self {
         match ids {
