@@ -47,12 +47,6 @@ fn segments(storage: &MemoryStorage) -> Vec<String> {
         .collect()
 }
 
-fn holds(storage: &MemoryStorage, needle: &str) -> bool {
-    storage
-        .entries()
-        .any(|(_, v)| v.windows(needle.len()).any(|w| w == needle.as_bytes()))
-}
-
 /// An export without its time.
 fn contents(export: &str) -> serde_json::Value {
     let mut value: serde_json::Value = serde_json::from_str(export).unwrap();
