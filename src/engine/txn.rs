@@ -118,6 +118,11 @@ impl Engine {
                 continue;
             }
             if new_text {
+                // The embedding of the old text goes with it, wherever an
+                // earlier version of it is stored.
+                if let Some(id) = key.strip_prefix(ITEM_PREFIX) {
+                    changes.new_texts.push(format!("{VECTOR_PREFIX}{id}"));
+                }
                 changes.new_texts.push(key.clone());
             }
             let change = match key.strip_prefix(ITEM_PREFIX) {
@@ -139,6 +144,7 @@ impl Engine {
             };
             changes.records.push((key, change));
         }
+        changes.new_texts.sort_unstable();
         changes
     }
 
@@ -199,8 +205,9 @@ pub struct Summary {
 #[derive(Debug, Default)]
 pub struct Changes<'a> {
     records: Vec<(String, Change<'a>)>,
-    /// The memories whose text this write replaced, in key order: their
-    /// earlier versions are erased as a hard delete erases them.
+    /// The records of the memories whose text this write replaced and of
+    /// their embeddings, in key order: their earlier versions are erased
+    /// as a hard delete erases them.
     new_texts: Vec<String>,
 }
 
@@ -246,7 +253,8 @@ impl<'a> Changes<'a> {
     }
 
     /// True when the write replaced the text of the memory stored under
-    /// `key`: no earlier version of it may stay stored.
+    /// `key`, or of the memory whose embedding it is: no earlier version
+    /// of it may stay stored.
     pub fn replaces_text(&self, key: &str) -> bool {
         self.new_texts.binary_search_by(|k| k.as_str().cmp(key)).is_ok()
     }

@@ -74,7 +74,8 @@ impl Engine {
     }
 
     /// Replaces the keyed memory `id` by what `input` says (its validated
-    /// tags, its stored text and that text's embedding).
+    /// tags, its stored text, its role and speaker, and the embedding of
+    /// the text as said).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn replace_keyed(
         &mut self,
@@ -115,6 +116,8 @@ impl Engine {
             deleted_at: None,
             key: input.key,
             metadata: metadata::normalize(input.metadata),
+            role: input.role,
+            speaker: input.speaker,
             ..before.clone()
         };
         if item == before {
@@ -123,9 +126,11 @@ impl Engine {
         item.updated_at = now;
         let events = history::changes(&before, &item, now, true);
         history::record(&mut item, events, self.config.limits.max_history_events);
-        let text_changed = item.text != before.text;
+        // Embedded as said (`text::said_text`): a new text or speaker makes
+        // the stored embedding stale; `vector` is the input's, as said.
+        let said_changed = item.text != before.text || item.speaker != before.speaker;
         self.write(txn, id, Some(item));
-        let stale = text_changed && self.has_embedding(id);
+        let stale = said_changed && self.has_embedding(id);
         let missing = !self.has_embedding(id) && vector.is_some();
         if stale || missing {
             self.write_vector(txn, id, vector);

@@ -22,7 +22,7 @@
 //! - a deleted record is erased in the same commit: every segment holding
 //!   any version of it is rewritten without it, and the log drops it, so no
 //!   byte of it stays in storage; so are the earlier versions of a memory
-//!   whose text the commit replaces.
+//!   whose text the commit replaces, and of its embedding.
 
 pub(crate) mod catalog;
 mod format;

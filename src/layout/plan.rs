@@ -56,25 +56,19 @@ impl Layout {
         let mut erased = Vec::new();
         for (key, change) in changed.iter() {
             touched.insert(key);
+            let stored = self.keys.get(key);
+            // A deleted record, and a replaced text with its embedding, are
+            // erased: the segments holding an earlier version are rewritten
+            // without it (the log's are dropped below).
+            let erases = matches!(change, Change::Delete) || changed.replaces_text(key);
+            if let Some(id) = stored.filter(|_| erases) {
+                rewrite.extend(self.keys.segments(id));
+            }
             match change {
-                Change::Memory(item, terms) => {
-                    // A replaced text is erased as a hard delete erases it:
-                    // the segments holding an earlier version are rewritten
-                    // without it (the log's are dropped below).
-                    if changed.replaces_text(key) {
-                        if let Some(id) = self.keys.get(key) {
-                            rewrite.extend(self.keys.segments(id));
-                        }
-                    }
-                    puts.push((key, Input::Memory(item, *terms)))
-                }
+                Change::Memory(item, terms) => puts.push((key, Input::Memory(item, *terms))),
                 Change::Record(record) => puts.push((key, Input::Record(record))),
-                Change::Delete => {
-                    if let Some(id) = self.keys.get(key) {
-                        rewrite.extend(self.keys.segments(id));
-                        erased.push(key.to_string());
-                    }
-                }
+                Change::Delete if stored.is_some() => erased.push(key.to_string()),
+                Change::Delete => {}
             }
         }
         // The log without the versions this commit supersedes or erases.

@@ -15,7 +15,7 @@ use memtide::{
     block_on, AsyncMemory, Memory, MemoryInput, MemoryPatch, RetrieveQuery, Scope, Timestamp,
 };
 use memtide_testkit::faults::{FailingStorage, MapKv};
-use memtide_testkit::store::{records, T0};
+use memtide_testkit::store::{holds, records, T0};
 
 type Kv = KvStorage<MapKv>;
 
@@ -313,12 +313,6 @@ fn compaction_keeps_few_segments_and_bounds_every_commit() {
         "manifest of {} bytes",
         manifest.len()
     );
-}
-
-fn holds(storage: &MemoryStorage, needle: &[u8]) -> bool {
-    storage
-        .entries()
-        .any(|(_, value)| value.windows(needle.len()).any(|w| w == needle))
 }
 
 #[test]

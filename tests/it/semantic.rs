@@ -11,11 +11,11 @@ use memtide::embed::Embedder;
 use memtide::env::FixedEnvironment;
 use memtide::storage::{MemoryStorage, Storage};
 use memtide::{
-    IngestOutcome, IngestReason, Memory, MemoryInput, MemoryPatch, RetrieveQuery, Scope,
+    IngestOutcome, IngestReason, Memory, MemoryInput, MemoryPatch, RetrieveQuery, Role, Scope,
     ScopeFilter, Timestamp,
 };
 use memtide_testkit::faults::FailingStorage;
-use memtide_testkit::store::{legacy_store, records, T0};
+use memtide_testkit::store::{holds, legacy_store, records, T0};
 
 const DIMS: usize = 32;
 
@@ -277,6 +277,69 @@ fn a_new_speaker_re_embeds_the_memory_as_said_by_them() {
         assert_ne!(stored, caroline);
         assert_eq!(stored, said_vector(None, text, speaker), "{speaker:?}");
     }
+}
+
+#[test]
+fn an_upsert_stores_the_inputs_speaker_and_role_and_re_embeds_the_text_as_said() {
+    let text = "We drove the sedan to the coast";
+    let mut mem = open(MemoryStorage::new());
+    mem.set_embedder(model("concepts-v1")).unwrap();
+    let keyed = |speaker: Option<&str>, role| MemoryInput {
+        key: Some("trip".into()),
+        speaker: speaker.map(str::to_string),
+        role,
+        ..MemoryInput::new(text, ws())
+    };
+    let first = mem.upsert(vec![keyed(Some("Caroline"), Some(Role::User))]);
+    let id = first.unwrap().remove(0).id.unwrap();
+    for (speaker, role) in [(Some("Melanie"), Some(Role::Assistant)), (None, None)] {
+        let result = mem.upsert(vec![keyed(speaker, role)]).unwrap().remove(0);
+        assert_eq!(result.outcome, IngestOutcome::Replaced);
+        assert_eq!(result.id.as_deref(), Some(id.as_str()));
+        let item = mem.get(&id).unwrap();
+        assert_eq!((item.speaker.as_deref(), item.role), (speaker, role));
+        let stored = said_vector(Some(&mem), text, speaker);
+        assert_eq!(stored, said_vector(None, text, speaker), "{speaker:?}");
+        let replaced = mem.history(&id).unwrap().pop().unwrap();
+        assert_eq!(replaced.fields, ["role", "speaker"]);
+    }
+}
+
+/// A new text's embedding replaces the old text's as the text does: the
+/// old one is erased also from a segment that does not hold the memory.
+#[test]
+fn a_new_text_erases_the_old_embedding_from_every_segment() {
+    let mut mem = open(MemoryStorage::new());
+    let topics = ["garden", "violin", "sushi", "marathon", "berlin", "guitar"];
+    let mut inputs = vec![MemoryInput::new("We drove the sedan to the coast", ws())];
+    inputs.extend((0..300).map(|i| {
+        let text = format!(
+            "note {i}: we talked about {} and {} on day {}",
+            topics[i % 6],
+            topics[(i / 6) % 6],
+            i % 31
+        );
+        MemoryInput::new(text, ws())
+    }));
+    let id = mem.ingest(inputs).unwrap()[0].id.clone().unwrap();
+    // The embeddings are written by a commit of their own, to a segment
+    // apart from the texts'.
+    mem.set_embedder(model("concepts-v1")).unwrap();
+    let key = format!("vec/{id}");
+    let old = records(mem.storage()).remove(&key).unwrap();
+    assert!(holds(mem.storage(), &old));
+    let text = "We flew over the mountains";
+    let patch = MemoryPatch {
+        text: Some(text.into()),
+        ..Default::default()
+    };
+    mem.update(&id, patch).unwrap();
+    assert!(
+        !holds(mem.storage(), &old),
+        "the replaced text's embedding remains"
+    );
+    let new = records(mem.storage()).remove(&key).unwrap();
+    assert_eq!(new, said_vector(None, text, None));
 }
 
 /// The record format version of the stored record `key`.

@@ -5,9 +5,13 @@
 //! applied whole or not at all (a property test against a brute-force
 //! oracle of which lists are valid).
 
+use std::cell::Cell;
+
+use memtide::env::Environment;
+use memtide::storage::MemoryStorage;
 use memtide::{
-    parse_operations, HistoryKind, IngestOutcome, InjectQuery, ListQuery, MemoryInput, Operation,
-    OperationsRequest, RetrieveQuery, Scope,
+    parse_operations, Config, HistoryKind, IngestOutcome, InjectQuery, ListQuery, Memory,
+    MemoryInput, Operation, OperationsRequest, RetrieveQuery, Scope, Timestamp,
 };
 use memtide_testkit::store::{contains, open, record_bytes, records, scope, Mem};
 use proptest::prelude::*;
@@ -324,6 +328,63 @@ fn an_extractors_operations_apply_in_one_commit() {
         mem.get_by_key(&scope(), "city").unwrap().text,
         "I moved to Berlin"
     );
+}
+
+/// A clock that moves one millisecond each time it is read, as a real one
+/// may between two reads of one operation; ids `t000001`, ….
+#[derive(Default)]
+struct Ticking {
+    ms: Cell<i64>,
+    ids: u64,
+}
+
+impl Environment for Ticking {
+    fn now(&self) -> Timestamp {
+        let ms = self.ms.get() + 1;
+        self.ms.set(ms);
+        Timestamp(1_700_000_000_000 + ms)
+    }
+
+    fn new_id(&mut self, _newest: Option<&str>) -> String {
+        self.ids += 1;
+        format!("t{:06}", self.ids)
+    }
+}
+
+#[test]
+fn an_update_gives_the_successor_and_both_links_one_time_on_a_clock_that_ticks() {
+    let mut mem =
+        Memory::open(MemoryStorage::new(), Ticking::default(), Config::default()).unwrap();
+    let old = mem
+        .ingest(vec![MemoryInput::new(
+            "I take my coffee as a cortado",
+            scope(),
+        )])
+        .unwrap()
+        .remove(0)
+        .id
+        .unwrap();
+    let operations = vec![update(&old, "I take my coffee as a flat white")];
+    let result = mem.apply_operations(request(&[&old], operations)).unwrap();
+    let new = result.superseded[0].by.clone();
+    let created = mem.get(&new).unwrap().created_at;
+    let events = |id: &str| {
+        mem.history(id)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.event, e.at))
+            .collect::<Vec<_>>()
+    };
+    // The successor is created, then supersedes: never the other way round.
+    assert_eq!(
+        events(&new),
+        [
+            (HistoryKind::Created, created),
+            (HistoryKind::Supersedes, created)
+        ]
+    );
+    assert_eq!(events(&old)[1], (HistoryKind::Superseded, created));
+    assert_eq!(mem.get(&old).unwrap().superseded_at, Some(created));
 }
 
 #[test]

@@ -56,6 +56,13 @@ pub fn stored_bytes(storage: &MemoryStorage) -> Vec<u8> {
         .collect()
 }
 
+/// Whether a value `storage` holds, as stored, contains `needle`.
+pub fn holds(storage: &MemoryStorage, needle: &[u8]) -> bool {
+    storage
+        .entries()
+        .any(|(_, value)| value.windows(needle.len()).any(|w| w == needle))
+}
+
 /// The keys and bytes of every record `storage` holds ([`records`]).
 pub fn record_bytes(storage: &impl memtide::storage::Storage) -> Vec<u8> {
     records(storage)
