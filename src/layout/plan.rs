@@ -56,12 +56,12 @@ impl Layout {
         let mut erased = Vec::new();
         for (key, change) in changed.iter() {
             touched.insert(key);
-            let stored = self.keys.get(key);
             // A deleted record, and a replaced text with its embedding, are
             // erased: the segments holding an earlier version are rewritten
             // without it (the log's are dropped below).
             let erases = matches!(change, Change::Delete) || changed.replaces_text(key);
-            if let Some(id) = stored.filter(|_| erases) {
+            let stored = if erases { self.keys.get(key) } else { None };
+            if let Some(id) = stored {
                 rewrite.extend(self.keys.segments(id));
             }
             match change {
