@@ -117,33 +117,6 @@ pub(crate) fn write_ulid(value: u128) -> [u8; ULID_LEN] {
     out
 }
 
-/// `inner` with its clock read once: an operation that stores memories and
-/// records events about them in one commit gives them all one time, so a
-/// millisecond ticking between two reads cannot order an event before the
-/// memory it is about. Ids still come from `inner`.
-pub(crate) struct PinnedClock<'a> {
-    inner: &'a mut dyn Environment,
-    now: Timestamp,
-}
-
-impl<'a> PinnedClock<'a> {
-    /// `inner`, its clock read now.
-    pub(crate) fn new(inner: &'a mut dyn Environment) -> Self {
-        let now = inner.now();
-        PinnedClock { inner, now }
-    }
-}
-
-impl Environment for PinnedClock<'_> {
-    fn now(&self) -> Timestamp {
-        self.now
-    }
-
-    fn new_id(&mut self, newest: Option<&str>) -> String {
-        self.inner.new_id(newest)
-    }
-}
-
 /// A deterministic environment for tests and reproducible runs: a settable
 /// clock and sequential ids `m000001`, `m000002`, ….
 #[derive(Debug, Clone)]

@@ -108,14 +108,18 @@ impl Engine {
         txn: &mut Txn,
     ) -> Result<Vec<IngestResult>> {
         self.check_new_keys(&inputs)?;
-        self.ingest_batch(inputs, env, txn)
+        self.ingest_batch(inputs, env.now(), env, txn)
     }
 
     /// [`Engine::ingest`] once the keys are checked: an input whose key a
-    /// memory of its scope holds replaces that memory (`upsert`).
+    /// memory of its scope holds replaces that memory (`upsert`). Everything
+    /// the batch stores and records is at `now`, the caller's one reading of
+    /// the clock, so an operation that also records events about the
+    /// memories it stores (an extractor's `update`) gives them one time.
     pub(super) fn ingest_batch(
         &mut self,
         inputs: Vec<MemoryInput>,
+        now: Timestamp,
         env: &mut dyn Environment,
         txn: &mut Txn,
     ) -> Result<Vec<IngestResult>> {
@@ -127,7 +131,6 @@ impl Engine {
                 limit: limits.max_batch,
             });
         }
-        let now = env.now();
         let mut prepared = Vec::with_capacity(inputs.len());
         for (i, input) in inputs.into_iter().enumerate() {
             let at = |e: Error| e.at(&format!("inputs[{i}]"));

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use super::ingest::{text_to_store, Captured};
 use super::txn::Txn;
 use super::{Engine, IngestOutcome, IngestResult, MemoryInput};
-use crate::env::{Environment, PinnedClock};
+use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::item::{validate_item_id, Kind, MemoryItem, Scope};
 use crate::operations::{Operation, OperationsRequest, OperationsResult, Supersession};
@@ -49,7 +49,6 @@ impl Engine {
         txn: &mut Txn,
     ) -> Result<OperationsResult> {
         let steps = self.check_operations(request)?;
-        let env = &mut PinnedClock::new(env);
         let now = env.now();
         let mut inputs = Vec::new();
         for step in &steps {
@@ -62,7 +61,7 @@ impl Engine {
                 Step::Delete(_) | Step::Nothing => {}
             }
         }
-        let mut stored = self.ingest_batch(inputs, env, txn)?.into_iter();
+        let mut stored = self.ingest_batch(inputs, now, env, txn)?.into_iter();
         let mut result = OperationsResult::default();
         for (i, step) in steps.into_iter().enumerate() {
             match step {

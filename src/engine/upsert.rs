@@ -33,7 +33,7 @@ impl Engine {
                 )));
             }
         }
-        self.ingest_batch(inputs, env, txn)
+        self.ingest_batch(inputs, env.now(), env, txn)
     }
 
     /// Refuses, for `ingest`, a key a memory of its scope holds or that an
