@@ -15,6 +15,8 @@
 //! merges (its text is kept in the provenance record, never dropped) or is
 //! added and reported.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::index::Bm25Index;
@@ -95,7 +97,7 @@ pub(crate) trait Neighbourhood {
     /// The tenant's lexical index, if it has one.
     fn lexical(&self) -> Option<&Bm25Index>;
     /// The memory of `doc`, when it may be a near-duplicate.
-    fn eligible(&self, doc: u32) -> Option<&MemoryItem>;
+    fn eligible(&self, doc: u32) -> Option<Cow<'_, MemoryItem>>;
     /// The cosine of `vector` and the embedding of memory `id`, if it has
     /// one.
     fn cosine(&self, id: &str, vector: &[f32]) -> Option<f32>;
@@ -139,7 +141,7 @@ pub(crate) fn find_near_duplicate(
         None if cfg.lexical_threshold.is_nan() => f32::INFINITY,
         None => cfg.lexical_threshold.max(0.0),
     };
-    let passing = |doc: u32| -> Option<((f32, f32), &str)> {
+    let passing = |doc: u32| -> Option<((f32, f32), String)> {
         // The overlap comes from the index's term lists when it holds
         // the doc (the sets `text::said_terms` gives its text and speaker); most docs
         // stop here, before their item is looked up.
@@ -151,14 +153,15 @@ pub(crate) fn find_near_duplicate(
         }
         let other = memories
             .eligible(doc)
-            .filter(|o| negated(&o.text) == *polarity.get_or_init(|| negated(text)))?;
+            .filter(|o| negated(&o.text) == *polarity.get_or_init(|| negated(text)))?
+            .into_owned();
         let overlap = indexed.unwrap_or_else(|| {
             let other_terms = text::said_terms(&other.text, other.speaker.as_deref());
             text::term_overlap(&terms.to_strings(), &other_terms)
         });
         let cosine = vector.and_then(|v| memories.cosine(&other.id, v));
         cfg.is_near_duplicate(overlap, cosine)
-            .then_some(((overlap, cosine.unwrap_or(0.0)), other.id.as_str()))
+            .then_some(((overlap, cosine.unwrap_or(0.0)), other.id))
     };
 
     let sharing = match lexical.zip(term_set.as_ref()) {
@@ -190,7 +193,7 @@ pub(crate) fn find_near_duplicate(
                 .unwrap_or(std::cmp::Ordering::Equal)
                 .then_with(|| b_id.cmp(a_id))
         })
-        .map(|(_, id)| id.to_string())
+        .map(|(_, id)| id)
 }
 
 /// The fewest of a text's `distinct` terms another memory must share for
@@ -544,8 +547,9 @@ mod tests {
         if terms.is_empty() || cfg.candidates == 0 {
             return None;
         }
-        let mut passing: Vec<((f32, f32), &str)> = engine
-            .items()
+        let items: Vec<MemoryItem> = engine.items().map(Cow::into_owned).collect();
+        let mut passing: Vec<((f32, f32), &str)> = items
+            .iter()
             .filter(|item| {
                 &item.scope == scope
                     && item.speaker.as_deref() == speaker

@@ -47,6 +47,7 @@
 //! block or start another. Rendering after a read-back gives a block whose
 //! read-back changes nothing: render → edit → read back → render converges.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
@@ -95,9 +96,9 @@ impl HotFileSync {
 
 /// The pinned memories of exactly `scope` that a block lists, oldest
 /// first.
-fn pinned_of<'a>(engine: &'a Engine, scope: &Scope) -> Vec<&'a MemoryItem> {
-    let mut pinned: Vec<&MemoryItem> = engine
-        .items()
+fn pinned_of<'a>(engine: &'a Engine, scope: &Scope) -> Vec<Cow<'a, MemoryItem>> {
+    let mut pinned: Vec<Cow<'a, MemoryItem>> = engine
+        .pinned_items()
         .filter(|item| is_listed(item, scope) && item.pinned)
         .collect();
     pinned.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
@@ -174,7 +175,7 @@ fn listed_positions(
         };
         let listed = by_text
             .or(bullet.id)
-            .filter(|id| engine.get(id).is_ok_and(|item| is_listed(item, scope)));
+            .filter(|id| engine.get(id).is_ok_and(|item| is_listed(&item, scope)));
         if let Some(id) = listed {
             positions.entry(id).or_insert(position);
         }
@@ -301,7 +302,7 @@ pub fn read_back(
             continue;
         };
         let known = bullet.id.filter(|id| {
-            !listed.contains(id) && engine.get(id).is_ok_and(|item| is_listed(item, scope))
+            !listed.contains(id) && engine.get(id).is_ok_and(|item| is_listed(&item, scope))
         });
         let target = match known {
             Some(id) => {

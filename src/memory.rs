@@ -12,6 +12,7 @@
 //! tab on the same IndexedDB database), the commit reports a conflict, the
 //! store reloads from storage and runs the operation again.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
@@ -537,7 +538,7 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
 
     /// One memory by id.
     pub fn get(&self, id: &str) -> Result<MemoryItem> {
-        self.engine.get(id).cloned()
+        self.engine.get(id).map(Cow::into_owned)
     }
 
     /// One page of memories, newest first.
@@ -563,7 +564,7 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
     /// The memory holding `key` in exactly `scope`, if any.
     pub fn get_by_key(&self, scope: &Scope, key: &str) -> Option<MemoryItem> {
         let id = self.engine.holder_of_key(scope, key)?;
-        self.engine.get(&id).ok().cloned()
+        self.engine.get(&id).ok().map(Cow::into_owned)
     }
 
     /// Changes one memory; see [`Engine::update`].

@@ -3,11 +3,12 @@
 //! counting (`stats`). Deletion is the user's right to see and erase what
 //! is kept (`docs/design.md`, "Policies").
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
 use super::duplicate::{DuplicateKey, Said};
-use super::catalog::{Id, TenantKey};
+use super::catalog::{Entry, Id, TenantKey};
 use super::ingest::detects_pii;
 use super::txn::Txn;
 use super::{DeleteAllResult, Engine, ListPage, ListQuery, MemoryPatch, Stats};
@@ -22,12 +23,19 @@ use crate::text;
 
 impl Engine {
     /// One memory by id (soft-deleted memories included, with `deletedAt`).
-    pub fn get(&self, id: &str) -> Result<&MemoryItem> {
+    pub fn get(&self, id: &str) -> Result<Cow<'_, MemoryItem>> {
         validate_item_id(id)?;
         self.entries
             .get(id)
             .map(|e| e.item())
             .ok_or_else(|| Error::NotFound(id.to_string()))
+    }
+
+    /// The pinned memories, in no order (soft-deleted ones included).
+    pub fn pinned_items(&self) -> impl Iterator<Item = Cow<'_, MemoryItem>> {
+        self.pinned
+            .iter()
+            .filter_map(|id| self.entries.get(id).map(|e| e.item()))
     }
 
     /// The memory of exactly `scope` whose text is `normalized` (in stored
@@ -40,7 +48,7 @@ impl Engine {
         role: Option<Role>,
         speaker: Option<&str>,
         normalized: &str,
-    ) -> Option<&MemoryItem> {
+    ) -> Option<Cow<'_, MemoryItem>> {
         let key = DuplicateKey::new(
             self.scope_key(scope),
             Said::of(role, speaker),
@@ -74,7 +82,7 @@ impl Engine {
                 continue;
             };
             let item = entry.item();
-            if !list_matches(item, query) {
+            if !list_matches(&item, query) {
                 continue;
             }
             if items.len() == limit {
@@ -84,7 +92,7 @@ impl Engine {
                 break;
             }
             debug_assert_eq!(item.created_at.0, *created);
-            items.push(item.clone());
+            items.push(item.into_owned());
         }
         Ok(ListPage { items, next_cursor })
     }
@@ -97,7 +105,7 @@ impl Engine {
         now: Timestamp,
         txn: &mut Txn,
     ) -> Result<MemoryItem> {
-        let before = self.get(id)?.clone();
+        let before = self.get(id)?.into_owned();
         let mut item = before.clone();
         if let Some((path, _)) = item.file_location() {
             // A chunk holds a file's words: nobody said them.
@@ -197,7 +205,7 @@ impl Engine {
     /// the same text is not captured again) or hard (erased with every trace,
     /// index postings included).
     pub fn delete(&mut self, id: &str, hard: bool, now: Timestamp, txn: &mut Txn) -> Result<()> {
-        let item = self.get(id)?.clone();
+        let item = self.get(id)?.into_owned();
         if hard {
             self.unlink_supersessions(id, txn);
             // Erasing leaves no trace: the memories that followed this one
@@ -205,7 +213,7 @@ impl Engine {
             let followers: Vec<u32> = self.follower_docs(id).collect();
             for follower in followers {
                 if let Some(entry) = self.entry_of(follower) {
-                    let mut unlinked = entry.item().clone();
+                    let mut unlinked = entry.item().into_owned();
                     unlinked.follows = None;
                     let follower = unlinked.id.clone();
                     self.write(txn, &follower, Some(unlinked));
@@ -235,23 +243,25 @@ impl Engine {
         if filter.user_id.is_none() {
             return Err(Error::invalid("deleteAll needs at least scope.userId"));
         }
-        let selected = |item: &MemoryItem| filter.matches_item(item) && (hard || !item.is_deleted());
-        let mut matched: Vec<&MemoryItem> = self
+        // Read from the entries' fields: a held memory is not decoded.
+        let selected =
+            |e: &Entry| filter.matches_parts(e.scope(), e.metadata()) && (hard || !e.is_deleted());
+        let mut matched: Vec<(&str, bool)> = self
             .entries
-            .values()
-            .map(|e| e.item())
-            .filter(|item| selected(item))
+            .iter()
+            .filter(|(_, e)| selected(e))
+            .map(|(id, e)| (id, e.summary_of().is_empty()))
             .collect();
         // The summaries the filter does not select that go with a selected
         // source ([`Engine::follow_sources`]): a hard delete erases them, a
         // soft one withdraws those still live.
         let mut followers: BTreeSet<&str> = BTreeSet::new();
-        for item in &matched {
-            for summary in self.summaries.get(&item.id).into_iter().flatten() {
+        for &(id, _) in &matched {
+            for summary in self.summaries.get(id).into_iter().flatten() {
                 let goes = self
                     .entries
                     .get(summary)
-                    .is_some_and(|e| !selected(e.item()) && (hard || !e.is_deleted()));
+                    .is_some_and(|e| !selected(e) && (hard || !e.is_deleted()));
                 if goes {
                     followers.insert(summary);
                 }
@@ -261,8 +271,8 @@ impl Engine {
         // The summaries the filter selects first: deleted by the caller,
         // not withdrawn with a source, so restoring a source later does
         // not bring them back.
-        matched.sort_by_key(|item| item.summary_of.is_empty());
-        let ids: Vec<String> = matched.into_iter().map(|item| item.id.clone()).collect();
+        matched.sort_by_key(|&(_, plain)| plain);
+        let ids: Vec<String> = matched.into_iter().map(|(id, _)| id.to_string()).collect();
         for id in &ids {
             // A summary erased with its source is already gone.
             if self.entries.contains_key(id) {

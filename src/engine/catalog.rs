@@ -6,7 +6,7 @@
 //! changes a memory, and it moves every key with it, so a new key is added
 //! there and stays in step by construction.
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -119,6 +119,11 @@ impl Entries {
         self.0.keys().map(|id| &**id)
     }
 
+    /// Every memory's id with its entry, in no order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&str, &Entry)> {
+        self.0.iter().map(|(id, entry)| (&**id, entry))
+    }
+
     pub(super) fn len(&self) -> usize {
         self.0.len()
     }
@@ -154,8 +159,8 @@ impl<Q: AsRef<str> + ?Sized> std::ops::Index<&Q> for Entries {
 
 /// A memory as the catalog holds it: decoded (every memory a write sets),
 /// or held undecoded as a store gave it ([`HeldMemory`]: a row of its
-/// segment's catalog part), decoded the first time the whole memory is
-/// read and kept decoded from then on ([`HeldMemory::decoded`]). Two
+/// segment's catalog part), decoded for each reader of the whole memory
+/// and never kept ([`Entry::item`]). Two
 /// pointers at most, so that an entry stays small in the `entries` table,
 /// whose slots are about half empty after it doubles.
 pub(super) enum Held {
@@ -206,13 +211,26 @@ impl Entry {
         }
     }
 
-    /// The whole memory, decoded on its first read if it is held as a row.
+    /// The whole memory: borrowed when the entry holds it decoded, else
+    /// decoded from its row for this reader alone. Nothing decoded is
+    /// kept: a reader that goes over many memories (a query's candidates,
+    /// `list`, `export`, a purge) would otherwise leave each of them
+    /// decoded beside its row for the life of the engine, and linear
+    /// memory never shrinks (`docs/speed.md`, "Heap per memory").
     /// Readers that need only the fields below read them through their
     /// own methods, which read a held row without decoding it.
-    pub(super) fn item(&self) -> &MemoryItem {
+    pub(super) fn item(&self) -> Cow<'_, MemoryItem> {
         match &self.memory {
-            Held::Decoded(item) => item,
-            Held::Row(row) => row.decoded().get_or_init(|| Box::new(row.decode())),
+            Held::Decoded(item) => Cow::Borrowed(item),
+            Held::Row(row) => Cow::Owned(row.decode()),
+        }
+    }
+
+    /// The memory, when the entry holds it decoded.
+    pub(super) fn decoded(&self) -> Option<&MemoryItem> {
+        match &self.memory {
+            Held::Decoded(item) => Some(item),
+            Held::Row(_) => None,
         }
     }
 
@@ -220,7 +238,7 @@ impl Entry {
     fn into_item(self) -> MemoryItem {
         match self.memory {
             Held::Decoded(item) => *item,
-            Held::Row(row) => row.into_item(),
+            Held::Row(row) => row.decode(),
         }
     }
 
@@ -276,7 +294,7 @@ impl Entry {
     }
 
     /// The memories a summary summarizes (none for a held row).
-    fn summary_of(&self) -> &[String] {
+    pub(super) fn summary_of(&self) -> &[String] {
         self.field(|item| item.summary_of.as_slice(), |_| &[])
     }
 
@@ -326,6 +344,21 @@ impl Entry {
         }
     }
 
+    /// Bytes of the memory's JSON (`serde_json::to_vec` of the memory),
+    /// counted without decoding a held row.
+    pub(super) fn json_len(&self) -> usize {
+        match &self.memory {
+            Held::Decoded(item) => crate::json_len::item_json_len(item),
+            Held::Row(row) => row.json_len(),
+        }
+    }
+
+    /// [`MemoryItem::uses_v5_fields`], read without decoding a held row
+    /// (whose fields of the rest are unset).
+    pub(super) fn uses_v5_fields(&self) -> bool {
+        self.field(MemoryItem::uses_v5_fields, |row| row.role().is_some() || row.speaker().is_some())
+    }
+
     /// The length of the memory's record as stored: counted once, then
     /// kept (a length beyond `u32` is counted each time).
     pub(super) fn record_len(&self) -> usize {
@@ -335,10 +368,7 @@ impl Entry {
                 // reads every memory, which would otherwise all be decoded.
                 let len = match &self.memory {
                     Held::Decoded(item) => codec::item_record_len(item),
-                    Held::Row(row) => match row.decoded().get() {
-                        Some(item) => codec::item_record_len(item),
-                        None => codec::json_record_len(row.json_len()),
-                    },
+                    Held::Row(row) => codec::json_record_len(row.json_len()),
                 };
                 if let Ok(kept) = u32::try_from(len) {
                     self.record_len.store(kept, Ordering::Relaxed);
@@ -401,13 +431,13 @@ impl Engine {
             let d = old_entry.doc;
             // A change of a memory reads it whole (a held row is decoded).
             let item = old_entry.item();
-            let key = DuplicateKey::of(self.scope_key(&item.scope), item);
+            let key = DuplicateKey::of(self.scope_key(&item.scope), &item);
             self.by_hash.remove(self.by_hash.hash(&key), d);
             self.by_created.remove((item.created_at.0, handle.clone()));
             // Judged only once the index is built: an open sets every
             // memory, and most opens never purge.
             if let Some(index) = &mut self.by_expiry {
-                if let Some(end) = self.config.retention.expires_at(item) {
+                if let Some(end) = self.config.retention.expires_at(&item) {
                     index.remove(&(end.0, d));
                 }
             }
@@ -439,7 +469,7 @@ impl Engine {
                 self.followers.remove(followed, d);
             }
             self.pinned.remove(id);
-            self.index_file_chunk(item, false);
+            self.index_file_chunk(&item, false);
             let same_context = new.as_ref().is_some_and(|n| {
                 n.scope().parts() == item.scope.parts()
                     && n.is_deleted() == item.is_deleted()
@@ -500,7 +530,7 @@ impl Engine {
                 // Chunks belong to their file: they take no part in
                 // duplicate detection or conversation threads.
                 if entry.is_file_chunk() {
-                    self.index_file_chunk(entry.item(), true);
+                    self.index_file_chunk(&entry.item(), true);
                 } else if !entry.summary_of().is_empty() {
                     // A summary is found by its scope and its sources,
                     // never by text, and joins no conversation thread. Its
@@ -548,7 +578,7 @@ impl Engine {
                     }
                 }
                 if let Some(index) = &mut self.by_expiry {
-                    if let Some(end) = self.config.retention.expires_at(entry.item()) {
+                    if let Some(end) = self.config.retention.expires_at(&entry.item()) {
                         index.insert((end.0, d));
                     }
                 }
@@ -684,6 +714,11 @@ impl Engine {
 
     pub(super) fn entry_of(&self, doc: u32) -> Option<&Entry> {
         entry_at(&self.entries, &self.doc_owner, doc)
+    }
+
+    /// The id of the memory numbered `doc`.
+    pub(super) fn id_of(&self, doc: u32) -> Option<&str> {
+        self.doc_owner.get(doc as usize)?.as_deref()
     }
 
     pub(super) fn fresh_id(&self, env: &mut dyn Environment) -> String {

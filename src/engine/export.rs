@@ -32,6 +32,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::catalog::Entry;
 use super::duplicate::DuplicateKey;
 use super::files::FileKey;
 use super::{text_to_store, Captured, Engine, IngestReason, Txn};
@@ -71,16 +72,23 @@ impl Engine {
     /// of the scopes `filter` selects (every scope when it is empty); see
     /// the module documentation.
     pub fn export(&self, filter: &ScopeFilter, now: Timestamp) -> String {
-        let mut items: Vec<&MemoryItem> =
-            self.items().filter(|i| filter.matches_item(i)).collect();
-        items.sort_by(|a, b| a.id.cmp(&b.id));
+        // The memories are chosen from their entries' fields and written
+        // one at a time into an output sized in advance: a held memory is
+        // decoded for its own line only (`Entry::item`), and no list of
+        // decoded memories nor second copy of their JSON sits beside the
+        // output (linear memory never shrinks).
+        let mut items: Vec<(&str, &Entry)> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| filter.matches_parts(e.scope(), e.metadata()))
+            .collect();
+        items.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let files: Vec<&StoredFile> = self
             .files
             .values()
             .filter(|f| filter.matches_files_of(&f.scope))
             .collect();
-        let mut out = format!("{{\"format\":\"{EXPORT_FORMAT}\",");
-        let keyed = items.iter().any(|i| i.uses_v5_fields());
+        let keyed = items.iter().any(|(_, e)| e.uses_v5_fields());
         let version = if keyed {
             EXPORT_VERSION
         } else if files.is_empty() {
@@ -88,30 +96,44 @@ impl Engine {
         } else {
             VERSION_WITH_FILES
         };
-        out.push_str(&format!("\"version\":{version},\"exportedAt\":\"{now}\","));
+        let items_len = 2 + items.len() + items.iter().map(|(_, e)| e.json_len()).sum::<usize>();
+        let mut out = Vec::with_capacity(items_len + 512);
+        out.extend_from_slice(format!("{{\"format\":\"{EXPORT_FORMAT}\",").as_bytes());
+        out.extend_from_slice(format!("\"version\":{version},\"exportedAt\":\"{now}\",").as_bytes());
         if !filter.is_empty() {
-            out.push_str(&format!("\"filter\":{},", to_json(filter, "{}")));
+            out.extend_from_slice(format!("\"filter\":{},", to_json(filter, "{}")).as_bytes());
         }
-        let items_json = to_json(&items, "[]");
-        out.push_str(&checksummed_part(
-            "item",
-            items.len(),
-            "checksum",
-            &items_json,
-        ));
+        out.extend_from_slice(format!("\"itemCount\":{},\"checksum\":\"", items.len()).as_bytes());
+        let checksum_at = out.len();
+        out.extend_from_slice(&[b'0'; 64]);
+        out.extend_from_slice(b"\",\"items\":");
+        let items_at = out.len();
+        out.push(b'[');
+        for (i, (_, entry)) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            if serde_json::to_writer(&mut out, &*entry.item()).is_err() {
+                // As a whole list that fails to serialize was written.
+                out.truncate(items_at);
+                out.push(b'[');
+                break;
+            }
+        }
+        out.push(b']');
+        let digest = text::hex(&Sha256::digest(&out[items_at..]));
+        out[checksum_at..checksum_at + 64].copy_from_slice(digest.as_bytes());
         // Version 3 holds a files part only when it has files.
         if !files.is_empty() {
             let files_json = to_json(&files, "[]");
-            out.push(',');
-            out.push_str(&checksummed_part(
-                "file",
-                files.len(),
-                "filesChecksum",
-                &files_json,
-            ));
+            out.push(b',');
+            out.extend_from_slice(
+                checksummed_part("file", files.len(), "filesChecksum", &files_json).as_bytes(),
+            );
         }
-        out.push('}');
-        out
+        out.push(b'}');
+        // Every part written is JSON, so UTF-8.
+        String::from_utf8(out).unwrap_or_default()
     }
 
     /// Imports an export: every memory and file is validated first, then

@@ -1,6 +1,7 @@
 //! The engine's files: storing, syncing, moving and removing them, with
 //! their chunks kept in step (see [`crate::files`]).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use super::txn::{Txn, Undo};
@@ -97,8 +98,8 @@ impl Engine {
 
     /// The chunks of the file at `path` in `scope` (chunks whose file is
     /// not stored included), in line order.
-    pub fn chunks_of_file(&self, scope: &Scope, path: &str) -> Vec<&MemoryItem> {
-        let mut chunks: Vec<&MemoryItem> = self
+    pub fn chunks_of_file(&self, scope: &Scope, path: &str) -> Vec<Cow<'_, MemoryItem>> {
+        let mut chunks: Vec<Cow<'_, MemoryItem>> = self
             .file_chunks
             .get(&(scope.clone(), path.to_string()))
             .into_iter()
@@ -270,7 +271,7 @@ impl Engine {
             .collect();
         for id in chunk_ids {
             if let Some(entry) = self.entries.get(&id) {
-                let mut moved = entry.item().clone();
+                let mut moved = entry.item().into_owned();
                 moved.source.reference = to.to_string();
                 moved.updated_at = now;
                 self.write(txn, &id, Some(moved));

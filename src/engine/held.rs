@@ -4,8 +4,6 @@
 //! open"). The catalog's keys and retrieval's filters read the
 //! fields below without decoding it; everything else reads the memory.
 
-use std::sync::OnceLock;
-
 use crate::item::{Kind, MemoryItem, Role, Scope, Status, Timestamp};
 
 /// A memory held undecoded. Such a memory has no caller key, no field of a
@@ -35,9 +33,4 @@ pub(crate) trait HeldMemory: Send + Sync {
     /// Bytes of the memory's JSON (`serde_json::to_vec` of
     /// [`HeldMemory::decode`]), counted without decoding it.
     fn json_len(&self) -> usize;
-    /// Where the catalog keeps the memory once it is read (empty until
-    /// then): kept with the row so that an entry holds one pointer.
-    fn decoded(&self) -> &OnceLock<Box<MemoryItem>>;
-    /// The memory, kept or decoded, taking the row.
-    fn into_item(self: Box<Self>) -> MemoryItem;
 }

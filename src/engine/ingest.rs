@@ -5,6 +5,7 @@
 //! chooses them) and stored with the memory it follows in its conversation
 //! (`docs/design.md`, "Data flow").
 
+use std::borrow::Cow;
 use super::duplicate::{DuplicateKey, Voice};
 use super::catalog::Id;
 use super::txn::Txn;
@@ -412,7 +413,7 @@ impl Engine {
                 similar_to: None,
             };
         }
-        let mut item = entry.item().clone();
+        let mut item = entry.item().into_owned();
         let limits = self.config.limits;
         dedupe::merge_into(
             &mut item,
@@ -536,7 +537,7 @@ impl Neighbourhood for ScopeMemories<'_> {
         self.engine.lexical.get(&self.tenant)
     }
 
-    fn eligible(&self, doc: u32) -> Option<&MemoryItem> {
+    fn eligible(&self, doc: u32) -> Option<Cow<'_, MemoryItem>> {
         self.engine
             .entry_of(doc)
             .map(|e| e.item())

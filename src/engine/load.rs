@@ -317,7 +317,7 @@ mod tests {
             .map(|text| MemoryInput::new(*text, Scope::workspace("alice", "home")))
             .collect();
         engine.ingest(inputs, &mut env, &mut Txn::default()).unwrap();
-        let mut items: Vec<MemoryItem> = engine.items().cloned().collect();
+        let mut items: Vec<MemoryItem> = engine.items().map(std::borrow::Cow::into_owned).collect();
         items.sort_by(|a, b| a.id.cmp(&b.id));
         items
     }
@@ -387,7 +387,7 @@ mod tests {
             })
             .collect();
         engine.ingest(inputs, &mut env, &mut Txn::default()).unwrap();
-        let mut items: Vec<MemoryItem> = engine.items().cloned().collect();
+        let mut items: Vec<MemoryItem> = engine.items().map(std::borrow::Cow::into_owned).collect();
         items.sort_by(|a, b| a.id.cmp(&b.id));
         let mut rng = Rng(7);
         let ids: Vec<String> = items.iter().map(|item| item.id.clone()).collect();

@@ -70,6 +70,7 @@ pub(crate) use held::HeldMemory;
 pub(crate) use load::Loader;
 pub use txn::{Change, Changes, Summary, Txn};
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -340,8 +341,9 @@ impl Engine {
         self.entries.is_empty()
     }
 
-    /// Every memory, in no particular order.
-    pub fn items(&self) -> impl Iterator<Item = &MemoryItem> {
+    /// Every memory, in no particular order (a memory held undecoded is
+    /// decoded for the iterator and not kept).
+    pub fn items(&self) -> impl Iterator<Item = Cow<'_, MemoryItem>> {
         self.entries.values().map(|e| e.item())
     }
 

@@ -3,6 +3,7 @@
 //! extractor was shown before anything changes, then all are applied in
 //! the one transaction of the call, so the store takes all of them or none.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::ingest::{text_to_store, Captured};
@@ -178,7 +179,7 @@ impl Engine {
                         ..MemoryInput::new(text, old.scope.clone())
                     };
                     self.check_input(&input).map_err(|e| refuse(i, e))?;
-                    self.check_update(i, old, &input)?
+                    self.check_update(i, &old, &input)?
                 }
                 Operation::Delete { id } => {
                     self.named(i, &id, &request.scope, &allowed, &mut named)?;
@@ -213,7 +214,7 @@ impl Engine {
         scope: &Scope,
         allowed: &HashSet<&str>,
         named: &mut HashSet<String>,
-    ) -> Result<&MemoryItem> {
+    ) -> Result<Cow<'_, MemoryItem>> {
         if !allowed.contains(id) {
             return Err(refuse(i, format!("`{id}` is not one of the memories shown")));
         }
@@ -268,7 +269,7 @@ impl Engine {
             }
         } else if self
             .find_text(&old.scope, old.role, old.speaker.as_deref(), &text)
-            .is_some_and(MemoryItem::is_deleted) {
+            .is_some_and(|m| m.is_deleted()) {
             return Err(refuse(i, "the new text is one the user deleted"));
         }
         Ok(Step::Update {

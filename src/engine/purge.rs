@@ -54,7 +54,7 @@ impl Engine {
             let retention = &config.retention;
             let mut keys: Vec<(i64, u32)> = entries
                 .values()
-                .filter_map(|e| Some((retention.expires_at(e.item())?.0, e.doc)))
+                .filter_map(|e| Some((retention.expires_at(&e.item())?.0, e.doc)))
                 .collect();
             // One key per doc: the unstable sort gives the one order.
             keys.sort_unstable();
@@ -101,7 +101,7 @@ mod tests {
         let retention = &engine.config().retention;
         engine
             .items()
-            .filter_map(|item| Some((retention.expires_at(item)?.0, item.id.clone())))
+            .filter_map(|item| Some((retention.expires_at(&item)?.0, item.id.clone())))
             .collect()
     }
 

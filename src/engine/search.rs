@@ -5,6 +5,7 @@
 //! injection renders the pinned memories and the best hits within a token
 //! budget ([`crate::inject`]). Both mark what they return as used.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::txn::Txn;
@@ -100,9 +101,10 @@ impl Engine {
     ) -> Vec<RetrieveHit> {
         let tenant = query.scope.tenant();
         let vis = query.visibility(now, &self.config.retention);
-        let visible = |doc: u32| -> Option<&MemoryItem> {
+        // A held memory is decoded for this query alone (`Entry::item`).
+        let visible = |doc: u32| -> Option<Cow<'_, MemoryItem>> {
             let item = self.entry_of(doc)?.item();
-            policy::check(item, &vis).ok().map(|()| item)
+            policy::check(&item, &vis).ok().map(|()| item)
         };
         let query_terms = text::terms(&query.text);
         let index = self.lexical.get(&tenant);
@@ -121,50 +123,59 @@ impl Engine {
 
         // Candidates: the best visible lexical matches, the semantic
         // neighbours, then the replies of candidate questions (they may
-        // inherit); with their BM25 score.
-        let mut candidates: HashMap<&str, (&MemoryItem, f32)> = HashMap::new();
+        // inherit); with their BM25 score. By doc: each is decoded once.
+        let mut candidates: HashMap<u32, (Cow<'_, MemoryItem>, f32)> = HashMap::new();
         let lexical_candidates = limit.saturating_mul(4).max(LEXICAL_CANDIDATES);
-        for (item, score) in lexical
+        for (doc, item, score) in lexical
             .iter()
-            .filter_map(|&(doc, score)| Some((visible(doc)?, score)))
+            .filter_map(|&(doc, score)| Some((doc, visible(doc)?, score)))
             .take(lexical_candidates)
         {
-            candidates.insert(&item.id, (item, score));
+            candidates.insert(doc, (item, score));
         }
         if let (Some(q), Some(ix)) = (query_vector, self.vectors.get(&tenant)) {
             let k = limit.saturating_mul(4).max(DENSE_CANDIDATES);
-            for (doc, _) in ix.search(q, k, &|doc| visible(doc).is_some()) {
-                if let Some(item) = visible(doc) {
-                    candidates.entry(&item.id).or_insert((item, 0.0));
+            let accepted = ix.search(q, k, &|doc| {
+                candidates.contains_key(&doc) || visible(doc).is_some()
+            });
+            for (doc, _) in accepted {
+                if let std::collections::hash_map::Entry::Vacant(slot) = candidates.entry(doc) {
+                    if let Some(item) = visible(doc) {
+                        slot.insert((item, 0.0));
+                    }
                 }
             }
         }
         // With a neighbour share every conversation turn passes score to its
         // neighbours, without one only questions to their replies.
         let neighbours = self.config.rank.neighbour_share > 0.0;
-        let sources: Vec<&MemoryItem> = candidates
+        let sources: Vec<(Option<u32>, Vec<u32>)> = candidates
             .values()
-            .map(|(item, _)| *item)
+            .map(|(item, _)| item)
             .filter(|item| (neighbours && rank::is_turn(item)) || rank::asks_question(&item.text))
+            .map(|source| {
+                let previous = source
+                    .follows
+                    .as_ref()
+                    .filter(|_| neighbours && rank::is_turn(source))
+                    .and_then(|id| self.entries.get(id))
+                    .map(|entry| entry.doc);
+                (previous, self.follower_docs(&source.id).collect())
+            })
             .collect();
-        for source in sources {
-            let previous = source
-                .follows
-                .as_ref()
-                .filter(|_| neighbours && rank::is_turn(source));
-            let followers = self.follower_docs(&source.id).filter_map(|doc| self.entry_of(doc));
-            for entry in followers.chain(previous.and_then(|id| self.entries.get(id))) {
-                if policy::check(entry.item(), &vis).is_ok() {
-                    candidates
-                        .entry(&entry.item().id)
-                        .or_insert((entry.item(), 0.0));
+        for (previous, followers) in sources {
+            for doc in followers.into_iter().chain(previous) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = candidates.entry(doc) {
+                    if let Some(item) = visible(doc) {
+                        slot.insert((item, 0.0));
+                    }
                 }
             }
         }
 
-        let candidates = candidates.into_values().map(|(item, lexical)| Candidate {
+        let candidates = candidates.values().map(|(item, lexical)| Candidate {
             item,
-            lexical,
+            lexical: *lexical,
             coverage: coverage(item),
             semantic: query_vector.map(|q| {
                 self.context_vector(item)
@@ -211,7 +222,7 @@ impl Engine {
     ) {
         for id in ids {
             if let Some(entry) = self.entries.get(id) {
-                let mut item = entry.item().clone();
+                let mut item = entry.item().into_owned();
                 item.usage_count = item.usage_count.saturating_add(1);
                 item.last_used_at = Some(now);
                 self.write(txn, id, Some(item));
@@ -240,7 +251,7 @@ impl Engine {
             self.mark_used(hits.iter().map(|h| h.item.id.as_str()), now, txn);
             for hit in &mut hits {
                 if let Some(entry) = self.entries.get(&hit.item.id) {
-                    hit.item = entry.item().clone();
+                    hit.item = entry.item().into_owned();
                 }
             }
         }
@@ -275,7 +286,7 @@ impl Engine {
             )));
         }
         let vis = query.visibility(now, &self.config.retention);
-        let mut pinned: Vec<&MemoryItem> = self
+        let mut pinned: Vec<Cow<'_, MemoryItem>> = self
             .pinned
             .iter()
             .filter_map(|id| self.entries.get(id).map(|e| e.item()))
@@ -301,7 +312,8 @@ impl Engine {
             Vec::new()
         };
         let mut candidates = pinned;
-        candidates.extend(ranked.iter().map(|h| &h.item).filter(|i| !i.pinned));
+        candidates.extend(ranked.iter().map(|h| Cow::Borrowed(&h.item)).filter(|i| !i.pinned));
+        let candidates: Vec<&MemoryItem> = candidates.iter().map(|c| &**c).collect();
         // The share is of the tokens the block may spend; rounding down keeps
         // the pinned memories within it.
         let pinned_tokens = (request.budget_tokens as f64 * f64::from(share)).floor() as usize;

@@ -12,6 +12,7 @@
 //! is soft-deleted, the summary is withdrawn (soft-deleted, a `withdrawn`
 //! event), and restored when all its sources are live again.
 
+use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::ingest::detects_pii;
@@ -115,21 +116,21 @@ impl Engine {
             };
             let item = entry.item();
             if within.matches(&item.scope)
-                && self.summarizable(item)
+                && self.summarizable(&item)
                 && !item.privacy.private
                 && (include_pii || !item.privacy.pii)
-                && !self.config.retention.is_expired(item, now)
+                && !self.config.retention.is_expired(&item, now)
             {
-                memories.push(item.clone());
+                memories.push(item.into_owned());
             }
         }
         memories.reverse();
-        let previous = self.summary_of_scope(scope).cloned();
+        let previous = self.summary_of_scope(scope).map(Cow::into_owned);
         Ok(SummaryContext { memories, previous })
     }
 
     /// The summary `scope` holds, if any (soft-deleted included).
-    pub fn summary_of_scope(&self, scope: &Scope) -> Option<&MemoryItem> {
+    pub fn summary_of_scope(&self, scope: &Scope) -> Option<Cow<'_, MemoryItem>> {
         let id = self.by_summary.get(&self.scope_key(scope))?;
         self.entries.get(id).map(|e| e.item())
     }
@@ -179,7 +180,7 @@ impl Engine {
             if source.is_deleted() {
                 return refuse("is deleted");
             }
-            if !self.summarizable(source) {
+            if !self.summarizable(&source) {
                 return refuse("is a summary, a chunk of a file, superseded, pending or rejected");
             }
             // A summary is injected like any memory: it must not carry
@@ -187,12 +188,12 @@ impl Engine {
             if source.privacy.private {
                 return refuse("is private");
             }
-            if self.config.retention.is_expired(source, now) {
+            if self.config.retention.is_expired(&source, now) {
                 return refuse("has expired");
             }
             newest = newest.max(source.created_at);
             pii |= source.privacy.pii;
-            if let Some(end) = self.config.retention.expires_at(source) {
+            if let Some(end) = self.config.retention.expires_at(&source) {
                 expires = Some(expires.map_or(end, |e| e.min(end)));
             }
         }
@@ -205,7 +206,7 @@ impl Engine {
         });
         let said = text::said_text(&text, None);
         let vector = self.embed(&[said.as_ref()])?.and_then(|mut v| v.pop());
-        let previous = self.summary_of_scope(&input.scope).cloned();
+        let previous = self.summary_of_scope(&input.scope).map(Cow::into_owned);
         let id = match &previous {
             Some(p) => p.id.clone(),
             None => self.fresh_id(env),
@@ -292,7 +293,7 @@ impl Engine {
                     self.write_erased(txn, &summary);
                 }
                 Change::Withdrawn(at) => {
-                    let Some(before) = self.entries.get(&summary).map(|e| e.item().clone()) else {
+                    let Some(before) = self.entries.get(&summary).map(|e| e.item().into_owned()) else {
                         continue;
                     };
                     if before.is_deleted() {
@@ -311,7 +312,7 @@ impl Engine {
                     self.write(txn, &summary, Some(withdrawn));
                 }
                 Change::Restored(at) => {
-                    let Some(before) = self.entries.get(&summary).map(|e| e.item().clone()) else {
+                    let Some(before) = self.entries.get(&summary).map(|e| e.item().into_owned()) else {
                         continue;
                     };
                     // A summary deleted on its own stays deleted.

@@ -29,7 +29,7 @@ impl Engine {
         if entry.is_superseded() {
             return;
         }
-        let mut item = entry.item().clone();
+        let mut item = entry.item().into_owned();
         item.superseded_at = Some(now);
         item.updated_at = now;
         self.write(txn, id, Some(item));
@@ -45,13 +45,13 @@ impl Engine {
             ..HistoryEvent::new(kind, now)
         };
         if let Some(entry) = self.entries.get(old) {
-            let mut item = entry.item().clone();
+            let mut item = entry.item().into_owned();
             item.superseded_by = Some(new.to_string());
             history::record(&mut item, vec![event(HistoryKind::Superseded, new)], limit);
             self.write(txn, old, Some(item));
         }
         if let Some(entry) = self.entries.get(new) {
-            let mut item = entry.item().clone();
+            let mut item = entry.item().into_owned();
             if !item.supersedes.iter().any(|s| s == old) {
                 item.supersedes.push(old.to_string());
             }
@@ -117,7 +117,7 @@ impl Engine {
             let Some(entry) = self.entries.get(&other) else {
                 continue;
             };
-            let mut item = entry.item().clone();
+            let mut item = entry.item().into_owned();
             if item.superseded_by.as_deref() == Some(id) {
                 item.superseded_by = None;
             }

@@ -96,6 +96,7 @@ impl Engine {
             let (key, differs, new_text) = match undo {
                 Undo::Item(id, before) => {
                     let now = self.entries.get(id).map(|e| e.item());
+                    let now = now.as_deref();
                     let new_text = matches!((now, before.as_deref()), (Some(n), Some(b)) if n.text != b.text);
                     (format!("{ITEM_PREFIX}{id}"), now != before.as_deref(), new_text)
                 }
@@ -133,7 +134,12 @@ impl Engine {
                             .get(id)
                             .filter(|(step, _)| *step == last)
                             .map(|(_, counts)| counts);
-                        Change::Memory(entry.item(), terms)
+                        // A write leaves its memory decoded; one held as
+                        // a row is handed over as its record.
+                        match entry.decoded() {
+                            Some(item) => Change::Memory(item, terms),
+                            None => Change::Record(codec::encode_item(&entry.item())),
+                        }
                     }
                     None => Change::Delete,
                 },
@@ -152,7 +158,7 @@ impl Engine {
     /// the engine holds it now, or `None` when there is none.
     pub fn record(&self, key: &str) -> Option<Vec<u8>> {
         if let Some(id) = key.strip_prefix(ITEM_PREFIX) {
-            return self.entries.get(id).map(|e| codec::encode_item(e.item()));
+            return self.entries.get(id).map(|e| codec::encode_item(&e.item()));
         }
         if let Some(id) = key.strip_prefix(VECTOR_PREFIX) {
             return self.embedding(id).map(codec::encode_vector);
@@ -224,12 +230,16 @@ pub enum Change<'a> {
 }
 
 impl<'a> Changes<'a> {
-    /// Every record of `engine` (a store written afresh).
-    pub(crate) fn all(engine: &'a Engine) -> Self {
+    /// Every record of `engine` (a store written afresh), its memories
+    /// held as rows decoded into `held` ([`Changes::held`]).
+    pub(crate) fn all(engine: &'a Engine, held: &'a FastMap<&'a str, MemoryItem>) -> Self {
         let mut changes = Changes::default();
         for key in engine.record_keys() {
             let change = match key.strip_prefix(ITEM_PREFIX).map(|id| engine.entries.get(id)) {
-                Some(Some(entry)) => Change::Memory(entry.item(), None),
+                Some(Some(entry)) => match entry.decoded().or_else(|| held.get(&key[ITEM_PREFIX.len()..])) {
+                    Some(item) => Change::Memory(item, None),
+                    None => continue,
+                },
                 Some(None) => continue,
                 None => match engine.record(&key) {
                     Some(bytes) => Change::Record(bytes),
@@ -240,6 +250,17 @@ impl<'a> Changes<'a> {
         }
         changes.records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         changes
+    }
+
+    /// The memories of `engine` held as rows, decoded, by id: what
+    /// [`Changes::all`] hands over for them.
+    pub(crate) fn held(engine: &Engine) -> FastMap<&str, MemoryItem> {
+        engine
+            .entries
+            .iter()
+            .filter(|(_, entry)| entry.decoded().is_none())
+            .map(|(id, entry)| (id, entry.item().into_owned()))
+            .collect()
     }
 
     /// The records, in key order.

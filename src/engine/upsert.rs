@@ -97,7 +97,7 @@ impl Engine {
             // `by_key` and `entries` change together in `set`.
             return result;
         };
-        let before = entry.item().clone();
+        let before = entry.item().into_owned();
         let mut privacy = input.privacy.unwrap_or_default();
         privacy.pii |= super::ingest::detects_pii(&text, self.config.secrets);
         let mut item = MemoryItem {
@@ -147,6 +147,6 @@ impl Engine {
     /// The history of a memory, oldest first ([`crate::history::of`]); a
     /// hard-deleted memory has none (`NOT_FOUND`).
     pub fn history(&self, id: &str) -> Result<Vec<HistoryEvent>> {
-        self.get(id).map(history::of)
+        self.get(id).map(|item| history::of(&item))
     }
 }

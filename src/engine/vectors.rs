@@ -388,8 +388,7 @@ impl Engine {
             .iter()
             .map(|(doc, _)| doc)
             .chain(self.embeddings.keys().copied())
-            .filter_map(|doc| self.entry_of(doc))
-            .map(|entry| entry.item().id.as_str())
+            .filter_map(|doc| self.id_of(doc))
     }
 
     /// Attaches an embedding model: from now on memories are embedded at
@@ -420,20 +419,17 @@ impl Engine {
         }
         self.model_id = Some(model);
         self.embedder = Some(embedder);
-        let mut missing: Vec<(&String, std::borrow::Cow<str>)> = self
+        let mut missing: Vec<(&str, std::borrow::Cow<str>)> = self
             .entries
-            .values()
-            .filter(|e| !self.is_embedded(e.doc))
-            .map(|e| {
-                let said = text::said_text(&e.item().text, e.item().speaker.as_deref());
-                (&e.item().id, said)
-            })
+            .iter()
+            .filter(|(_, e)| !self.is_embedded(e.doc))
+            .map(|(id, e)| (id, text::said_text(e.text(), e.speaker())))
             .collect();
         missing.sort();
         missing.truncate(limit);
         let missing: Vec<(String, String)> = missing
             .into_iter()
-            .map(|(id, text)| (id.clone(), text.into_owned()))
+            .map(|(id, text)| (id.to_string(), text.into_owned()))
             .collect();
         for chunk in missing.chunks(EMBED_CHUNK) {
             let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
@@ -642,7 +638,7 @@ pub(super) mod tests {
         // another writer changed) leaves none behind for the memory that
         // takes its doc number next.
         let doc = engine.entries[&ids[4]].doc;
-        let mut reused = engine.entries[&ids[4]].item().clone();
+        let mut reused = engine.entries[&ids[4]].item().into_owned();
         engine.set(&ids[4], None);
         assert!(!engine.is_embedded(doc));
         reused.id = "m-reused".into();
@@ -681,7 +677,7 @@ pub(super) mod tests {
                     .and_then(|p| engine.entries.get(p))
                     .is_some_and(|p| !p.is_deleted() && engine.has_embedding(&p.item().id));
                 let expected = if prev_live || item.follows.is_none() {
-                    dot(&engine.context_vector(item).unwrap())
+                    dot(&engine.context_vector(&item).unwrap())
                 } else {
                     let own = engine.embedding(&item.id).unwrap().to_f32();
                     let norm = own.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -760,7 +756,7 @@ pub(super) mod tests {
         // whatever the order the embeddings come in.
         let mut records: Vec<(String, Vec<u8>)> = Vec::new();
         for item in engine.items() {
-            records.push((format!("{ITEM_PREFIX}{}", item.id), codec::encode_item(item)));
+            records.push((format!("{ITEM_PREFIX}{}", item.id), codec::encode_item(&item)));
             let own = engine.embedding(&item.id).unwrap();
             records.push((format!("{VECTOR_PREFIX}{}", item.id), codec::encode_vector(own)));
         }
@@ -788,7 +784,7 @@ pub(super) mod tests {
         assert_eq!(engine.items().count(), 900);
         let mut records = Vec::new();
         for (n, item) in engine.items().enumerate() {
-            records.push((format!("{ITEM_PREFIX}{}", item.id), codec::encode_item(item)));
+            records.push((format!("{ITEM_PREFIX}{}", item.id), codec::encode_item(&item)));
             let embedding = Int8Vector::quantize(&vector(n, 16));
             records.push((format!("{VECTOR_PREFIX}{}", item.id), codec::encode_vector(&embedding)));
         }

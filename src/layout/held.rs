@@ -4,7 +4,7 @@
 //! decoding it. The catalog's reader ([`super::catalog::decode_catalog`])
 //! makes them.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use super::catalog::{parse_row, read_row, RowView, DELETED, HASH_BYTES, PINNED};
 use super::varint::Reader;
@@ -50,8 +50,6 @@ pub(crate) struct HeldRow {
     kind: Kind,
     status: Status,
     role: Option<Role>,
-    /// The memory, once the engine read it ([`HeldMemory::decoded`]).
-    decoded: OnceLock<Box<MemoryItem>>,
 }
 
 impl HeldRow {
@@ -70,7 +68,6 @@ impl HeldRow {
             kind: view.kind,
             status: view.status,
             role: view.role,
-            decoded: OnceLock::new(),
         }
     }
 
@@ -106,18 +103,6 @@ impl HeldMemory for HeldRow {
         let mut reader = self.reader_at(self.offset);
         let counted = parse_row(&mut reader, &self.part.strings).ok().and_then(|view| flat_json_len(&view));
         counted.unwrap_or_else(|| item_json_len(&self.decode()))
-    }
-
-    fn decoded(&self) -> &OnceLock<Box<MemoryItem>> {
-        &self.decoded
-    }
-
-    fn into_item(self: Box<Self>) -> MemoryItem {
-        let mut row = *self;
-        match row.decoded.take() {
-            Some(item) => *item,
-            None => row.decode(),
-        }
     }
 
     fn id_bytes(&self) -> &[u8] {

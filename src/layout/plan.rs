@@ -43,7 +43,8 @@ impl Layout {
     /// The commit that stores every record of `engine` afresh (a migrated
     /// store).
     pub(super) fn plan_all(&self, engine: &Engine) -> Plan {
-        self.plan(&Changes::all(engine), engine)
+        let held = Changes::held(engine);
+        self.plan(&Changes::all(engine, &held), engine)
     }
 
     /// Prepares the commit of `changed` (the records a write changed, from
@@ -109,6 +110,16 @@ impl Layout {
                 .map(|(_, key)| key)
                 .collect()
         };
+        // Their memories, a memory held as a row decoded for this plan
+        // (not kept: `Entry::item`), before `fresh` borrows them.
+        let rewritten_memories: Vec<(&str, Cow<'_, MemoryItem>)> = rewritten
+            .iter()
+            .filter_map(|key| {
+                let key: &str = key;
+                let id = key.strip_prefix(ITEM_PREFIX)?;
+                Some((key, engine.get(id).ok()?))
+            })
+            .collect();
         // New segments' records, by key. A memory's JSON record is made
         // only for the log, or if its catalog row does not give it back.
         let mut fresh: BTreeMap<&str, Input> = BTreeMap::new();
@@ -150,18 +161,14 @@ impl Layout {
         // The live records of the segments rewritten, as the engine holds
         // them (the newest version of a key live in a segment is the
         // engine's).
+        for (key, item) in &rewritten_memories {
+            fresh.insert(key, Input::Memory(item, None));
+        }
         for key in &rewritten {
             let key: &str = key;
-            let held = key.strip_prefix(ITEM_PREFIX).map(|id| engine.get(id));
-            match held {
-                Some(Ok(item)) => {
-                    fresh.insert(key, Input::Memory(item, None));
-                }
-                Some(Err(_)) => {}
-                None => {
-                    if let Some(record) = engine.record(key) {
-                        fresh.insert(key, Input::Encoded(record));
-                    }
+            if !key.starts_with(ITEM_PREFIX) {
+                if let Some(record) = engine.record(key) {
+                    fresh.insert(key, Input::Encoded(record));
                 }
             }
         }
@@ -179,9 +186,19 @@ impl Layout {
             next_segment: self.next_segment,
             ..Update::default()
         };
+        // The memories of records given as bytes (a folded log's), as
+        // the engine holds them, for their catalog rows.
+        let fresh: Vec<(&str, Input)> = fresh.into_iter().collect();
+        let recorded: Vec<Option<Cow<'_, MemoryItem>>> = fresh
+            .iter()
+            .map(|(key, input)| match input {
+                Input::Record(_) => key.strip_prefix(ITEM_PREFIX).and_then(|id| engine.get(id).ok()),
+                _ => None,
+            })
+            .collect();
         let mut segment = SegmentWriter::default();
-        for (key, input) in fresh {
-            let fresh = Fresh::new(key, input, engine);
+        for ((key, input), memory) in fresh.into_iter().zip(&recorded) {
+            let fresh = Fresh::new(key, input, memory.as_deref(), engine);
             if let Some(full) = segment.add(fresh) {
                 full.write(&mut batch, &mut update);
             }
@@ -357,14 +374,12 @@ struct Fresh<'a> {
 impl<'a> Fresh<'a> {
     /// The record of `key`, from `input`. A memory's terms are those
     /// ingest counted when it did, else those the lexical index holds.
-    fn new(key: &'a str, input: Input<'a>, engine: &'a Engine) -> Self {
+    /// `memory` is the engine's memory of a record given as bytes.
+    fn new(key: &'a str, input: Input<'a>, memory: Option<&'a MemoryItem>, engine: &'a Engine) -> Self {
         let id = key.strip_prefix(ITEM_PREFIX);
         let (record, item, counted) = match input {
             Input::Memory(item, counted) => (Body::Item(item), Some(item), counted),
-            Input::Record(bytes) => {
-                let item = id.and_then(|id| engine.get(id).ok());
-                (Body::Record(Cow::Borrowed(bytes)), item, None)
-            }
+            Input::Record(bytes) => (Body::Record(Cow::Borrowed(bytes)), memory, None),
             Input::Encoded(bytes) => (Body::Record(Cow::Owned(bytes)), None, None),
         };
         let terms = match counted {
@@ -694,7 +709,7 @@ mod tests {
             json.extend(contents.records.iter().filter(|(_, record)| !record.is_empty()).map(|(k, r)| (k.to_string(), r.to_vec())));
         }
         let far_item = engine.get(&far).unwrap();
-        assert_eq!(json, [(format!("{ITEM_PREFIX}{far}"), codec::encode_item(far_item))]);
+        assert_eq!(json, [(format!("{ITEM_PREFIX}{far}"), codec::encode_item(&far_item))]);
         let mut layout = Layout::default();
         layout.apply(plan);
         env.advance_ms(1_700_000_000_000 - 253_402_300_800_000);
@@ -751,7 +766,7 @@ mod tests {
             assert_eq!(contents.rows.len(), contents.records.len());
             for ((key, record), row) in contents.records.iter().zip(&contents.rows) {
                 assert!(record.is_empty());
-                assert_eq!(engine.get(key.strip_prefix(ITEM_PREFIX).unwrap()).unwrap(), &row.to_item());
+                assert_eq!(*engine.get(key.strip_prefix(ITEM_PREFIX).unwrap()).unwrap(), row.to_item());
             }
             memories += contents.rows.len();
         }

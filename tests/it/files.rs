@@ -29,7 +29,7 @@ fn chunks(mem: &Mem, scope: &Scope, path: &str) -> Vec<MemoryItem> {
         .engine()
         .items()
         .filter(|i| i.is_file_chunk() && &i.scope == scope && i.source.reference == path)
-        .cloned()
+        .map(|i| i.into_owned())
         .collect();
     items.sort_by_key(|i| (i.source_lines.map(|l| l.start), i.id.clone()));
     items

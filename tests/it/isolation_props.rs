@@ -156,7 +156,7 @@ impl Harness {
         self.mem
             .engine()
             .items()
-            .map(|i| (i.id.clone(), i.clone()))
+            .map(|i| (i.id.clone(), i.into_owned()))
             .collect()
     }
 
@@ -624,8 +624,8 @@ impl Harness {
             .engine()
             .items()
             .flat_map(|i| {
-                std::iter::once(i.text.clone())
-                    .chain(i.merged_from.iter().filter_map(|m| m.text.clone()))
+                let i = i.into_owned();
+                std::iter::once(i.text).chain(i.merged_from.into_iter().filter_map(|m| m.text))
             })
             .collect();
         for text in texts {

@@ -267,7 +267,7 @@ fn answers(engine: &Engine, retrievals: Vec<String>) -> String {
     for id in &ids {
         out += &format!(
             "{}\n",
-            serde_json::to_string(engine.get(id).unwrap()).unwrap()
+            serde_json::to_string(&*engine.get(id).unwrap()).unwrap()
         );
     }
     let mut query = ListQuery {

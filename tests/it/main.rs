@@ -22,6 +22,7 @@ mod policies;
 mod progress;
 mod prompt_injection;
 mod ranking;
+mod read_retention;
 mod recall_scope;
 mod relevance;
 mod retention;

@@ -294,7 +294,7 @@ fn delete_removes_files_and_directories_but_not_the_root() {
 fn rename_moves_files_and_directories_with_their_chunks() {
     let mut mem = open();
     create(&mut mem, "/memories/draft.md", "The launch is on Friday");
-    let chunk_before = mem.engine().items().next().unwrap().clone();
+    let chunk_before = mem.engine().items().next().unwrap().into_owned();
     assert_eq!(
         ok(
             &mut mem,

@@ -79,7 +79,7 @@ fn input(words: &[&str], user: usize, session: bool, speaker: usize) -> MemoryIn
 /// memory of the store.
 fn brute_force(mem: &Mem, probe: &MemoryInput, threshold: f32) -> Option<String> {
     let terms = text::said_terms(&probe.text, probe.speaker.as_deref());
-    let mut best: Option<(f32, &str)> = None;
+    let mut best: Option<(f32, String)> = None;
     for item in mem.engine().items() {
         let eligible = item.scope == probe.scope
             && item.speaker == probe.speaker
@@ -96,12 +96,14 @@ fn brute_force(mem: &Mem, probe: &MemoryInput, threshold: f32) -> Option<String>
             &terms,
             &text::said_terms(&item.text, item.speaker.as_deref()),
         );
-        let better = best.is_none_or(|(o, id)| overlap > o || (overlap == o && *item.id < *id));
+        let better = best
+            .as_ref()
+            .is_none_or(|(o, id)| overlap > *o || (overlap == *o && item.id < *id));
         if overlap >= threshold && better {
-            best = Some((overlap, &item.id));
+            best = Some((overlap, item.id.clone()));
         }
     }
-    best.map(|(_, id)| id.to_string())
+    best.map(|(_, id)| id)
 }
 
 /// The memory `mem` reports the probe against; `None` when the probe is

@@ -7,7 +7,8 @@
 //!
 //! The counting allocator below is the allocator of the whole `it` binary;
 //! it counts per thread, so the tests running beside this one do not
-//! disturb its count.
+//! disturb its count. It also keeps the bytes each thread holds, which
+//! `read_retention` reads.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -18,9 +19,12 @@ use memtide::{Memory, MemoryInput, RetrieveQuery, Scope, Timestamp};
 
 thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    /// Bytes allocated on this thread less those freed on it.
+    static HELD: Cell<i64> = const { Cell::new(0) };
 }
 
-/// The system allocator, counting the calls that allocate on each thread.
+/// The system allocator, counting the calls that allocate on each thread
+/// and the bytes each thread holds.
 struct CountingAllocator;
 
 fn counted() {
@@ -28,25 +32,38 @@ fn counted() {
     let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
 }
 
+fn held(bytes: i64) {
+    let _ = HELD.try_with(|n| n.set(n.get() + bytes));
+}
+
+/// The bytes this thread holds now (allocated on it and not freed).
+pub(crate) fn held_bytes() -> i64 {
+    HELD.with(Cell::get)
+}
+
 // SAFETY: every call is forwarded unchanged to `System`; a thread-local
 // counter with a const initializer and no destructor is updated besides.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         counted();
+        held(layout.size() as i64);
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         counted();
+        held(layout.size() as i64);
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         counted();
+        held(new_size as i64 - layout.size() as i64);
         unsafe { System.realloc(pointer, layout, new_size) }
     }
 
     unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+        held(-(layout.size() as i64));
         unsafe { System.dealloc(pointer, layout) }
     }
 }

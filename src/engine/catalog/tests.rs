@@ -94,7 +94,7 @@ fn followers_are_the_lists_a_map_of_vectors_keeps() {
     engine
         .ingest(vec![MemoryInput::new("a template", scope)], &mut env, &mut txn)
         .unwrap();
-    let template = engine.items().next().unwrap().clone();
+    let template = engine.items().next().unwrap().into_owned();
     engine.set(&template.id, None);
     let mut oracle = Oracle::default();
     let mut x = 12_345u64;
@@ -110,7 +110,7 @@ fn followers_are_the_lists_a_map_of_vectors_keeps() {
         let mut undo = Vec::new();
         for _ in 0..(1 + next() % 3) {
             let id = format!("m{}", next() % 24);
-            let old = engine.entries.get(&id).map(|e| e.item().clone());
+            let old = engine.entries.get(&id).map(|e| e.item().into_owned());
             let new = match next() % 4 {
                 0 => None,
                 n => {
@@ -170,7 +170,7 @@ fn time_keys_built_at_once_are_the_keys_inserted_one_by_one() {
         env.advance_ms(if round % 4 == 0 { 0 } else { 1_000 });
     }
     let record = |item: &MemoryItem| (format!("item/{}", item.id), codec::encode_item(item));
-    let records: Vec<_> = engine.items().map(record).collect();
+    let records: Vec<_> = engine.items().map(|item| record(&item)).collect();
     let mut loaded = Engine::load(Config::default(), records, None).unwrap();
     assert_eq!(loaded.by_created, engine.by_created);
     assert_eq!(loaded.by_scope_time, engine.by_scope_time);
@@ -186,7 +186,7 @@ fn time_keys_built_at_once_are_the_keys_inserted_one_by_one() {
                 engine.delete(id, true, env.now(), &mut txn).unwrap();
                 changes.push((format!("item/{id}"), None, None));
             } else {
-                let mut item = engine.entries[id].item().clone();
+                let mut item = engine.entries[id].item().into_owned();
                 item.created_at = Timestamp(item.created_at.0 + 5_000 * n as i64);
                 engine.set(id, Some(item.clone()));
                 changes.push((format!("item/{id}"), Some(Stored::Item(Box::new(item))), None));
@@ -232,7 +232,7 @@ fn check_record_lens(engine: &Engine) {
     let mut alice = 0;
     let mut embedded = 0;
     for entry in engine.entries.values() {
-        let mut written = codec::encode_item(entry.item()).len();
+        let mut written = codec::encode_item(&entry.item()).len();
         if let Some(vector) = engine.embedding(&entry.item().id) {
             written += codec::encode_vector(vector).len();
             embedded += 1;
@@ -246,7 +246,7 @@ fn check_record_lens(engine: &Engine) {
     let stats = engine.stats(&everyone, true);
     assert_eq!((stats.stored_bytes, stats.embedded), (all, embedded));
     for entry in engine.entries.values() {
-        let written = codec::encode_item(entry.item()).len();
+        let written = codec::encode_item(&entry.item()).len();
         assert_eq!(entry.kept_record_len(), Some(written), "{}", entry.item().id);
     }
     // Again, from the lengths kept.
@@ -263,7 +263,7 @@ fn check_record_lens(engine: &Engine) {
 fn reloaded(engine: &Engine) -> Engine {
     let mut records = Vec::new();
     for item in engine.items() {
-        records.push((format!("item/{}", item.id), codec::encode_item(item)));
+        records.push((format!("item/{}", item.id), codec::encode_item(&item)));
         if let Some(vector) = engine.embedding(&item.id) {
             records.push((format!("vec/{}", item.id), codec::encode_vector(vector)));
         }

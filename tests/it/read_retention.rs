@@ -1,0 +1,126 @@
+//! Reading memories keeps nothing of them. A store opened from its
+//! segments holds most memories as their catalog rows (`HeldRow`); a
+//! reader of a whole memory gets it decoded for itself. The catalog once
+//! kept each decoded memory beside its row for the life of the engine, so
+//! an instance that answered queries, listed or exported its memories
+//! grew by about a decoded memory for each one it had read: in the
+//! package, 20 MiB over 1,000 queries and 59 MiB for one listing of all
+//! 100,000 memories, and linear memory never shrinks (`docs/speed.md`,
+//! "Heap per memory").
+//!
+//! The bytes are counted by the `it` binary's allocator, per thread
+//! (`retrieve_allocations`).
+
+use memtide::env::FixedEnvironment;
+use memtide::storage::KvStorage;
+use memtide::{
+    block_on, AsyncMemory, Config, ListQuery, MemoryInput, RetrieveQuery, Scope, SummaryQuery,
+    Timestamp,
+};
+use memtide_testkit::faults::MapKv;
+use memtide_testkit::store::T0;
+
+use crate::retrieve_allocations::held_bytes;
+
+type Mem = AsyncMemory<KvStorage<MapKv>, FixedEnvironment>;
+
+const MEMORIES: usize = 400;
+const TOPICS: [&str; 5] = ["coffee", "berlin", "guitar", "marathon", "sushi"];
+
+fn scope() -> Scope {
+    Scope::workspace("alice", "home")
+}
+
+fn open(kv: &MapKv) -> Mem {
+    let storage = block_on(KvStorage::open(kv.clone())).unwrap().unwrap();
+    block_on(AsyncMemory::open(
+        storage,
+        FixedEnvironment::new(Timestamp(T0)),
+        Config::default(),
+    ))
+    .unwrap()
+    .unwrap()
+}
+
+/// Every way to read memories, each reading all of them or many: `get`
+/// of each, every page of `list`, `export`, retrievals (dry runs, which
+/// write nothing) and a summarizer's context. What they return is dropped.
+fn read_everything(mem: &mut Mem) {
+    let mut ids = Vec::new();
+    let mut query = ListQuery {
+        include_deleted: true,
+        limit: Some(50),
+        ..ListQuery::default()
+    };
+    loop {
+        let page = mem.list(&query).unwrap();
+        ids.extend(page.items.into_iter().map(|item| item.id));
+        match page.next_cursor {
+            Some(cursor) => query.cursor = Some(cursor),
+            None => break,
+        }
+    }
+    assert_eq!(ids.len(), MEMORIES);
+    for id in &ids {
+        assert_eq!(&mem.get(id).unwrap().id, id);
+    }
+    assert!(mem.export().len() > MEMORIES * 50);
+    for topic in TOPICS {
+        let mut query = RetrieveQuery::new(format!("what about the {topic}?"), scope());
+        query.dry_run = true;
+        query.limit = Some(20);
+        assert!(!block_on(mem.retrieve(&query)).unwrap().unwrap().is_empty());
+    }
+    let context = mem
+        .summary_context(&SummaryQuery {
+            scope: scope(),
+            limit: Some(100),
+            include_pii: false,
+        })
+        .unwrap();
+    assert_eq!(context.memories.len(), 100);
+}
+
+#[test]
+fn reading_every_memory_of_a_held_store_keeps_none_of_them() {
+    let kv = MapKv::default();
+    let mut writer = open(&kv);
+    // One ingest of them all: one segment of rows, not the log.
+    let inputs = (0..MEMORIES)
+        .map(|n| {
+            let topic = TOPICS[n % TOPICS.len()];
+            MemoryInput::new(
+                format!(
+                    "note {n}: the {topic} plan number {n} for the week of {}",
+                    n * 7
+                ),
+                scope(),
+            )
+        })
+        .collect();
+    block_on(writer.ingest(inputs)).unwrap().unwrap();
+    drop(writer);
+
+    let mut mem = open(&kv);
+    assert!(mem.engine().held_memories() > MEMORIES * 9 / 10);
+    let before = held_bytes();
+    read_everything(&mut mem);
+    let after_first = held_bytes();
+    read_everything(&mut mem);
+    let after_second = held_bytes();
+    // A decoded memory kept would take several hundred bytes (the memory
+    // and its strings): 400 of them over 100 KiB. What a first read may
+    // build and keep (a query's lookups) is far less, and a second read
+    // keeps nothing more.
+    let first = after_first - before;
+    assert!(
+        first < (MEMORIES * 40) as i64,
+        "reading every memory once kept {first} bytes"
+    );
+    assert!(
+        after_second - after_first < 1024,
+        "reading every memory again kept {} bytes more",
+        after_second - after_first
+    );
+    assert!(mem.engine().held_memories() > MEMORIES * 9 / 10);
+}
