@@ -351,6 +351,7 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
                 (Ok(()), Ok(value)) => {
                     if let Some(plan) = plan {
                         self.stored_manifest = Some(plan.manifest.clone());
+                        plan.hold_rows(&mut self.engine);
                         self.layout.apply(plan);
                         self.reattach = None;
                     }

@@ -105,6 +105,10 @@ impl Entries {
         self.0.get(id.as_ref())
     }
 
+    fn get_mut(&mut self, id: &str) -> Option<&mut Entry> {
+        self.0.get_mut(id)
+    }
+
     pub(super) fn contains_key(&self, id: impl AsRef<str>) -> bool {
         self.0.contains_key(id.as_ref())
     }
@@ -714,6 +718,25 @@ impl Engine {
 
     pub(super) fn entry_of(&self, doc: u32) -> Option<&Entry> {
         entry_at(&self.entries, &self.doc_owner, doc)
+    }
+
+    /// Holds memory `id` as `row` instead of decoded, when the row gives
+    /// back exactly the memory the engine holds: a write leaves its memory
+    /// decoded, and once a commit has stored it in a segment the segment's
+    /// row takes its place, so an instance that keeps writing (a usage
+    /// mark on every hit of every query) does not keep a decoded copy of
+    /// every memory it ever wrote. True when it did.
+    pub(crate) fn hold(&mut self, id: &str, row: Box<dyn HeldMemory>) -> bool {
+        let Some(entry) = self.entries.get_mut(id) else {
+            return false;
+        };
+        match &entry.memory {
+            Held::Decoded(item) if **item == row.decode() => {
+                entry.memory = Held::Row(row);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The id of the memory numbered `doc`.

@@ -262,7 +262,6 @@ fn cut_segment(bytes: &[u8], checked: bool) -> Result<Cut<'_>, CodecError> {
 
 /// The records of a segment record, its lexical part (format 5 on) and
 /// its catalog part (format 6).
-#[cfg(test)]
 pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecError> {
     decode_parts(segment_parts(bytes)?)
 }

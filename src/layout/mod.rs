@@ -125,7 +125,7 @@ pub(crate) async fn open<S: AsyncStorage>(storage: &mut S, config: Config) -> Re
             continue;
         };
         let keys: Vec<String> = old.records.iter().map(|(k, _)| k.clone()).collect();
-        let engine = Engine::load(config.clone(), old.records, old.model_id)?;
+        let mut engine = Engine::load(config.clone(), old.records, old.model_id)?;
         if keys.is_empty() {
             return Ok(Opened {
                 engine,
@@ -145,6 +145,7 @@ pub(crate) async fn open<S: AsyncStorage>(storage: &mut S, config: Config) -> Re
             Ok(()) => {
                 let mut layout = Layout::default();
                 let manifest = plan.manifest.clone();
+                plan.hold_rows(&mut engine);
                 layout.apply(plan);
                 return Ok(Opened {
                     engine,

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::format::{self, encode_manifest, encode_records, encode_segment, records_of, segment_key, Header, SegmentRef};
+use super::catalog::CatalogRow;
 use super::keys::{KeyMap, KeyText};
 use super::{
     catalog, Layout, Segment, DIRECT_BYTES, LOG_BYTES, LOG_FRAMES, MERGE_FANIN,
@@ -37,6 +38,34 @@ struct Update {
     log_keys: FastSet<String>,
     erased: Vec<String>,
     next_segment: u64,
+}
+
+impl Plan {
+    /// Once this plan is committed: the memories its new segments hold as
+    /// rows become held by those rows in `engine` ([`Engine::hold`]), in
+    /// place of the decoded memories the writes left.
+    pub(crate) fn hold_rows(&self, engine: &mut Engine) {
+        for (info, _) in &self.update.added {
+            let key = segment_key(info.number);
+            let value = self.batch.ops().find(|(k, _)| *k == key).and_then(|(_, value)| value);
+            // The plan encoded the segment: it decodes.
+            let Some(contents) = value.and_then(|bytes| format::decode_segment(bytes).ok()) else {
+                continue;
+            };
+            let mut rows = contents.rows.into_iter();
+            for (key, record) in contents.records {
+                if !record.is_empty() {
+                    continue;
+                }
+                let Some(row) = rows.next() else {
+                    break;
+                };
+                if let (Some(id), CatalogRow::Held(row)) = (key.strip_prefix(ITEM_PREFIX), row) {
+                    engine.hold(id, Box::new(row));
+                }
+            }
+        }
+    }
 }
 
 impl Layout {

@@ -124,3 +124,37 @@ fn reading_every_memory_of_a_held_store_keeps_none_of_them() {
     );
     assert!(mem.engine().held_memories() > MEMORIES * 9 / 10);
 }
+
+#[test]
+fn memories_a_commit_stores_in_a_segment_are_held_by_its_rows() {
+    let kv = MapKv::default();
+    let mut mem = open(&kv);
+    // One ingest large enough to go straight to a segment.
+    let inputs = (0..MEMORIES)
+        .map(|n| {
+            MemoryInput::new(
+                format!("note {n}: the plan number {n} for the week"),
+                scope(),
+            )
+        })
+        .collect();
+    block_on(mem.ingest(inputs)).unwrap().unwrap();
+    // The writer holds them as the segment's rows, as a fresh open does,
+    // and still answers as it did.
+    assert_eq!(mem.engine().held_memories(), MEMORIES);
+    assert_eq!(open(&kv).engine().held_memories(), MEMORIES);
+    let mut query = RetrieveQuery::new("the plan number 7", scope());
+    query.dry_run = true;
+    let hits = block_on(mem.retrieve(&query)).unwrap().unwrap();
+    assert!(
+        hits[0].item.text.starts_with("note 7:"),
+        "{}",
+        hits[0].item.text
+    );
+    // A small write goes to the log: its memory stays decoded until the
+    // log folds into a segment.
+    block_on(mem.ingest(vec![MemoryInput::new("one more note", scope())]))
+        .unwrap()
+        .unwrap();
+    assert_eq!(mem.engine().held_memories(), MEMORIES);
+}
