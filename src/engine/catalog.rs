@@ -720,22 +720,20 @@ impl Engine {
         entry_at(&self.entries, &self.doc_owner, doc)
     }
 
-    /// Holds memory `id` as `row` instead of decoded, when the row gives
-    /// back exactly the memory the engine holds: a write leaves its memory
-    /// decoded, and once a commit has stored it in a segment the segment's
-    /// row takes its place, so an instance that keeps writing (a usage
-    /// mark on every hit of every query) does not keep a decoded copy of
-    /// every memory it ever wrote. True when it did.
-    pub(crate) fn hold(&mut self, id: &str, row: Box<dyn HeldMemory>) -> bool {
-        let Some(entry) = self.entries.get_mut(id) else {
-            return false;
-        };
-        match &entry.memory {
-            Held::Decoded(item) if **item == row.decode() => {
+    /// Holds memory `id` as `row` instead of decoded: a write leaves its
+    /// memory decoded, and once a commit has stored it in a segment the
+    /// segment's row takes its place, so an instance that keeps writing
+    /// (a usage mark on every hit of every query) does not keep a decoded
+    /// copy of every memory it ever wrote. The row must give back the
+    /// memory the engine holds: the commit's plan wrote it from that
+    /// memory (a segment's writer makes a row only of a memory it gives
+    /// back exactly), and nothing changed the engine since.
+    pub(crate) fn hold(&mut self, id: &str, row: Box<dyn HeldMemory>) {
+        if let Some(entry) = self.entries.get_mut(id) {
+            if let Held::Decoded(item) = &entry.memory {
+                debug_assert!(**item == row.decode(), "the row of `{id}` is its memory");
                 entry.memory = Held::Row(row);
-                true
             }
-            _ => false,
         }
     }
 

@@ -262,8 +262,23 @@ fn cut_segment(bytes: &[u8], checked: bool) -> Result<Cut<'_>, CodecError> {
 
 /// The records of a segment record, its lexical part (format 5 on) and
 /// its catalog part (format 6).
+#[cfg(test)]
 pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecError> {
     decode_parts(segment_parts(bytes)?)
+}
+
+/// The memories a segment record this build has just encoded holds as
+/// catalog rows, each with its key: its checksums not computed again and
+/// its lexical part not read (`Plan::hold_rows`).
+pub(crate) fn written_rows(bytes: &[u8]) -> Result<Vec<(&[u8], CatalogRow)>, CodecError> {
+    let (_, frame, _, catalog) = cut_segment(bytes, false)?;
+    let records = puts(parse_frame_bytes(frame).map_err(CodecError::Payload)?)?;
+    let keys: Vec<&[u8]> = records.iter().filter(|(_, v)| v.is_empty()).map(|(k, _)| *k).collect();
+    let rows = match catalog {
+        Some(part) => decode_catalog(part, keys.len())?,
+        None => Vec::new(),
+    };
+    Ok(keys.into_iter().zip(rows).collect())
 }
 
 /// The contents of a segment record (as `decode_segment` gives them)

@@ -49,18 +49,12 @@ impl Plan {
             let key = segment_key(info.number);
             let value = self.batch.ops().find(|(k, _)| *k == key).and_then(|(_, value)| value);
             // The plan encoded the segment: it decodes.
-            let Some(contents) = value.and_then(|bytes| format::decode_segment(bytes).ok()) else {
+            let Some(rows) = value.and_then(|bytes| format::written_rows(bytes).ok()) else {
                 continue;
             };
-            let mut rows = contents.rows.into_iter();
-            for (key, record) in contents.records {
-                if !record.is_empty() {
-                    continue;
-                }
-                let Some(row) = rows.next() else {
-                    break;
-                };
-                if let (Some(id), CatalogRow::Held(row)) = (key.strip_prefix(ITEM_PREFIX), row) {
+            for (key, row) in rows {
+                let id = key.strip_prefix(ITEM_PREFIX.as_bytes()).and_then(|id| std::str::from_utf8(id).ok());
+                if let (Some(id), CatalogRow::Held(row)) = (id, row) {
                     engine.hold(id, Box::new(row));
                 }
             }
