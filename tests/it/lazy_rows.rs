@@ -10,17 +10,16 @@
 use proptest::prelude::*;
 
 use memtide::engine::{Engine, Txn};
-use memtide::env::FixedEnvironment;
 use memtide::layout::stored_records;
 use memtide::storage::KvStorage;
 use memtide::{
-    block_on, AsyncMemory, Config, ListQuery, MemoryInput, MemoryPatch, RetrieveQuery, Role, Scope,
-    ScopeFilter, SummaryInput, Timestamp,
+    block_on, Config, ListQuery, MemoryInput, MemoryPatch, RetrieveQuery, Role, Scope, ScopeFilter,
+    SummaryInput, Timestamp,
 };
 use memtide_testkit::faults::MapKv;
-use memtide_testkit::store::T0;
+use memtide_testkit::store::{open_kv, KvMem, T0};
 
-type Mem = AsyncMemory<KvStorage<MapKv>, FixedEnvironment>;
+type Mem = KvMem;
 
 const TOPICS: [&str; 6] = ["coffee", "berlin", "guitar", "marathon", "sushi", "violin"];
 const SPEAKERS: [&str; 2] = ["Caroline", "Melanie"];
@@ -114,14 +113,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn open(kv: &MapKv) -> Mem {
-    let storage = block_on(KvStorage::open(kv.clone())).unwrap().unwrap();
-    block_on(AsyncMemory::open(
-        storage,
-        FixedEnvironment::new(Timestamp(T0)),
-        Config::default(),
-    ))
-    .unwrap()
-    .unwrap()
+    open_kv(kv)
 }
 
 /// The ids the writer holds, sorted: what an index picks from (modulo their number).

@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 
 use memtide::env::FixedEnvironment;
-use memtide::storage::MemoryStorage;
-use memtide::{Memory, Scope, Timestamp};
+use memtide::storage::{KvStorage, MemoryStorage};
+use memtide::{block_on, AsyncMemory, Memory, Scope, Timestamp};
+
+use crate::faults::MapKv;
 
 /// The fixed clock of the tests, in Unix milliseconds (November 2023).
 pub const T0: i64 = 1_700_000_000_000;
@@ -32,6 +34,24 @@ pub fn reopen(mem: Mem) -> Mem {
         Default::default(),
     )
     .expect("the store reopens")
+}
+
+/// A store over a key-value backend, opened asynchronously (as a host
+/// with an async backend opens it), with a fixed clock.
+pub type KvMem = AsyncMemory<KvStorage<MapKv>, FixedEnvironment>;
+
+/// The store `kv` holds, opened at [`T0`] with the default configuration.
+pub fn open_kv(kv: &MapKv) -> KvMem {
+    let storage = block_on(KvStorage::open(kv.clone()))
+        .expect("the backend answers")
+        .expect("the store opens");
+    block_on(AsyncMemory::open(
+        storage,
+        FixedEnvironment::new(Timestamp(T0)),
+        Default::default(),
+    ))
+    .expect("the backend answers")
+    .expect("the store opens")
 }
 
 /// The one scope of the tests that need only one.
