@@ -153,15 +153,14 @@ pub(crate) fn find_near_duplicate(
         }
         let other = memories
             .eligible(doc)
-            .filter(|o| negated(&o.text) == *polarity.get_or_init(|| negated(text)))?
-            .into_owned();
+            .filter(|o| negated(&o.text) == *polarity.get_or_init(|| negated(text)))?;
         let overlap = indexed.unwrap_or_else(|| {
             let other_terms = text::said_terms(&other.text, other.speaker.as_deref());
             text::term_overlap(&terms.to_strings(), &other_terms)
         });
         let cosine = vector.and_then(|v| memories.cosine(&other.id, v));
         cfg.is_near_duplicate(overlap, cosine)
-            .then_some(((overlap, cosine.unwrap_or(0.0)), other.id))
+            .then(|| ((overlap, cosine.unwrap_or(0.0)), other.id.clone()))
     };
 
     let sharing = match lexical.zip(term_set.as_ref()) {

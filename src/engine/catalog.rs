@@ -249,7 +249,7 @@ impl Entry {
     /// True when the memory is held undecoded.
     #[cfg(any(test, feature = "testing"))]
     pub(super) fn is_held(&self) -> bool {
-        matches!(self.memory, Held::Row(..))
+        self.decoded().is_none()
     }
 
     /// Reads a field of the memory: from the decoded memory, or from the
@@ -370,10 +370,7 @@ impl Entry {
             0 => {
                 // A held row is counted from its row, not decoded: `stats`
                 // reads every memory, which would otherwise all be decoded.
-                let len = match &self.memory {
-                    Held::Decoded(item) => codec::item_record_len(item),
-                    Held::Row(row) => codec::json_record_len(row.json_len()),
-                };
+                let len = codec::json_record_len(self.json_len());
                 if let Ok(kept) = u32::try_from(len) {
                     self.record_len.store(kept, Ordering::Relaxed);
                 }

@@ -103,33 +103,28 @@ impl Engine {
         if !filter.is_empty() {
             out.extend_from_slice(format!("\"filter\":{},", to_json(filter, "{}")).as_bytes());
         }
-        out.extend_from_slice(format!("\"itemCount\":{},\"checksum\":\"", items.len()).as_bytes());
-        let checksum_at = out.len();
-        out.extend_from_slice(&[b'0'; 64]);
-        out.extend_from_slice(b"\",\"items\":");
-        let items_at = out.len();
-        out.push(b'[');
-        for (i, (_, entry)) in items.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
+        write_checksummed_part(&mut out, "item", items.len(), "checksum", |out| {
+            let start = out.len();
+            out.push(b'[');
+            for (i, (_, entry)) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                if serde_json::to_writer(&mut *out, &*entry.item()).is_err() {
+                    // As a whole list that fails to serialize was written.
+                    out.truncate(start);
+                    out.push(b'[');
+                    break;
+                }
             }
-            if serde_json::to_writer(&mut out, &*entry.item()).is_err() {
-                // As a whole list that fails to serialize was written.
-                out.truncate(items_at);
-                out.push(b'[');
-                break;
-            }
-        }
-        out.push(b']');
-        let digest = text::hex(&Sha256::digest(&out[items_at..]));
-        out[checksum_at..checksum_at + 64].copy_from_slice(digest.as_bytes());
+            out.push(b']');
+        });
         // Version 3 holds a files part only when it has files.
         if !files.is_empty() {
-            let files_json = to_json(&files, "[]");
             out.push(b',');
-            out.extend_from_slice(
-                checksummed_part("file", files.len(), "filesChecksum", &files_json).as_bytes(),
-            );
+            write_checksummed_part(&mut out, "file", files.len(), "filesChecksum", |out| {
+                out.extend_from_slice(to_json(&files, "[]").as_bytes());
+            });
         }
         out.push(b'}');
         // Every part written is JSON, so UTF-8.
@@ -361,10 +356,24 @@ fn to_json<T: Serialize + ?Sized>(value: &T, fallback: &str) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| fallback.to_string())
 }
 
-/// `"<noun>Count":n,"<checksum_key>":"<sha256 of json>","<noun>s":<json>`.
-fn checksummed_part(noun: &str, count: usize, checksum_key: &str, json: &str) -> String {
-    let digest = text::hex(&Sha256::digest(json.as_bytes()));
-    format!("\"{noun}Count\":{count},\"{checksum_key}\":\"{digest}\",\"{noun}s\":{json}")
+/// Writes `"<noun>Count":n,"<checksum_key>":"<sha256 of json>","<noun>s":<json>`
+/// to `out`, `write_json` writing the JSON: in place, its checksum filled
+/// in once it is written, so the JSON is never copied.
+fn write_checksummed_part(
+    out: &mut Vec<u8>,
+    noun: &str,
+    count: usize,
+    checksum_key: &str,
+    write_json: impl FnOnce(&mut Vec<u8>),
+) {
+    out.extend_from_slice(format!("\"{noun}Count\":{count},\"{checksum_key}\":\"").as_bytes());
+    let checksum_at = out.len();
+    out.extend_from_slice(&[b'0'; 64]);
+    out.extend_from_slice(format!("\",\"{noun}s\":").as_bytes());
+    let json_at = out.len();
+    write_json(out);
+    let digest = text::hex(&Sha256::digest(&out[json_at..]));
+    out[checksum_at..checksum_at + 64].copy_from_slice(digest.as_bytes());
 }
 
 /// The parts of an export document parsing needs.

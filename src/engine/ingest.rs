@@ -6,6 +6,7 @@
 //! (`docs/design.md`, "Data flow").
 
 use std::borrow::Cow;
+
 use super::duplicate::{DuplicateKey, Voice};
 use super::catalog::Id;
 use super::txn::Txn;

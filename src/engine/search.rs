@@ -6,6 +6,7 @@
 //! budget ([`crate::inject`]). Both mark what they return as used.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::txn::Txn;
@@ -135,14 +136,17 @@ impl Engine {
         }
         if let (Some(q), Some(ix)) = (query_vector, self.vectors.get(&tenant)) {
             let k = limit.saturating_mul(4).max(DENSE_CANDIDATES);
+            // The filter keeps what it decoded, so a neighbour found is not
+            // decoded a second time.
+            let seen: RefCell<HashMap<u32, Cow<'_, MemoryItem>>> = RefCell::default();
             let accepted = ix.search(q, k, &|doc| {
-                candidates.contains_key(&doc) || visible(doc).is_some()
+                candidates.contains_key(&doc)
+                    || visible(doc).map(|item| seen.borrow_mut().insert(doc, item)).is_some()
             });
+            let mut seen = seen.into_inner();
             for (doc, _) in accepted {
-                if let std::collections::hash_map::Entry::Vacant(slot) = candidates.entry(doc) {
-                    if let Some(item) = visible(doc) {
-                        slot.insert((item, 0.0));
-                    }
+                if let Some(item) = seen.remove(&doc) {
+                    candidates.entry(doc).or_insert((item, 0.0));
                 }
             }
         }
@@ -311,9 +315,11 @@ impl Engine {
         } else {
             Vec::new()
         };
-        let mut candidates = pinned;
-        candidates.extend(ranked.iter().map(|h| Cow::Borrowed(&h.item)).filter(|i| !i.pinned));
-        let candidates: Vec<&MemoryItem> = candidates.iter().map(|c| &**c).collect();
+        let candidates: Vec<&MemoryItem> = pinned
+            .iter()
+            .map(|item| &**item)
+            .chain(ranked.iter().map(|h| &h.item).filter(|i| !i.pinned))
+            .collect();
         // The share is of the tokens the block may spend; rounding down keeps
         // the pinned memories within it.
         let pinned_tokens = (request.budget_tokens as f64 * f64::from(share)).floor() as usize;

@@ -13,6 +13,7 @@
 //! event), and restored when all its sources are live again.
 
 use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use super::ingest::detects_pii;

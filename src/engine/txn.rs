@@ -235,12 +235,11 @@ impl<'a> Changes<'a> {
     pub(crate) fn all(engine: &'a Engine, held: &'a FastMap<&'a str, MemoryItem>) -> Self {
         let mut changes = Changes::default();
         for key in engine.record_keys() {
-            let change = match key.strip_prefix(ITEM_PREFIX).map(|id| engine.entries.get(id)) {
-                Some(Some(entry)) => match entry.decoded().or_else(|| held.get(&key[ITEM_PREFIX.len()..])) {
+            let change = match key.strip_prefix(ITEM_PREFIX) {
+                Some(id) => match engine.entries.get(id).and_then(|e| e.decoded().or_else(|| held.get(id))) {
                     Some(item) => Change::Memory(item, None),
                     None => continue,
                 },
-                Some(None) => continue,
                 None => match engine.record(&key) {
                     Some(bytes) => Change::Record(bytes),
                     None => continue,
