@@ -73,6 +73,7 @@ internal! {
     memory_tool;
     messages;
     operations;
+    room;
     policy;
     rank;
     relative_time;

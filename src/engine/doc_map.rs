@@ -20,9 +20,10 @@ impl<T> Default for DocMap<T> {
 }
 
 impl<T> DocMap<T> {
-    /// Makes room for values of docs numbered below `docs`.
+    /// Makes room for values of docs numbered below `docs` (exactly the
+    /// first time: an open, which asks for its room, [`crate::room`]).
     pub(super) fn reserve(&mut self, docs: usize) {
-        self.slots.reserve_exact(docs.saturating_sub(self.slots.len()));
+        self.slots.reserve(docs.saturating_sub(self.slots.len()));
     }
 
     /// How many docs hold a value.

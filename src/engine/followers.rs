@@ -44,9 +44,12 @@ pub(super) struct Followers {
 }
 
 impl Followers {
-    /// Makes room for the links of docs numbered below `docs`.
+    /// Makes room for the links of docs numbered below `docs`: exactly
+    /// the first time (an open, which asks for its room,
+    /// [`crate::room`]), by doubling after that (not a copy of every link
+    /// on each write or refresh that brings new docs).
     pub(super) fn reserve(&mut self, docs: usize) {
-        self.links.reserve_exact(docs.saturating_sub(self.links.len()));
+        self.links.reserve(docs.saturating_sub(self.links.len()));
     }
 
     /// The docs that follow `followed`, in the order they were added.

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::files::StoredFile;
 use crate::index::VectorParams;
 use crate::index::bm25::TermCounts;
+use crate::room;
 use crate::keys::{FILE_PREFIX, ITEM_PREFIX, VECTOR_PREFIX};
 
 /// A decoded record, or its deletion.
@@ -179,7 +180,10 @@ impl Loader {
         engine.model_id = model_id;
         engine.defer_time_keys();
         // The catalog's maps sized once for every memory, not doubled
-        // (and rehashed) as they come.
+        // (and rehashed) as they come; its lists by doc with room for the
+        // writes after the open.
+        room::make_room(&mut engine.doc_owner, memories);
+        engine.followers.reserve(room::with_room(memories));
         engine.reserve_items(memories);
         engine.doc_owner.resize(memories, None);
         let limit = VectorParams::default().segment_threshold;

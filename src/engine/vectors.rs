@@ -16,6 +16,7 @@ use super::txn::{Txn, Undo};
 use super::Engine;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::room;
 use crate::index::{Int8Ref, Int8Vector, VectorIndex, VectorParams};
 use crate::item::{MemoryItem, Tenant};
 use crate::text;
@@ -108,7 +109,7 @@ impl Engine {
                 }
             }
         }
-        self.vector_docs.reserve(self.doc_owner.len());
+        self.vector_docs.reserve(room::with_room(self.doc_owner.len()));
         for (tenant, n) in per_tenant {
             self.vectors
                 .entry(Arc::new(tenant))
@@ -161,9 +162,10 @@ impl Engine {
         if !entry.is_deleted() && self.vectors.is_empty() {
             let tenant = entry.scope().tenant();
             let mut index = VectorIndex::new(vector.vector.len(), VectorParams::default());
-            index.reserve(room);
+            // With room for the writes after the open (`crate::room`).
+            index.reserve(room::with_room(room));
             self.vectors.insert(Arc::new(tenant), index);
-            self.vector_docs.reserve(self.doc_owner.len());
+            self.vector_docs.reserve(room::with_room(self.doc_owner.len()));
         }
         self.embeddings.insert(entry.doc, vector);
         self.index_vector_linked(id, false);
@@ -196,7 +198,7 @@ impl Engine {
             }
         }
         for index in self.vectors.values_mut() {
-            index.shrink_to_fit();
+            index.leave_room();
         }
     }
 
@@ -799,8 +801,11 @@ pub(super) mod tests {
         held.sort();
         assert_eq!(
             held,
-            [("alice".to_string(), 600, 600), ("bob".to_string(), 300, 300)],
-            "each tenant's index is reserved for exactly the embeddings it loads"
+            [
+                ("alice".to_string(), 600, crate::room::with_room(600)),
+                ("bob".to_string(), 300, crate::room::with_room(300))
+            ],
+            "each tenant's index is reserved for the embeddings it loads, with the room an open leaves"
         );
         // Loaded as the records are, whatever their order.
         for item in engine.items() {

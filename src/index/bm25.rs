@@ -49,6 +49,7 @@ use serde::{Deserialize, Serialize};
 use super::signatures::{Signatures, PARTS};
 use super::doc_table::DocTable;
 use crate::fast_hash::FastMap;
+use crate::room;
 use crate::str_list::StrList;
 
 /// The BM25 free parameters.
@@ -405,11 +406,13 @@ impl Bm25Index {
     }
 
     /// Gives back the room the dictionary's and the docs' lists grew into
-    /// and do not use: once a store is open, they grow only by what later
-    /// writes add. (Not after a refresh: that would copy them each time.)
+    /// and do not use, but for the writes after an open
+    /// ([`crate::room`]): once a store is open, they grow only by what
+    /// later writes add. (Not after a refresh: that would copy them each
+    /// time.)
     pub(crate) fn trim(&mut self) {
-        self.terms.shrink_to_fit();
-        self.docs.shrink_to_fit();
+        room::leave_room(&mut self.terms);
+        room::leave_room(&mut self.docs);
     }
 
     /// Indexes `doc` (not held) with its distinct terms' ids, each once,

@@ -16,6 +16,7 @@
 //! and forth, each turn a pass over the docs).
 
 use crate::fast_hash::FastMap;
+use crate::room;
 
 /// A value a [`DocTable`] holds, with one value of its type that no doc
 /// ever holds: it marks the list's empty slots.
@@ -71,10 +72,11 @@ impl<V: Vacant> DocTable<V> {
         }
     }
 
-    /// Frees unused room.
-    pub(crate) fn shrink_to_fit(&mut self) {
+    /// Frees unused room, but for the writes after an open
+    /// ([`crate::room`]).
+    pub(crate) fn leave_room(&mut self) {
         match &mut self.held {
-            Held::List(list) => list.shrink_to_fit(),
+            Held::List(list) => room::leave_room(list),
             Held::Table(table, _) => table.shrink_to_fit(),
         }
     }
@@ -110,7 +112,7 @@ impl<V: Vacant> DocTable<V> {
                 let dense_up_to = self.expected.max(self.len + 1).saturating_mul(2).saturating_add(LIST_SLACK);
                 if at < dense_up_to {
                     if at >= list.capacity() && at < self.expected {
-                        list.reserve_exact(self.expected - list.len());
+                        room::make_room(list, self.expected);
                     }
                     list.resize(at + 1, V::VACANT);
                 } else {
@@ -234,11 +236,14 @@ mod tests {
         table.insert(0, 7);
         table.insert(999, 8);
         assert!(table.is_list());
-        assert_eq!(table.heap_bytes(), 1000 * size_of::<u32>());
+        // With room for the docs written after an open.
+        assert_eq!(table.heap_bytes(), room::with_room(1000) * size_of::<u32>());
+        table.insert(1000, 10);
+        assert_eq!(table.heap_bytes(), room::with_room(1000) * size_of::<u32>());
         // Past twice the expected docs (and the slack), a hash table.
         table.insert(2 * 1000 + LIST_SLACK as u32, 9);
         assert!(!table.is_list());
-        assert_eq!((table.get(0), table.get(999), table.get(2064), table.len()), (Some(7), Some(8), Some(9), 3));
+        assert_eq!((table.get(0), table.get(999), table.get(2064), table.len()), (Some(7), Some(8), Some(9), 4));
     }
 
     #[test]

@@ -18,6 +18,8 @@
 
 use memtide_int_dot::dot_i8_i8;
 
+use crate::room;
+
 /// Rows per chunk of [`Rows`]: 256 rows of 384 codes are 96 KiB. An open
 /// frees each segment's bytes as it loads its rows, and the rows' chunks
 /// go into the holes that leaves: chunks a fraction of a segment fill
@@ -278,18 +280,33 @@ impl Rows {
         sum * self.inv_norms[a] * other.inv_norms[b]
     }
 
-    /// Frees the unused capacity (of a segment's rows, which never grow;
-    /// of a loaded tail's).
+    /// Frees the unused capacity (of a segment's rows, which never grow).
     pub(super) fn shrink_to_fit(&mut self) {
-        if let Some(chunk) = self.chunks.last_mut() {
-            chunk.shrink_to_fit();
+        self.fit(false);
+    }
+
+    /// Frees the unused capacity of a loaded tail but for the rows written
+    /// after the open ([`crate::room`]).
+    pub(super) fn leave_room(&mut self) {
+        self.fit(true);
+    }
+
+    fn fit(&mut self, room: bool) {
+        fn fit<T>(list: &mut Vec<T>, room: bool) {
+            match room {
+                true => room::leave_room(list),
+                false => list.shrink_to_fit(),
+            }
         }
-        self.chunks.shrink_to_fit();
-        self.scales.shrink_to_fit();
-        self.prev.shrink_to_fit();
-        self.inv_norms.shrink_to_fit();
-        self.first_follower.shrink_to_fit();
-        self.next_sibling.shrink_to_fit();
+        if let Some(chunk) = self.chunks.last_mut() {
+            fit(chunk, room);
+        }
+        fit(&mut self.chunks, room);
+        fit(&mut self.scales, room);
+        fit(&mut self.prev, room);
+        fit(&mut self.inv_norms, room);
+        fit(&mut self.first_follower, room);
+        fit(&mut self.next_sibling, room);
     }
 
     #[cfg(any(test, feature = "testing"))]

@@ -120,6 +120,7 @@ use super::int8::{Int8Ref, Int8Vector};
 use super::rows::Rows;
 #[cfg(any(test, feature = "testing"))]
 use crate::error::{Error, Result};
+use crate::room;
 use memtide_int_dot::dot_i16_i8;
 
 /// The tuning parameters of a [`VectorIndex`].
@@ -577,11 +578,12 @@ impl VectorIndex {
     }
 
     /// Frees the tail's unused room (what [`VectorIndex::reserve`] made
-    /// for docs that did not come).
-    pub fn shrink_to_fit(&mut self) {
-        self.locations.shrink_to_fit();
-        self.tail_docs.shrink_to_fit();
-        self.tail.shrink_to_fit();
+    /// for docs that did not come) at the end of an open, but for the
+    /// writes that follow it ([`crate::room`]).
+    pub fn leave_room(&mut self) {
+        self.locations.leave_room();
+        room::leave_room(&mut self.tail_docs);
+        self.tail.leave_room();
     }
 
     #[cfg(any(test, feature = "testing"))]

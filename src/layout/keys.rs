@@ -37,6 +37,7 @@ use hashbrown::HashTable;
 use crate::env::{parse_ulid, write_ulid, ULID_LEN};
 use crate::fast_hash::FastMap;
 use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
+use crate::room;
 
 /// A key's number in its map, stable while the key is in it: its slot's
 /// place, with [`VECTOR_ID`] for an embedding's key held by its ULID.
@@ -456,7 +457,8 @@ impl KeyMap {
             ..
         } = self;
         table.reserve(additional, |&index| hash_of(hasher, slots, bytes, index));
-        slots.reserve(additional.saturating_sub(self.free.len()));
+        // With room for the writes after the open (`crate::room`).
+        room::make_room(slots, slots.len() + additional.saturating_sub(self.free.len()));
     }
 
     fn hash(&self, probe: Probe<'_>) -> u64 {

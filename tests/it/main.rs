@@ -8,6 +8,7 @@ mod conversation_order;
 mod failpoints;
 mod fault_model;
 mod files;
+mod first_write;
 mod fuzz_regressions;
 mod hot_file;
 mod isolation_props;
