@@ -717,20 +717,24 @@ impl Engine {
         entry_at(&self.entries, &self.doc_owner, doc)
     }
 
-    /// Holds memory `id` as `row` instead of decoded: a write leaves its
-    /// memory decoded, and once a commit has stored it in a segment the
-    /// segment's row takes its place, so an instance that keeps writing
-    /// (a usage mark on every hit of every query) does not keep a decoded
-    /// copy of every memory it ever wrote. The row must give back the
+    /// Holds memory `id` as `row`, its row in a segment a commit has just
+    /// stored. A write leaves its memory decoded, and once a commit has
+    /// stored it the segment's row takes its place, so an instance that
+    /// keeps writing (a usage mark on every hit of every query) does not
+    /// keep a decoded copy of every memory it ever wrote. A memory held as
+    /// the row of an older segment (one a merge has just rewritten) moves
+    /// to the new one too: a row keeps its whole part alive, the dead
+    /// rows in it included, so rows left in the parts of rewritten
+    /// segments kept every part ever read for as long as one of its
+    /// memories lived, and linear memory grew with every usage mark
+    /// (`docs/speed.md`, "Fourteenth session"). The row must give back the
     /// memory the engine holds: the commit's plan wrote it from that
     /// memory (a segment's writer makes a row only of a memory it gives
     /// back exactly), and nothing changed the engine since.
     pub(crate) fn hold(&mut self, id: &str, row: Box<dyn HeldMemory>) {
         if let Some(entry) = self.entries.get_mut(id) {
-            if let Held::Decoded(item) = &entry.memory {
-                debug_assert!(**item == row.decode(), "the row of `{id}` is its memory");
-                entry.memory = Held::Row(row);
-            }
+            debug_assert!(*entry.item() == row.decode(), "the row of `{id}` is its memory");
+            entry.memory = Held::Row(row);
         }
     }
 

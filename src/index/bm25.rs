@@ -46,9 +46,9 @@ use std::sync::{Arc, Weak};
 use hashbrown::HashTable;
 use serde::{Deserialize, Serialize};
 
-use super::signatures::{Signatures, PARTS};
 use super::doc_table::DocTable;
-use crate::fast_hash::FastMap;
+use super::signatures::{Signatures, PARTS};
+use scores::Scores;
 use crate::room;
 use crate::str_list::StrList;
 
@@ -514,6 +514,13 @@ impl Bm25Index {
     /// Every doc matching at least one query term, scored, best first (ties:
     /// smaller doc id first). A term repeated in the query counts once.
     pub fn search(&self, query_terms: &[String]) -> Vec<(u32, f32)> {
+        self.rank(query_terms, Scores::new)
+    }
+
+    /// [`Bm25Index::search`], its scores summed in what `scores` makes of
+    /// the postings the query reaches and the index's doc slots (the
+    /// tests make each kind of [`Scores`]).
+    fn rank(&self, query_terms: &[String], scores: impl FnOnce(usize, usize) -> Scores) -> Vec<(u32, f32)> {
         if self.slots.is_empty() {
             return Vec::new();
         }
@@ -524,15 +531,14 @@ impl Bm25Index {
         // least one, so `avg_len` is positive whenever it is used.
         let avg_len = self.total_len as f64 / doc_count;
         let mut seen = HashSet::new();
-        let mut scores: FastMap<u32, f64> = FastMap::default();
-        for term in query_terms {
-            if !seen.insert(term.as_str()) {
-                continue;
-            }
-            let Some(id) = self.term_id(term) else {
-                continue;
-            };
-            let postings = self.terms[id as usize].postings.as_slice();
+        let postings: Vec<&[Posting]> = query_terms
+            .iter()
+            .filter(|term| seen.insert(term.as_str()))
+            .filter_map(|term| Some(self.terms[self.term_id(term)? as usize].postings.as_slice()))
+            .collect();
+        let reached = postings.iter().map(|list| list.len()).sum();
+        let mut scores = scores(reached, self.docs.len());
+        for postings in postings {
             let doc_frequency = postings.len() as f64;
             let idf = (1.0 + (doc_count - doc_frequency + 0.5) / (doc_frequency + 0.5)).ln();
             for posting in postings {
@@ -540,16 +546,17 @@ impl Bm25Index {
                 let tf = f64::from(posting.term_frequency);
                 let doc_len = self.docs[slot as usize].len;
                 let length_norm = k1 * (1.0 - b + b * f64::from(doc_len) / avg_len);
-                *scores.entry(slot).or_insert(0.0) += idf * tf * (k1 + 1.0) / (tf + length_norm);
+                scores.add(slot, idf * tf * (k1 + 1.0) / (tf + length_norm));
             }
         }
-        let mut ranked: Vec<(u32, f32)> = scores
-            .into_iter()
-            .map(|(slot, score)| (self.docs[slot as usize].doc, score as f32))
-            .collect();
-        ranked.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+        let mut ranked = scores.collect(|slot, score| (self.docs[slot as usize].doc, score as f32));
+        // Docs are distinct, so the order is total: an unstable sort gives
+        // the one answer, without a stable sort's buffer.
+        ranked.sort_unstable_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
         ranked
     }
+
+
 
     /// The distinct terms of a text, for [`Bm25Index::overlap`].
     pub fn term_set<'a>(&self, terms: impl IntoIterator<Item = &'a str>) -> TermSet {
@@ -942,5 +949,6 @@ fn slots_in_at_least<T>(lists: &[&[T]], required: usize, slot: impl Fn(&T) -> u3
     slots
 }
 
+mod scores;
 #[cfg(test)]
 mod tests;

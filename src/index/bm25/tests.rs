@@ -579,7 +579,11 @@ proptest! {
             prop_assert_eq!(terms, want);
         }
         for query in &queries {
-            prop_assert_eq!(index.search(query), reference.search(query, params));
+            let want = reference.search(query, params);
+            prop_assert_eq!(index.search(query), want.clone());
+            // Whichever way the scores are summed.
+            prop_assert_eq!(index.rank(query, |_, slots| Scores::by_slot(slots)), want.clone());
+            prop_assert_eq!(index.rank(query, |postings, _| Scores::reached(postings)), want);
             // Each held query term weighs its idf.
             let weights = index.query_weights(query);
             for &(id, weight) in &weights.known {
