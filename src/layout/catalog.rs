@@ -24,6 +24,8 @@
 
 use std::sync::Arc;
 
+use serde::Deserialize;
+
 use super::held::{HeldPart, HeldRow};
 use super::varint::{put_str, put_varint, varint_len, Reader};
 use crate::engine::HeldMemory;
@@ -32,7 +34,8 @@ use crate::json_len::MemoryFields;
 use crate::codec::CodecError;
 use crate::text::{hex, hex_bytes};
 use crate::item::{
-    Kind, LineRange, MemoryItem, Privacy, Role, Scope, Source, SourceKind, Status, Timestamp,
+    Kind, LineRange, MemoryItem, MergeRecord, Privacy, Role, Scope, Source, SourceKind, Status,
+    Timestamp,
 };
 
 /// The JSON fields of a memory a row holds in binary; the others go to
@@ -231,10 +234,10 @@ impl CatalogRow {
 }
 
 /// Decodes a catalog part that must hold `rows` rows. Every row is read
-/// whole (a damaged row is refused here); a row that gives its memory from
-/// binary fields alone (no rest, not a chunk of a file, no caller key: what
-/// most memories are) is held in a copy of the part's bytes instead of
-/// decoded, the others decoded.
+/// whole (a damaged row is refused here); a row whose fields the engine's
+/// keys read all of (binary fields, and a rest only of merged duplicates;
+/// not a chunk of a file, no caller key: what most memories are) is held
+/// in a copy of the part's bytes instead of decoded, the others decoded.
 pub(crate) fn decode_catalog(bytes: &[u8], rows: usize) -> Result<Vec<CatalogRow>, CodecError> {
     let mut reader = Reader::new(bytes, "catalog part");
     let count = reader.varint64()?;
@@ -545,11 +548,13 @@ pub(super) struct RowView<'a> {
 }
 
 impl RowView<'_> {
-    /// True when the memory is its binary fields alone, and has none that
-    /// the engine's keys of a held row do not read: no rest, no caller
-    /// key, not a chunk of a file ([`HeldRow`]).
+    /// True when the memory has no field that the engine's keys of a held
+    /// row do not read: its binary fields, and a rest only if it holds the
+    /// duplicates merged into it and nothing else (which no key reads:
+    /// a memory ingested again gains them); no caller key, not a chunk of
+    /// a file ([`HeldRow`]). A rest that is held reads: it was read here.
     fn holdable(&self) -> bool {
-        self.rest.is_none()
+        self.rest.is_none_or(|rest| merges_only(rest).is_some())
             && self.key.is_none()
             && !(self.source_kind == SourceKind::File && self.source_lines.is_some())
     }
@@ -608,9 +613,27 @@ impl RowView<'_> {
         };
         match self.rest {
             None => Ok(item),
-            Some(rest) => with_rest(item, rest),
+            Some(rest) => match merges_only(rest) {
+                Some(merged_from) => Ok(MemoryItem { merged_from, ..item }),
+                None => with_rest(item, rest),
+            },
         }
     }
+}
+
+/// A rest that holds the duplicates merged into a memory and nothing else
+/// (the rest of most memories that have one), read as its one field.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MergesOnly {
+    merged_from: Vec<MergeRecord>,
+}
+
+/// The duplicates merged into a memory, when `rest` holds them alone:
+/// read directly, as [`with_rest`] would give them, without the memory's
+/// round trip through a JSON value.
+fn merges_only(rest: &str) -> Option<Vec<MergeRecord>> {
+    serde_json::from_str::<MergesOnly>(rest).ok().map(|rest| rest.merged_from)
 }
 
 impl MemoryFields for RowView<'_> {

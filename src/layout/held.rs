@@ -85,7 +85,8 @@ impl HeldRow {
 
 impl HeldMemory for HeldRow {
     /// The row was read whole from these same bytes when its part was
-    /// decoded, and a held row has no rest (the one part of a row whose
+    /// decoded, its rest too if it has one (only merged duplicates, read
+    /// as such when it was found holdable: the one part of a row whose
     /// reading can fail after its fields read), so it reads again.
     fn decode(&self) -> MemoryItem {
         let mut reader = self.reader_at(self.offset);
@@ -96,9 +97,9 @@ impl HeldMemory for HeldRow {
     }
 
     /// Counted from the row's fields read in place: nothing decoded or
-    /// allocated (but a list of its tags, when it has some). A held row
-    /// has no rest, the nested fields only writing counts; were it to
-    /// have one, the memory would be decoded and written.
+    /// allocated (but a list of its tags, when it has some). A row with a
+    /// rest (merged duplicates: nested fields, which only writing counts)
+    /// is decoded and counted.
     fn json_len(&self) -> usize {
         let mut reader = self.reader_at(self.offset);
         let counted = parse_row(&mut reader, &self.part.strings).ok().and_then(|view| flat_json_len(&view));
