@@ -134,15 +134,18 @@ impl Layout {
                 .collect()
         };
         // Their memories, a memory held as a row decoded for this plan
-        // (not kept: `Entry::item`), before `fresh` borrows them.
-        let rewritten_memories: Vec<(&str, Cow<'_, MemoryItem>)> = rewritten
-            .iter()
-            .filter_map(|key| {
-                let key: &str = key;
-                let id = key.strip_prefix(ITEM_PREFIX)?;
-                Some((key, engine.get(id).ok()?))
-            })
-            .collect();
+        // (not kept: `Entry::item`), before `fresh` borrows them. A decoded
+        // memory is held in the list itself: sized once, the list is not
+        // copied as it doubles (a merge of segments at 100,000 memories
+        // grew it to 4.8 MiB, its last copy beside it; `docs/speed.md`,
+        // "Fourteenth session").
+        let memory_keys = rewritten.iter().filter(|key| key.starts_with(ITEM_PREFIX));
+        let mut rewritten_memories: Vec<(&str, Cow<'_, MemoryItem>)> = Vec::with_capacity(memory_keys.clone().count());
+        rewritten_memories.extend(memory_keys.filter_map(|key| {
+            let key: &str = key;
+            let id = key.strip_prefix(ITEM_PREFIX)?;
+            Some((key, engine.get(id).ok()?))
+        }));
         // New segments' records, by key. A memory's JSON record is made
         // only for the log, or if its catalog row does not give it back.
         let mut fresh: BTreeMap<&str, Input> = BTreeMap::new();
@@ -210,18 +213,23 @@ impl Layout {
             ..Update::default()
         };
         // The memories of records given as bytes (a folded log's), as
-        // the engine holds them, for their catalog rows.
+        // the engine holds them, for their catalog rows: boxed, as few
+        // records are (a slot per record holding a memory inline took
+        // 2.9 MiB for a merge at 100,000, nearly all of it empty).
         let fresh: Vec<(&str, Input)> = fresh.into_iter().collect();
-        let recorded: Vec<Option<Cow<'_, MemoryItem>>> = fresh
+        let recorded: Vec<Option<Box<Cow<'_, MemoryItem>>>> = fresh
             .iter()
             .map(|(key, input)| match input {
-                Input::Record(_) => key.strip_prefix(ITEM_PREFIX).and_then(|id| engine.get(id).ok()),
+                Input::Record(_) => key
+                    .strip_prefix(ITEM_PREFIX)
+                    .and_then(|id| engine.get(id).ok())
+                    .map(Box::new),
                 _ => None,
             })
             .collect();
         let mut segment = SegmentWriter::default();
         for ((key, input), memory) in fresh.into_iter().zip(&recorded) {
-            let fresh = Fresh::new(key, input, memory.as_deref(), engine);
+            let fresh = Fresh::new(key, input, memory.as_deref().map(|memory| &**memory), engine);
             if let Some(full) = segment.add(fresh) {
                 full.write(&mut batch, &mut update);
             }

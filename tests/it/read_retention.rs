@@ -15,7 +15,7 @@ use memtide::{block_on, ListQuery, MemoryInput, RetrieveQuery, Scope, SummaryQue
 use memtide_testkit::faults::MapKv;
 use memtide_testkit::store::{open_kv as open, KvMem as Mem};
 
-use crate::retrieve_allocations::held_bytes;
+use crate::retrieve_allocations::{held_bytes, peak_bytes, reset_peak};
 
 const MEMORIES: usize = 400;
 const TOPICS: [&str; 5] = ["coffee", "berlin", "guitar", "marathon", "sushi"];
@@ -132,6 +132,17 @@ fn memories_a_commit_stores_in_a_segment_are_held_by_its_rows() {
     assert_eq!(mem.engine().held_memories(), MEMORIES);
 }
 
+/// Marks three memories in five used, a query each: their segment, most
+/// of it older versions then, is rewritten with the other two in five.
+fn mark_three_in_five_used(mem: &mut Mem) {
+    for n in (0..MEMORIES).filter(|n| n % 5 < 3) {
+        let topic = TOPICS[n % TOPICS.len()];
+        let mut query = RetrieveQuery::new(format!("the {topic} plan number {n}"), scope());
+        query.limit = Some(1);
+        assert!(!block_on(mem.retrieve(&query)).unwrap().unwrap().is_empty());
+    }
+}
+
 /// Queries marking their hits used rewrite those memories (their usage
 /// counts); once more than half of a segment's records are such older
 /// versions, a commit rewrites the segment with its live records only.
@@ -147,14 +158,7 @@ fn usage_marks_keep_no_part_of_a_rewritten_segment() {
     let kv = MapKv::default();
     block_on(open(&kv).ingest(notes())).unwrap().unwrap();
     let mut mem = open(&kv);
-    // Three memories in five marked used: their segment, most of it
-    // older versions now, is rewritten with the other two in five.
-    for n in (0..MEMORIES).filter(|n| n % 5 < 3) {
-        let topic = TOPICS[n % TOPICS.len()];
-        let mut query = RetrieveQuery::new(format!("the {topic} plan number {n}"), scope());
-        query.limit = Some(1);
-        assert!(!block_on(mem.retrieve(&query)).unwrap().unwrap().is_empty());
-    }
+    mark_three_in_five_used(&mut mem);
     // What an instance holds is what dropping it frees. The instance that
     // wrote holds what a fresh open of the same store holds, and the
     // little its writes left (a part of the rewritten segment, decoded
@@ -171,5 +175,36 @@ fn usage_marks_keep_no_part_of_a_rewritten_segment() {
         written - fresh < 16 * 1024,
         "the instance that wrote holds {} bytes more than a fresh open's {fresh}",
         written - fresh
+    );
+}
+
+/// A commit that rewrites a segment decodes its live memories for the
+/// plan, each once, into a list sized once; the records given as bytes
+/// (a folded log's) have their memories boxed, not a memory-sized slot
+/// for every record. The list grew by doubling (at 100,000 memories its
+/// last copy was 4.8 MiB beside the 2.4 it came from) and the slots took
+/// 2.9 MiB for a merge, nearly all empty (`docs/speed.md`, "Fourteenth
+/// session").
+#[test]
+fn a_segment_rewrite_holds_its_memories_once_at_its_peak() {
+    let kv = MapKv::default();
+    block_on(open(&kv).ingest(notes())).unwrap().unwrap();
+    let mut mem = open(&kv);
+    let segment_bytes: usize = kv
+        .map()
+        .iter()
+        .filter(|(key, _)| key.starts_with("seg/"))
+        .map(|(_, value)| value.len())
+        .sum();
+    reset_peak();
+    let start = held_bytes();
+    mark_three_in_five_used(&mut mem);
+    // The peak over these writes holds the log's decoded memories, the
+    // commit's plan and the segment it writes: 6.4 times the store's
+    // segments now, 8.2 times with the list that doubled and the slots.
+    let peak = peak_bytes() - start;
+    assert!(
+        peak < 7 * segment_bytes as i64,
+        "the writes peaked at {peak} bytes over {segment_bytes} bytes of segments"
     );
 }

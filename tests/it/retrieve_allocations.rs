@@ -21,6 +21,8 @@ thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
     /// Bytes allocated on this thread less those freed on it.
     static HELD: Cell<i64> = const { Cell::new(0) };
+    /// The most `HELD` has been since [`reset_peak`].
+    static PEAK: Cell<i64> = const { Cell::new(0) };
 }
 
 /// The system allocator, counting the calls that allocate on each thread
@@ -33,12 +35,25 @@ fn counted() {
 }
 
 fn held(bytes: i64) {
-    let _ = HELD.try_with(|n| n.set(n.get() + bytes));
+    let _ = HELD.try_with(|n| {
+        n.set(n.get() + bytes);
+        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(n.get())));
+    });
 }
 
 /// The bytes this thread holds now (allocated on it and not freed).
 pub(crate) fn held_bytes() -> i64 {
     HELD.with(Cell::get)
+}
+
+/// Starts this thread's peak from the bytes it holds now.
+pub(crate) fn reset_peak() {
+    PEAK.with(|peak| peak.set(held_bytes()));
+}
+
+/// The most bytes this thread has held since [`reset_peak`].
+pub(crate) fn peak_bytes() -> i64 {
+    PEAK.with(Cell::get)
 }
 
 // SAFETY: every call is forwarded unchanged to `System`; a thread-local
