@@ -520,7 +520,11 @@ impl Bm25Index {
     /// [`Bm25Index::search`], its scores summed in what `scores` makes of
     /// the postings the query reaches and the index's doc slots (the
     /// tests make each kind of [`Scores`]).
-    fn rank(&self, query_terms: &[String], scores: impl FnOnce(usize, usize) -> Scores) -> Vec<(u32, f32)> {
+    fn rank(
+        &self,
+        query_terms: &[String],
+        scores: impl FnOnce(usize, usize) -> Scores,
+    ) -> Vec<(u32, f32)> {
         if self.slots.is_empty() {
             return Vec::new();
         }
@@ -555,8 +559,6 @@ impl Bm25Index {
         ranked.sort_unstable_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
         ranked
     }
-
-
 
     /// The distinct terms of a text, for [`Bm25Index::overlap`].
     pub fn term_set<'a>(&self, terms: impl IntoIterator<Item = &'a str>) -> TermSet {

@@ -554,9 +554,11 @@ impl RowView<'_> {
     /// a memory ingested again gains them); no caller key, not a chunk of
     /// a file ([`HeldRow`]). A rest that is held reads: it was read here.
     fn holdable(&self) -> bool {
-        self.rest.is_none_or(|rest| merges_only(rest).is_some())
-            && self.key.is_none()
+        // The rest, read only once the cheap checks pass: a row that is
+        // not held reads it again as it is decoded.
+        self.key.is_none()
             && !(self.source_kind == SourceKind::File && self.source_lines.is_some())
+            && self.rest.is_none_or(|rest| merges_only(rest).is_some())
     }
 
     fn scope(&self) -> Scope {

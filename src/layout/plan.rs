@@ -140,7 +140,8 @@ impl Layout {
         // grew it to 4.8 MiB, its last copy beside it; `docs/speed.md`,
         // "Fourteenth session").
         let memory_keys = rewritten.iter().filter(|key| key.starts_with(ITEM_PREFIX));
-        let mut rewritten_memories: Vec<(&str, Cow<'_, MemoryItem>)> = Vec::with_capacity(memory_keys.clone().count());
+        let mut rewritten_memories: Vec<(&str, Cow<'_, MemoryItem>)> =
+            Vec::with_capacity(memory_keys.clone().count());
         rewritten_memories.extend(memory_keys.filter_map(|key| {
             let key: &str = key;
             let id = key.strip_prefix(ITEM_PREFIX)?;
