@@ -319,12 +319,14 @@ impl Segment {
             }
             return;
         }
-        let dots = self.rows.dots(|c, s| query.score(c, s));
-        for (row, &doc) in self.docs.iter().enumerate() {
-            if self.live[row] {
-                top.offer_accepted(doc, self.rows.context_score(&dots, row), accept);
-            }
-        }
+        self.rows.context_scores(
+            |c, s| query.score(c, s),
+            |row, score| {
+                if let (Some(true), Some(&doc)) = (self.live.get(row), self.docs.get(row)) {
+                    top.offer_accepted(doc, score, accept);
+                }
+            },
+        );
     }
 
 #[cfg(any(test, feature = "testing"))]
@@ -627,12 +629,16 @@ impl VectorIndex {
             return Vec::new();
         };
         let mut top = TopK::new(k);
-        // Every row's dot product in one contiguous pass, then each
-        // context score from the row's and its predecessor's.
-        let dots = self.tail.dots(|code, scale| query.score(code, scale));
-        for (row, &doc) in self.tail_docs.iter().enumerate() {
-            top.offer_accepted(doc, self.tail.context_score(&dots, row), accept);
-        }
+        // Every row's context score from its and its predecessor's dot
+        // products, in one contiguous pass.
+        self.tail.context_scores(
+            |code, scale| query.score(code, scale),
+            |row, score| {
+                if let Some(&doc) = self.tail_docs.get(row) {
+                    top.offer_accepted(doc, score, accept);
+                }
+            },
+        );
         for segment in &self.segments {
             segment.search(&query, k, accept, &mut top);
         }

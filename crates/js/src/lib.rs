@@ -172,11 +172,15 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, BindingError> {
 
 /// A JavaScript string as Rust text, refusing lone surrogates (which would
 /// otherwise silently become U+FFFD).
+fn lone_surrogate(what: &str) -> BindingError {
+    BindingError::Value(format!(
+        "{what} contains a lone surrogate (not valid Unicode)"
+    ))
+}
+
 fn string_of(value: &JsValue, what: &str) -> Result<Option<String>, BindingError> {
     match value.dyn_ref::<JsString>() {
-        Some(text) if !text.is_valid_utf16() => Err(BindingError::Value(format!(
-            "{what} contains a lone surrogate (not valid Unicode)"
-        ))),
+        Some(text) if !text.is_valid_utf16() => Err(lone_surrogate(what)),
         Some(text) => Ok(Some(String::from(text))),
         None => Ok(None),
     }
@@ -190,6 +194,19 @@ fn text_of(value: &JsValue, what: &str, expected: &str) -> Result<String, Bindin
         (None, Some(bytes)) => String::from_utf8(bytes)
             .map_err(|_| BindingError::Value(format!("{what} is not UTF-8"))),
         (None, None) => Err(BindingError::Value(format!("{what} must be {expected}"))),
+    }
+}
+
+/// [`text_of`] as a JavaScript string, for text this module only hands on
+/// (to the model module): a string given is checked and handed on as it
+/// is, not copied into linear memory and out again (BERT's tokenizer.json
+/// is 0.44 MiB, and encoding it into linear memory held three times that
+/// at once); bytes are decoded as [`text_of`] does.
+fn js_text_of(value: &JsValue, what: &str, expected: &str) -> Result<JsValue, BindingError> {
+    match value.dyn_ref::<JsString>() {
+        Some(text) if !text.is_valid_utf16() => Err(lone_surrogate(what)),
+        Some(_) => Ok(value.clone()),
+        None => text_of(value, what, expected).map(|text| JsValue::from_str(&text)),
     }
 }
 

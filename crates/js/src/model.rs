@@ -16,7 +16,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::adapter::thrown_message;
-use crate::{field, text_of, BindingError};
+use crate::{field, js_text_of, BindingError};
 
 thread_local! {
     /// The loaded models (the model module's `ModelCore` objects) by the
@@ -142,7 +142,7 @@ pub(crate) async fn load_model(
             "model.onnx must be a Uint8Array or an ArrayBuffer".into(),
         ));
     };
-    let tokenizer = text_of(
+    let tokenizer = js_text_of(
         &field(model, "tokenizer"),
         "model.tokenizer",
         "the text (or bytes) of tokenizer.json",
@@ -151,7 +151,7 @@ pub(crate) async fn load_model(
         .dyn_ref::<Function>()
         .ok_or_else(|| BindingError::Value("the package gave no model loader".into()))?;
     let loaded = loader
-        .call2(&JsValue::UNDEFINED, &onnx, &JsValue::from_str(&tokenizer))
+        .call2(&JsValue::UNDEFINED, &onnx, &tokenizer)
         .map(|value| Promise::resolve(&value))
         .map_err(|thrown| model_error(&thrown))?;
     let loaded = JsFuture::from(loaded)
