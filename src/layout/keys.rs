@@ -7,11 +7,11 @@
 //! per key, and no buffer of every key doubling while a store opens), and
 //! its state in a slot of three `u32`s: where its bytes are, their length
 //! with two flags, and the segment of its newest version, named by its
-//! place in a small segment table rather than by its number; the rare
-//! older versions of a key sit in a side map; the hash table holds key
-//! ids (`docs/speed.md`, "Heap per memory"). The bytes of a key no longer
-//! held stay until they outweigh the keys held, then the buffers are
-//! written anew.
+//! place in a small segment table rather than by its number; the older
+//! versions of a key sit in a side map (one inline, more in a list:
+//! `older.rs`); the hash table holds key ids (`docs/speed.md`, "Heap per
+//! memory"). The bytes of a key no longer held stay until they outweigh
+//! the keys held, then the buffers are written anew.
 //!
 //! Most keys are a memory's or an embedding's: `item/` or `vec/` and a
 //! ULID of 26 characters. Such a key, when its ULID is the one
@@ -38,6 +38,10 @@ use crate::env::{parse_ulid, write_ulid, ULID_LEN};
 use crate::fast_hash::FastMap;
 use crate::keys::{ITEM_PREFIX, VECTOR_PREFIX};
 use crate::room;
+
+mod older;
+
+use older::Older;
 
 /// A key's number in its map, stable while the key is in it: its slot's
 /// place, with [`VECTOR_ID`] for an embedding's key held by its ULID.
@@ -405,7 +409,7 @@ pub(crate) struct KeyMap {
     /// The segments holding an older version of a key, ascending by
     /// number, for the keys whose slot says so (most keys have one
     /// version).
-    older: FastMap<KeyId, Vec<u32>>,
+    older: FastMap<KeyId, Older>,
     /// The segment table: the number of the segment at each place, or
     /// `None` for a free place.
     segments: Vec<Option<u64>>,
@@ -664,7 +668,7 @@ impl KeyMap {
         let older = part
             .filter(|(slot, vector)| slot.has_older(*vector))
             .and_then(|_| self.older.get(&id))
-            .map(Vec::as_slice)
+            .map(Older::as_slice)
             .unwrap_or_default();
         let last = part.map_or(NO_SEGMENT, |(slot, vector)| slot.last(vector));
         older
@@ -686,7 +690,8 @@ impl KeyMap {
         slot.set_last(vector, place);
         if previous != NO_SEGMENT {
             slot.set_flag(Slot::flags(vector).1, true);
-            self.older.entry(id).or_default().push(previous);
+            let held = self.older.remove(&id);
+            self.older.insert(id, Older::with(held, previous));
         }
     }
 
@@ -708,7 +713,7 @@ impl KeyMap {
                 }
                 let id = if vector { index as KeyId | VECTOR_ID } else { index as KeyId };
                 let mut older = if slot.has_older(vector) {
-                    self.older.remove(&id).unwrap_or_default()
+                    self.older.remove(&id).map(Older::into_vec).unwrap_or_default()
                 } else {
                     Vec::new()
                 };
@@ -717,7 +722,7 @@ impl KeyMap {
                     slot.set_last(vector, older.pop().unwrap_or(NO_SEGMENT));
                 }
                 slot.set_flag(Slot::flags(vector).1, !older.is_empty());
-                if !older.is_empty() {
+                if let Some(older) = Older::from_vec(older) {
                     self.older.insert(id, older);
                 }
             }

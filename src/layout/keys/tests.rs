@@ -284,7 +284,7 @@ fn heap_bytes(map: &KeyMap) -> usize {
         + map.bytes.long.values().map(|key| key.len()).sum::<usize>()
         + hash_map_bytes(map.bytes.long.capacity(), 4 + 16)
         + map.bytes.chunks.capacity() * 24;
-    let older: usize = map.older.values().map(|v| v.capacity() * 4).sum();
+    let older: usize = map.older.values().map(|older| older.heap_bytes()).sum();
     map.slots.capacity() * std::mem::size_of::<Slot>()
         + map.table.allocation_size()
         + keys
@@ -292,7 +292,7 @@ fn heap_bytes(map: &KeyMap) -> usize {
         + map.free.capacity() * 4
         + map.segments.capacity() * std::mem::size_of::<Option<u64>>()
         + hash_map_bytes(map.places.capacity(), 12)
-        + hash_map_bytes(map.older.capacity(), 4 + 24)
+        + hash_map_bytes(map.older.capacity(), 4 + std::mem::size_of::<Older>())
 }
 
 /// Bytes of the table of a std `HashMap` of `capacity` entries of
@@ -359,4 +359,36 @@ fn a_key_takes_under_half_the_bytes_it_took() {
     assert!(bytes * 2 < replaced_bytes, "{bytes} against {replaced_bytes}");
     // Each key's ULID held once for the two keys, not its text twice.
     assert!(bytes < 30 * keys.len(), "{bytes}");
+}
+
+/// Keys written again while their first segment still holds them (as
+/// usage marks do): each has one older version, held inline, so the side
+/// table's entries are all its bytes; a key with two older versions holds
+/// them in a list, and every key still names its segments in order.
+#[test]
+fn a_key_written_again_takes_no_list_of_its_own() {
+    let mut ids = crate::env::UlidGenerator::default();
+    let keys: Vec<String> = (0..20_000u64)
+        .map(|n| format!("item/{}", ids.next(1_700_000_000_000 + n as i64, [7; 10], None)))
+        .collect();
+    let mut map = KeyMap::default();
+    for key in &keys {
+        let id = map.entry(key);
+        map.push(id, 10);
+        map.push(id, 11);
+    }
+    let thrice = map.get(&keys[0]).unwrap();
+    map.push(thrice, 12);
+    let listed: usize = map.older.values().map(Older::heap_bytes).sum();
+    assert_eq!(listed, 8, "only the key with two older versions has a list");
+    let entries = hash_map_bytes(map.older.capacity(), 4 + std::mem::size_of::<Older>());
+    println!("20,000 keys with an older version: {} bytes of older versions, {} a key", entries + listed, (entries + listed) / keys.len());
+    // A `Vec<u32>` per key took its entry (4 + 24 bytes natively) and a
+    // list of 16 bytes.
+    let replaced = hash_map_bytes(map.older.capacity(), 4 + 24) + 16 * keys.len();
+    assert!(entries + listed < replaced * 3 / 4, "{} against {replaced}", entries + listed);
+    assert_eq!(map.segments(thrice).collect::<Vec<_>>(), [10, 11, 12]);
+    for key in &keys[1..] {
+        assert_eq!(map.segments(map.get(key).unwrap()).collect::<Vec<_>>(), [10, 11]);
+    }
 }
