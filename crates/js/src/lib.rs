@@ -170,14 +170,15 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, BindingError> {
     })
 }
 
-/// A JavaScript string as Rust text, refusing lone surrogates (which would
-/// otherwise silently become U+FFFD).
+/// The error for a JavaScript string holding a lone surrogate, which
+/// would otherwise silently become U+FFFD.
 fn lone_surrogate(what: &str) -> BindingError {
     BindingError::Value(format!(
         "{what} contains a lone surrogate (not valid Unicode)"
     ))
 }
 
+/// A JavaScript string as Rust text, refusing lone surrogates.
 fn string_of(value: &JsValue, what: &str) -> Result<Option<String>, BindingError> {
     match value.dyn_ref::<JsString>() {
         Some(text) if !text.is_valid_utf16() => Err(lone_surrogate(what)),

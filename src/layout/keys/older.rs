@@ -4,10 +4,11 @@
 //! Why not a `Vec<u32>`: a key gains an older version each time a commit
 //! writes it again while a segment still holds it, which a usage mark does
 //! for every memory a query returns. Most such keys have exactly one older
-//! version, and a list of its own for it was an allocation per key (about
-//! 1.6 MiB after 3,000 queries marking their hits used at 100,000
-//! memories, `docs/speed.md`, "Fifteenth session"). One place is held
-//! inline; more in an exact list, which grows rarely.
+//! version, and a list of its own for it was an allocation per key: over
+//! 3,000 queries marking their hits used at 100,000 memories the key map
+//! grew by 1.6 MiB and 30,000 allocations (`docs/speed.md`, "Fifteenth
+//! session"). One place is held inline; more in an exact list, which
+//! grows rarely.
 
 /// One or more segment places, ascending.
 #[derive(Debug, Clone, PartialEq, Eq)]
