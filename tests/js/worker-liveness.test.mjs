@@ -147,7 +147,14 @@ test("close() is no death: it resolves, and the page and the worker then hold no
     };
     const worker = new SharedWorker("/store-worker.js", { type: "module" });
     const mem = await window.WorkerMemory.open(worker, { name: "closing", storage: "memory" });
-    const whileOpen = await memtideLocks();
+    // The worker takes its lock of the connection as it answers the open,
+    // and asks for the page's after that: under load the open can resolve
+    // before the worker's request is queued, so the count is awaited.
+    let whileOpen = await memtideLocks();
+    for (let waited = 0; whileOpen < 4 && waited < 20000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      whileOpen = await memtideLocks();
+    }
     const closed = await settle(mem.close(), 20000);
     const afterClose = await settle(mem.stats(), 20000);
     let left = await memtideLocks();
