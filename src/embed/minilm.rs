@@ -15,8 +15,9 @@
 //! call. The rewrite gathers the int8 rows and their scales first and
 //! dequantizes only those; the products are the same, so the output is
 //! identical. The int8 rows are gathered here, from the table's codes
-//! taken out of the graph ([`rewrites::WordTable`]), and fed to the plan as
-//! an input.
+//! taken out of the graph ([`WordTable`]), and fed to the plan as an
+//! input. The table is left in the file while tract loads the rest and
+//! read last (`onnx::stream`, `onnx::word_table`).
 
 use std::ops::RangeInclusive;
 #[cfg(not(target_arch = "wasm32"))]
@@ -28,8 +29,8 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_core::optim::Optimizer;
 use tract_onnx::tract_hir::internal::DimLike;
 
-use super::onnx::rewrites::WordTable;
-use super::onnx::stream::{self, OnnxFile};
+use super::onnx::stream::OnnxFile;
+use super::onnx::word_table::WordTable;
 use super::onnx::{self, initializers, int8, rewrites};
 use super::{Embedder, WordPiece};
 use crate::Error;
@@ -50,7 +51,10 @@ const MAX_BATCH_TOKENS: usize = 1024;
 /// it). It bounds the activations (attention scores grow with the square
 /// of the length), which set the model module's high-water mark once a
 /// batch of long texts is embedded (`docs/speed.md`, "Heap per memory").
-const MAX_RUN_TOKENS: usize = 512;
+/// One sequence of the longest length: twice that held two such
+/// sequences' activations at once for no faster embedding
+/// (`docs/speed.md`, "Sixteenth session").
+const MAX_RUN_TOKENS: usize = MAX_TOKENS;
 
 /// Most sequences the plan is prepared to run together: a sub-batch holds
 /// at most [`MAX_BATCH_TOKENS`] tokens after padding, and every sequence at
@@ -109,7 +113,7 @@ impl std::fmt::Debug for MiniLm {
 impl MiniLm {
     /// Loads the model from the bytes of its ONNX file and the text of its
     /// `tokenizer.json`, as [`MiniLm::from_file`] (the bytes are freed once
-    /// decoded).
+    /// the model is loaded).
     pub fn from_bytes(onnx: Vec<u8>, tokenizer_json: &str) -> crate::Result<MiniLm> {
         MiniLm::from_file(onnx, tokenizer_json)
     }
@@ -118,35 +122,32 @@ impl MiniLm {
     /// `tokenizer.json`.
     ///
     /// The file is read a window at a time (a host can keep its bytes out
-    /// of the model's memory, `onnx::stream`) and dropped once decoded; the
-    /// weights then go from the decoded file into tract one at a time
-    /// (`onnx::initializers`), so the weights are held about once, not
-    /// twice. Fails with [`Error::InvalidInput`] for a bad tokenizer and
+    /// of the model's memory, `onnx::stream`); the weights then go from the
+    /// decoded file into tract one at a time (`onnx::initializers`), so the
+    /// weights are held about once, not twice. The word table is read from
+    /// the file last, once tract has planned the rest (`onnx::word_table`). Fails with [`Error::InvalidInput`] for a bad tokenizer and
     /// [`Error::Model`] for a model tract cannot load or that does not look
     /// like a BERT encoder (inputs `input_ids`, `attention_mask`, optional
     /// `token_type_ids`; output `[batch, sequence, dimensions]`) whose
     /// vocabulary covers the tokenizer's.
     pub fn from_file(onnx: impl OnnxFile, tokenizer_json: &str) -> crate::Result<MiniLm> {
         let tokenizer = WordPiece::from_tokenizer_json(tokenizer_json)?;
-        let (mut proto, digest) =
-            stream::decode(&onnx).map_err(|e| model_error("cannot parse the ONNX file", e))?;
-        drop(onnx);
-        let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-        let model_id = format!("all-MiniLM-L6-v2-int8/{hash}/mean/{MAX_TOKENS}");
-
         // In WebAssembly, tract's f32 products run on memtide's kernel; its
         // registry entries must be linked before tract plans the model.
         #[cfg(target_arch = "wasm32")]
         memtide_wasm_gemm::register();
         let onnx_framework = onnx::onnx().with_ignore_value_info(true);
-        onnx_framework
-            .check_operators(&proto)
-            .map_err(|e| model_error("cannot parse the ONNX file", e))?;
+        let onnx::Rewritten {
+            mut proto,
+            digest,
+            lookup,
+        } = onnx_framework.decode_rewritten(&onnx, INPUT_IDS)?;
+        let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let model_id = format!("all-MiniLM-L6-v2-int8/{hash}/mean/{MAX_TOKENS}");
         let graph = proto
             .graph
             .as_mut()
             .ok_or_else(|| Error::Model("the ONNX file has no graph".into()))?;
-        let lookup = rewrites::gather_before_dequantize(graph, INPUT_IDS)?;
         // In WebAssembly the int8 products are faster than tract's f32 ones
         // and keep a quarter of the weights' memory. Natively tract's
         // AVX/FMA f32 kernels are several times faster than the portable
@@ -161,13 +162,14 @@ impl MiniLm {
             )));
         }
         let inputs: Arc<[ModelInput]> = graph_inputs(graph)?.into();
-        let word_table = lookup.table.map(Arc::new);
-        let word_width = word_table.as_ref().map(|table| table.width());
+        let word_width = lookup.table.as_ref().map(|table| table.width());
         let model = load_model(&onnx_framework, proto, &inputs, word_width)?;
         let dimensions = output_dimensions(&model)?;
         let plan = model
             .into_runnable()
             .map_err(|e| model_error("cannot prepare the model to run", e))?;
+        // Read last, into the holes tract's work left (`word_table`).
+        let word_table = lookup.table.map(|codes| Arc::new(codes.read(&onnx)));
         Ok(MiniLm {
             plan,
             tokenizer: Arc::new(tokenizer),

@@ -5,9 +5,10 @@
 //! operator check) builds on `ops` (the operators' builders),
 //! [`rewrites`] (rewrites of the graph before tract parses it), [`int8`]
 //! (the int8 matrix products the rewrites introduce) and how the file gets
-//! into tract: [`stream`] (the file decoded a window at a time) and
-//! [`initializers`] (the weights handed to tract one at a time, which the
-//! int8 products take theirs from).
+//! into tract: [`stream`] (the file decoded a window at a time, the word
+//! table left in it), [`initializers`] (the weights handed to tract one at
+//! a time, which the int8 products take theirs from) and [`word_table`]
+//! (the word table read after tract is done, which memtide gathers from).
 //!
 //! `tract_onnx::onnx()` registers a builder for every operator tract knows
 //! (convolutions, recurrent layers, FFT, resizing, non-max suppression, ML
@@ -45,11 +46,14 @@ use tract_onnx::tract_hir::ops::logic::Iff;
 use tract_onnx::tract_hir::ops::matmul::MatMulInference;
 use tract_onnx::Onnx;
 
+use stream::OnnxFile;
+
 pub mod initializers;
 pub mod int8;
 mod ops;
 pub mod rewrites;
 pub mod stream;
+pub mod word_table;
 
 /// What builds the tract op of one ONNX node: the parsing context (which
 /// carries the model's opset) and the node in, the op and the names of any
@@ -155,6 +159,84 @@ impl PrunedOnnx {
     }
 }
 
+/// An ONNX file as [`PrunedOnnx::decode_rewritten`] reads it.
+#[derive(Debug)]
+pub struct Rewritten {
+    pub proto: ModelProto,
+    /// The file's SHA-256.
+    pub digest: [u8; 32],
+    pub lookup: rewrites::Lookup,
+}
+
+impl PrunedOnnx {
+    /// Decodes `file` ([`stream::decode`], the word table left in the file
+    /// for [`word_table::WordCodes::read`]), checks its operators and
+    /// rewrites its word-embedding lookup of input `ids`
+    /// ([`rewrites::gather_before_dequantize`]). Every other field left in
+    /// the file is read back before this returns.
+    pub fn decode_rewritten<F: OnnxFile + ?Sized>(
+        &self,
+        file: &F,
+        ids: &str,
+    ) -> crate::Result<Rewritten> {
+        self.decode_rewritten_leaving(file, ids, stream::LEFT_FROM)
+    }
+
+    /// [`PrunedOnnx::decode_rewritten`] leaving fields of `left_from`
+    /// bytes or more. A field left that is not an initializer's (a string
+    /// tensor's, a sparse one's) cannot be read back where it was, so the
+    /// file is then decoded again with nothing left.
+    fn decode_rewritten_leaving<F: OnnxFile + ?Sized>(
+        &self,
+        file: &F,
+        ids: &str,
+        left_from: usize,
+    ) -> crate::Result<Rewritten> {
+        let rewritten = match self.rewritten(file, ids, left_from)? {
+            Some(rewritten) => Some(rewritten),
+            None => self.rewritten(file, ids, usize::MAX)?,
+        };
+        // With nothing left, every field is accounted for.
+        rewritten.ok_or_else(|| {
+            crate::Error::Model("the ONNX file decoded with a field left out".into())
+        })
+    }
+
+    /// One try of [`PrunedOnnx::decode_rewritten_leaving`]: `None` when a
+    /// field left is not an initializer's.
+    fn rewritten<F: OnnxFile + ?Sized>(
+        &self,
+        file: &F,
+        ids: &str,
+        left_from: usize,
+    ) -> crate::Result<Option<Rewritten>> {
+        let cannot_parse = |e: &dyn std::fmt::Display| {
+            crate::Error::Model(format!("cannot parse the ONNX file: {e:#}"))
+        };
+        let stream::Decoded {
+            mut proto,
+            digest,
+            left,
+        } = stream::decode(file, left_from).map_err(|e| cannot_parse(&e))?;
+        self.check_operators(&proto).map_err(|e| cannot_parse(&e))?;
+        let graph = proto
+            .graph
+            .as_mut()
+            .ok_or_else(|| crate::Error::Model("the ONNX file has no graph".into()))?;
+        let lookup = rewrites::gather_before_dequantize(graph, ids, &left)?;
+        let taken: Vec<stream::Span> = lookup
+            .table
+            .iter()
+            .filter_map(|codes| codes.left_span())
+            .collect();
+        Ok(left.restore(graph, &taken, file).then_some(Rewritten {
+            proto,
+            digest,
+            lookup,
+        }))
+    }
+}
+
 impl Deref for PrunedOnnx {
     type Target = Onnx;
 
@@ -184,9 +266,9 @@ impl Framework<ModelProto, InferenceModel> for PrunedOnnx {
 }
 
 #[cfg(test)]
-#[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use prost::Message;
     use tract_onnx::pb::attribute_proto::AttributeType;
     use tract_onnx::pb::tensor_proto::DataType;
     use tract_onnx::pb::{AttributeProto, GraphProto, TensorProto};
@@ -194,7 +276,9 @@ pub(super) mod tests {
     use super::int8::tests::Values;
     use super::int8::OPERATOR;
     use super::rewrites::tests::{dequantizing_model, lookup_model, model_of, value, IDS};
-    use super::rewrites::{fuse, gather_before_dequantize, WordTable, WORD_CODES};
+    use super::rewrites::{fuse, gather_before_dequantize, WORD_CODES};
+    use super::stream::Left;
+    use super::word_table::WordTable;
     use memtide_testkit::rng::Rng;
 
     fn int(name: &str, value: i64) -> AttributeProto {
@@ -646,14 +730,79 @@ pub(super) mod tests {
         view.as_slice::<f32>().unwrap().to_vec()
     }
 
+    fn bits(values: &[f32]) -> Vec<u32> {
+        values.iter().map(|x| x.to_bits()).collect()
+    }
+
+    #[test]
+    fn the_word_table_left_in_the_file_gathers_the_same_rows() {
+        let original = lookup_model();
+        let bytes = original.encode_to_vec();
+        let framework = onnx();
+        // Fields of 12 bytes or more are left: the table's codes (12) and
+        // its scales (16), which the graph reads and gets back.
+        let left = framework.decode_rewritten_leaving(&bytes, IDS, 12).unwrap();
+        let whole = framework
+            .decode_rewritten_leaving(&bytes, IDS, usize::MAX)
+            .unwrap();
+        assert_eq!(left.proto, whole.proto);
+        assert_eq!(left.digest, whole.digest);
+        let codes = left.lookup.table.unwrap();
+        assert_eq!(codes.left_span().map(|span| span.len), Some(12));
+        assert_eq!(whole.lookup.table.as_ref().unwrap().left_span(), None);
+        let table = codes.read(&bytes);
+        assert_eq!(table.gather(&[1, 3]).unwrap(), [1, 127, 5, 2, -2, 100]);
+        let expected = run_lookup(&original, None);
+        assert_eq!(
+            bits(&run_lookup(&left.proto, Some(&table))),
+            bits(&expected)
+        );
+        let held = whole.lookup.table.unwrap().read(&[][..]);
+        assert_eq!(
+            bits(&run_lookup(&whole.proto, Some(&held))),
+            bits(&expected)
+        );
+    }
+
+    #[test]
+    fn a_large_field_outside_the_initializers_bytes_is_decoded_whole() {
+        let mut model = lookup_model();
+        // A string tensor: each string is a field of its own, and its
+        // placeholder could not go back where it was.
+        model.graph.as_mut().unwrap().initializer.push(TensorProto {
+            name: "names".into(),
+            dims: vec![1],
+            data_type: DataType::String as i32,
+            string_data: vec![vec![b'x'; 64]],
+            ..TensorProto::default()
+        });
+        let bytes = model.encode_to_vec();
+        let framework = onnx();
+        let rewritten = framework.decode_rewritten_leaving(&bytes, IDS, 12).unwrap();
+        assert_eq!(rewritten.lookup.table.as_ref().unwrap().left_span(), None);
+        let whole = framework
+            .decode_rewritten_leaving(&bytes, IDS, usize::MAX)
+            .unwrap();
+        assert_eq!(rewritten.proto, whole.proto);
+        let names = rewritten
+            .proto
+            .graph
+            .as_ref()
+            .unwrap()
+            .initializer
+            .iter()
+            .find(|t| t.name == "names");
+        assert_eq!(names.unwrap().string_data, [vec![b'x'; 64]]);
+    }
+
     #[test]
     fn gathering_before_dequantizing_gives_identical_rows() {
         let original = lookup_model();
         let mut rewritten = original.clone();
         let graph = rewritten.graph.as_mut().unwrap();
-        let lookup = gather_before_dequantize(graph, IDS).unwrap();
+        let lookup = gather_before_dequantize(graph, IDS, &Left::default()).unwrap();
         assert_eq!(lookup.rows, 4);
-        let table = lookup.table.unwrap();
+        let table = lookup.table.unwrap().read(&[][..]);
         assert_eq!(table.width(), 3);
         // The whole-table Cast and Mul are gone, and the codes left the
         // graph for the table, which gathers what the graph did.

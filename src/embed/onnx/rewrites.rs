@@ -16,47 +16,24 @@ use tract_onnx::pb::{
 
 #[cfg(any(target_arch = "wasm32", test))]
 use super::int8::{OPERATOR, SCALE_ATTRIBUTE, WEIGHTS_ATTRIBUTE};
+use super::stream::Left;
+use super::word_table::WordCodes;
 use crate::Error;
 
 /// Name of the graph input [`gather_before_dequantize`] adds: the int8
 /// rows of the word-embedding table for the input's tokens, `[batch,
-/// sequence, width]`, which memtide gathers from the [`WordTable`].
+/// sequence, width]`, which memtide gathers from the
+/// [`super::word_table::WordTable`].
 pub const WORD_CODES: &str = "memtide.word_codes";
-
-/// The word-embedding table's int8 codes, taken out of the graph: row by
-/// row, `width` codes each.
-#[derive(Debug)]
-pub struct WordTable {
-    width: usize,
-    codes: Vec<i8>,
-}
-
-impl WordTable {
-    /// Codes per row: the embedding's width.
-    pub fn width(&self) -> usize {
-        self.width
-    }
-
-    /// The rows of `ids`, one after the other; `None` if an id is not a
-    /// row of the table.
-    pub fn gather(&self, ids: &[i64]) -> Option<Vec<i8>> {
-        let mut rows = Vec::with_capacity(ids.len() * self.width);
-        for &id in ids {
-            let start = usize::try_from(id).ok()?.checked_mul(self.width)?;
-            rows.extend_from_slice(self.codes.get(start..start.checked_add(self.width)?)?);
-        }
-        Some(rows)
-    }
-}
 
 /// The word-embedding lookup after [`gather_before_dequantize`].
 #[derive(Debug)]
 pub struct Lookup {
     /// Rows of the embedding table: the model's vocabulary size.
     pub rows: usize,
-    /// The int8 table, when the lookup was rewritten to take its rows from
-    /// the [`WORD_CODES`] input.
-    pub table: Option<WordTable>,
+    /// The int8 table's codes, when the lookup was rewritten to take its
+    /// rows from the [`WORD_CODES`] input.
+    pub table: Option<WordCodes>,
 }
 
 /// Rewrites the word-embedding lookup of `graph` to gather before it
@@ -72,14 +49,19 @@ pub struct Lookup {
 /// ```
 ///
 /// where [`WORD_CODES`] is a new input, the rows of `q` for `ids`, which
-/// the caller gathers from the returned [`WordTable`]. Each output element
+/// the caller gathers from the table of the returned [`WordCodes`]. Each output element
 /// is the same product of the same two numbers, so the result is
 /// bit-identical. `q`'s bytes move into the table (not copied: the largest
 /// weight of the model, which tract would copy into a tensor of its own)
-/// and leave the graph, unless another node reads `q`. The `Cast` and
+/// and leave the graph, unless another node reads `q`; when the decode
+/// left them in the file (`left`), the table reads them from there. The `Cast` and
 /// `Mul` are removed when nothing else reads them. A table that is a
 /// plain initializer is left alone.
-pub fn gather_before_dequantize(graph: &mut GraphProto, ids: &str) -> crate::Result<Lookup> {
+pub fn gather_before_dequantize(
+    graph: &mut GraphProto,
+    ids: &str,
+    left: &Left,
+) -> crate::Result<Lookup> {
     let unsupported = |what: &str| Error::Model(format!("unsupported embedding lookup: {what}"));
     let gather_index = graph
         .node
@@ -126,11 +108,13 @@ pub fn gather_before_dequantize(graph: &mut GraphProto, ids: &str) -> crate::Res
         .position(|t| t.name == quantized)
         .ok_or_else(|| unsupported("the int8 table is not an initializer"))?;
     let codes = &graph.initializer[codes_index];
+    let left_span = left.span_of(&codes.raw_data);
+    let len = left_span.map_or(codes.raw_data.len(), |span| span.len);
     let width = codes
         .dims
         .get(1)
         .and_then(|&width| usize::try_from(width).ok())
-        .filter(|&width| rows.checked_mul(width) == Some(codes.raw_data.len()))
+        .filter(|&width| rows.checked_mul(width) == Some(len))
         .ok_or_else(|| unsupported("the int8 table's bytes are not rows × width"))?;
     let taken = graph.input.iter().any(|input| input.name == WORD_CODES)
         || graph
@@ -186,16 +170,23 @@ pub fn gather_before_dequantize(graph: &mut GraphProto, ids: &str) -> crate::Res
         .node
         .iter()
         .any(|node| node.input.contains(&quantized));
-    let bytes = if still_read {
-        graph.initializer[codes_index].raw_data.clone()
-    } else {
-        graph.initializer.remove(codes_index).raw_data
+    let codes = match left_span {
+        // A placeholder the graph still reads is read back into it
+        // (`Left::restore`).
+        Some(span) => {
+            if !still_read {
+                graph.initializer.remove(codes_index);
+            }
+            WordCodes::left(width, span)
+        }
+        None if still_read => {
+            WordCodes::held(width, graph.initializer[codes_index].raw_data.clone())
+        }
+        None => WordCodes::held(width, graph.initializer.remove(codes_index).raw_data),
     };
-    // Same size and alignment: the bytes are reused in place, not copied.
-    let codes = bytes.into_iter().map(|byte| byte as i8).collect();
     Ok(Lookup {
         rows,
-        table: Some(WordTable { width, codes }),
+        table: Some(codes),
     })
 }
 
@@ -478,10 +469,10 @@ pub(super) mod tests {
         let mut model = lookup_model();
         let graph = model.graph.as_mut().unwrap();
         graph.initializer[1].dims = vec![1, 4];
-        let error = gather_before_dequantize(graph, IDS).unwrap_err();
+        let error = gather_before_dequantize(graph, IDS, &Left::default()).unwrap_err();
         assert_eq!(error.code(), "MODEL");
         graph.node.pop();
-        let error = gather_before_dequantize(graph, IDS).unwrap_err();
+        let error = gather_before_dequantize(graph, IDS, &Left::default()).unwrap_err();
         assert!(
             error.to_string().contains("no Gather reads input_ids"),
             "{error}"
