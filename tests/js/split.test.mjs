@@ -162,6 +162,42 @@ test("the core hands the model's files on without a copy in its own memory", () 
     `the core's memory: ${hybrid.core} bytes with the model, ${lexical.core} without`);
 });
 
+test("the model's module keeps its linear memory near what the model holds", () => {
+  // A fresh process: linear memory never shrinks, so each figure is the
+  // high-water mark so far. The module holds about 24 MiB live once
+  // loaded. Before, tract's transients left 5-7 MiB of holes under the
+  // word table (31.38 MiB after loading), and a batch of long texts ran
+  // two 256-token sequences at once (46.44 MiB after it); now the table is
+  // read last, in pieces that fill those holes, and a run holds one
+  // sequence of the longest length (25.63 and 36.63 MiB).
+  const entry = new URL("../../dist/memtide/node.js", import.meta.url).href;
+  const core = new URL("../../dist/memtide/wasm/memtide.js", import.meta.url).href;
+  const script = `
+    import { readFile } from "node:fs/promises";
+    import { Memory, wasmMemoryBytes } from ${JSON.stringify(entry)};
+    import { wasmMemoryBytes as coreBytes } from ${JSON.stringify(core)};
+    const model = {
+      onnx: await readFile(${JSON.stringify(`${modelDir}/model.onnx`)}),
+      tokenizer: await readFile(${JSON.stringify(`${modelDir}/tokenizer.json`)}, "utf8"),
+    };
+    const modelBytes = () => wasmMemoryBytes() - coreBytes();
+    const mem = await Memory.open({ storage: "memory", model });
+    const loaded = modelBytes();
+    const words = "the garden alice said tomorrow we will plant tomatoes and basil near the fence".split(" ");
+    const long = (i) => Array.from({ length: 300 }, (_, k) => words[(i * 7 + k * 3) % words.length]).join(" ");
+    const scope = { userId: "ann", workspaceId: "home" };
+    const added = await mem.ingest(Array.from({ length: 16 }, (_, i) => ({ text: long(i) + " " + i, scope })));
+    const mode = (await mem.stats()).retrievalMode;
+    console.log(JSON.stringify({ mode, loaded, afterLong: modelBytes(), added: added.length }));
+  `;
+  const figures = JSON.parse(execFileSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" }));
+  assert.equal(figures.mode, "hybrid");
+  assert.equal(figures.added, 16);
+  const MiB = 2 ** 20;
+  assert.ok(figures.loaded < 27 * MiB, `the model's module after loading: ${figures.loaded} bytes`);
+  assert.ok(figures.afterLong < 40 * MiB, `the model's module after 16 texts of 256 tokens: ${figures.afterLong} bytes`);
+});
+
 test("the package ships both modules, each a fraction of the single one", async () => {
   const core = (await stat(new URL("../../dist/memtide/wasm/memtide_bg.wasm", import.meta.url))).size;
   const modelModule = (await stat(modelWasmPath)).size;
