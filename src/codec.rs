@@ -46,9 +46,9 @@ use crate::item::MemoryItem;
 
 /// The newest record format version this build writes and reads: the
 /// segmented layout's manifest and segments with lexical and catalog parts
-/// (item records with a key, metadata, history, role or speaker are of
-/// version 5).
-pub const FORMAT_VERSION: u16 = 6;
+/// whose rows name the row before them (item records with a key,
+/// metadata, history, role or speaker are of version 5).
+pub const FORMAT_VERSION: u16 = 7;
 /// The version of item records with a key, metadata, history, role or
 /// speaker.
 const KEYED_FORMAT_VERSION: u16 = 5;

@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::format::CATALOG_VERSION;
 use super::held::{HeldPart, HeldRow};
 use super::varint::{put_str, put_varint, varint_len, Reader};
 use crate::engine::HeldMemory;
@@ -81,7 +82,15 @@ const SPEAKER: u64 = 1 << 13;
 /// The content hash is 64 lowercase hex digits, stored as its 32 bytes.
 pub(super) const HASH_BYTES: u64 = 1 << 14;
 const REST: u64 = 1 << 15;
-const ALL_FLAGS: u64 = (1 << 16) - 1;
+/// `follows` is the id of the part's row before this one, not written
+/// again (format 7).
+const FOLLOWS_PREVIOUS: u64 = 1 << 16;
+/// `updatedAt` is `createdAt`, not written (format 7).
+const UPDATED_AT_CREATION: u64 = 1 << 17;
+/// The bits a row of format 6 may set.
+const FORMAT_6_FLAGS: u64 = (1 << 16) - 1;
+/// The bits a row may set.
+pub(super) const ALL_FLAGS: u64 = (1 << 18) - 1;
 
 const STATUSES: [Status; 3] = [Status::Approved, Status::Pending, Status::Rejected];
 const SOURCE_KINDS: [SourceKind; 5] = [
@@ -123,6 +132,10 @@ pub(crate) struct CatalogWriter<'a> {
     /// Where the last row's bytes start and how many dictionary strings
     /// there were before it.
     last: Option<(usize, usize)>,
+    /// The ids of the last row and of the one before it: a row that
+    /// follows the row before it names it by a flag.
+    previous: Option<&'a str>,
+    before_last: Option<&'a str>,
 }
 
 impl<'a> CatalogWriter<'a> {
@@ -140,7 +153,8 @@ impl<'a> CatalogWriter<'a> {
             Row::WithRest => {
                 let start = self.last.map_or(0, |(start, _)| start);
                 let mut reader = Reader::new(&self.rows[start..], "catalog part");
-                let back = read_row(&mut reader, &self.dictionary.strings);
+                let previous = self.before_last.map(|id| (id, 0));
+                let back = read_row(&mut reader, &self.dictionary.strings, previous);
                 back.ok().as_ref() == Some(item) && reader.done()
             }
         };
@@ -160,8 +174,18 @@ impl<'a> CatalogWriter<'a> {
         self.dictionary.row.clear();
         self.dictionary.row_index_bytes = 0;
         self.dictionary.row_alone_bytes = 0;
-        let row = put_row(&mut self.rows, item, &mut self.dictionary);
+        let (row, flags) = put_row(&mut self.rows, item, &mut self.dictionary, self.previous);
+        self.before_last = self.previous.replace(&item.id);
         self.count += 1;
+        // Alone, a row has no row before it: it writes whom it follows,
+        // and says so by another flag.
+        let (follows_alone, flags_here) = match &item.follows {
+            Some(follows) if flags & FOLLOWS_PREVIOUS != 0 => (
+                varint_len(follows.len() as u64) + follows.len() + varint_len(flags ^ FOLLOWS_PREVIOUS | FOLLOWS),
+                varint_len(flags),
+            ),
+            _ => (0, 0),
+        };
         // Alone, the row's strings are numbered from 0 in the order it
         // first uses them: the dictionary of those, a row count of 1, and
         // the row with its indexes written in that numbering.
@@ -174,7 +198,8 @@ impl<'a> CatalogWriter<'a> {
                 varint_len(len as u64) + len
             })
             .sum();
-        let bytes = self.rows.len() - start - dictionary.row_index_bytes + dictionary.row_alone_bytes;
+        let bytes =
+            self.rows.len() - start - dictionary.row_index_bytes - flags_here + dictionary.row_alone_bytes + follows_alone;
         (varint_len(dictionary.row.len() as u64) + strings + varint_len(1) + bytes, row)
     }
 
@@ -185,6 +210,7 @@ impl<'a> CatalogWriter<'a> {
         };
         self.rows.truncate(start);
         self.count -= 1;
+        self.previous = self.before_last.take();
         let dictionary = &mut self.dictionary;
         for s in dictionary.strings.drain(strings..) {
             dictionary.index.remove(s);
@@ -233,12 +259,14 @@ impl CatalogRow {
     }
 }
 
-/// Decodes a catalog part that must hold `rows` rows. Every row is read
+/// Decodes a catalog part of a segment of format `version` that must hold
+/// `rows` rows. Every row is read
 /// whole (a damaged row is refused here); a row whose fields the engine's
 /// keys read all of (binary fields, and a rest only of merged duplicates;
 /// not a chunk of a file, no caller key: what most memories are) is held
 /// in a copy of the part's bytes instead of decoded, the others decoded.
-pub(crate) fn decode_catalog(bytes: &[u8], rows: usize) -> Result<Vec<CatalogRow>, CodecError> {
+pub(crate) fn decode_catalog(bytes: &[u8], rows: usize, version: u16) -> Result<Vec<CatalogRow>, CodecError> {
+    let allowed = if version > CATALOG_VERSION { ALL_FLAGS } else { FORMAT_6_FLAGS };
     let mut reader = Reader::new(bytes, "catalog part");
     let count = reader.varint64()?;
     // Each string takes at least one byte.
@@ -255,9 +283,12 @@ pub(crate) fn decode_catalog(bytes: &[u8], rows: usize) -> Result<Vec<CatalogRow
     let mut out = Vec::with_capacity(rows.min(reader.remaining()));
     let mut part: Option<Arc<HeldPart>> = None;
     let mut scopes: FastMap<[u32; 5], Arc<Scope>> = FastMap::default();
+    let mut previous = None;
     for _ in 0..rows {
         let offset = reader.position();
-        let view = parse_row(&mut reader, &strings)?;
+        let view = parse_row(&mut reader, &strings, previous, allowed)?;
+        // A row's id is its first field: where the row starts.
+        previous = Some((view.id, offset));
         if !view.holdable() {
             out.push(CatalogRow::Decoded(Box::new(view.into_item().map_err(|m| reader.bad(&m))?)));
             continue;
@@ -329,11 +360,20 @@ impl<'a> Dictionary<'a> {
 /// - the speaker's dictionary index (flag); the tags: a varint count and
 ///   their dictionary indexes; the retention days (flag, varint);
 /// - `createdAt` and `updatedAt`, 8 bytes each (milliseconds, signed,
-///   little-endian); `lastUsedAt` (flag, 8 bytes); `usageCount` (varint);
-/// - `follows` (flag, string); `deletedAt` (flag, 8 bytes); the source
+///   little-endian), `updatedAt` left out when it is `createdAt` (flag);
+///   `lastUsedAt` (flag, 8 bytes); `usageCount` (varint);
+/// - `follows` (flag, string), or a flag alone when it is `previous`, the
+///   id of the row before this one; `deletedAt` (flag, 8 bytes); the source
 ///   lines (flag, two varints); the caller key (flag, string);
 /// - the rest (flag): a string holding a JSON object of the other fields.
-fn put_row<'a>(out: &mut Vec<u8>, item: &'a MemoryItem, dictionary: &mut Dictionary<'a>) -> Row {
+///
+/// Also returns the row's flags.
+fn put_row<'a>(
+    out: &mut Vec<u8>,
+    item: &'a MemoryItem,
+    dictionary: &mut Dictionary<'a>,
+    previous: Option<&str>,
+) -> (Row, u64) {
     // Every field by name, with no `..`: a field added to a memory (or to
     // its scope, source or privacy) does not compile here until it is
     // written in binary or counted among the rest's (the fields bound to
@@ -404,6 +444,7 @@ fn put_row<'a>(out: &mut Vec<u8>, item: &'a MemoryItem, dictionary: &mut Diction
     out.push(role);
     let rest = if rest_set { rest_of(item) } else { None };
     let hash_bytes = hex_bytes(content_hash);
+    let follows_previous = follows.is_some() && follows.as_deref() == previous;
     let set = |on: bool, bit: u64| if on { bit } else { 0 };
     let flags = set(*pinned, PINNED)
         | set(*pii, PII)
@@ -411,7 +452,9 @@ fn put_row<'a>(out: &mut Vec<u8>, item: &'a MemoryItem, dictionary: &mut Diction
         | set(retention_days.is_some(), RETENTION)
         | set(last_used_at.is_some(), LAST_USED)
         | set(deleted_at.is_some(), DELETED)
-        | set(follows.is_some(), FOLLOWS)
+        | set(follows.is_some() && !follows_previous, FOLLOWS)
+        | set(follows_previous, FOLLOWS_PREVIOUS)
+        | set(updated_at == created_at, UPDATED_AT_CREATION)
         | set(source_lines.is_some(), SOURCE_LINES)
         | set(key.is_some(), KEY)
         | set(project_id.is_some(), PROJECT)
@@ -446,12 +489,14 @@ fn put_row<'a>(out: &mut Vec<u8>, item: &'a MemoryItem, dictionary: &mut Diction
         put_varint(out, u64::from(*days));
     }
     exact &= put_time(out, created_at);
-    exact &= put_time(out, updated_at);
+    if updated_at != created_at {
+        exact &= put_time(out, updated_at);
+    }
     if let Some(t) = last_used_at {
         exact &= put_time(out, t);
     }
     put_varint(out, *usage_count);
-    if let Some(f) = follows {
+    if let Some(f) = follows.as_deref().filter(|_| !follows_previous) {
         put_str(out, f);
     }
     if let Some(t) = deleted_at {
@@ -464,7 +509,7 @@ fn put_row<'a>(out: &mut Vec<u8>, item: &'a MemoryItem, dictionary: &mut Diction
     if let Some(k) = key {
         put_str(out, k);
     }
-    match rest {
+    let row = match rest {
         Some(rest) => {
             put_str(out, &rest);
             if exact {
@@ -477,7 +522,8 @@ fn put_row<'a>(out: &mut Vec<u8>, item: &'a MemoryItem, dictionary: &mut Diction
         None if rest_set => Row::Lossy,
         None if exact => Row::Exact,
         None => Row::Lossy,
-    }
+    };
+    (row, flags)
 }
 
 /// Appends a time; false when it is outside years 1..=9999, which a row
@@ -729,15 +775,26 @@ impl MemoryFields for RowView<'_> {
     }
 }
 
-pub(super) fn read_row<S: AsRef<str>>(reader: &mut Reader<'_>, strings: &[S]) -> Result<MemoryItem, CodecError> {
-    let view = parse_row(reader, strings)?;
+/// The memory of the row `reader` is at; `previous` as [`parse_row`]'s,
+/// any flag allowed (a part's reader checked them).
+pub(super) fn read_row<S: AsRef<str>>(
+    reader: &mut Reader<'_>,
+    strings: &[S],
+    previous: Option<(&str, usize)>,
+) -> Result<MemoryItem, CodecError> {
+    let view = parse_row(reader, strings, previous, ALL_FLAGS)?;
     view.into_item().map_err(|m| reader.bad(&m))
 }
 
 /// Reads a row, every field checked, nothing allocated but its tags' list.
+/// `previous` is the id of the part's row before it and where that row
+/// starts (the row follows it when a flag says so); `allowed`, the flags
+/// its part's format allows.
 pub(super) fn parse_row<'a, 'r: 'a, S: AsRef<str>>(
     reader: &mut Reader<'r>,
     strings: &'a [S],
+    previous: Option<(&'a str, usize)>,
+    allowed: u64,
 ) -> Result<RowView<'a>, CodecError> {
     let id = reader.str()?;
     let text = reader.str()?;
@@ -757,10 +814,13 @@ pub(super) fn parse_row<'a, 'r: 'a, S: AsRef<str>>(
         r => Some(ROLES[r - 1]),
     };
     let flags = reader.varint64()?;
-    if flags & !ALL_FLAGS != 0 {
+    if flags & !allowed != 0 {
         return Err(reader.bad("unknown flags"));
     }
     let has = |bit: u64| flags & bit != 0;
+    if has(FOLLOWS) && has(FOLLOWS_PREVIOUS) {
+        return Err(reader.bad("a row that follows two memories"));
+    }
     let word = |reader: &mut Reader<'r>| -> Result<(u32, &'a str), CodecError> {
         let index = reader.varint64()?;
         let s = usize::try_from(index).ok().and_then(|i| strings.get(i));
@@ -814,18 +874,25 @@ pub(super) fn parse_row<'a, 'r: 'a, S: AsRef<str>>(
         None
     };
     let created_at = time(reader)?;
-    let updated_at = time(reader)?;
+    let updated_at = if has(UPDATED_AT_CREATION) {
+        created_at
+    } else {
+        time(reader)?
+    };
     let last_used_at = if has(LAST_USED) {
         Some(time(reader)?)
     } else {
         None
     };
     let usage_count = reader.varint64()?;
-    let follows_at = reader.position();
-    let follows = if has(FOLLOWS) {
-        Some(reader.str()?)
+    let (follows, follows_at) = if has(FOLLOWS) {
+        let at = reader.position();
+        (Some(reader.str()?), at)
+    } else if has(FOLLOWS_PREVIOUS) {
+        let (id, at) = previous.ok_or_else(|| reader.bad("the first row follows the row before it"))?;
+        (Some(id), at)
     } else {
-        None
+        (None, 0)
     };
     let deleted_at = if has(DELETED) {
         Some(time(reader)?)

@@ -18,9 +18,13 @@ use crate::storage::frame::{declared_frame_len, encode_frame, intact_frame_len, 
 pub(crate) const LAYOUT_VERSION: u16 = 4;
 /// Format 5: segments carry the lexical part of their memories.
 pub(crate) const INDEXED_VERSION: u16 = 5;
-/// The format version this build writes (format 6): segments also carry
-/// the catalog part, their memories as binary rows.
+/// Format 6: segments also carry the catalog part, their memories as
+/// binary rows.
 pub(crate) const CATALOG_VERSION: u16 = 6;
+/// The format version this build writes (format 7): a catalog row names
+/// the row before it, rather than writing its id again, as the memory it
+/// follows, and leaves out an update time equal to its creation time.
+pub(crate) const COMPACT_ROWS_VERSION: u16 = 7;
 
 /// A segment as the manifest names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,7 +46,7 @@ pub(crate) struct SegmentRef {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct Header {
     /// The manifest record's version: [`LAYOUT_VERSION`] to
-    /// [`CATALOG_VERSION`].
+    /// [`COMPACT_ROWS_VERSION`].
     pub(crate) format_version: u16,
     /// Number of `item/…` records in the store.
     pub(crate) item_count: u64,
@@ -63,7 +67,7 @@ impl Header {
     /// The header of a store holding what `summary` counts.
     pub(crate) fn new(summary: Summary, next_segment: u64, segments: Vec<SegmentRef>) -> Self {
         Header {
-            format_version: CATALOG_VERSION,
+            format_version: COMPACT_ROWS_VERSION,
             item_count: summary.items,
             vector_count: summary.vectors,
             file_count: summary.files,
@@ -169,7 +173,7 @@ pub(crate) fn encode_segment(
     payload.extend_from_slice(&(part.len() as u32).to_le_bytes());
     payload.extend_from_slice(&part);
     payload.extend_from_slice(catalog);
-    codec::encode(RecordType::Segment, CATALOG_VERSION, &payload)
+    codec::encode(RecordType::Segment, COMPACT_ROWS_VERSION, &payload)
 }
 
 /// What a segment record holds; its keys as `K`: `&str`, or their bytes
@@ -271,11 +275,11 @@ pub(crate) fn decode_segment(bytes: &[u8]) -> Result<SegmentContents<'_>, CodecE
 /// catalog rows, each with its key: its checksums not computed again and
 /// its lexical part not read (`Plan::hold_rows`).
 pub(crate) fn written_rows(bytes: &[u8]) -> Result<Vec<(&[u8], CatalogRow)>, CodecError> {
-    let (_, frame, _, catalog) = cut_segment(bytes, false)?;
+    let (version, frame, _, catalog) = cut_segment(bytes, false)?;
     let records = puts(parse_frame_bytes(frame).map_err(CodecError::Payload)?)?;
     let keys: Vec<&[u8]> = records.iter().filter(|(_, v)| v.is_empty()).map(|(k, _)| *k).collect();
     let rows = match catalog {
-        Some(part) => decode_catalog(part, keys.len())?,
+        Some(part) => decode_catalog(part, keys.len(), version)?,
         None => Vec::new(),
     };
     Ok(keys.into_iter().zip(rows).collect())
@@ -324,7 +328,7 @@ fn decode_parts<K: AsRef<[u8]>>(parts: SegmentParts<'_, K>) -> Result<SegmentCon
     };
     let empty = records.iter().filter(|(_, v)| v.is_empty()).count();
     let rows = match catalog {
-        Some(part) => decode_catalog(part, empty)?,
+        Some(part) => decode_catalog(part, empty, parts.version)?,
         None => Vec::new(),
     };
     let row_keys = records.iter().filter(|(_, v)| v.is_empty());
@@ -369,9 +373,9 @@ fn payload_of(bytes: &[u8], expected: RecordType, checked: bool) -> Result<(u16,
         return Err(CodecError::WrongType { expected, found });
     }
     let version = codec::record_version(bytes);
-    if !(LAYOUT_VERSION..=CATALOG_VERSION).contains(&version) {
+    if !(LAYOUT_VERSION..=COMPACT_ROWS_VERSION).contains(&version) {
         return Err(CodecError::Payload(format!(
-            "a {expected:?} record of format {version}, expected {LAYOUT_VERSION} to {CATALOG_VERSION}"
+            "a {expected:?} record of format {version}, expected {LAYOUT_VERSION} to {COMPACT_ROWS_VERSION}"
         )));
     }
     Ok((version, payload))
@@ -409,7 +413,7 @@ mod tests {
         ];
         let record = encode_manifest(&header(), &log);
         assert_eq!(&record[..4], b"MNMO");
-        assert_eq!(codec::record_version(&record), 6);
+        assert_eq!(codec::record_version(&record), COMPACT_ROWS_VERSION);
         assert_eq!(record[6], 2);
         let (decoded, frames) = decode_manifest(&record).unwrap();
         assert_eq!(decoded, header());
@@ -425,7 +429,7 @@ mod tests {
         let lexical = [(1, vec![("two", 1)])];
         let record = encode_segment(&records, &lexical, &encode_catalog(&[]));
         assert_eq!(record[6], 5);
-        assert_eq!(codec::record_version(&record), 6);
+        assert_eq!(codec::record_version(&record), COMPACT_ROWS_VERSION);
         let decoded = decode_segment(&record).unwrap();
         assert_eq!(decoded.records, records);
         let docs = decoded.lexical.unwrap().docs;
@@ -473,7 +477,7 @@ mod tests {
             ("vec/a", &b"v"[..]),
         ];
         let record = encode_segment(&records, &[], &encode_catalog(&[&a, &c]));
-        assert_eq!(segment_parts(&record).unwrap().version, CATALOG_VERSION);
+        assert_eq!(segment_parts(&record).unwrap().version, COMPACT_ROWS_VERSION);
         let decoded = decode_segment(&record).unwrap();
         assert_eq!(decoded.records, records);
         let items = |rows: &[CatalogRow]| rows.iter().map(CatalogRow::to_item).collect::<Vec<_>>();

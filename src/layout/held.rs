@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::catalog::{parse_row, read_row, RowView, DELETED, HASH_BYTES, PINNED};
+use super::catalog::{parse_row, read_row, RowView, ALL_FLAGS, DELETED, HASH_BYTES, PINNED};
 use super::varint::Reader;
 use crate::engine::HeldMemory;
 use crate::item::{Kind, MemoryItem, Role, Scope, Status, Timestamp};
@@ -42,10 +42,13 @@ pub(crate) struct HeldRow {
     /// Where the content hash's 32 bytes start, when it is held as bytes
     /// (else its string).
     hash_at: u32,
-    /// Where `follows` starts (0: none; no row starts a part).
+    /// Where `follows` starts (0: none; no row starts a part): in this
+    /// row, or the id of the row before it, which starts that row.
     follows_at: u32,
     /// The speaker's dictionary index (`u32::MAX`: none).
     speaker: u32,
+    /// The row's flags this reads (pinned, deleted, the hash's form: all
+    /// below bit 16).
     flags: u16,
     kind: Kind,
     status: Status,
@@ -64,7 +67,7 @@ impl HeldRow {
             hash_at: view.hash_at as u32,
             follows_at: if view.follows.is_some() { view.follows_at as u32 } else { 0 },
             speaker: view.speaker_index.unwrap_or(u32::MAX),
-            flags: view.flags as u16,
+            flags: (view.flags & u64::from(u16::MAX)) as u16,
             kind: view.kind,
             status: view.status,
             role: view.role,
@@ -81,6 +84,13 @@ impl HeldRow {
     fn str_at(&self, at: u32) -> &str {
         self.reader_at(at).str().unwrap_or_default()
     }
+
+    /// What the row's reader takes as the row before it: the memory it
+    /// follows, when it follows one, which is that row's id when a flag
+    /// says so (`follows_at` points there).
+    fn previous(&self) -> Option<(&str, usize)> {
+        (self.follows_at != 0).then(|| (self.str_at(self.follows_at), self.follows_at as usize))
+    }
 }
 
 impl HeldMemory for HeldRow {
@@ -90,7 +100,7 @@ impl HeldMemory for HeldRow {
     /// reading can fail after its fields read), so it reads again.
     fn decode(&self) -> MemoryItem {
         let mut reader = self.reader_at(self.offset);
-        match read_row(&mut reader, &self.part.strings) {
+        match read_row(&mut reader, &self.part.strings, self.previous()) {
             Ok(item) => item,
             Err(e) => unreachable!("a held row was read when its part was: {e}"),
         }
@@ -102,7 +112,9 @@ impl HeldMemory for HeldRow {
     /// is decoded and counted.
     fn json_len(&self) -> usize {
         let mut reader = self.reader_at(self.offset);
-        let counted = parse_row(&mut reader, &self.part.strings).ok().and_then(|view| flat_json_len(&view));
+        let counted = parse_row(&mut reader, &self.part.strings, self.previous(), ALL_FLAGS)
+            .ok()
+            .and_then(|view| flat_json_len(&view));
         counted.unwrap_or_else(|| item_json_len(&self.decode()))
     }
 

@@ -326,7 +326,7 @@ impl Layout {
             let segment = Segment {
                 info: *info,
                 live: 0,
-                current: parts.version == format::CATALOG_VERSION,
+                current: parts.version == format::COMPACT_ROWS_VERSION,
             };
             self.segments.insert(info.number, segment);
         }

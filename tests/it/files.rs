@@ -359,7 +359,7 @@ fn only_records_of_files_use_format_version_2() {
         versions(&mem)
     );
     let manifest = mem.storage().get("meta/manifest").unwrap().unwrap();
-    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 6);
+    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 7);
     mem.sync_file(&scope(), "MEMORY.md", NOTES).unwrap();
     for (key, version) in versions(&mem) {
         let expected = if key.starts_with("item/m000001") {

@@ -49,6 +49,18 @@ fn fixture_pairs(version: &str) -> BTreeMap<String, Vec<u8>> {
     storage.scan("").unwrap().into_iter().collect()
 }
 
+/// A fixture of an older format (`tests/data/stores/README.md`): what its
+/// export says it holds, and its key-value pairs, its manifest checked to
+/// be of `format`.
+fn old_fixture(version: &str, format: u16) -> (serde_json::Value, BTreeMap<String, Vec<u8>>) {
+    let expected =
+        contents(&std::fs::read_to_string(fixture(version).join("export.json")).unwrap());
+    let pairs = fixture_pairs(version);
+    let manifest = &pairs["meta/manifest"];
+    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), format);
+    (expected, pairs)
+}
+
 fn kv_with(pairs: &BTreeMap<String, Vec<u8>>) -> MapKv {
     let kv = MapKv::default();
     for (key, value) in pairs {
@@ -113,7 +125,7 @@ fn stores_of_formats_1_to_3_migrate_on_open_and_hold_the_same() {
             "{version}: {stored:?}"
         );
         let manifest = mem.storage().get("meta/manifest").unwrap().unwrap();
-        assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 6);
+        assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 7);
         drop(mem);
         let again = Memory::open(
             FsStorage::open(dir.path()).unwrap(),
@@ -602,10 +614,7 @@ fn lexical_parts_answer_as_analysing_the_texts_does() {
 /// segments with a lexical part.
 #[test]
 fn a_store_of_format_4_opens_and_gains_lexical_parts() {
-    let expected = contents(&std::fs::read_to_string(fixture("v4").join("export.json")).unwrap());
-    let pairs = fixture_pairs("v4");
-    let manifest = &pairs["meta/manifest"];
-    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 4);
+    let (expected, pairs) = old_fixture("v4", 4);
     let old_segments: Vec<&String> = pairs.keys().filter(|k| k.starts_with("seg/")).collect();
     assert!(!old_segments.is_empty());
     let kv = kv_with(&pairs);
@@ -623,12 +632,12 @@ fn a_store_of_format_4_opens_and_gains_lexical_parts() {
     )]))
     .unwrap();
     let manifest = kv.map()["meta/manifest"].clone();
-    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 6);
+    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 7);
     for key in old_segments {
         assert!(!kv.map().contains_key(key), "{key} was not rewritten");
     }
     for (key, value) in kv.map().iter().filter(|(k, _)| k.starts_with("seg/")) {
-        assert_eq!(u16::from_le_bytes([value[4], value[5]]), 6, "{key}");
+        assert_eq!(u16::from_le_bytes([value[4], value[5]]), 7, "{key}");
     }
     let before = analysed_texts();
     let mut again = open_kv(&kv).unwrap();
@@ -653,14 +662,11 @@ fn a_store_of_format_4_opens_and_gains_lexical_parts() {
 /// A store of format 5 (segments with lexical parts, embeddings in
 /// segments, as the build before catalog parts wrote it) opens and holds
 /// what its export says, with its model and embeddings; the next commit
-/// rewrites its segment in format 6, after which opening decodes only the
+/// rewrites its segment in format 7, after which opening decodes only the
 /// log's memories from JSON.
 #[test]
 fn a_store_of_format_5_opens_and_gains_catalog_parts() {
-    let expected = contents(&std::fs::read_to_string(fixture("v5").join("export.json")).unwrap());
-    let pairs = fixture_pairs("v5");
-    let manifest = &pairs["meta/manifest"];
-    assert_eq!(u16::from_le_bytes([manifest[4], manifest[5]]), 5);
+    let (expected, pairs) = old_fixture("v5", 5);
     let kv = kv_with(&pairs);
     let old_segments: Vec<&String> = pairs.keys().filter(|k| k.starts_with("seg/")).collect();
     assert!(!old_segments.is_empty());
@@ -685,7 +691,7 @@ fn a_store_of_format_5_opens_and_gains_catalog_parts() {
         assert!(!kv.map().contains_key(key), "{key} was not rewritten");
     }
     for (key, value) in kv.map().iter().filter(|(k, _)| k.starts_with("seg/")) {
-        assert_eq!(u16::from_le_bytes([value[4], value[5]]), 6, "{key}");
+        assert_eq!(u16::from_le_bytes([value[4], value[5]]), 7, "{key}");
     }
     let before = decoded_items();
     let mut again = open_kv(&kv).unwrap();
@@ -701,4 +707,64 @@ fn a_store_of_format_5_opens_and_gains_catalog_parts() {
         serde_json::to_value(now(again.retrieve(&query)).unwrap()).unwrap(),
         serde_json::to_value(now(mem.retrieve(&query)).unwrap()).unwrap()
     );
+}
+
+/// A store of format 6 (catalog rows that write the id of the memory
+/// they follow, and every update time, as the build before format 7
+/// wrote them) opens and holds what its export says; later commits
+/// rewrite its segments in format 7, whose rows name the row before them
+/// instead, and the store reopens to the same memories and answers.
+#[test]
+fn a_store_of_format_6_opens_and_its_rows_lose_what_they_repeat() {
+    let (expected, pairs) = old_fixture("v6", 6);
+    let old_segments: Vec<&String> = pairs.keys().filter(|k| k.starts_with("seg/")).collect();
+    assert_eq!(old_segments.len(), 2);
+    let kv = kv_with(&pairs);
+    let mut mem = open_kv(&kv).unwrap();
+    assert_eq!(contents(&mem.export()), expected);
+    let walk = Scope {
+        session_id: Some("walk".into()),
+        ..Scope::workspace("carol", "garden")
+    };
+    let mut query = RetrieveQuery::new("which bed needs compost", walk.clone());
+    query.dry_run = true;
+    let answer = serde_json::to_value(now(mem.retrieve(&query)).unwrap()).unwrap();
+    assert!(!answer.as_array().unwrap().is_empty());
+    // Each commit rewrites at most one old segment besides its own work.
+    for n in 0..4 {
+        now(mem.ingest(vec![MemoryInput::new(
+            format!("the gate latch {n} sticks"),
+            walk.clone(),
+        )]))
+        .unwrap();
+    }
+    for key in old_segments {
+        assert!(!kv.map().contains_key(key), "{key} was not rewritten");
+    }
+    let segments: Vec<(String, Vec<u8>)> = kv
+        .map()
+        .clone()
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("seg/"))
+        .collect();
+    assert!(!segments.is_empty());
+    for (key, value) in &segments {
+        assert_eq!(u16::from_le_bytes([value[4], value[5]]), 7, "{key}");
+    }
+    let mut again = open_kv(&kv).unwrap();
+    assert_eq!(contents(&again.export()), contents(&mem.export()));
+    assert_eq!(
+        serde_json::to_value(now(again.retrieve(&query)).unwrap()).unwrap(),
+        serde_json::to_value(now(mem.retrieve(&query)).unwrap()).unwrap()
+    );
+    // What the old store held is still there, as its export says.
+    let old: serde_json::Value = expected["items"].clone();
+    let now_held = contents(&again.export())["items"].clone();
+    for item in old.as_array().unwrap() {
+        assert!(
+            now_held.as_array().unwrap().contains(item),
+            "{}",
+            item["id"]
+        );
+    }
 }

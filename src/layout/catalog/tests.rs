@@ -4,11 +4,12 @@
 
 use super::*;
 use crate::json_len::flat_json_len;
+use crate::layout::format::COMPACT_ROWS_VERSION;
 use proptest::prelude::*;
 
 /// The memories of a part, each held row decoded.
 fn decode_catalog(bytes: &[u8], rows: usize) -> Result<Vec<MemoryItem>, CodecError> {
-    let rows = super::decode_catalog(bytes, rows)?;
+    let rows = super::decode_catalog(bytes, rows, COMPACT_ROWS_VERSION)?;
     Ok(rows.iter().map(CatalogRow::to_item).collect())
 }
 
@@ -55,7 +56,7 @@ fn a_memory_with_merged_duplicates_alone_is_held() {
     .unwrap();
     let merged = MemoryItem { merged_from: vec![merge.clone(), merge], ..plain() };
     let part = encode_catalog(&[&merged]);
-    let rows = super::decode_catalog(&part, 1).unwrap();
+    let rows = super::decode_catalog(&part, 1, COMPACT_ROWS_VERSION).unwrap();
     let [CatalogRow::Held(row)] = rows.as_slice() else {
         panic!("a memory with merged duplicates alone is not held");
     };
@@ -65,7 +66,7 @@ fn a_memory_with_merged_duplicates_alone_is_held() {
     let with_metadata = MemoryItem { metadata: Some(Default::default()), ..merged.clone() };
     let withdrawn = MemoryItem { withdrawn: true, ..merged };
     for item in [with_metadata, withdrawn] {
-        let rows = super::decode_catalog(&encode_catalog(&[&item]), 1).unwrap();
+        let rows = super::decode_catalog(&encode_catalog(&[&item]), 1, COMPACT_ROWS_VERSION).unwrap();
         assert!(matches!(rows.as_slice(), [CatalogRow::Decoded(decoded)] if **decoded == item), "{item:?}");
     }
 }
@@ -171,7 +172,9 @@ fn item_strategy() -> impl Strategy<Value = MemoryItem> {
                 retention_days,
             },
             created_at: Timestamp(created),
-            updated_at: Timestamp(updated),
+            // Most memories are never updated: the row then leaves the
+            // update time out.
+            updated_at: Timestamp(if bit(5) { created } else { updated }),
             last_used_at: last_used.map(Timestamp),
             usage_count,
             merged_from: Vec::new(),
@@ -218,13 +221,28 @@ fn item_strategy() -> impl Strategy<Value = MemoryItem> {
     })
 }
 
+/// Memories as [`item_strategy`] makes them, some following the one
+/// before them in the list (as a conversation's do, which a row then
+/// names by a flag when that one is the row before it).
+fn items_strategy(len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<MemoryItem>> {
+    let links = proptest::collection::vec(proptest::bool::ANY, len.end);
+    (proptest::collection::vec(item_strategy(), len), links).prop_map(|(mut items, links)| {
+        for i in 1..items.len() {
+            if links[i] {
+                items[i].follows = Some(items[i - 1].id.clone());
+            }
+        }
+        items
+    })
+}
+
 proptest::proptest! {
     /// Each row pushed is sized as it would be in a part of its own,
     /// whatever the dictionary it joins; a row taken back leaves the
     /// part the others make.
     #[test]
     fn rows_are_sized_as_alone_and_taken_back_cleanly(
-        items in proptest::collection::vec(item_strategy(), 1..60),
+        items in items_strategy(1..60),
         taken in proptest::collection::vec(proptest::bool::ANY, 60),
     ) {
         let mut writer = CatalogWriter::default();
@@ -250,7 +268,7 @@ proptest::proptest! {
     /// gives back their memories.
     #[test]
     fn rows_are_kept_exactly_when_they_give_the_memory_back(
-        items in proptest::collection::vec(item_strategy(), 1..40),
+        items in items_strategy(1..40),
     ) {
         let mut writer = CatalogWriter::default();
         let mut kept: Vec<MemoryItem> = Vec::new();
@@ -267,7 +285,7 @@ proptest::proptest! {
         // Held exactly when the memory is its binary fields alone, with
         // merged duplicates or not, and then each field read without
         // decoding is the memory's.
-        let rows = super::decode_catalog(&part, kept.len()).unwrap();
+        let rows = super::decode_catalog(&part, kept.len(), COMPACT_ROWS_VERSION).unwrap();
         for (row, item) in rows.iter().zip(&kept) {
             let but_merges = MemoryItem { merged_from: Vec::new(), ..item.clone() };
             let holdable = !but_merges.has_rare_fields()
@@ -293,8 +311,14 @@ fn rows_json_lens(part: &[u8], rows: usize) -> Vec<Option<usize>> {
     let count = reader.varint64().unwrap();
     let strings: Vec<&str> = (0..count).map(|_| reader.str().unwrap()).collect();
     assert_eq!(reader.varint64().unwrap(), rows as u64);
+    let mut previous = None;
     (0..rows)
-        .map(|_| flat_json_len(&parse_row(&mut reader, &strings).unwrap()))
+        .map(|_| {
+            let at = reader.position();
+            let view = parse_row(&mut reader, &strings, previous, ALL_FLAGS).unwrap();
+            previous = Some((view.id, at));
+            flat_json_len(&view)
+        })
         .collect()
 }
 
@@ -305,7 +329,7 @@ proptest::proptest! {
     /// a held row counts it without decoding.
     #[test]
     fn rows_count_their_json_as_serde_json_writes_it(
-        items in proptest::collection::vec(item_strategy(), 1..30),
+        items in items_strategy(1..30),
         texts in proptest::collection::vec("[\\x00-\\x7f東é]{0,24}", 30),
     ) {
         let items: Vec<MemoryItem> = items
@@ -330,7 +354,7 @@ proptest::proptest! {
             let json = serde_json::to_vec(item).unwrap().len();
             prop_assert_eq!(counted, (!nested).then_some(json), "{:?}", item);
         }
-        for (row, item) in super::decode_catalog(&part, kept.len()).unwrap().iter().zip(&kept) {
+        for (row, item) in super::decode_catalog(&part, kept.len(), COMPACT_ROWS_VERSION).unwrap().iter().zip(&kept) {
             if let CatalogRow::Held(row) = row {
                 prop_assert_eq!(row.json_len(), serde_json::to_vec(item).unwrap().len());
             }
@@ -382,6 +406,69 @@ fn rows_give_back_every_field() {
     }
     assert_eq!(writer.finish(), part);
     assert!(decode_catalog(&encode_catalog(&[]), 0).unwrap().is_empty());
+}
+
+/// A conversation's turns each follow the turn before, which is the row
+/// before theirs: format 7 names it by a flag instead of writing its id
+/// again, and leaves out an update time that is the creation time.
+#[test]
+fn rows_name_the_row_before_them_and_leave_out_an_unchanged_update_time() {
+    let first = plain();
+    let second = MemoryItem {
+        id: "01HZY0000000000000000000B2".into(),
+        follows: Some(first.id.clone()),
+        ..plain()
+    };
+    // Follows a memory that is not the row before it: its id is written.
+    let third = MemoryItem {
+        id: "01HZY0000000000000000000B3".into(),
+        follows: Some(first.id.clone()),
+        updated_at: Timestamp(first.created_at.0 + 1),
+        ..plain()
+    };
+    assert_eq!(first.updated_at, first.created_at);
+    let items = [first.clone(), second.clone(), third.clone()];
+    let part = encode_catalog(&items.iter().collect::<Vec<_>>());
+    assert_eq!(decode_catalog(&part, 3).unwrap(), items);
+    // The first id is written twice (its row, the third's follows): the
+    // second's follows is the flag alone.
+    let id_count = |part: &[u8]| part.windows(first.id.len()).filter(|w| *w == first.id.as_bytes()).count();
+    assert_eq!(id_count(&part), 2);
+    // Each row alone writes whom it follows, and only the third its
+    // update time.
+    assert_eq!(id_count(&encode_catalog(&[&second])), 1);
+    assert_eq!(row_len(&third), row_len(&second) + 8);
+    // Following another memory than the row before writes its id.
+    let other = "01HZY0000000000000000000ZZ";
+    let elsewhere = MemoryItem {
+        follows: Some(other.into()),
+        ..second.clone()
+    };
+    let linked = encode_catalog(&[&first, &second]).len();
+    assert_eq!(encode_catalog(&[&first, &elsewhere]).len(), linked + 1 + other.len());
+    // Held, the second row answers whom it follows from the row before it,
+    // and decodes and counts its JSON as its memory.
+    let rows = super::decode_catalog(&part, 3, COMPACT_ROWS_VERSION).unwrap();
+    for (row, item) in rows.iter().zip(&items) {
+        let CatalogRow::Held(row) = row else {
+            panic!("{} is not held", item.id);
+        };
+        assert_eq!(row.follows(), item.follows.as_deref());
+        assert_eq!(&row.decode(), item);
+        assert_eq!(row.json_len(), serde_json::to_vec(item).unwrap().len());
+    }
+    // A part of format 6 may not use the flags.
+    let error = super::decode_catalog(&part, 3, crate::layout::format::CATALOG_VERSION).err();
+    assert!(error.is_some_and(|e| e.to_string().contains("unknown flags")));
+    // The first row has no row before it to follow.
+    let mut writer = CatalogWriter {
+        previous: Some(&first.id),
+        ..CatalogWriter::default()
+    };
+    writer.push(&second);
+    let unlinked = writer.finish();
+    let error = super::decode_catalog(&unlinked, 1, COMPACT_ROWS_VERSION).err();
+    assert!(error.is_some_and(|e| e.to_string().contains("the first row follows")));
 }
 
 #[test]
