@@ -24,7 +24,8 @@ test("ingest, retrieve and inject round trip with the model", async () => {
   const stages = [];
   const before = wasmMemoryBytes();
   const mem = await Memory.open({ model, onProgress: (p) => stages.push(p.stage) });
-  assert.ok(wasmMemoryBytes() > before + 32 * 2 ** 20, "loading the model grows WebAssembly memory");
+  // The model's module holds about 24 MiB live (its word table and weights).
+  assert.ok(wasmMemoryBytes() > before + 24 * 2 ** 20, "loading the model grows WebAssembly memory");
   assert.deepEqual(stages, ["storage", "model", "embedding", "embedded", "ready"]);
   const results = await mem.ingest([
     { text: "I take my coffee as a cortado, no sugar.", scope: home, kind: "preference" },
