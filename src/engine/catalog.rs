@@ -648,15 +648,6 @@ impl Engine {
         }
     }
 
-    /// Gives back the room the lexical indexes' lists grew into while a
-    /// store's memories were applied ([`Bm25Index::trim`]), before the
-    /// vector structures grow and can take it.
-    pub(super) fn trim_lexical(&mut self) {
-        for index in self.lexical.values_mut() {
-            index.trim();
-        }
-    }
-
     /// `scope` as a key of `by_hash`, `by_key`, `by_scope_time` or `by_summary`: the shared copy, or
     /// a new one when no key holds it (so the lookup finds nothing).
     pub(super) fn scope_key(&self, scope: &Scope) -> Arc<Scope> {

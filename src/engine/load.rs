@@ -275,7 +275,6 @@ impl Loader {
         // The memories are all in: what their load held back is built (and
         // its lists freed) before the vector structures grow.
         engine.end_memories();
-        engine.trim_lexical();
         if direct {
             for (id, vector) in vectors {
                 let room = embeddings.saturating_sub(loaded);

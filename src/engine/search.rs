@@ -109,9 +109,11 @@ impl Engine {
         };
         let query_terms = text::terms(&query.text);
         let index = self.lexical.get(&tenant);
-        let lexical: Vec<(u32, f32)> = index
+        // Read as far as the candidates need (`Ranked`).
+        let mut lexical = index
             .map(|ix| ix.search(&query_terms))
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .peekable();
         let weights = index.map(|ix| (ix, ix.query_weights(&query_terms)));
         let coverage = |item: &MemoryItem| -> f32 {
             let doc = self.entries.get(&item.id).map(|entry| entry.doc);
@@ -120,7 +122,7 @@ impl Engine {
                 _ => 0.0,
             }
         };
-        let bm25_max = lexical.first().map_or(0.0, |&(_, score)| score);
+        let bm25_max = lexical.peek().map_or(0.0, |&(_, score)| score);
 
         // Candidates: the best visible lexical matches, the semantic
         // neighbours, then the replies of candidate questions (they may
@@ -128,8 +130,7 @@ impl Engine {
         let mut candidates: HashMap<u32, (Cow<'_, MemoryItem>, f32)> = HashMap::new();
         let lexical_candidates = limit.saturating_mul(4).max(LEXICAL_CANDIDATES);
         for (doc, item, score) in lexical
-            .iter()
-            .filter_map(|&(doc, score)| Some((doc, visible(doc)?, score)))
+            .filter_map(|(doc, score)| Some((doc, visible(doc)?, score)))
             .take(lexical_candidates)
         {
             candidates.insert(doc, (item, score));

@@ -46,10 +46,11 @@ use std::sync::{Arc, Weak};
 use hashbrown::HashTable;
 use serde::{Deserialize, Serialize};
 
+use super::chunked::Chunked;
 use super::doc_table::DocTable;
 use super::signatures::{Signatures, PARTS};
+pub use ranked::Ranked;
 use scores::Scores;
-use crate::room;
 use crate::str_list::StrList;
 
 /// The BM25 free parameters.
@@ -304,11 +305,13 @@ pub struct Bm25Index {
     /// its own beside the slot.
     term_ids: HashTable<u32>,
     hasher: foldhash::fast::RandomState,
-    terms: Vec<TermSlot>,
+    /// By id; in chunks, so the list never doubles (`super::chunked`).
+    terms: Chunked<TermSlot>,
     free_terms: Vec<u32>,
     /// The slot in `docs` of each doc the index holds.
     slots: DocTable<u32>,
-    docs: Vec<DocEntry>,
+    /// By slot, in chunks as `terms`.
+    docs: Chunked<DocEntry>,
     free_slots: Vec<u32>,
     total_len: u64,
     /// The dictionary of the last [`TermCounts`] inserted, resolved to
@@ -403,16 +406,6 @@ impl Bm25Index {
     /// once a store's records are applied, no other doc will share it.
     pub(crate) fn forget_resolved(&mut self) {
         self.resolved = None;
-    }
-
-    /// Gives back the room the dictionary's and the docs' lists grew into
-    /// and do not use, but for the writes after an open
-    /// ([`crate::room`]): once a store is open, they grow only by what
-    /// later writes add. (Not after a refresh: that would copy them each
-    /// time.)
-    pub(crate) fn trim(&mut self) {
-        room::leave_room(&mut self.terms);
-        room::leave_room(&mut self.docs);
     }
 
     /// Indexes `doc` (not held) with its distinct terms' ids, each once,
@@ -512,21 +505,18 @@ impl Bm25Index {
     }
 
     /// Every doc matching at least one query term, scored, best first (ties:
-    /// smaller doc id first). A term repeated in the query counts once.
-    pub fn search(&self, query_terms: &[String]) -> Vec<(u32, f32)> {
+    /// smaller doc id first), as it is read ([`Ranked`]). A term repeated
+    /// in the query counts once.
+    pub fn search(&self, query_terms: &[String]) -> Ranked<'_> {
         self.rank(query_terms, Scores::new)
     }
 
     /// [`Bm25Index::search`], its scores summed in what `scores` makes of
     /// the postings the query reaches and the index's doc slots (the
     /// tests make each kind of [`Scores`]).
-    fn rank(
-        &self,
-        query_terms: &[String],
-        scores: impl FnOnce(usize, usize) -> Scores,
-    ) -> Vec<(u32, f32)> {
+    fn rank(&self, query_terms: &[String], scores: impl FnOnce(usize, usize) -> Scores) -> Ranked<'_> {
         if self.slots.is_empty() {
-            return Vec::new();
+            return Ranked::default();
         }
         let k1 = f64::from(self.params.k1);
         let b = f64::from(self.params.b);
@@ -553,11 +543,8 @@ impl Bm25Index {
                 scores.add(slot, idf * tf * (k1 + 1.0) / (tf + length_norm));
             }
         }
-        let mut ranked = scores.collect(|slot, score| (self.docs[slot as usize].doc, score as f32));
-        // Docs are distinct, so the order is total: an unstable sort gives
-        // the one answer, without a stable sort's buffer.
-        ranked.sort_unstable_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
-        ranked
+        // Docs are distinct, so the order is total.
+        Ranked::new(scores, |slot| self.docs[slot as usize].doc)
     }
 
     /// The distinct terms of a text, for [`Bm25Index::overlap`].
@@ -816,7 +803,7 @@ impl Bm25Index {
 }
 
 /// The text of term `id` (empty for a free slot or an id past them).
-fn term_of(terms: &[TermSlot], id: u32) -> &str {
+fn term_of(terms: &Chunked<TermSlot>, id: u32) -> &str {
     terms.get(id as usize).map_or("", |slot| &slot.term)
 }
 
@@ -951,6 +938,7 @@ fn slots_in_at_least<T>(lists: &[&[T]], required: usize, slot: impl Fn(&T) -> u3
     slots
 }
 
+mod ranked;
 mod scores;
 #[cfg(test)]
 mod tests;

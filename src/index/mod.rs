@@ -8,6 +8,7 @@
 //! vectors, an exactly scanned tail plus HNSW segments.
 
 pub mod bm25;
+mod chunked;
 mod doc_table;
 mod int8;
 mod rows;

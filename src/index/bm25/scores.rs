@@ -6,9 +6,11 @@
 //! slot took about 2 MiB and doubled four times on the way (some 5 MiB of
 //! allocations for one query, `docs/speed.md`, "Fourteenth session"),
 //! and hashed each posting. A list by slot is 8 bytes a doc, allocated
-//! once. A query of rare words reaches a few docs, for which a list of
+//! once, in chunks that fit the holes an open leaves (`super::super::chunked`).
+//! A query of rare words reaches a few docs, for which a list of
 //! every slot would cost more than it saves.
 
+use super::super::chunked::Chunked;
 use crate::fast_hash::FastMap;
 
 /// The share of the docs a query's postings must reach, at most, for the
@@ -18,8 +20,8 @@ const SPARSE_SHARE: usize = 8;
 
 /// Each reached slot's score so far; see the module documentation.
 pub(super) enum Scores {
-    /// A score per slot, and how many are above zero.
-    BySlot(Vec<f64>, usize),
+    /// A score per slot.
+    BySlot(Chunked<f64>),
     Reached(FastMap<u32, f64>),
 }
 
@@ -36,7 +38,7 @@ impl Scores {
 
     /// A score for each of `slots` slots.
     pub(super) fn by_slot(slots: usize) -> Self {
-        Scores::BySlot(vec![0.0; slots], 0)
+        Scores::BySlot(Chunked::filled(slots, 0.0))
     }
 
     /// Scores of the slots reached only, room for `postings` of them.
@@ -49,9 +51,8 @@ impl Scores {
     /// Adds `score` to slot `slot`'s.
     pub(super) fn add(&mut self, slot: u32, score: f64) {
         match self {
-            Scores::BySlot(scores, reached) => {
+            Scores::BySlot(scores) => {
                 if let Some(sum) = scores.get_mut(slot as usize) {
-                    *reached += usize::from(*sum == 0.0);
                     *sum += score;
                 }
             }
@@ -62,18 +63,16 @@ impl Scores {
     /// `each` of every reached slot and its score. A reached slot's score
     /// is positive (each term adds a positive score), so a slot of the
     /// list still at zero was not reached.
-    pub(super) fn collect<T>(self, mut each: impl FnMut(u32, f64) -> T) -> Vec<T> {
+    pub(super) fn each(&self, mut each: impl FnMut(u32, f64)) {
         match self {
-            Scores::BySlot(scores, reached) => {
-                let mut out = Vec::with_capacity(reached);
-                for (slot, score) in (0u32..).zip(scores) {
+            Scores::BySlot(scores) => {
+                for (slot, &score) in (0u32..).zip(scores) {
                     if score > 0.0 {
-                        out.push(each(slot, score));
+                        each(slot, score);
                     }
                 }
-                out
             }
-            Scores::Reached(reached) => reached.into_iter().map(|(slot, score)| each(slot, score)).collect(),
+            Scores::Reached(reached) => reached.iter().for_each(|(&slot, &score)| each(slot, score)),
         }
     }
 }

@@ -2,6 +2,50 @@ use super::*;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
+/// [`Bm25Index::search`]'s whole answer.
+trait SearchAll {
+    fn search_all(&self, terms: &[String]) -> Vec<(u32, f32)>;
+}
+
+impl SearchAll for Bm25Index {
+    fn search_all(&self, terms: &[String]) -> Vec<(u32, f32)> {
+        self.search(terms).collect()
+    }
+}
+
+/// Matches beyond a batch, and ties across its end, come in order: 3,000
+/// docs of one text (one score, so doc order alone decides) and 1,500 of
+/// others, read whole and read in part.
+#[test]
+fn matches_come_best_first_across_batches() {
+    let mut index = Bm25Index::default();
+    for doc in 0..3_000u32 {
+        index.insert(doc, &strings(&["fern", "pot"]));
+    }
+    for doc in 3_000..4_500u32 {
+        let words = ["fern", "pot", "soil", "rain", "sun"];
+        let len = 1 + (doc as usize * 7) % words.len();
+        index.insert(doc, &strings(&words[..len]));
+    }
+    let query = strings(&["fern", "soil"]);
+    let all = index.search_all(&query);
+    assert_eq!(all.len(), 4_500);
+    let docs: std::collections::HashSet<u32> = all.iter().map(|&(doc, _)| doc).collect();
+    assert_eq!(docs.len(), 4_500);
+    for pair in all.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        assert!(a.1 > b.1 || (a.1 == b.1 && a.0 < b.0), "{a:?} before {b:?}");
+    }
+    // The same whichever way the scores are summed, and a part read is
+    // the answer's start.
+    assert_eq!(index.rank(&query, |_, slots| Scores::by_slot(slots)).collect::<Vec<_>>(), all);
+    assert_eq!(index.rank(&query, |postings, _| Scores::reached(postings)).collect::<Vec<_>>(), all);
+    assert_eq!(index.search(&query).take(1_500).collect::<Vec<_>>(), all[..1_500]);
+    // The 3,000 docs of one score, in doc order, across two batch ends.
+    let tied: Vec<u32> = all.iter().filter(|&&(doc, _)| doc < 3_000).map(|&(doc, _)| doc).collect();
+    assert_eq!(tied, (0..3_000).collect::<Vec<_>>());
+}
+
 fn strings(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
 }
@@ -50,7 +94,7 @@ fn scores_match_hand_computation() {
     // apple: n = 1, idf = ln(1 + (3 - 1 + 0.5) / 1.5) = ln(2.6667) = 0.980829.
     // d1: tf 2, dl 3: norm = 1.2 · (0.25 + 0.75 · 3/3) = 1.2;
     //     2 · 2.2 / (2 + 1.2) = 1.375; score = 0.980829 · 1.375 = 1.348640.
-    assert_scores(&index.search(&strings(&["apple"])), &[(1, 1.348_64)]);
+    assert_scores(&index.search_all(&strings(&["apple"])), &[(1, 1.348_64)]);
 
     // banana, cherry: n = 2 each, idf = ln(1 + 1.5 / 2.5) = ln(1.6) = 0.470004.
     // d2: dl 2: norm = 1.2 · (0.25 + 0.75 · 2/3) = 0.9; each term 2.2 / 1.9
@@ -59,7 +103,7 @@ fn scores_match_hand_computation() {
     //     3 · 2.2 / 4.5 = 1.466667; score = 0.470004 · 1.466667 = 0.689339.
     // d1: banana tf 1, dl 3: norm 1.2; 2.2 / 2.2 = 1; score = 0.470004.
     assert_scores(
-        &index.search(&strings(&["banana", "cherry"])),
+        &index.search_all(&strings(&["banana", "cherry"])),
         &[(2, 1.088_429), (3, 0.689_339), (1, 0.470_004)],
     );
 }
@@ -71,7 +115,7 @@ fn params_are_used() {
     // d3: tf 3: 3 · 3 / (3 + 2) = 1.8; score = 0.470004 · 1.8 = 0.846007.
     // d2: tf 1: 1 · 3 / (1 + 2) = 1; score = 0.470004.
     assert_scores(
-        &index.search(&strings(&["cherry"])),
+        &index.search_all(&strings(&["cherry"])),
         &[(3, 0.846_007), (2, 0.470_004)],
     );
 }
@@ -80,21 +124,21 @@ fn params_are_used() {
 fn repeated_query_terms_count_once() {
     let index = tiny_corpus(Bm25Params::default());
     assert_eq!(
-        index.search(&strings(&["apple", "apple", "banana", "apple"])),
-        index.search(&strings(&["apple", "banana"]))
+        index.search_all(&strings(&["apple", "apple", "banana", "apple"])),
+        index.search_all(&strings(&["apple", "banana"]))
     );
 }
 
 #[test]
 fn empty_query_or_index_finds_nothing() {
     let index = tiny_corpus(Bm25Params::default());
-    assert!(index.search(&[]).is_empty());
-    assert!(index.search(&strings(&["unknown"])).is_empty());
-    assert!(Bm25Index::default().search(&strings(&["apple"])).is_empty());
+    assert!(index.search_all(&[]).is_empty());
+    assert!(index.search_all(&strings(&["unknown"])).is_empty());
+    assert!(Bm25Index::default().search_all(&strings(&["apple"])).is_empty());
     let mut empty_docs = Bm25Index::default();
     empty_docs.insert(7, &[]);
     assert!(empty_docs.contains(7));
-    assert!(empty_docs.search(&strings(&["apple"])).is_empty());
+    assert!(empty_docs.search_all(&strings(&["apple"])).is_empty());
 }
 
 #[test]
@@ -108,11 +152,11 @@ fn removing_the_last_holder_drops_the_term() {
     assert_eq!(index.term_count(), 3);
     assert_eq!(index.doc_count(), 2);
     assert!(!index.contains(3));
-    assert!(index.search(&strings(&["date"])).is_empty());
+    assert!(index.search_all(&strings(&["date"])).is_empty());
     // The freed slot is reused by a new term.
     index.insert(4, &strings(&["elder"]));
     assert_eq!(index.term_count(), 4);
-    assert_eq!(index.search(&strings(&["elder"]))[0].0, 4);
+    assert_eq!(index.search_all(&strings(&["elder"]))[0].0, 4);
 }
 
 #[test]
@@ -121,8 +165,8 @@ fn insert_replaces_a_present_doc() {
     index.insert(1, &strings(&["fig"]));
     assert_eq!(index.doc_count(), 3);
     assert!(!index.has_term("apple"));
-    assert_eq!(index.search(&strings(&["banana"])).len(), 1);
-    assert_eq!(index.search(&strings(&["fig"]))[0].0, 1);
+    assert_eq!(index.search_all(&strings(&["banana"])).len(), 1);
+    assert_eq!(index.search_all(&strings(&["fig"]))[0].0, 1);
 }
 
 #[test]
@@ -136,7 +180,7 @@ fn doc_terms_rebuild_the_same_index_without_the_terms() {
     }
     for query in [&["cherry"][..], &["apple", "date"], &["banana", "fig"]] {
         let query = strings(query);
-        assert_eq!(rebuilt.search(&query), index.search(&query));
+        assert_eq!(rebuilt.search_all(&query), index.search_all(&query));
     }
     assert_eq!(rebuilt.term_count(), index.term_count());
 }
@@ -170,14 +214,14 @@ fn frequencies_saturate_and_a_rebuilt_doc_scores_the_same() {
     }
     for query in [&["many"][..], &["one", "two"]] {
         let query = strings(query);
-        assert_eq!(rebuilt.search(&query), index.search(&query));
+        assert_eq!(rebuilt.search_all(&query), index.search_all(&query));
     }
     // The length is the saturated one: 65,535 + 1 against 3.
     let avg = (65_536.0 + 3.0) / 2.0;
     let idf = (1.0f64 + 1.5 / 1.5).ln();
     let norm = 1.2 * (0.25 + 0.75 * 65_536.0 / avg);
     let want = idf * 2.2 / (1.0 + norm);
-    let got = index.search(&strings(&["one"]));
+    let got = index.search_all(&strings(&["one"]));
     assert_eq!(got.len(), 1);
     assert!((f64::from(got[0].1) - want).abs() < 1e-6, "{got:?} vs {want}");
 }
@@ -192,7 +236,7 @@ fn sparse_doc_numbers_reuse_dense_slots() {
     // The freed slot went to the new doc: two slots for two docs.
     assert_eq!(index.docs.len(), 2);
     assert_eq!(
-        index.search(&strings(&["banana"])).iter().map(|r| r.0).collect::<Vec<_>>(),
+        index.search_all(&strings(&["banana"])).iter().map(|r| r.0).collect::<Vec<_>>(),
         // The shorter doc first.
         vec![123_456, 7]
     );
@@ -332,7 +376,7 @@ proptest! {
             prop_assert!(terms.is_some());
             counted.insert_counts(doc, terms.unwrap_or_default());
         }
-        prop_assert_eq!(counted.search(&query), fresh.search(&query));
+        prop_assert_eq!(counted.search_all(&query), fresh.search_all(&query));
         prop_assert_eq!(counted.term_count(), fresh.term_count());
         for word in VOCABULARY {
             prop_assert_eq!(index.has_term(word), fresh.has_term(word));
@@ -378,8 +422,8 @@ proptest! {
         }
         let queries = VOCABULARY.iter().map(|word| vec![word.to_string()]).chain([query]);
         for query in queries {
-            let got = index.search(&query);
-            let want = fresh.search(&query);
+            let got = index.search_all(&query);
+            let want = fresh.search_all(&query);
             prop_assert_eq!(got.len(), want.len());
             for (&(doc, score), &(want_doc, want_score)) in got.iter().zip(&want) {
                 prop_assert_eq!(doc, want_doc);
@@ -438,7 +482,7 @@ proptest! {
         for &doc in surviving.keys() {
             prop_assert_eq!(index.doc_terms(doc), oracle.doc_terms(doc));
         }
-        prop_assert_eq!(index.search(&query), oracle.search(&query));
+        prop_assert_eq!(index.search_all(&query), oracle.search_all(&query));
         prop_assert_eq!(index.term_count(), oracle.term_count());
         for word in VOCABULARY {
             prop_assert_eq!(index.has_term(word), oracle.has_term(word));
@@ -580,10 +624,10 @@ proptest! {
         }
         for query in &queries {
             let want = reference.search(query, params);
-            prop_assert_eq!(index.search(query), want.clone());
+            prop_assert_eq!(index.search_all(query), want.clone());
             // Whichever way the scores are summed.
-            prop_assert_eq!(index.rank(query, |_, slots| Scores::by_slot(slots)), want.clone());
-            prop_assert_eq!(index.rank(query, |postings, _| Scores::reached(postings)), want);
+            prop_assert_eq!(index.rank(query, |_, slots| Scores::by_slot(slots)).collect::<Vec<_>>(), want.clone());
+            prop_assert_eq!(index.rank(query, |postings, _| Scores::reached(postings)).collect::<Vec<_>>(), want);
             // Each held query term weighs its idf.
             let weights = index.query_weights(query);
             for &(id, weight) in &weights.known {
