@@ -175,7 +175,6 @@ pub(crate) fn find_near_duplicate(
         let lexical_matches = lexical
             .map(|ix| ix.search(&terms.to_strings()))
             .unwrap_or_default()
-            .into_iter()
             .map(|(doc, _)| doc)
             .filter(|&doc| memories.eligible(doc).is_some())
             .take(cfg.candidates);

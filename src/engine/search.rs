@@ -6,7 +6,6 @@
 //! budget ([`crate::inject`]). Both mark what they return as used.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::txn::Txn;
@@ -137,17 +136,18 @@ impl Engine {
         }
         if let (Some(q), Some(ix)) = (query_vector, self.vectors.get(&tenant)) {
             let k = limit.saturating_mul(4).max(DENSE_CANDIDATES);
-            // The filter keeps what it decoded, so a neighbour found is not
-            // decoded a second time.
-            let seen: RefCell<HashMap<u32, Cow<'_, MemoryItem>>> = RefCell::default();
-            let accepted = ix.search(q, k, &|doc| {
-                candidates.contains_key(&doc)
-                    || visible(doc).map(|item| seen.borrow_mut().insert(doc, item)).is_some()
-            });
-            let mut seen = seen.into_inner();
+            // The filter decodes each memory it judges and drops it: a
+            // scan offers it far more memories than it keeps (about 1,800
+            // for 200 at 100,000), and keeping each decoded memory took a
+            // map of 0.7 MiB, which the first answer after an open left in
+            // linear memory (`docs/speed.md`, "Sixteenth session"). The
+            // neighbours kept are decoded again below.
+            let accepted = ix.search(q, k, &|doc| candidates.contains_key(&doc) || visible(doc).is_some());
             for (doc, _) in accepted {
-                if let Some(item) = seen.remove(&doc) {
-                    candidates.entry(doc).or_insert((item, 0.0));
+                if let std::collections::hash_map::Entry::Vacant(slot) = candidates.entry(doc) {
+                    if let Some(item) = visible(doc) {
+                        slot.insert((item, 0.0));
+                    }
                 }
             }
         }

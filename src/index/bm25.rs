@@ -681,6 +681,7 @@ impl Bm25Index {
                     signatures.insert(slot, &Signatures::keys(term_ids(&entry.term_ids)));
                 }
             }
+            signatures.fit();
             signatures
         })
     }

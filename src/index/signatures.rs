@@ -21,7 +21,8 @@
 //! no doc holds its term), so a doc's signatures are recomputed from its
 //! ids to remove it.
 
-use std::collections::HashMap;
+
+use super::chunked::Chunked;
 
 /// Number of partitions. More partitions tolerate larger differences
 /// (longer texts) but make each signature less selective; each doc costs
@@ -37,11 +38,78 @@ const LIST: u32 = 1 << 31;
 pub(crate) struct Signatures {
     /// (partition, signature) key → a slot, or `LIST | i` for `lists[i]`.
     /// Most buckets hold one doc, so that costs no allocation.
-    buckets: HashMap<u32, u32, foldhash::fast::RandomState>,
+    buckets: Buckets,
     /// The buckets of several slots (or of a slot with the high bit set),
     /// each sorted ascending.
-    lists: Vec<Vec<u32>>,
+    /// In chunks, as the buckets are in shards (see [`Buckets`]).
+    lists: Chunked<Vec<u32>>,
     free_lists: Vec<u32>,
+}
+
+/// Shards of the buckets: [`SHARDS`], by the key's top bits.
+const SHARD_BITS: u32 = 12;
+const SHARDS: usize = 1 << SHARD_BITS;
+
+/// The buckets' keys and values, in [`SHARDS`] lists by the key's top
+/// bits (keys are hashes, so they spread evenly), each sorted by key.
+///
+/// Why: the index is built whole by the first write after an open, four
+/// entries a doc. As one hash map it took 4.5 MiB at 100,000 (a slot of
+/// 9 bytes for each entry and the slack of a power of two), doubling on
+/// the way, and went on top of the memory the open left: in WebAssembly
+/// linear memory never shrinks (+4.1 MiB). Sorted lists hold 8 bytes an
+/// entry, fitted once the index is built, in pieces of about 800 bytes
+/// that fit the holes an open leaves (`docs/speed.md`, "Sixteenth
+/// session"). A list holds about a hundred entries at 100,000, so an
+/// insert moves a few hundred bytes.
+#[derive(Debug, Clone, Default)]
+struct Buckets(Vec<Vec<(u32, u32)>>);
+
+impl Buckets {
+    fn shard(key: u32) -> usize {
+        (key >> (u32::BITS - SHARD_BITS)) as usize
+    }
+
+    fn get(&self, key: &u32) -> Option<&u32> {
+        let shard = self.0.get(Self::shard(*key))?;
+        let at = shard.binary_search_by_key(key, |&(k, _)| k).ok()?;
+        shard.get(at).map(|(_, value)| value)
+    }
+
+    fn insert(&mut self, key: u32, value: u32) {
+        if self.0.is_empty() {
+            self.0.resize_with(SHARDS, Vec::new);
+        }
+        if let Some(shard) = self.0.get_mut(Self::shard(key)) {
+            match shard.binary_search_by_key(&key, |&(k, _)| k) {
+                Ok(at) => shard[at].1 = value,
+                Err(at) => shard.insert(at, (key, value)),
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &u32) {
+        if let Some(shard) = self.0.get_mut(Self::shard(*key)) {
+            if let Ok(at) = shard.binary_search_by_key(key, |&(k, _)| k) {
+                shard.remove(at);
+            }
+        }
+    }
+
+    /// Gives back each list's room.
+    fn fit(&mut self) {
+        self.0.iter_mut().for_each(Vec::shrink_to_fit);
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.iter().map(Vec::len).sum()
+    }
+
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.0.iter().map(Vec::capacity).sum()
+    }
 }
 
 impl Signatures {
@@ -58,6 +126,12 @@ impl Signatures {
             let mixed = mix(s);
             (mixed ^ (mixed >> 32)) as u32
         })
+    }
+
+    /// Gives back the room the lists grew into: for an index just built
+    /// whole.
+    pub(crate) fn fit(&mut self) {
+        self.buckets.fit();
     }
 
     /// Adds `slot` under each of `keys`.
@@ -166,10 +240,10 @@ impl Signatures {
     /// the lists.
     #[cfg(test)]
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.buckets.capacity() * (std::mem::size_of::<(u32, u32)>() + 1)
+        self.buckets.capacity() * std::mem::size_of::<(u32, u32)>()
             + self
                 .lists
-                .iter()
+                .into_iter()
                 .map(|list| list.capacity() * 4 + std::mem::size_of::<Vec<u32>>())
                 .sum::<usize>()
     }
