@@ -1,12 +1,14 @@
-//! A list grown a chunk at a time: pushing never moves what it holds.
+//! A list grown a chunk at a time: pushing never moves a full chunk.
 //!
 //! Why: in WebAssembly linear memory never shrinks, so a list that doubles
 //! while a store opens holds its old and new buffers at once, and that
 //! moment can set the memory's high-water mark. At 100,000 memories BM25's
 //! term slots (2.5 MiB) and docs (2 MiB) did, two thirds of the way
 //! through the open (`docs/speed.md`, "Sixteenth session"). Chunks of a
-//! fixed size grow by one chunk, hold at most one chunk of room, and are
-//! small enough to go into holes other allocations left. A query's
+//! bounded size grow by one chunk, hold at most one chunk of room, and are
+//! small enough to go into holes other allocations left. A chunk grows as
+//! a list does (doubling) up to its bound, so a small list (an index of a
+//! tenant with a few memories) takes what it holds, not a whole chunk. A query's
 //! scores by doc (8 bytes a doc, allocated for each broad query) are
 //! chunked for the same reason: the first answer after an open at 100,000
 //! found no hole for them whole and grew the memory by 0.75 MiB.
@@ -40,9 +42,7 @@ impl<T: Clone> Chunked<T> {
         let mut left = len;
         while left > 0 {
             let take = left.min(CHUNK);
-            let mut chunk = Vec::with_capacity(CHUNK);
-            chunk.resize(take, value.clone());
-            chunks.push(chunk);
+            chunks.push(vec![value.clone(); take]);
             left -= take;
         }
         Chunked { chunks, len }
@@ -57,9 +57,16 @@ impl<T> Chunked<T> {
     /// Appends `value`; a full last chunk gets a new one beside it.
     pub(crate) fn push(&mut self, value: T) {
         match self.chunks.last_mut() {
-            Some(chunk) if chunk.len() < CHUNK => chunk.push(value),
+            Some(chunk) if chunk.len() < CHUNK => {
+                if chunk.len() == chunk.capacity() {
+                    // Doubling, up to the chunk's bound.
+                    chunk.reserve_exact(chunk.len().max(4).min(CHUNK - chunk.len()));
+                }
+                chunk.push(value);
+            }
             _ => {
-                let mut chunk = Vec::with_capacity(CHUNK);
+                let mut chunk = Vec::new();
+                chunk.reserve_exact(4);
                 chunk.push(value);
                 self.chunks.push(chunk);
             }
@@ -108,6 +115,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_small_list_takes_what_it_holds() {
+        let mut list = Chunked::default();
+        for n in 0..5u64 {
+            list.push(n);
+        }
+        assert_eq!(list.chunks[0].capacity(), 8);
+        for n in 5..CHUNK as u64 {
+            list.push(n);
+        }
+        assert_eq!((list.chunks.len(), list.chunks[0].capacity()), (1, CHUNK));
+    }
+
+    #[test]
     fn values_keep_their_places_and_never_move() {
         let mut list = Chunked::default();
         let mut plain = Vec::new();
@@ -115,13 +135,17 @@ mod tests {
         for n in 0..3 * CHUNK + 5 {
             list.push(n * 7);
             plain.push(n * 7);
-            // The first value stays where it was put.
-            let at = first.get_or_insert(&list[0] as *const usize);
-            assert_eq!(*at, &list[0] as *const usize);
+            // Once its chunk is full, the first value stays where it is.
+            if list.len() >= CHUNK {
+                let at = first.get_or_insert(&list[0] as *const usize);
+                assert_eq!(*at, &list[0] as *const usize);
+            }
         }
         assert_eq!(list.len(), plain.len());
         assert_eq!(list.chunks.len(), 4);
-        assert!(list.chunks.iter().all(|chunk| chunk.capacity() == CHUNK));
+        // Full chunks hold a chunk; the last what it needs, doubling.
+        assert!(list.chunks[..3].iter().all(|chunk| chunk.capacity() == CHUNK));
+        assert_eq!(list.chunks[3].capacity(), 8);
         assert!((&list).into_iter().eq(plain.iter()));
         for at in [0, 1, CHUNK - 1, CHUNK, 2 * CHUNK + 3, plain.len() - 1] {
             assert_eq!(list[at], plain[at]);
@@ -140,7 +164,7 @@ mod tests {
             filled.push(3);
             assert_eq!(filled[len], 3);
             assert_eq!(filled.chunks.len(), (len + 1).div_ceil(CHUNK));
-            assert!(filled.chunks.iter().all(|chunk| chunk.capacity() == CHUNK));
+            assert!(filled.chunks.iter().all(|chunk| chunk.capacity() <= CHUNK));
         }
     }
 }

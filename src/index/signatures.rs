@@ -40,75 +40,108 @@ pub(crate) struct Signatures {
     /// Most buckets hold one doc, so that costs no allocation.
     buckets: Buckets,
     /// The buckets of several slots (or of a slot with the high bit set),
-    /// each sorted ascending.
-    /// In chunks, as the buckets are in shards (see [`Buckets`]).
+    /// each sorted ascending; in chunks, as the buckets are in shards
+    /// (see [`Buckets`]).
     lists: Chunked<Vec<u32>>,
     free_lists: Vec<u32>,
 }
 
-/// Shards of the buckets: [`SHARDS`], by the key's top bits.
-const SHARD_BITS: u32 = 12;
-const SHARDS: usize = 1 << SHARD_BITS;
+/// Most shards of the buckets: 2^[`MAX_SHARD_BITS`].
+const MAX_SHARD_BITS: u32 = 12;
+/// Entries a shard holds on average before the shards split in two.
+const SHARD_ENTRIES: usize = 256;
 
-/// The buckets' keys and values, in [`SHARDS`] lists by the key's top
-/// bits (keys are hashes, so they spread evenly), each sorted by key.
+/// The buckets' keys and values, sorted by key, in shards by the key's
+/// top bits (keys are hashes, so they spread evenly): one shard while the
+/// index is small, split in two by the next bit whenever they hold more
+/// than [`SHARD_ENTRIES`] each on average (a sorted shard splits at one
+/// place), up to 2^[`MAX_SHARD_BITS`].
 ///
 /// Why: the index is built whole by the first write after an open, four
 /// entries a doc. As one hash map it took 4.5 MiB at 100,000 (a slot of
 /// 9 bytes for each entry and the slack of a power of two), doubling on
 /// the way, and went on top of the memory the open left: in WebAssembly
-/// linear memory never shrinks (+4.1 MiB). Sorted lists hold 8 bytes an
-/// entry, fitted once the index is built, in pieces of about 800 bytes
-/// that fit the holes an open leaves (`docs/speed.md`, "Sixteenth
-/// session"). A list holds about a hundred entries at 100,000, so an
-/// insert moves a few hundred bytes.
+/// linear memory never shrinks (+4.1 MiB). Sorted shards hold 8 bytes an
+/// entry, fitted once the index is built, in pieces of a few KiB that fit
+/// the holes an open leaves (`docs/speed.md`, "Sixteenth session"); an
+/// insert moves at most a shard's bytes.
 #[derive(Debug, Clone, Default)]
-struct Buckets(Vec<Vec<(u32, u32)>>);
+struct Buckets {
+    shards: Vec<Vec<(u32, u32)>>,
+    /// The shards are 2^`bits`.
+    bits: u32,
+    len: usize,
+}
 
 impl Buckets {
-    fn shard(key: u32) -> usize {
-        (key >> (u32::BITS - SHARD_BITS)) as usize
+    fn shard(&self, key: u32) -> usize {
+        key.checked_shr(u32::BITS - self.bits).unwrap_or(0) as usize
     }
 
     fn get(&self, key: &u32) -> Option<&u32> {
-        let shard = self.0.get(Self::shard(*key))?;
+        let shard = self.shards.get(self.shard(*key))?;
         let at = shard.binary_search_by_key(key, |&(k, _)| k).ok()?;
         shard.get(at).map(|(_, value)| value)
     }
 
     fn insert(&mut self, key: u32, value: u32) {
-        if self.0.is_empty() {
-            self.0.resize_with(SHARDS, Vec::new);
+        if self.shards.is_empty() {
+            self.shards.push(Vec::new());
         }
-        if let Some(shard) = self.0.get_mut(Self::shard(key)) {
+        let at = self.shard(key);
+        if let Some(shard) = self.shards.get_mut(at) {
             match shard.binary_search_by_key(&key, |&(k, _)| k) {
                 Ok(at) => shard[at].1 = value,
-                Err(at) => shard.insert(at, (key, value)),
+                Err(at) => {
+                    shard.insert(at, (key, value));
+                    self.len += 1;
+                }
             }
         }
+        if self.len > self.shards.len() * SHARD_ENTRIES && self.bits < MAX_SHARD_BITS {
+            self.split();
+        }
+    }
+
+    /// Each shard in two: its keys whose next bit is 0, then those whose
+    /// next bit is 1 (sorted, so the first run and the rest).
+    fn split(&mut self) {
+        let bit = 1u32 << (u32::BITS - self.bits - 1);
+        let mut shards = Vec::with_capacity(self.shards.len() * 2);
+        for mut low in std::mem::take(&mut self.shards) {
+            let at = low.partition_point(|&(key, _)| key & bit == 0);
+            let high = low.split_off(at);
+            low.shrink_to_fit();
+            shards.push(low);
+            shards.push(high);
+        }
+        self.shards = shards;
+        self.bits += 1;
     }
 
     fn remove(&mut self, key: &u32) {
-        if let Some(shard) = self.0.get_mut(Self::shard(*key)) {
+        let at = self.shard(*key);
+        if let Some(shard) = self.shards.get_mut(at) {
             if let Ok(at) = shard.binary_search_by_key(key, |&(k, _)| k) {
                 shard.remove(at);
+                self.len -= 1;
             }
         }
     }
 
-    /// Gives back each list's room.
+    /// Gives back each shard's room.
     fn fit(&mut self) {
-        self.0.iter_mut().for_each(Vec::shrink_to_fit);
+        self.shards.iter_mut().for_each(Vec::shrink_to_fit);
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.0.iter().map(Vec::len).sum()
+        self.len
     }
 
     #[cfg(test)]
     fn capacity(&self) -> usize {
-        self.0.iter().map(Vec::capacity).sum()
+        self.shards.iter().map(Vec::capacity).sum()
     }
 }
 
@@ -277,6 +310,55 @@ mod tests {
         let (ka, kb) = (Signatures::keys(a.into_iter()), Signatures::keys(b.into_iter()));
         let same = ka.iter().zip(&kb).filter(|(x, y)| x == y).count();
         assert!(same >= PARTS - 2, "{same} of {PARTS}");
+    }
+
+    /// Many buckets: the shards split as they fill, each holding the keys
+    /// of its top bits in order, and every bucket holds the slots a plain
+    /// map of them holds, through removals too.
+    #[test]
+    fn shards_split_and_keep_every_bucket() {
+        let mut signatures = Signatures::default();
+        let mut expected: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut held = Vec::new();
+        for slot in 0..6_000u32 {
+            // Ids of a range that many slots share a bucket in (the empty
+            // partitions' above all) and most buckets are one slot's.
+            let ids: std::collections::BTreeSet<u32> = (0..1 + next() % 4).map(|_| (next() % 5_000) as u32).collect();
+            let keys = Signatures::keys(ids.iter().copied());
+            signatures.insert(slot, &keys);
+            held.push((slot, keys));
+            if slot % 7 == 3 {
+                let (gone, keys) = held.swap_remove((next() % held.len() as u64) as usize);
+                signatures.remove(gone, &keys);
+            }
+        }
+        signatures.fit();
+        for (slot, keys) in &held {
+            for (i, key) in keys.iter().enumerate() {
+                if !keys[..i].contains(key) {
+                    expected.entry(*key).or_default().push(*slot);
+                }
+            }
+        }
+        let buckets = &signatures.buckets;
+        assert!(buckets.bits >= 4, "{} bits", buckets.bits);
+        assert_eq!(buckets.shards.len(), 1 << buckets.bits);
+        for (n, shard) in buckets.shards.iter().enumerate() {
+            assert!(shard.windows(2).all(|w| w[0].0 < w[1].0));
+            assert!(shard.iter().all(|&(key, _)| buckets.shard(key) == n));
+        }
+        assert_eq!(buckets.len(), expected.len());
+        for (key, mut slots) in expected {
+            slots.sort_unstable();
+            assert_eq!(signatures.bucket(key), slots.as_slice());
+        }
     }
 
     proptest! {
