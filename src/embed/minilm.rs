@@ -125,7 +125,8 @@ impl MiniLm {
     /// of the model's memory, `onnx::stream`); the weights then go from the
     /// decoded file into tract one at a time (`onnx::initializers`), so the
     /// weights are held about once, not twice. The word table is read from
-    /// the file last, once tract has planned the rest (`onnx::word_table`). Fails with [`Error::InvalidInput`] for a bad tokenizer and
+    /// the file last, once tract has planned the rest (`onnx::word_table`).
+    /// Fails with [`Error::InvalidInput`] for a bad tokenizer and
     /// [`Error::Model`] for a model tract cannot load or that does not look
     /// like a BERT encoder (inputs `input_ids`, `attention_mask`, optional
     /// `token_type_ids`; output `[batch, sequence, dimensions]`) whose

@@ -8,10 +8,7 @@
 //! bounded size grow by one chunk, hold at most one chunk of room, and are
 //! small enough to go into holes other allocations left. A chunk grows as
 //! a list does (doubling) up to its bound, so a small list (an index of a
-//! tenant with a few memories) takes what it holds, not a whole chunk. A query's
-//! scores by doc (8 bytes a doc, allocated for each broad query) are
-//! chunked for the same reason: the first answer after an open at 100,000
-//! found no hole for them whole and grew the memory by 0.75 MiB.
+//! tenant with a few memories) takes what it holds, not a whole chunk.
 
 use std::ops::{Index, IndexMut};
 
@@ -32,20 +29,6 @@ impl<T> Default for Chunked<T> {
             chunks: Vec::new(),
             len: 0,
         }
-    }
-}
-
-impl<T: Clone> Chunked<T> {
-    /// `len` copies of `value`.
-    pub(crate) fn filled(len: usize, value: T) -> Self {
-        let mut chunks = Vec::with_capacity(len.div_ceil(CHUNK));
-        let mut left = len;
-        while left > 0 {
-            let take = left.min(CHUNK);
-            chunks.push(vec![value.clone(); take]);
-            left -= take;
-        }
-        Chunked { chunks, len }
     }
 }
 
@@ -81,6 +64,7 @@ impl<T> Chunked<T> {
     pub(crate) fn get_mut(&mut self, at: usize) -> Option<&mut T> {
         self.chunks.get_mut(at >> CHUNK_BITS)?.get_mut(at & (CHUNK - 1))
     }
+
 
 }
 
@@ -156,15 +140,5 @@ mod tests {
         *list.get_mut(CHUNK + 1).unwrap() = 2;
         assert_eq!((list[CHUNK - 1], list[CHUNK], list[CHUNK + 1]), (plain[CHUNK - 1], 1, 2));
         assert_eq!(list.get_mut(plain.len()), None);
-        // Filled, then pushed onto: the same chunks as pushed alone.
-        for len in [0, 1, CHUNK, CHUNK + 1, 2 * CHUNK - 1] {
-            let mut filled = Chunked::filled(len, 9u8);
-            assert_eq!(filled.len(), len);
-            assert!((&filled).into_iter().all(|&v| v == 9));
-            filled.push(3);
-            assert_eq!(filled[len], 3);
-            assert_eq!(filled.chunks.len(), (len + 1).div_ceil(CHUNK));
-            assert!(filled.chunks.iter().all(|chunk| chunk.capacity() <= CHUNK));
-        }
     }
 }

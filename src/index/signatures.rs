@@ -21,7 +21,6 @@
 //! no doc holds its term), so a doc's signatures are recomputed from its
 //! ids to remove it.
 
-
 use super::chunked::Chunked;
 
 /// Number of partitions. More partitions tolerate larger differences

@@ -62,22 +62,6 @@ impl<'a> Ranked<'a> {
         }
     }
 
-}
-
-/// No match at all.
-impl Default for Ranked<'_> {
-    fn default() -> Self {
-        Ranked {
-            scores: Scores::reached(0),
-            doc_of: Box::new(|slot| slot),
-            batch: Vec::new(),
-            last: None,
-            done: true,
-        }
-    }
-}
-
-impl Ranked<'_> {
     /// The best [`BATCH`] matches after `last`, the best last.
     fn refill(&mut self) {
         let mut best: BinaryHeap<Reverse<Match>> = BinaryHeap::with_capacity(BATCH + 1);
@@ -98,6 +82,19 @@ impl Ranked<'_> {
         // Sorted ascending by `Reverse`, so the best first: reversed, the
         // best is last, where `next` pops.
         self.batch = best.into_sorted_vec().into_iter().rev().map(|Reverse(found)| found).collect();
+    }
+}
+
+/// No match at all.
+impl Default for Ranked<'_> {
+    fn default() -> Self {
+        Ranked {
+            scores: Scores::reached(0),
+            doc_of: Box::new(|slot| slot),
+            batch: Vec::new(),
+            last: None,
+            done: true,
+        }
     }
 }
 

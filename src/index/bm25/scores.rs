@@ -6,11 +6,9 @@
 //! slot took about 2 MiB and doubled four times on the way (some 5 MiB of
 //! allocations for one query, `docs/speed.md`, "Fourteenth session"),
 //! and hashed each posting. A list by slot is 8 bytes a doc, allocated
-//! once, in chunks that fit the holes an open leaves (`super::super::chunked`).
-//! A query of rare words reaches a few docs, for which a list of
+//! once. A query of rare words reaches a few docs, for which a list of
 //! every slot would cost more than it saves.
 
-use super::super::chunked::Chunked;
 use crate::fast_hash::FastMap;
 
 /// The share of the docs a query's postings must reach, at most, for the
@@ -21,7 +19,7 @@ const SPARSE_SHARE: usize = 8;
 /// Each reached slot's score so far; see the module documentation.
 pub(super) enum Scores {
     /// A score per slot.
-    BySlot(Chunked<f64>),
+    BySlot(Vec<f64>),
     Reached(FastMap<u32, f64>),
 }
 
@@ -38,7 +36,7 @@ impl Scores {
 
     /// A score for each of `slots` slots.
     pub(super) fn by_slot(slots: usize) -> Self {
-        Scores::BySlot(Chunked::filled(slots, 0.0))
+        Scores::BySlot(vec![0.0; slots])
     }
 
     /// Scores of the slots reached only, room for `postings` of them.
