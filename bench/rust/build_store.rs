@@ -7,8 +7,15 @@
 //! comparable between two versions of the code.
 //!
 //! ```text
-//! cargo run --release --example build_store -- [--batch 1000] < texts.jsonl
+//! cargo run --release --example build_store -- [--batch 1000] [--vectors FILE] < texts.jsonl
 //! ```
+//!
+//! With `--vectors FILE` (one vector per text, in order, each 384
+//! little-endian `f32`s: `bench/lib/corpus.mjs`'s vectors) the build is the
+//! retrieval section's hybrid build (`bench/lib/engines.mjs`): an embedder
+//! answers each text with its given vector, and the `i`-th memory of a
+//! build of `n` is created `n - i` hours before the clock, so no memory
+//! follows another.
 //!
 //! stdin: JSON Lines, one text (a JSON string) per line. stdout: the time
 //! of each tenth of the build, then the number of keys, their bytes and a
@@ -20,9 +27,12 @@
 //! merges' rewrites per memory ingested, where memories take about the
 //! same room).
 
+use std::collections::HashMap;
 use std::io::BufRead;
+use std::sync::Arc;
 use std::time::Instant;
 
+use memtide::embed::Embedder;
 use memtide::env::FixedEnvironment;
 use memtide::storage::{Batch, MemoryStorage, Storage, StorageError};
 use memtide::{Memory, MemoryInput, Scope, Timestamp};
@@ -32,6 +42,61 @@ type Failure = Box<dyn std::error::Error>;
 
 /// Where a segment's value is stored (`docs/format.md`, section 2.2).
 const SEGMENT_PREFIX: &str = "seg/";
+
+/// The clock of every build.
+const NOW_MS: i64 = 1_790_000_000_000;
+/// The given vectors' dimension (`bench/lib/corpus.mjs`).
+const DIMENSIONS: usize = 384;
+/// The step between two memories' creation times with given vectors: more
+/// than the 30-minute thread gap.
+const HOUR_MS: i64 = 3_600_000;
+
+/// An embedder answering each text with its given vector.
+struct Given(HashMap<String, Vec<f32>>);
+
+impl Embedder for Given {
+    fn model_id(&self) -> &str {
+        "bench-given/384"
+    }
+
+    fn dimensions(&self) -> usize {
+        DIMENSIONS
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> memtide::Result<Vec<Vec<f32>>> {
+        texts
+            .iter()
+            .map(|text| {
+                self.0
+                    .get(*text)
+                    .cloned()
+                    .ok_or_else(|| memtide::Error::Model(format!("no vector given for {text:?}")))
+            })
+            .collect()
+    }
+
+    fn count_tokens(&self, text: &str) -> usize {
+        text.split_whitespace().count()
+    }
+}
+
+/// The vectors of `texts` from `path`, in order.
+fn given(path: &str, texts: &[String]) -> Result<Given, Failure> {
+    let bytes = std::fs::read(path)?;
+    let row = DIMENSIONS * 4;
+    if bytes.len() != texts.len() * row {
+        return Err(format!("{path}: {} bytes for {} texts", bytes.len(), texts.len()).into());
+    }
+    let vectors = texts
+        .iter()
+        .cloned()
+        .zip(bytes.chunks_exact(row).map(|row| {
+            row.chunks_exact(4)
+                .map(|f| f32::from_le_bytes([f[0], f[1], f[2], f[3]]))
+                .collect()
+        }));
+    Ok(Given(vectors.collect()))
+}
 
 /// [`MemoryStorage`] counting what the commits write to segments.
 #[derive(Default)]
@@ -73,10 +138,12 @@ impl Storage for Counting {
 
 fn run() -> Result<(), Failure> {
     let mut batch = 1000;
+    let mut vectors = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--batch" => batch = args.next().ok_or("--batch needs a value")?.parse()?,
+            "--vectors" => vectors = Some(args.next().ok_or("--vectors needs a file")?),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -88,16 +155,28 @@ fn run() -> Result<(), Failure> {
             texts.push(serde_json::from_str::<String>(&line)?);
         }
     }
-    let env = FixedEnvironment::new(Timestamp(1_790_000_000_000));
+    let env = FixedEnvironment::new(Timestamp(NOW_MS));
     let mut memory = Memory::open(Counting::default(), env, Default::default())?;
+    if let Some(path) = &vectors {
+        memory.set_embedder(Arc::new(given(path, &texts)?))?;
+    }
     let scope = Scope::workspace("bench", "main");
     let batches = texts.len().div_ceil(batch);
     let mut tenth_start = Instant::now();
     let start = tenth_start;
+    let total = texts.len() as i64;
     for (done, chunk) in texts.chunks(batch).enumerate() {
+        let first = (done * batch) as i64;
         let inputs = chunk
             .iter()
-            .map(|text| MemoryInput::new(text.clone(), scope.clone()))
+            .zip(first..)
+            .map(|(text, i)| {
+                let mut input = MemoryInput::new(text.clone(), scope.clone());
+                if vectors.is_some() {
+                    input.created_at = Some(Timestamp(NOW_MS - (total - i) * HOUR_MS));
+                }
+                input
+            })
             .collect();
         memory.ingest(inputs)?;
         if (done + 1) * 10 / batches > done * 10 / batches {

@@ -37,7 +37,7 @@
 //!
 //! summed over the *distinct* query terms present in `d`.
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::hash::BuildHasher;
@@ -318,10 +318,23 @@ pub struct Bm25Index {
     /// this index's term ids (see [`Bm25Index::insert_counted`]).
     resolved: Option<Resolved>,
     /// The near-duplicate search's index of term sets, once
-    /// [`Bm25Index::docs_sharing`] has needed it: inserts and removals
-    /// keep it up to date after that. Opening a store does not build it.
+    /// [`Bm25Index::docs_sharing`] has walked enough postings to pay for
+    /// it: inserts and removals keep it up to date after that. Opening a
+    /// store does not build it.
     signatures: OnceCell<Signatures>,
+    /// Postings walked by searches the signatures could have served,
+    /// while they are not built.
+    walked_without_signatures: Cell<u64>,
 }
+
+/// The signature index is built once the searches it could have served
+/// have walked this many postings per doc. Building it costs about as much
+/// as walking 450 postings per doc, natively (`docs/speed.md`, "Seventeenth
+/// session"): building when the walks have cost about that much keeps
+/// either way within about twice the better choice, so a few ingests
+/// after an open do not pay for an index over the whole store, and a bulk
+/// build pays for it while the store is still small.
+const SIGNATURES_PAID_PER_DOC: u64 = 256;
 
 impl Bm25Index {
     /// An empty index scoring with `params`.
@@ -607,9 +620,10 @@ impl Bm25Index {
     ///   is bounded below the partitions' count: a doc within the bound
     ///   has the text's signature in enough partitions, and the buckets
     ///   hold only docs with exactly the same terms in a partition, so
-    ///   they stay short where every term is common. Built on the first
-    ///   call (opening a store does not pay for it), kept up to date by
-    ///   inserts and removals after that.
+    ///   they stay short where every term is common. Built once the
+    ///   postings walked by the calls it could have served would have
+    ///   paid for it (opening a store, and the few writes that may follow,
+    ///   do not), kept up to date by inserts and removals after that.
     pub fn docs_sharing(
         &self,
         set: &TermSet,
@@ -653,11 +667,11 @@ impl Bm25Index {
             Some(Some(d)) if d < PARTS => Some(d),
             _ => None,
         };
-        let by_signature = known_differing.map(|d| {
-            let signatures = self.signatures();
+        let by_signature = known_differing.and_then(|d| {
+            let signatures = self.signatures_paid_for(walked)?;
             let keys = Signatures::keys(set.known.iter().copied());
             let buckets = keys.iter().map(|&key| signatures.bucket(key)).collect();
-            fewest_to_walk(buckets, PARTS - d)
+            Some(fewest_to_walk(buckets, PARTS - d))
         });
         Some(match by_signature {
             Some((buckets, required, cost)) if cost < walked => (
@@ -669,6 +683,26 @@ impl Bm25Index {
                 walked,
             ),
         })
+    }
+
+    /// The signature index, when built or paid for by the postings walked
+    /// without it, `walked` more included (see
+    /// [`SIGNATURES_PAID_PER_DOC`]); counts `walked` otherwise.
+    fn signatures_paid_for(&self, walked: usize) -> Option<&Signatures> {
+        if let Some(signatures) = self.signatures.get() {
+            return Some(signatures);
+        }
+        let total = self
+            .walked_without_signatures
+            .get()
+            .saturating_add(walked as u64);
+        if total >= (self.doc_count() as u64).saturating_mul(SIGNATURES_PAID_PER_DOC) {
+            self.walked_without_signatures.set(0);
+            Some(self.signatures())
+        } else {
+            self.walked_without_signatures.set(total);
+            None
+        }
     }
 
     /// The signature index, built from every doc on the first call.

@@ -269,22 +269,29 @@ fn docs_sharing_never_walks_common_terms_it_does_not_need() {
     assert_eq!(index.docs_sharing(&unknown, 1, None), Some(vec![100, 101]));
 }
 
-#[test]
-fn signatures_list_few_docs_where_every_term_is_common() {
-    // Every term is held by a fifth to a thirteenth of the docs, and
-    // "note" by all; each doc's combination is its own.
-    let terms_of = |i: u32| {
-        let mut terms = strings(&["note"]);
-        for (family, period) in ["a", "b", "c", "d", "e", "f"].into_iter().zip([5, 6, 7, 11, 13, 17]) {
-            terms.push(format!("{family}{}", i % period));
-        }
-        terms
-    };
+/// The terms of doc `i` of an index where every term is held by a fifth
+/// to a thirteenth of the docs, and "note" by all; each doc's combination
+/// is its own.
+fn every_term_common(i: u32) -> Vec<String> {
+    let mut terms = strings(&["note"]);
+    for (family, period) in ["a", "b", "c", "d", "e", "f"].into_iter().zip([5, 6, 7, 11, 13, 17]) {
+        terms.push(format!("{family}{}", i % period));
+    }
+    terms
+}
+
+fn every_term_common_index() -> Bm25Index {
     let mut index = Bm25Index::default();
     for i in 0..2_000 {
-        index.insert(i, &terms_of(i));
+        index.insert(i, &every_term_common(i));
     }
-    let mut query = terms_of(123);
+    index
+}
+
+#[test]
+fn signatures_list_few_docs_where_every_term_is_common() {
+    let index = every_term_common_index();
+    let mut query = every_term_common(123);
     query.push("unheard".into());
     let set = index.term_set(query.iter().map(String::as_str));
     // 8 terms, 7 known: sharing 6 of them, or differing in 1 besides
@@ -293,6 +300,7 @@ fn signatures_list_few_docs_where_every_term_is_common() {
     // partitions (a doc within the bound has the query's signature in
     // 5), which hold only docs with the same terms there.
     let (by_postings, postings_walked) = index.slots_sharing(&set, 6, None).unwrap();
+    index.signatures();
     let (by_signatures, entries_walked) = index.slots_sharing(&set, 6, Some(2)).unwrap();
     assert_eq!(postings_walked, 1_473);
     assert!(entries_walked < 200, "{entries_walked} walked");
@@ -305,6 +313,38 @@ fn signatures_list_few_docs_where_every_term_is_common() {
     // More difference than the unknown terms allow: nothing.
     let far = index.term_set(["unheard", "unseen", "note"]);
     assert_eq!(index.docs_sharing(&far, 1, Some(1)), Some(vec![]));
+}
+
+/// The signatures are built by the call whose walk pays for them: until
+/// then every search walks postings (and finds the same docs); a search
+/// they could not serve (no bound on the difference) pays nothing.
+#[test]
+fn the_signatures_are_built_once_the_postings_walked_pay_for_them() {
+    let mut index = every_term_common_index();
+    let set = index.term_set(every_term_common(123).iter().map(String::as_str));
+    for _ in 0..1_000 {
+        assert_eq!(index.slots_sharing(&set, 6, None), Some((vec![123], 1_473)));
+    }
+    assert!(index.signatures.get().is_none());
+    // 2,000 docs at 256 postings each: the 348th walk of 1,473 pays.
+    let paying_call = (2_000 * SIGNATURES_PAID_PER_DOC).div_ceil(1_473);
+    for _ in 1..paying_call {
+        assert_eq!(index.slots_sharing(&set, 6, Some(2)), Some((vec![123], 1_473)));
+        assert!(index.signatures.get().is_none());
+    }
+    let (slots, walked) = index.slots_sharing(&set, 6, Some(2)).unwrap();
+    assert!(index.signatures.get().is_some());
+    assert!(walked < 200, "{walked} walked");
+    assert!(slots.contains(&123), "{slots:?}");
+    // Built, it follows inserts and removals.
+    let twin = every_term_common(1_234);
+    index.insert(5_000, &twin);
+    assert!(index.remove(1_234));
+    let set = index.term_set(twin.iter().map(String::as_str));
+    let (slots, walked) = index.slots_sharing(&set, 6, Some(2)).unwrap();
+    assert!(walked < 200, "{walked} walked");
+    let docs: Vec<u32> = slots.iter().map(|&slot| index.docs[slot as usize].doc).collect();
+    assert!(docs.contains(&5_000) && !docs.contains(&1_234), "{docs:?}");
 }
 
 #[test]
