@@ -5,6 +5,26 @@
 /// Largest int8 code magnitude.
 const CODE_MAX: f32 = 127.0;
 
+/// `y` rounded to the nearest integer, halves away from zero: what
+/// `f32::round` gives, for `|y| < 2³¹`. `f32::round` is a call into libm
+/// in WebAssembly, which has no such instruction, and natively without
+/// SSE4.1; this is a truncating conversion and two compares, for each
+/// component of every embedding ingested (`docs/speed.md`, "Seventeenth
+/// session").
+pub(crate) fn round_half_away(y: f32) -> i32 {
+    // Exact: `whole` and `y` are within one of each other, and both
+    // are below 2²⁴ in magnitude whenever `y` has a fraction.
+    let whole = y as i32;
+    let fraction = y - whole as f32;
+    if fraction >= 0.5 {
+        whole + 1
+    } else if fraction <= -0.5 {
+        whole - 1
+    } else {
+        whole
+    }
+}
+
 /// A vector stored as int8 codes with one scale (symmetric, no zero
 /// point): component `i` is about `codes[i] · scale`, off by at most
 /// `scale / 2`. Every memory's own embedding is held this way and
@@ -30,7 +50,7 @@ impl Int8Vector {
         let codes = vector
             .iter()
             // In [-127, 127], so the cast never saturates.
-            .map(|&x| (x / max_abs * CODE_MAX).round() as i8)
+            .map(|&x| round_half_away(x / max_abs * CODE_MAX) as i8)
             .collect();
         Int8Vector {
             scale: max_abs / CODE_MAX,
@@ -162,6 +182,21 @@ impl<'a> Int8Ref<'a> {
 mod tests {
     use super::*;
     use memtide_testkit::rng::Rng;
+
+    #[test]
+    fn rounding_halves_away_is_f32_round() {
+        let mut rng = Rng(7);
+        let halves = (-300..=300).map(|i| i as f32 * 0.5);
+        let near_halves = (-300..=300).flat_map(|i| {
+            let half = i as f32 * 0.5;
+            [half.next_down(), half.next_up()]
+        });
+        let random = (0..100_000).map(|_| rng.signed() * 32_767.0);
+        let extremes = [0.0, -0.0, 127.0, -127.0, 32_767.0, -32_767.0, 8_388_607.5, 1e9, -1e9];
+        for y in halves.chain(near_halves).chain(random).chain(extremes) {
+            assert_eq!(round_half_away(y), y.round() as i32, "{y}");
+        }
+    }
 
     #[test]
     fn int8_vectors_round_trip_within_half_a_step() {

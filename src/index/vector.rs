@@ -116,7 +116,7 @@ use instant_distance::{Builder, Hnsw, Point, Search};
 use serde::{Deserialize, Serialize};
 
 use super::doc_table::{DocTable, Vacant};
-use super::int8::{Int8Ref, Int8Vector};
+use super::int8::{round_half_away, Int8Ref, Int8Vector};
 use super::rows::Rows;
 #[cfg(any(test, feature = "testing"))]
 use crate::error::{Error, Result};
@@ -205,7 +205,7 @@ impl Query {
         let values = unit
             .iter()
             // In [-32767, 32767], so the cast never saturates.
-            .map(|&x| (x / max_abs * QUERY_MAX).round() as i16)
+            .map(|&x| round_half_away(x / max_abs * QUERY_MAX) as i16)
             .collect();
         let mut rows = Rows::new(unit.len());
         let point = Int8Vector::quantize(&unit);
