@@ -38,6 +38,9 @@ use memtide::storage::{Batch, MemoryStorage, Storage, StorageError};
 use memtide::{Memory, MemoryInput, Scope, Timestamp};
 use sha2::{Digest, Sha256};
 
+#[path = "given_vectors.rs"]
+mod given_vectors;
+
 type Failure = Box<dyn std::error::Error>;
 
 /// Where a segment's value is stored (`docs/format.md`, section 2.2).
@@ -78,24 +81,6 @@ impl Embedder for Given {
     fn count_tokens(&self, text: &str) -> usize {
         text.split_whitespace().count()
     }
-}
-
-/// The vectors of `texts` from `path`, in order.
-fn given(path: &str, texts: &[String]) -> Result<Given, Failure> {
-    let bytes = std::fs::read(path)?;
-    let row = DIMENSIONS * 4;
-    if bytes.len() != texts.len() * row {
-        return Err(format!("{path}: {} bytes for {} texts", bytes.len(), texts.len()).into());
-    }
-    let vectors = texts
-        .iter()
-        .cloned()
-        .zip(bytes.chunks_exact(row).map(|row| {
-            row.chunks_exact(4)
-                .map(|f| f32::from_le_bytes([f[0], f[1], f[2], f[3]]))
-                .collect()
-        }));
-    Ok(Given(vectors.collect()))
 }
 
 /// [`MemoryStorage`] counting what the commits write to segments.
@@ -158,7 +143,8 @@ fn run() -> Result<(), Failure> {
     let env = FixedEnvironment::new(Timestamp(NOW_MS));
     let mut memory = Memory::open(Counting::default(), env, Default::default())?;
     if let Some(path) = &vectors {
-        memory.set_embedder(Arc::new(given(path, &texts)?))?;
+        let vectors = given_vectors::read(path.as_ref(), &texts, DIMENSIONS)?;
+        memory.set_embedder(Arc::new(Given(vectors)))?;
     }
     let scope = Scope::workspace("bench", "main");
     let batches = texts.len().div_ceil(batch);

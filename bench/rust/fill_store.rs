@@ -45,6 +45,8 @@ type Failure = Box<dyn std::error::Error>;
 // The heap figures of `--measure-open`.
 #[path = "counting_alloc.rs"]
 mod counting_alloc;
+#[path = "given_vectors.rs"]
+mod given_vectors;
 
 use counting_alloc::{live, peak, reset_peak, CountingAllocator};
 
@@ -198,26 +200,7 @@ fn run() -> Result<(), Failure> {
     }
     let embedder: Arc<dyn Embedder> = match &options.given_vectors {
         Some(file) => {
-            let bytes = std::fs::read(file)?;
-            let width = model.dimensions() * 4;
-            if bytes.len() != texts.len() * width {
-                return Err(format!(
-                    "{}: {} bytes, not {} vectors of {width}",
-                    file.display(),
-                    bytes.len(),
-                    texts.len()
-                )
-                .into());
-            }
-            let vectors = texts
-                .iter()
-                .cloned()
-                .zip(bytes.chunks_exact(width).map(|row| {
-                    row.chunks_exact(4)
-                        .map(|x| f32::from_le_bytes([x[0], x[1], x[2], x[3]]))
-                        .collect()
-                }))
-                .collect();
+            let vectors = given_vectors::read(file, &texts, model.dimensions())?;
             Arc::new(Given { model, vectors })
         }
         None => Arc::new(Parallel {
