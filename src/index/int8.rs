@@ -25,6 +25,20 @@ pub(crate) fn round_half_away(y: f32) -> i32 {
     }
 }
 
+/// The largest magnitude of `vector`'s components, 0 for none; a NaN is
+/// passed over, as `f32::max` passes it over. By compares: `f32::max` is a
+/// call into libm in WebAssembly (its NaN rule is not the instruction's).
+pub(crate) fn max_abs(vector: &[f32]) -> f32 {
+    vector.iter().fold(0.0f32, |max, x| {
+        let x = x.abs();
+        if x > max {
+            x
+        } else {
+            max
+        }
+    })
+}
+
 /// A vector stored as int8 codes with one scale (symmetric, no zero
 /// point): component `i` is about `codes[i] · scale`, off by at most
 /// `scale / 2`. Every memory's own embedding is held this way and
@@ -40,7 +54,7 @@ impl Int8Vector {
     /// Quantizes finite components: the largest magnitude `m` becomes ±127
     /// and `scale = m / 127`. An all-zero vector gets scale 0.
     pub fn quantize(vector: &[f32]) -> Int8Vector {
-        let max_abs = vector.iter().fold(0.0f32, |max, x| max.max(x.abs()));
+        let max_abs = max_abs(vector);
         if max_abs == 0.0 || !max_abs.is_finite() {
             return Int8Vector {
                 scale: 0.0,
@@ -195,6 +209,21 @@ mod tests {
         let extremes = [0.0, -0.0, 127.0, -127.0, 32_767.0, -32_767.0, 8_388_607.5, 1e9, -1e9];
         for y in halves.chain(near_halves).chain(random).chain(extremes) {
             assert_eq!(round_half_away(y), y.round() as i32, "{y}");
+        }
+    }
+
+    #[test]
+    fn the_largest_magnitude_is_f32_max_s() {
+        let mut rng = Rng(11);
+        let mut vectors: Vec<Vec<f32>> = (0..100).map(|_| rng.gaussian_vector(384)).collect();
+        vectors.push(vec![]);
+        vectors.push(vec![-0.0, 0.0]);
+        vectors.push(vec![1.0, f32::NAN, -3.0]);
+        vectors.push(vec![f32::NAN, f32::NAN]);
+        vectors.push(vec![2.0, f32::NEG_INFINITY]);
+        for vector in &vectors {
+            let folded = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            assert_eq!(max_abs(vector).to_bits(), folded.to_bits(), "{vector:?}");
         }
     }
 

@@ -116,7 +116,7 @@ use instant_distance::{Builder, Hnsw, Point, Search};
 use serde::{Deserialize, Serialize};
 
 use super::doc_table::{DocTable, Vacant};
-use super::int8::{round_half_away, Int8Ref, Int8Vector};
+use super::int8::{max_abs, round_half_away, Int8Ref, Int8Vector};
 use super::rows::Rows;
 #[cfg(any(test, feature = "testing"))]
 use crate::error::{Error, Result};
@@ -175,7 +175,7 @@ fn normalize(vector: &[f32]) -> Option<Vec<f32>> {
     if vector.iter().any(|x| !x.is_finite()) {
         return None;
     }
-    let max_abs = vector.iter().fold(0.0f32, |max, x| max.max(x.abs()));
+    let max_abs = max_abs(vector);
     if max_abs == 0.0 {
         return None;
     }
@@ -201,7 +201,7 @@ impl Query {
     /// `None` when `vector` is all zeros or has a non-finite component.
     fn new(vector: &[f32]) -> Option<Query> {
         let unit = normalize(vector)?;
-        let max_abs = unit.iter().fold(0.0f32, |max, x| max.max(x.abs()));
+        let max_abs = max_abs(&unit);
         let values = unit
             .iter()
             // In [-32767, 32767], so the cast never saturates.

@@ -84,6 +84,15 @@ test("the model's module gives the embeddings of the single module before the sp
   loaded.free();
 });
 
+// The linker takes a module with constructors (tract registers its
+// operators through them) and no export calling them for a "command", and
+// wraps every export, down to `__wbindgen_malloc`, to run them all first:
+// crates/js-model's `start` calls them once instead.
+test("the model's module runs its constructors once, when it starts, not at every call", async () => {
+  const names = WebAssembly.Module.exports(new WebAssembly.Module(await readFile(modelWasmPath))).map((e) => e.name);
+  assert.deepEqual(names.filter((name) => name.endsWith("command_export")), []);
+});
+
 test("the model's failures keep their codes, through the core and from the module", async () => {
   const mem = await Memory.open({ storage: "memory" });
   await rejectsWith(mem.setModel({ onnx: new Uint8Array([1, 2, 3]), tokenizer: model.tokenizer }), "MODEL", /^model error: /);

@@ -16,6 +16,30 @@ use js_sys::{Reflect, Uint8Array};
 use memtide::embed::{Embedder, MiniLm, OnnxFile};
 use wasm_bindgen::prelude::*;
 
+#[cfg(target_family = "wasm")]
+unsafe extern "C" {
+    /// The constructors of the module's statics, synthesized by the linker:
+    /// tract registers its operators through `inventory`'s.
+    fn __wasm_call_ctors();
+}
+
+/// Runs the constructors once, when the instance starts. Without an export
+/// that calls them, the linker takes the module for a "command" and calls
+/// them at the top of every export: every call from JavaScript, down to
+/// each string's `__wbindgen_malloc`, ran all of tract's registrations
+/// again (harmless, `inventory`'s are idempotent, but paid on every call;
+/// `docs/speed.md`, "Seventeenth session").
+#[wasm_bindgen(start)]
+fn start() {
+    // SAFETY: wasm-bindgen calls the start function once, right after
+    // instantiation and before any other export; nothing has run that the
+    // constructors could find half-built.
+    #[cfg(target_family = "wasm")]
+    unsafe {
+        __wasm_call_ctors()
+    };
+}
+
 /// Bytes of this instance's linear memory: the loaded model's weights and
 /// buffers. It grows as needed and never shrinks, so it is also the peak.
 #[wasm_bindgen(js_name = wasmMemoryBytes)]
