@@ -398,16 +398,15 @@ impl<S: AsyncStorage, E: Environment> AsyncMemory<S, E> {
         inputs: Vec<MemoryInput>,
         progress: &mut impl Progress,
     ) -> Result<Vec<IngestResult>> {
-        // Refuse a bad input before spending the embeddings on the others.
-        if inputs.len() <= self.engine.config().limits.max_batch {
-            for (i, input) in inputs.iter().enumerate() {
-                self.engine
-                    .check_input(input)
-                    .map_err(|e| e.at(&format!("inputs[{i}]")))?;
-            }
-        }
+        // Refuse a bad input before spending the embeddings on the others;
+        // a batch over the limit is refused whole by the ingest, with
+        // nothing embedded.
         let total = inputs.len();
-        let texts = self.engine.texts_to_embed(&inputs);
+        let texts = if total <= self.engine.config().limits.max_batch {
+            self.engine.texts_to_embed(&inputs)?
+        } else {
+            Vec::new()
+        };
         let result = match self.prepare(&texts, progress).await {
             Ok(()) => self.ingest(inputs).await,
             Err(e) => Err(e),

@@ -312,16 +312,25 @@ impl Engine {
         }
     }
 
-    /// The text [`Engine::ingest`] would embed for each input: `None` without
-    /// a model, and for an input that stores no text or that ingest refuses.
-    pub(crate) fn texts_to_embed(&self, inputs: &[MemoryInput]) -> Vec<Option<String>> {
+    /// Checks each input as [`Engine::check_input`] checks it (the first
+    /// refused one is the error, at `inputs[i]`), and gives the text
+    /// [`Engine::ingest`] would embed for each: `None` without a model, and
+    /// for an input that stores no text. One capture of each text serves
+    /// both.
+    pub(crate) fn texts_to_embed(&self, inputs: &[MemoryInput]) -> Result<Vec<Option<String>>> {
+        let embeds = self.embedder().is_some();
         inputs
             .iter()
-            .map(|input| match text_to_store(&input.text, self.config.secrets) {
-                Ok(Captured::Text(text)) if self.embedder().is_some() => {
-                    Some(text::said_text(&text, input.speaker.as_deref()).into_owned())
-                }
-                _ => None,
+            .enumerate()
+            .map(|(i, input)| {
+                let at = |e: Error| e.at(&format!("inputs[{i}]"));
+                self.validate_fields(input).map_err(at)?;
+                Ok(match text_to_store(&input.text, self.config.secrets).map_err(at)? {
+                    Captured::Text(text) if embeds => {
+                        Some(text::said_text(&text, input.speaker.as_deref()).into_owned())
+                    }
+                    _ => None,
+                })
             })
             .collect()
     }

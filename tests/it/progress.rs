@@ -257,3 +257,44 @@ fn an_unobserved_progress_changes_nothing_of_the_operations() {
         .unwrap();
     assert_eq!(empty.reports, [(0, 0)]);
 }
+
+/// An observed ingest checks every input before it embeds any: a refused
+/// field or a text over the size limit is the error, at its place, with
+/// nothing embedded and nothing stored; a batch over the limit is refused
+/// whole by the ingest, with nothing embedded either.
+#[test]
+fn an_observed_ingest_refuses_a_bad_input_before_embedding_any() {
+    let kv = MapKv::default();
+    let mut store = open(&kv);
+    let counter = Arc::new(AtomicUsize::new(0));
+    block_on(store.set_embedder(model(&counter)))
+        .unwrap()
+        .unwrap();
+    let mut bad_field = inputs(5);
+    bad_field[3].scope = Scope::workspace("", "w");
+    let mut too_long = inputs(5);
+    too_long[2].text = "word ".repeat(store.config().limits.max_text_bytes / 5 + 1);
+    for (batch, place, code) in [
+        (bad_field, "inputs[3]", "INVALID_INPUT"),
+        (too_long, "inputs[2]", "TOO_LARGE"),
+    ] {
+        let error = block_on(store.ingest_observed(batch, &mut Recorder::default()))
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(error.code(), code, "{error}");
+        assert!(error.to_string().contains(place), "{error}");
+        assert_eq!(counter.load(Ordering::Relaxed), 0);
+    }
+    let over = inputs(store.config().limits.max_batch + 1);
+    let error = block_on(store.ingest_observed(over, &mut Recorder::default()))
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(error.code(), "TOO_LARGE", "{error}");
+    assert_eq!(stats(&store).items, 0);
+    // The same inputs, all good, are embedded once each.
+    let results = block_on(store.ingest_observed(inputs(5), &mut Recorder::default()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(results.len(), 5);
+    assert_eq!(counter.load(Ordering::Relaxed), 5);
+}
