@@ -105,6 +105,16 @@ fn open(kv: &MapKv) -> Store {
         .unwrap()
 }
 
+/// [`open`] with a [`CountingEmbedder`] attached, and its count.
+fn open_counting(kv: &MapKv) -> (Store, Arc<AtomicUsize>) {
+    let mut store = open(kv);
+    let counter = Arc::new(AtomicUsize::new(0));
+    block_on(store.set_embedder(model(&counter)))
+        .unwrap()
+        .unwrap();
+    (store, counter)
+}
+
 fn model(counter: &Arc<AtomicUsize>) -> Arc<dyn Embedder> {
     Arc::new(CountingEmbedder {
         embedded: counter.clone(),
@@ -178,11 +188,7 @@ fn a_stopped_backfill_keeps_whole_batches_and_the_next_attach_embeds_the_rest() 
 #[test]
 fn a_stopped_ingest_leaves_the_store_as_before_and_a_whole_one_embeds_each_text_once() {
     let kv = MapKv::default();
-    let mut store = open(&kv);
-    let counter = Arc::new(AtomicUsize::new(0));
-    block_on(store.set_embedder(model(&counter)))
-        .unwrap()
-        .unwrap();
+    let (mut store, counter) = open_counting(&kv);
     block_on(store.ingest(inputs(10))).unwrap().unwrap();
     let before = store.export();
 
@@ -221,11 +227,7 @@ fn a_stopped_import_leaves_the_store_as_before() {
     let export = source.export();
 
     let kv = MapKv::default();
-    let mut store = open(&kv);
-    let counter = Arc::new(AtomicUsize::new(0));
-    block_on(store.set_embedder(model(&counter)))
-        .unwrap()
-        .unwrap();
+    let (mut store, _) = open_counting(&kv);
     let mut stopped = Recorder::aborting_at(2);
     let error = block_on(store.import_observed(&export, &mut stopped))
         .unwrap()
@@ -265,11 +267,7 @@ fn an_unobserved_progress_changes_nothing_of_the_operations() {
 #[test]
 fn an_observed_ingest_refuses_a_bad_input_before_embedding_any() {
     let kv = MapKv::default();
-    let mut store = open(&kv);
-    let counter = Arc::new(AtomicUsize::new(0));
-    block_on(store.set_embedder(model(&counter)))
-        .unwrap()
-        .unwrap();
+    let (mut store, counter) = open_counting(&kv);
     let mut bad_field = inputs(5);
     bad_field[3].scope = Scope::workspace("", "w");
     let mut too_long = inputs(5);
