@@ -123,12 +123,12 @@ impl Storage for Counting {
 
 fn run() -> Result<(), Failure> {
     let mut batch = 1000;
-    let mut vectors = None;
+    let mut vectors_file = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--batch" => batch = args.next().ok_or("--batch needs a value")?.parse()?,
-            "--vectors" => vectors = Some(args.next().ok_or("--vectors needs a file")?),
+            "--vectors" => vectors_file = Some(args.next().ok_or("--vectors needs a file")?),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -142,7 +142,7 @@ fn run() -> Result<(), Failure> {
     }
     let env = FixedEnvironment::new(Timestamp(NOW_MS));
     let mut memory = Memory::open(Counting::default(), env, Default::default())?;
-    if let Some(path) = &vectors {
+    if let Some(path) = &vectors_file {
         let vectors = given_vectors::read(path.as_ref(), &texts, DIMENSIONS)?;
         memory.set_embedder(Arc::new(Given(vectors)))?;
     }
@@ -158,7 +158,7 @@ fn run() -> Result<(), Failure> {
             .zip(first..)
             .map(|(text, i)| {
                 let mut input = MemoryInput::new(text.clone(), scope.clone());
-                if vectors.is_some() {
+                if vectors_file.is_some() {
                     input.created_at = Some(Timestamp(NOW_MS - (total - i) * HOUR_MS));
                 }
                 input

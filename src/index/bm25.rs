@@ -697,7 +697,6 @@ impl Bm25Index {
             .get()
             .saturating_add(walked as u64);
         if total >= (self.doc_count() as u64).saturating_mul(SIGNATURES_PAID_PER_DOC) {
-            self.walked_without_signatures.set(0);
             Some(self.signatures())
         } else {
             self.walked_without_signatures.set(total);

@@ -64,8 +64,6 @@ impl<T> Chunked<T> {
     pub(crate) fn get_mut(&mut self, at: usize) -> Option<&mut T> {
         self.chunks.get_mut(at >> CHUNK_BITS)?.get_mut(at & (CHUNK - 1))
     }
-
-
 }
 
 /// Panics past the end, as a slice's index does: the index's callers hold
