@@ -11,7 +11,7 @@
 // in workerd, bundled by Wrangler from the packed tarball
 // (tests/apps/readme-workerd.test.mjs, after scripts/pack-apps.sh).
 import { test } from "node:test";
-import { readFile, writeFile, mkdtemp } from "node:fs/promises";
+import { readFile, writeFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -42,7 +42,18 @@ for (const readme of ["README.md", "pkg-template/README.md", "docs/integrations/
       const resolved = code.replaceAll('from "memtide"', `from "${entry}"`).replaceAll('"memtide/wasm"', `"${wasm}"`)
         .replace(/from "memtide\/([a-z-]+)"/g, (_, name) => `from "${subpath(name)}"`);
       await writeFile(file, resolved);
-      await import(pathToFileURL(file).href);
+      // The examples make their data directories under os.tmpdir(), as an
+      // app would; pointing it into this example's directory removes them
+      // with it (the tests of a file run one at a time).
+      const tmp = process.env.TMPDIR;
+      process.env.TMPDIR = dir;
+      try {
+        await import(pathToFileURL(file).href);
+      } finally {
+        if (tmp === undefined) delete process.env.TMPDIR;
+        else process.env.TMPDIR = tmp;
+        await rm(dir, { recursive: true, force: true });
+      }
     });
   });
 }
