@@ -138,9 +138,75 @@ pub fn admission(item: &MemoryItem, vis: &Visibility<'_>) -> Admission {
     }
 }
 
-/// Decides whether `item` may be returned for the query described by `vis`.
-pub fn check(item: &MemoryItem, vis: &Visibility<'_>) -> Result<(), Exclusion> {
-    if !item.scope.is_visible_across(vis.scope, vis.all_sessions) {
+/// What the policy reads of a memory. The engine's catalog answers these
+/// for a memory it holds as its row without decoding it, so a query judges
+/// every memory it walks and decodes only those it keeps
+/// (`docs/speed.md`, "Native retrieval since the rows are held after a
+/// write").
+pub(crate) trait Policed {
+    fn scope(&self) -> &Scope;
+    fn is_deleted(&self) -> bool;
+    fn is_superseded(&self) -> bool;
+    fn status(&self) -> Status;
+    fn is_private(&self) -> bool;
+    fn has_pii(&self) -> bool;
+    /// Days the memory's own retention keeps it, when it has one.
+    fn retention_days(&self) -> Option<u32>;
+    fn is_file_chunk(&self) -> bool;
+    fn kind(&self) -> Kind;
+    fn role(&self) -> Option<Role>;
+    /// True when the memory carries one of `tags`.
+    fn has_any_tag(&self, tags: &[String]) -> bool;
+    fn created_at(&self) -> Timestamp;
+    fn metadata(&self) -> Option<&Metadata>;
+}
+
+impl Policed for MemoryItem {
+    fn scope(&self) -> &Scope {
+        &self.scope
+    }
+    fn is_deleted(&self) -> bool {
+        MemoryItem::is_deleted(self)
+    }
+    fn is_superseded(&self) -> bool {
+        MemoryItem::is_superseded(self)
+    }
+    fn status(&self) -> Status {
+        self.status
+    }
+    fn is_private(&self) -> bool {
+        self.privacy.private
+    }
+    fn has_pii(&self) -> bool {
+        self.privacy.pii
+    }
+    fn retention_days(&self) -> Option<u32> {
+        self.privacy.retention_days
+    }
+    fn is_file_chunk(&self) -> bool {
+        MemoryItem::is_file_chunk(self)
+    }
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+    fn role(&self) -> Option<Role> {
+        self.role
+    }
+    fn has_any_tag(&self, tags: &[String]) -> bool {
+        tags.iter().any(|t| self.tags.contains(t))
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+    fn metadata(&self) -> Option<&Metadata> {
+        self.metadata.as_ref()
+    }
+}
+
+/// Decides whether `item` may be returned for the query described by
+/// `vis`: a decoded memory, or a row the engine's catalog holds.
+pub(crate) fn check<P: Policed + ?Sized>(item: &P, vis: &Visibility<'_>) -> Result<(), Exclusion> {
+    if !item.scope().is_visible_across(vis.scope, vis.all_sessions) {
         return Err(Exclusion::OutOfScope);
     }
     if item.is_deleted() {
@@ -149,41 +215,45 @@ pub fn check(item: &MemoryItem, vis: &Visibility<'_>) -> Result<(), Exclusion> {
     if item.is_superseded() {
         return Err(Exclusion::Superseded);
     }
-    match item.status {
+    match item.status() {
         Status::Rejected => return Err(Exclusion::Rejected),
         Status::Pending if !vis.include_pending => return Err(Exclusion::Pending),
         _ => {}
     }
-    if item.privacy.private {
+    if item.is_private() {
         return Err(Exclusion::Private);
     }
-    if item.privacy.pii && !vis.include_pii {
+    if item.has_pii() && !vis.include_pii {
         return Err(Exclusion::Pii);
     }
-    if vis.retention.is_expired(item, vis.now) {
+    let expiry = vis.retention.expiry(
+        item.scope(),
+        item.created_at(),
+        item.retention_days(),
+        item.is_file_chunk(),
+    );
+    if expiry.is_some_and(|end| vis.now >= end) {
         return Err(Exclusion::Expired);
     }
-    if vis.kinds.is_some_and(|kinds| !kinds.contains(&item.kind)) {
+    if vis.kinds.is_some_and(|kinds| !kinds.contains(&item.kind())) {
         return Err(Exclusion::Kind);
     }
     if vis
         .roles
-        .is_some_and(|roles| !item.role.is_some_and(|r| roles.contains(&r)))
+        .is_some_and(|roles| !item.role().is_some_and(|r| roles.contains(&r)))
     {
         return Err(Exclusion::Role);
     }
-    if vis
-        .tags
-        .is_some_and(|tags| !tags.iter().any(|t| item.tags.contains(t)))
-    {
+    if vis.tags.is_some_and(|tags| !item.has_any_tag(tags)) {
         return Err(Exclusion::Tag);
     }
-    if vis.since.is_some_and(|since| item.created_at < since)
-        || vis.until.is_some_and(|until| item.created_at >= until)
+    let created_at = item.created_at();
+    if vis.since.is_some_and(|since| created_at < since)
+        || vis.until.is_some_and(|until| created_at >= until)
     {
         return Err(Exclusion::TimeRange);
     }
-    if !metadata::matches(item.metadata.as_ref(), vis.metadata) {
+    if !metadata::matches(item.metadata(), vis.metadata) {
         return Err(Exclusion::Metadata);
     }
     Ok(())

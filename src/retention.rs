@@ -116,13 +116,30 @@ impl RetentionConfig {
     /// When `item` expires: the earliest of its own retention and the
     /// policy's. A chunk of a file lives as long as its file.
     pub fn expires_at(&self, item: &MemoryItem) -> Option<Timestamp> {
-        if item.is_file_chunk() {
-            return item.expires_at();
+        self.expiry(
+            &item.scope,
+            item.created_at,
+            item.privacy.retention_days,
+            item.is_file_chunk(),
+        )
+    }
+
+    /// [`Self::expires_at`] of a memory of `scope` made at `created_at`,
+    /// which its own retention keeps `own_days`: from the fields alone, as
+    /// a row the engine holds gives them without being decoded.
+    pub(crate) fn expiry(
+        &self,
+        scope: &Scope,
+        created_at: Timestamp,
+        own_days: Option<u32>,
+        file_chunk: bool,
+    ) -> Option<Timestamp> {
+        let own = own_days.map(|days| created_at.plus_days(days));
+        if file_chunk {
+            return own;
         }
-        let policy = self
-            .days_for(&item.scope)
-            .map(|days| item.created_at.plus_days(days));
-        match (item.expires_at(), policy) {
+        let policy = self.days_for(scope).map(|days| created_at.plus_days(days));
+        match (own, policy) {
             (Some(own), Some(policy)) => Some(own.min(policy)),
             (own, policy) => own.or(policy),
         }

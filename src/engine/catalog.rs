@@ -22,6 +22,7 @@ use crate::index::bm25::TermCounts;
 use crate::index::Bm25Index;
 use crate::item::{validate_item_id, Kind, MemoryItem, Role, Scope, Status, Tenant, Timestamp};
 use crate::metadata::Metadata;
+use crate::policy::Policed;
 use crate::text;
 
 /// A memory's id as the catalog's keys hold it: one allocation shared by
@@ -387,6 +388,49 @@ impl Entry {
             0 => None,
             kept => Some(kept as usize),
         }
+    }
+}
+
+/// The policy's reads of an entry: a held row's without decoding it.
+impl Policed for Entry {
+    fn scope(&self) -> &Scope {
+        Entry::scope(self)
+    }
+    fn is_deleted(&self) -> bool {
+        Entry::is_deleted(self)
+    }
+    fn is_superseded(&self) -> bool {
+        Entry::is_superseded(self)
+    }
+    fn status(&self) -> Status {
+        Entry::status(self)
+    }
+    fn is_private(&self) -> bool {
+        self.field(|item| item.privacy.private, |row| row.is_private())
+    }
+    fn has_pii(&self) -> bool {
+        self.field(|item| item.privacy.pii, |row| row.has_pii())
+    }
+    fn retention_days(&self) -> Option<u32> {
+        self.field(|item| item.privacy.retention_days, |row| row.retention_days())
+    }
+    fn is_file_chunk(&self) -> bool {
+        Entry::is_file_chunk(self)
+    }
+    fn kind(&self) -> Kind {
+        Entry::kind(self)
+    }
+    fn role(&self) -> Option<Role> {
+        Entry::role(self)
+    }
+    fn has_any_tag(&self, tags: &[String]) -> bool {
+        self.field(|item| item.has_any_tag(tags), |row| row.has_any_tag(tags))
+    }
+    fn created_at(&self) -> Timestamp {
+        Entry::created_at(self)
+    }
+    fn metadata(&self) -> Option<&Metadata> {
+        Entry::metadata(self)
     }
 }
 

@@ -25,6 +25,12 @@ pub(crate) trait HeldMemory: Send + Sync {
     fn is_deleted(&self) -> bool;
     fn created_at(&self) -> Timestamp;
     fn follows(&self) -> Option<&str>;
+    fn has_pii(&self) -> bool;
+    fn is_private(&self) -> bool;
+    /// Days its own retention keeps it, when it has one.
+    fn retention_days(&self) -> Option<u32>;
+    /// True when it carries one of `tags`.
+    fn has_any_tag(&self, tags: &[String]) -> bool;
     /// The content hash: its 32 bytes, or the text of a hash that is not
     /// 64 lowercase hex digits.
     fn content_hash(&self) -> Result<[u8; 32], &str>;

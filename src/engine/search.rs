@@ -101,11 +101,14 @@ impl Engine {
     ) -> Vec<RetrieveHit> {
         let tenant = query.scope.tenant();
         let vis = query.visibility(now, &self.config.retention);
-        // A held memory is decoded for this query alone (`Entry::item`).
-        let visible = |doc: u32| -> Option<Cow<'_, MemoryItem>> {
-            let item = self.entry_of(doc)?.item();
-            policy::check(&item, &vis).ok().map(|()| item)
+        // The policy reads a held memory's row in place; only a memory
+        // kept as a candidate is decoded, for this query alone
+        // (`Entry::item`).
+        let admitted = |doc: u32| {
+            self.entry_of(doc)
+                .filter(|entry| policy::check(*entry, &vis).is_ok())
         };
+        let visible = |doc: u32| admitted(doc).map(|entry| entry.item());
         let query_terms = text::terms(&query.text);
         let index = self.lexical.get(&tenant);
         // Read as far as the candidates need (`Ranked`).
@@ -128,21 +131,18 @@ impl Engine {
         // inherit); with their BM25 score. By doc: each is decoded once.
         let mut candidates: HashMap<u32, (Cow<'_, MemoryItem>, f32)> = HashMap::new();
         let lexical_candidates = limit.saturating_mul(4).max(LEXICAL_CANDIDATES);
-        for (doc, item, score) in lexical
-            .filter_map(|(doc, score)| Some((doc, visible(doc)?, score)))
+        for (doc, entry, score) in lexical
+            .filter_map(|(doc, score)| Some((doc, admitted(doc)?, score)))
             .take(lexical_candidates)
         {
-            candidates.insert(doc, (item, score));
+            candidates.insert(doc, (entry.item(), score));
         }
         if let (Some(q), Some(ix)) = (query_vector, self.vectors.get(&tenant)) {
             let k = limit.saturating_mul(4).max(DENSE_CANDIDATES);
-            // The filter decodes each memory it judges and drops it: a
-            // scan offers it far more memories than it keeps (about 1,800
-            // for 200 at 100,000), and keeping each decoded memory took a
-            // map of 0.7 MiB, which the first answer after an open left in
-            // linear memory (`docs/speed.md`, "Sixteenth session"). The
-            // neighbours kept are decoded again below.
-            let accepted = ix.search(q, k, &|doc| candidates.contains_key(&doc) || visible(doc).is_some());
+            // The filter judges a memory without decoding it: a scan
+            // offers it far more memories than it keeps (about 1,800 for
+            // 200 at 100,000). The neighbours kept are decoded below.
+            let accepted = ix.search(q, k, &|doc| candidates.contains_key(&doc) || admitted(doc).is_some());
             for (doc, _) in accepted {
                 if let std::collections::hash_map::Entry::Vacant(slot) = candidates.entry(doc) {
                     if let Some(item) = visible(doc) {
@@ -294,8 +294,9 @@ impl Engine {
         let mut pinned: Vec<Cow<'_, MemoryItem>> = self
             .pinned
             .iter()
-            .filter_map(|id| self.entries.get(id).map(|e| e.item()))
-            .filter(|item| policy::check(item, &vis).is_ok())
+            .filter_map(|id| self.entries.get(id))
+            .filter(|entry| policy::check(*entry, &vis).is_ok())
+            .map(|entry| entry.item())
             .collect();
         pinned.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
         if query.scope_order == ScopeOrder::Strict {

@@ -66,9 +66,9 @@ const HANDLED: [&str; 20] = [
 
 // The bits of a row's flags.
 pub(super) const PINNED: u64 = 1;
-const PII: u64 = 1 << 1;
-const PRIVATE: u64 = 1 << 2;
-const RETENTION: u64 = 1 << 3;
+pub(super) const PII: u64 = 1 << 1;
+pub(super) const PRIVATE: u64 = 1 << 2;
+pub(super) const RETENTION: u64 = 1 << 3;
 const LAST_USED: u64 = 1 << 4;
 pub(super) const DELETED: u64 = 1 << 5;
 const FOLLOWS: u64 = 1 << 6;
@@ -578,8 +578,8 @@ pub(super) struct RowView<'a> {
     pub(super) hash_at: usize,
     speaker: Option<&'a str>,
     pub(super) speaker_index: Option<u32>,
-    tags: Vec<&'a str>,
-    retention_days: Option<u32>,
+    pub(super) tags: Vec<&'a str>,
+    pub(super) retention_days: Option<u32>,
     pub(super) created_at: Timestamp,
     updated_at: Timestamp,
     last_used_at: Option<Timestamp>,

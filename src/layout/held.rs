@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::catalog::{parse_row, read_row, RowView, ALL_FLAGS, DELETED, HASH_BYTES, PINNED};
+use super::catalog::{parse_row, read_row, RowView, ALL_FLAGS, DELETED, HASH_BYTES, PII, PINNED, PRIVATE, RETENTION};
 use super::varint::Reader;
 use crate::engine::HeldMemory;
 use crate::item::{Kind, MemoryItem, Role, Scope, Status, Timestamp};
@@ -91,6 +91,18 @@ impl HeldRow {
     fn previous(&self) -> Option<(&str, usize)> {
         (self.follows_at != 0).then(|| (self.str_at(self.follows_at), self.follows_at as usize))
     }
+
+    /// The row's fields read in place (it read when its part was decoded,
+    /// so this is `None` only for bytes that changed since, which a part's
+    /// bytes never do).
+    fn view(&self) -> Option<RowView<'_>> {
+        let mut reader = self.reader_at(self.offset);
+        parse_row(&mut reader, &self.part.strings, self.previous(), ALL_FLAGS).ok()
+    }
+
+    fn has_flag(&self, flag: u64) -> bool {
+        u64::from(self.flags) & flag != 0
+    }
 }
 
 impl HeldMemory for HeldRow {
@@ -111,10 +123,7 @@ impl HeldMemory for HeldRow {
     /// rest (merged duplicates: nested fields, which only writing counts)
     /// is decoded and counted.
     fn json_len(&self) -> usize {
-        let mut reader = self.reader_at(self.offset);
-        let counted = parse_row(&mut reader, &self.part.strings, self.previous(), ALL_FLAGS)
-            .ok()
-            .and_then(|view| flat_json_len(&view));
+        let counted = self.view().and_then(|view| flat_json_len(&view));
         counted.unwrap_or_else(|| item_json_len(&self.decode()))
     }
 
@@ -149,11 +158,33 @@ impl HeldMemory for HeldRow {
     }
 
     fn pinned(&self) -> bool {
-        u64::from(self.flags) & PINNED != 0
+        self.has_flag(PINNED)
     }
 
     fn is_deleted(&self) -> bool {
-        u64::from(self.flags) & DELETED != 0
+        self.has_flag(DELETED)
+    }
+
+    fn has_pii(&self) -> bool {
+        self.has_flag(PII)
+    }
+
+    fn is_private(&self) -> bool {
+        self.has_flag(PRIVATE)
+    }
+
+    /// Read from the row only when a flag says it has one (few do).
+    fn retention_days(&self) -> Option<u32> {
+        if !self.has_flag(RETENTION) {
+            return None;
+        }
+        self.view().and_then(|view| view.retention_days)
+    }
+
+    /// Read from the row: only a query that filters by tags asks.
+    fn has_any_tag(&self, tags: &[String]) -> bool {
+        self.view()
+            .is_some_and(|view| view.tags.iter().any(|t| tags.iter().any(|q| q == t)))
     }
 
     fn speaker(&self) -> Option<&str> {
@@ -165,7 +196,7 @@ impl HeldMemory for HeldRow {
     }
 
     fn content_hash(&self) -> Result<[u8; 32], &str> {
-        if u64::from(self.flags) & HASH_BYTES != 0 {
+        if self.has_flag(HASH_BYTES) {
             let mut reader = self.reader_at(self.hash_at);
             let bytes = reader.take(32).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
             return Ok(bytes.unwrap_or_default());

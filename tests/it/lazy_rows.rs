@@ -4,7 +4,8 @@
 //! (memories with a rest: metadata, supersessions, summaries; keyed
 //! memories; soft and hard deletes; files; usage marks), failed commits
 //! rolled back, refreshes and reloads, every instance answers `get`,
-//! `list`, `retrieve`, `export` and `stats` exactly as an engine loaded
+//! `list`, `retrieve` (with and without the policy's filters, which read
+//! a held row in place), `export` and `stats` exactly as an engine loaded
 //! from the store's records decoded whole (`Engine::load`, the oracle).
 
 use proptest::prelude::*;
@@ -13,8 +14,8 @@ use memtide::engine::{Engine, Txn};
 use memtide::layout::stored_records;
 use memtide::storage::KvStorage;
 use memtide::{
-    block_on, Config, ListQuery, MemoryInput, MemoryPatch, RetrieveQuery, Role, Scope, ScopeFilter,
-    SummaryInput, Timestamp,
+    block_on, Config, Kind, ListQuery, MemoryInput, MemoryPatch, Privacy, RetrieveQuery, Role,
+    Scope, ScopeFilter, Status, SummaryInput, Timestamp,
 };
 use memtide_testkit::faults::MapKv;
 use memtide_testkit::store::{open_kv, KvMem, T0};
@@ -36,6 +37,29 @@ fn text(n: usize) -> String {
         TOPICS[(n / 6) % 6],
         n % 31
     )
+}
+
+const TAGS: [&str; 3] = ["travel", "music", "sport"];
+
+/// Memory `n` of the first batch, with the fields the retrieval policy
+/// reads varied (`src/policy.rs`): kind, role, tags, review status, PII,
+/// privacy, its own retention (some expired at `T0`) and its age.
+fn varied(n: usize) -> MemoryInput {
+    let day = Timestamp::DAY_MS;
+    MemoryInput {
+        kind: Some([Kind::Episodic, Kind::Fact, Kind::Preference][n % 3]),
+        role: [None, Some(Role::User), Some(Role::Assistant)][n / 3 % 3],
+        tags: (!n.is_multiple_of(4))
+            .then(|| vec![TAGS[n % 3].to_string(), TAGS[n / 3 % 3].to_string()]),
+        status: n.is_multiple_of(13).then_some(Status::Pending),
+        privacy: Some(Privacy {
+            pii: n.is_multiple_of(7),
+            private: n.is_multiple_of(17),
+            retention_days: n.is_multiple_of(5).then_some((n % 40) as u32),
+        }),
+        created_at: Some(Timestamp(T0 - (n % 50) as i64 * day)),
+        ..MemoryInput::new(text(n), scope(n % 2))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -228,16 +252,34 @@ fn apply(mem: &mut Mem, kv: &MapKv, op: &Op) {
 }
 
 /// The retrievals each instance answers: a few texts in both scopes,
-/// dry runs (they mark nothing used).
+/// dry runs (they mark nothing used), each with none of the policy's
+/// filters and with one of them (or PII and pending memories let in).
 fn queries() -> Vec<RetrieveQuery> {
+    let filters: [fn(&mut RetrieveQuery); 6] = [
+        |_| {},
+        |q| q.tags = Some(vec![TAGS[1].to_string()]),
+        |q| q.kinds = Some(vec![Kind::Fact, Kind::Preference]),
+        |q| q.roles = Some(vec![Role::User]),
+        |q| {
+            q.since = Some(Timestamp(T0 - 30 * Timestamp::DAY_MS));
+            q.until = Some(Timestamp(T0 - 5 * Timestamp::DAY_MS));
+        },
+        |q| {
+            q.include_pii = true;
+            q.include_pending = true;
+        },
+    ];
     let mut queries = Vec::new();
-    for n in [0, 7, 13, 29] {
+    for (i, n) in [0, 7, 13, 29].into_iter().enumerate() {
         for s in 0..2 {
-            let text = format!("{} {}", TOPICS[n % 6], TOPICS[(n + 1) % 6]);
-            let mut query = RetrieveQuery::new(text, scope(s));
-            query.dry_run = true;
-            query.limit = Some(8);
-            queries.push(query);
+            for filter in [filters[0], filters[1 + (i * 2 + s) % 5]] {
+                let text = format!("{} {}", TOPICS[n % 6], TOPICS[(n + 1) % 6]);
+                let mut query = RetrieveQuery::new(text, scope(s));
+                query.dry_run = true;
+                query.limit = Some(8);
+                filter(&mut query);
+                queries.push(query);
+            }
         }
     }
     queries
@@ -321,7 +363,7 @@ proptest! {
         let kv = MapKv::default();
         let mut writer = open(&kv);
         // Enough memories at once for a segment of rows, not the log.
-        let first = (0..240).map(|n| MemoryInput::new(text(n), scope(n % 2))).collect();
+        let first = (0..240).map(varied).collect();
         block_on(writer.ingest(first)).unwrap().unwrap();
         // Memories pinned, with metadata (a rest), soft-deleted, one
         // commit each: the log folds into a segment that holds them as

@@ -33,6 +33,11 @@ fn held_fields(row: &HeldRow) -> MemoryItem {
         created_at: row.created_at(),
         follows: row.follows().map(str::to_string),
         content_hash: hash,
+        privacy: Privacy {
+            pii: row.has_pii(),
+            private: row.is_private(),
+            retention_days: row.retention_days(),
+        },
         ..item
     }
 }
@@ -297,6 +302,12 @@ proptest::proptest! {
                     prop_assert!(holdable, "{:?}", item);
                     prop_assert_eq!(&held_fields(row), item);
                     prop_assert_eq!(row.is_deleted(), item.is_deleted());
+                    // Each tag it has, and none: a tag filter reads the row.
+                    for tag in item.tags.iter().chain([&"w400".to_string()]) {
+                        let query = ["w401".to_string(), tag.clone()];
+                        prop_assert_eq!(row.has_any_tag(&query), item.tags.contains(tag));
+                    }
+                    prop_assert!(!row.has_any_tag(&[]));
                 }
                 CatalogRow::Decoded(_) => prop_assert!(!holdable, "{:?}", item),
             }
