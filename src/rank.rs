@@ -23,7 +23,7 @@
 //!    next to a strong one (the memory it follows, or one following it) is
 //!    often the other half of what was said — the question a statement
 //!    answers, the detail a reply adds — so every turn of a conversation
-//!    ([`is_turn`]) inherits a share `N` of the scores of the turns next to
+//!    ([`Rankable::is_turn`]) inherits a share `N` of the scores of the turns next to
 //!    it: `g(i) = max(f(i), A · f(p), N · f(n))` over those neighbours `n`
 //!    (one step, from step 1's scores).
 //! 3. **Speaker match** — a memory's speaker is its `speaker` field, or for
@@ -87,6 +87,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::item::{MemoryItem, Scope, SourceKind};
+use crate::policy::Policed;
 use crate::relative_time;
 use crate::text::{calendar, words};
 
@@ -181,10 +182,47 @@ pub struct ScoreBreakdown {
     pub relevance: f32,
 }
 
+/// What ranking reads of a memory, beside what the policy reads (its
+/// scope and creation time among them). The engine's catalog answers it
+/// for a memory held as its row without decoding the row, so a query
+/// decodes only the hits it returns (`docs/speed.md`, "Eighteenth
+/// session").
+pub(crate) trait Rankable: Policed {
+    fn id(&self) -> &str;
+    fn text(&self) -> &str;
+    /// The memory it follows in its conversation.
+    fn follows(&self) -> Option<&str>;
+    /// Its `speaker` field.
+    fn speaker(&self) -> Option<&str>;
+    /// True when it is a turn of a conversation: a chat message, or said
+    /// by someone (a role or a speaker). Only turns share their score with
+    /// their neighbours: facts entered one after another are not a
+    /// dialogue.
+    fn is_turn(&self) -> bool;
+}
+
+impl Rankable for MemoryItem {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn text(&self) -> &str {
+        &self.text
+    }
+    fn follows(&self) -> Option<&str> {
+        self.follows.as_deref()
+    }
+    fn speaker(&self) -> Option<&str> {
+        self.speaker.as_deref()
+    }
+    fn is_turn(&self) -> bool {
+        self.source.kind == SourceKind::Message || self.role.is_some() || self.speaker.is_some()
+    }
+}
+
 /// A memory that may answer a query, with the evidence for it.
-pub(crate) struct Candidate<'a> {
+pub(crate) struct Candidate<'a, M: ?Sized> {
     /// The memory.
-    pub(crate) item: &'a MemoryItem,
+    pub(crate) item: &'a M,
     /// Its BM25 score for the query (0 when it holds no query term).
     pub(crate) lexical: f32,
     /// The idf-weighted share of the query's terms it holds.
@@ -201,14 +239,14 @@ pub(crate) struct Candidate<'a> {
 /// the scope preference measures each memory's scope from
 /// ([`Scope::specificity_from`]: another session is no narrower than its
 /// workspace).
-pub(crate) fn rank<'a>(
+pub(crate) fn rank<'a, M: Rankable + ?Sized>(
     query: &str,
     scope: &Scope,
-    candidates: impl IntoIterator<Item = Candidate<'a>>,
+    candidates: impl IntoIterator<Item = Candidate<'a, M>>,
     bm25_max: f32,
     params: &RankParams,
     limit: usize,
-) -> Vec<(ScoreBreakdown, &'a MemoryItem)> {
+) -> Vec<(ScoreBreakdown, &'a M)> {
     // Step 1 for every candidate, with the relevance before steps 2 and 3.
     // A hypothesis question fuses with its own lexical weight; the
     // relevance keeps `W`, so the gate means the same for every question.
@@ -220,18 +258,25 @@ pub(crate) fn rank<'a>(
     } else {
         *params
     };
-    let combined: HashMap<&str, Scored> = candidates
+    let combined: HashMap<&str, Scored<'a, M>> = candidates
         .into_iter()
         .map(|c| {
+            // Each read once: a held row reads its strings in place, as
+            // UTF-8 again at every read.
             let scored = Scored {
                 item: c.item,
+                id: c.item.id(),
+                text: c.item.text(),
+                follows: c.item.follows(),
+                speaker: speaker_of(c.item),
+                turn: c.item.is_turn(),
                 lexical: c.lexical,
                 coverage: c.coverage,
                 semantic: c.semantic,
                 combined: combine(c.lexical, bm25_max, c.coverage, c.semantic, &fusion),
                 evidence: evidence(c.coverage, c.semantic, params),
             };
-            (c.item.id.as_str(), scored)
+            (scored.id, scored)
         })
         .collect();
 
@@ -239,42 +284,40 @@ pub(crate) fn rank<'a>(
     let words = query_words(query);
     let named: BTreeSet<&str> = combined
         .values()
-        .filter_map(|c| speaker_of(c.item))
+        .filter_map(|c| c.speaker)
         .filter(|label| names_speaker(&words, label))
         .collect();
     let asks_when = words.contains("when") || asks_duration(query);
     let months = named_months(query);
     // Step 2 also passes a share of a turn's score to the turns next to it.
-    let mut next: HashMap<&str, Vec<&Scored>> = HashMap::new();
-    for c in combined.values().filter(|c| is_turn(c.item)) {
-        if let Some(prev) = c.item.follows.as_deref() {
+    let mut next: HashMap<&str, Vec<&Scored<'a, M>>> = HashMap::new();
+    for c in combined.values().filter(|c| c.turn) {
+        if let Some(prev) = c.follows {
             next.entry(prev).or_default().push(c);
         }
     }
 
-    let mut hits: Vec<(ScoreBreakdown, &MemoryItem)> = combined
+    let mut hits: Vec<(RankKey<'a>, ScoreBreakdown, &'a M)> = combined
         .values()
         .map(|c| {
             let item = c.item;
-            let question = item
+            let question = c
                 .follows
-                .as_deref()
                 .and_then(|prev| combined.get(prev))
-                .filter(|prev| asks_question(&prev.item.text));
-            let inherit = |of: fn(&Scored) -> f32| {
+                .filter(|prev| asks_question(prev.text));
+            let inherit = |of: fn(&Scored<'a, M>) -> f32| {
                 question.map_or(0.0, |prev| params.answer_inheritance * of(prev))
             };
             let neighbours = || {
-                item.follows
-                    .as_deref()
+                c.follows
                     .and_then(|prev| combined.get(prev))
-                    .filter(|prev| is_turn(prev.item))
+                    .filter(|prev| prev.turn)
                     .into_iter()
-                    .chain(next.get(item.id.as_str()).into_iter().flatten().copied())
-                    .filter(|_| is_turn(item))
+                    .chain(next.get(c.id).into_iter().flatten().copied())
+                    .filter(|_| c.turn)
             };
             let share = params.neighbour_share.clamp(0.0, 1.0);
-            let near = |of: fn(&Scored) -> f32| {
+            let near = |of: fn(&Scored<'a, M>) -> f32| {
                 neighbours().map(|n| share * of(n)).fold(0.0, f32::max)
             };
             let inherited_score = inherit(|p| p.combined).max(near(|p| p.combined));
@@ -285,21 +328,22 @@ pub(crate) fn rank<'a>(
                 .max(inherit(|p| p.evidence))
                 .max(near(|p| p.evidence))
                 .min(1.0);
-            let speaker_factor = match speaker_of(item) {
+            let speaker_factor = match c.speaker {
                 Some(label) if !named.is_empty() && !named.contains(label) => {
                     1.0 - params.speaker_penalty.clamp(0.0, 1.0)
                 }
                 _ => 1.0,
             };
-            let untimed = asks_when && !mentions_time(&item.text);
-            let other_month = !months.is_empty() && !in_months(item, &months);
+            let created_at = item.created_at().0;
+            let untimed = asks_when && !mentions_time(c.text);
+            let other_month = !months.is_empty() && !in_months(c.text, created_at, &months);
             let time_factor = if untimed || other_month {
                 1.0 - params.time_penalty.clamp(0.0, 1.0)
             } else {
                 1.0
             };
-            let scope_multiplier =
-                scope_multiplier(item.scope.specificity_from(scope), params.scope_boost);
+            let specificity = item.scope().specificity_from(scope);
+            let scope_multiplier = scope_multiplier(specificity, params.scope_boost);
             let breakdown = ScoreBreakdown {
                 lexical: c.lexical,
                 semantic: c.semantic,
@@ -312,26 +356,31 @@ pub(crate) fn rank<'a>(
                 fused: g * speaker_factor * time_factor * scope_multiplier,
                 relevance: r * speaker_factor,
             };
-            (breakdown, item)
+            let key = RankKey {
+                score: breakdown.fused,
+                specificity,
+                created_at,
+                id: c.id,
+            };
+            (key, breakdown, item)
         })
-        .filter(|(b, _)| b.fused > 0.0)
+        .filter(|(_, b, _)| b.fused > 0.0)
         .collect();
-    fn key<'a>(scope: &Scope, (s, item): &(ScoreBreakdown, &'a MemoryItem)) -> RankKey<'a> {
-        RankKey {
-            score: s.fused,
-            specificity: item.scope.specificity_from(scope),
-            created_at: item.created_at.0,
-            id: &item.id,
-        }
-    }
-    hits.sort_by(|a, b| compare(&key(scope, a), &key(scope, b)));
+    hits.sort_by(|a, b| compare(&a.0, &b.0));
     hits.truncate(limit);
-    hits
+    hits.into_iter().map(|(_, breakdown, item)| (breakdown, item)).collect()
 }
 
 /// One candidate after step 1.
-struct Scored<'a> {
-    item: &'a MemoryItem,
+struct Scored<'a, M: ?Sized> {
+    item: &'a M,
+    id: &'a str,
+    text: &'a str,
+    follows: Option<&'a str>,
+    /// Who said it ([`speaker_of`]).
+    speaker: Option<&'a str>,
+    /// [`Rankable::is_turn`].
+    turn: bool,
     lexical: f32,
     coverage: f32,
     semantic: Option<f32>,
@@ -417,24 +466,24 @@ fn months_named_in(words: &[&str]) -> Vec<u8> {
 /// True when a memory was created in one of `months`, names one, or
 /// points to a day in one with a relative date ("last week",
 /// [`crate::relative_time`]).
-fn in_months(item: &MemoryItem, months: &[u8]) -> bool {
-    let created = time::OffsetDateTime::from_unix_timestamp(item.created_at.0.div_euclid(1000))
+fn in_months(text: &str, created_at: i64, months: &[u8]) -> bool {
+    let created = time::OffsetDateTime::from_unix_timestamp(created_at.div_euclid(1000))
         .map(|t| u8::from(t.month()))
         .ok();
     // Read in place first: this runs for every candidate of a question
     // naming a month, and most hold neither a month's name nor a word a
     // relative date opens with, which the readers below would find only
     // after lowercasing and collecting the text's words.
-    let dated = || words::any_short_word(&item.text, |w| {
+    let dated = || words::any_short_word(text, |w| {
         calendar::month_number(w).is_some() || relative_time::opens_relative_date(w)
     });
     // A dated text's words are collected once for both readers.
     let said_in_months = || {
-        let lower = item.text.to_lowercase();
+        let lower = text.to_lowercase();
         let said = relative_time::words(&lower);
         let wanted = |found: Vec<u8>| found.iter().any(|m| months.contains(m));
         wanted(months_named_in(&said))
-            || wanted(relative_time::months_resolved_in(&said, item.created_at.0))
+            || wanted(relative_time::months_resolved_in(&said, created_at))
     };
     created.is_some_and(|m| months.contains(&m)) || (dated() && said_in_months())
 }
@@ -452,13 +501,6 @@ fn is_time_word(w: &str) -> bool {
     TIME_WORDS.contains(&w)
         || calendar::is_calendar_name(w)
         || (w.len() == 4 && (w.starts_with("19") || w.starts_with("20")) && w.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// True when a memory is a turn of a conversation: a chat message, or said
-/// by someone (a role or a speaker). Only turns share their score with
-/// their neighbours: facts entered one after another are not a dialogue.
-pub fn is_turn(item: &MemoryItem) -> bool {
-    item.source.kind == SourceKind::Message || item.role.is_some() || item.speaker.is_some()
 }
 
 /// Words that open a yes/no question: forms of be, do and have, and the
@@ -500,10 +542,8 @@ pub fn asks_question(text: &str) -> bool {
 /// Who said a memory, by name: its `speaker` field, else the label of a
 /// text written as `Name: text` ([`speaker_label`]), as memories recorded
 /// their speaker before the field existed.
-pub fn speaker_of(item: &MemoryItem) -> Option<&str> {
-    item.speaker
-        .as_deref()
-        .or_else(|| speaker_label(&item.text))
+pub(crate) fn speaker_of<M: Rankable + ?Sized>(item: &M) -> Option<&str> {
+    item.speaker().or_else(|| speaker_label(item.text()))
 }
 
 /// The speaker label of a `Name: text` memory: one to three words, each

@@ -23,6 +23,7 @@ use crate::index::Bm25Index;
 use crate::item::{validate_item_id, Kind, MemoryItem, Role, Scope, Status, Tenant, Timestamp};
 use crate::metadata::Metadata;
 use crate::policy::Policed;
+use crate::rank::Rankable;
 use crate::text;
 
 /// A memory's id as the catalog's keys hold it: one allocation shared by
@@ -391,6 +392,25 @@ impl Entry {
     }
 }
 
+/// Ranking's reads of an entry: a held row's without decoding it.
+impl Rankable for Entry {
+    fn id(&self) -> &str {
+        self.field(Rankable::id, |row| row.id())
+    }
+    fn text(&self) -> &str {
+        Entry::text(self)
+    }
+    fn follows(&self) -> Option<&str> {
+        Entry::follows(self)
+    }
+    fn speaker(&self) -> Option<&str> {
+        Entry::speaker(self)
+    }
+    fn is_turn(&self) -> bool {
+        self.field(Rankable::is_turn, |row| row.is_turn())
+    }
+}
+
 /// The policy's reads of an entry: a held row's without decoding it.
 impl Policed for Entry {
     fn scope(&self) -> &Scope {
@@ -406,13 +426,13 @@ impl Policed for Entry {
         Entry::status(self)
     }
     fn is_private(&self) -> bool {
-        self.field(|item| item.privacy.private, |row| row.is_private())
+        self.field(Policed::is_private, |row| row.is_private())
     }
     fn has_pii(&self) -> bool {
-        self.field(|item| item.privacy.pii, |row| row.has_pii())
+        self.field(Policed::has_pii, |row| row.has_pii())
     }
     fn retention_days(&self) -> Option<u32> {
-        self.field(|item| item.privacy.retention_days, |row| row.retention_days())
+        self.field(Policed::retention_days, |row| row.retention_days())
     }
     fn is_file_chunk(&self) -> bool {
         Entry::is_file_chunk(self)

@@ -1,36 +1,23 @@
 //! A memory a store holds undecoded: its row in its segment's catalog
 //! part (`crate::layout`), which the engine's catalog keeps instead of the
 //! decoded memory until the memory is read (`docs/speed.md`, "The
-//! open"). The catalog's keys and retrieval's filters read the
+//! open"). The catalog's keys, retrieval's policy and ranking read the
 //! fields below without decoding it; everything else reads the memory.
 
-use crate::item::{Kind, MemoryItem, Role, Scope, Status, Timestamp};
+use crate::item::MemoryItem;
+use crate::rank::Rankable;
 
 /// A memory held undecoded. Such a memory has no caller key, no field of a
 /// row's rest (merges, history, metadata, supersession, a summary's
 /// sources, the `withdrawn` mark) and is not a chunk of a file: its
-/// memory is the fields below with those unset.
-pub(crate) trait HeldMemory: Send + Sync {
+/// memory is the fields it reads (these, ranking's and the policy's) with
+/// those unset.
+pub(crate) trait HeldMemory: Rankable + Send + Sync {
     /// The id's bytes: read to check it against its key, not as UTF-8
     /// again (the row's reader checked it when the row was read). The
     /// catalog's keys share the key's copy of the id.
     fn id_bytes(&self) -> &[u8];
-    fn text(&self) -> &str;
-    fn scope(&self) -> &Scope;
-    fn kind(&self) -> Kind;
-    fn status(&self) -> Status;
-    fn role(&self) -> Option<Role>;
-    fn speaker(&self) -> Option<&str>;
     fn pinned(&self) -> bool;
-    fn is_deleted(&self) -> bool;
-    fn created_at(&self) -> Timestamp;
-    fn follows(&self) -> Option<&str>;
-    fn has_pii(&self) -> bool;
-    fn is_private(&self) -> bool;
-    /// Days its own retention keeps it, when it has one.
-    fn retention_days(&self) -> Option<u32>;
-    /// True when it carries one of `tags`.
-    fn has_any_tag(&self, tags: &[String]) -> bool;
     /// The content hash: its 32 bytes, or the text of a hash that is not
     /// 64 lowercase hex digits.
     fn content_hash(&self) -> Result<[u8; 32], &str>;

@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use super::catalog::Entry;
 use super::txn::Txn;
 use super::{Engine, InjectQuery, RetrieveHit, RetrieveQuery, ScopeOrder, Sessions};
 use crate::error::{Error, Result};
@@ -15,7 +16,7 @@ use crate::inject::{self, Injection};
 use crate::item::{MemoryItem, Timestamp};
 use crate::policy::{self, Visibility};
 use crate::retention::RetentionConfig;
-use crate::rank::{self, Candidate};
+use crate::rank::{self, Candidate, Rankable};
 use crate::text;
 use crate::text::tokens::TokenCounter;
 
@@ -101,14 +102,12 @@ impl Engine {
     ) -> Vec<RetrieveHit> {
         let tenant = query.scope.tenant();
         let vis = query.visibility(now, &self.config.retention);
-        // The policy reads a held memory's row in place; only a memory
-        // kept as a candidate is decoded, for this query alone
-        // (`Entry::item`).
+        // The policy and ranking read a held memory's row in place; only
+        // the hits returned are decoded (`Entry::item`).
         let admitted = |doc: u32| {
             self.entry_of(doc)
                 .filter(|entry| policy::check(*entry, &vis).is_ok())
         };
-        let visible = |doc: u32| admitted(doc).map(|entry| entry.item());
         let query_terms = text::terms(&query.text);
         let index = self.lexical.get(&tenant);
         // Read as far as the candidates need (`Ranked`).
@@ -117,38 +116,31 @@ impl Engine {
             .unwrap_or_default()
             .peekable();
         let weights = index.map(|ix| (ix, ix.query_weights(&query_terms)));
-        let coverage = |item: &MemoryItem| -> f32 {
-            let doc = self.entries.get(&item.id).map(|entry| entry.doc);
-            match (&weights, doc) {
-                (Some((ix, weights)), Some(doc)) => ix.coverage(doc, weights),
-                _ => 0.0,
-            }
+        let coverage = |doc: u32| -> f32 {
+            weights
+                .as_ref()
+                .map_or(0.0, |(ix, weights)| ix.coverage(doc, weights))
         };
         let bm25_max = lexical.peek().map_or(0.0, |&(_, score)| score);
 
         // Candidates: the best visible lexical matches, the semantic
         // neighbours, then the replies of candidate questions (they may
-        // inherit); with their BM25 score. By doc: each is decoded once.
-        let mut candidates: HashMap<u32, (Cow<'_, MemoryItem>, f32)> = HashMap::new();
+        // inherit); with their BM25 score, by doc.
+        let mut candidates: HashMap<u32, (&Entry, f32)> = HashMap::new();
         let lexical_candidates = limit.saturating_mul(4).max(LEXICAL_CANDIDATES);
         for (doc, entry, score) in lexical
             .filter_map(|(doc, score)| Some((doc, admitted(doc)?, score)))
             .take(lexical_candidates)
         {
-            candidates.insert(doc, (entry.item(), score));
+            candidates.insert(doc, (entry, score));
         }
         if let (Some(q), Some(ix)) = (query_vector, self.vectors.get(&tenant)) {
             let k = limit.saturating_mul(4).max(DENSE_CANDIDATES);
-            // The filter judges a memory without decoding it: a scan
-            // offers it far more memories than it keeps (about 1,800 for
-            // 200 at 100,000). The neighbours kept are decoded below.
+            // A scan offers the filter far more memories than it keeps
+            // (about 1,800 for 200 at 100,000).
             let accepted = ix.search(q, k, &|doc| candidates.contains_key(&doc) || admitted(doc).is_some());
             for (doc, _) in accepted {
-                if let std::collections::hash_map::Entry::Vacant(slot) = candidates.entry(doc) {
-                    if let Some(item) = visible(doc) {
-                        slot.insert((item, 0.0));
-                    }
-                }
+                add_admitted(&mut candidates, doc, &admitted);
             }
         }
         // With a neighbour share every conversation turn passes score to its
@@ -156,34 +148,28 @@ impl Engine {
         let neighbours = self.config.rank.neighbour_share > 0.0;
         let sources: Vec<(Option<u32>, Vec<u32>)> = candidates
             .values()
-            .map(|(item, _)| item)
-            .filter(|item| (neighbours && rank::is_turn(item)) || rank::asks_question(&item.text))
+            .map(|&(entry, _)| entry)
+            .filter(|entry| (neighbours && entry.is_turn()) || rank::asks_question(entry.text()))
             .map(|source| {
-                let previous = source
-                    .follows
-                    .as_ref()
-                    .filter(|_| neighbours && rank::is_turn(source))
+                let previous = Entry::follows(source)
+                    .filter(|_| neighbours && source.is_turn())
                     .and_then(|id| self.entries.get(id))
                     .map(|entry| entry.doc);
-                (previous, self.follower_docs(&source.id).collect())
+                (previous, self.follower_docs(Rankable::id(source)).collect())
             })
             .collect();
         for (previous, followers) in sources {
             for doc in followers.into_iter().chain(previous) {
-                if let std::collections::hash_map::Entry::Vacant(slot) = candidates.entry(doc) {
-                    if let Some(item) = visible(doc) {
-                        slot.insert((item, 0.0));
-                    }
-                }
+                add_admitted(&mut candidates, doc, &admitted);
             }
         }
 
-        let candidates = candidates.values().map(|(item, lexical)| Candidate {
-            item,
-            lexical: *lexical,
-            coverage: coverage(item),
+        let candidates = candidates.iter().map(|(&doc, &(entry, lexical))| Candidate {
+            item: entry,
+            lexical,
+            coverage: coverage(doc),
             semantic: query_vector.map(|q| {
-                self.context_vector(item)
+                self.context_vector(doc, Entry::follows(entry))
                     .map_or(0.0, |context| dot(q, &context))
             }),
         });
@@ -201,19 +187,22 @@ impl Engine {
             ranked_limit,
         );
         if strict {
-            ranked.sort_by_key(|(_, item)| std::cmp::Reverse(item.scope.specificity_from(&query.scope)));
+            ranked.sort_by_key(|(_, entry)| std::cmp::Reverse(Entry::scope(entry).specificity_from(&query.scope)));
         }
         ranked
             .into_iter()
             .filter(|(breakdown, _)| breakdown.relevance >= min_relevance)
             .take(limit)
-            .map(|(breakdown, item)| RetrieveHit {
-                item: item.clone(),
-                citation: item.citation(),
-                score: breakdown.fused,
-                relevance: breakdown.relevance,
-                explain: query.explain.then_some(breakdown),
-                policy: query.explain.then(|| policy::admission(item, &vis)),
+            .map(|(breakdown, entry)| {
+                let item = entry.item().into_owned();
+                RetrieveHit {
+                    citation: item.citation(),
+                    score: breakdown.fused,
+                    relevance: breakdown.relevance,
+                    explain: query.explain.then_some(breakdown),
+                    policy: query.explain.then(|| policy::admission(&item, &vis)),
+                    item,
+                }
             })
             .collect()
     }
@@ -338,6 +327,20 @@ impl Engine {
             self.mark_used(used.iter().map(String::as_str), now, txn);
         }
         Ok(injection)
+    }
+}
+
+/// Adds memory `doc` to `candidates`, with no BM25 score, when it is not
+/// one yet and the query may see it.
+fn add_admitted<'e>(
+    candidates: &mut HashMap<u32, (&'e Entry, f32)>,
+    doc: u32,
+    admitted: &impl Fn(u32) -> Option<&'e Entry>,
+) {
+    if let std::collections::hash_map::Entry::Vacant(slot) = candidates.entry(doc) {
+        if let Some(entry) = admitted(doc) {
+            slot.insert((entry, 0.0));
+        }
     }
 }
 

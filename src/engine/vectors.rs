@@ -18,7 +18,7 @@ use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::room;
 use crate::index::{Int8Ref, Int8Vector, VectorIndex, VectorParams};
-use crate::item::{MemoryItem, Tenant};
+use crate::item::Tenant;
 use crate::text;
 
 /// Texts embedded per model call.
@@ -269,13 +269,12 @@ impl Engine {
         }
     }
 
-    /// The context vector of a memory: its embedding plus the embedding of
-    /// the memory it follows, normalized (see [`crate::rank`]).
-    pub(super) fn context_vector(&self, item: &MemoryItem) -> Option<Vec<f32>> {
-        let own = self.embedding(&item.id)?;
-        let previous = item
-            .follows
-            .as_ref()
+    /// The context vector of memory `doc`, which follows memory `follows`:
+    /// its embedding plus the embedding of the memory it follows,
+    /// normalized (see [`crate::rank`]).
+    pub(super) fn context_vector(&self, doc: u32, follows: Option<&str>) -> Option<Vec<f32>> {
+        let own = self.embedding_of(doc)?;
+        let previous = follows
             .and_then(|p| self.embedding(p))
             .filter(|p| p.len() == own.len());
         let mut context = own.to_f32();
@@ -679,7 +678,7 @@ pub(super) mod tests {
                     .and_then(|p| engine.entries.get(p))
                     .is_some_and(|p| !p.is_deleted() && engine.has_embedding(&p.item().id));
                 let expected = if prev_live || item.follows.is_none() {
-                    dot(&engine.context_vector(&item).unwrap())
+                    dot(&engine.context_vector(doc, item.follows.as_deref()).unwrap())
                 } else {
                     let own = engine.embedding(&item.id).unwrap().to_f32();
                     let norm = own.iter().map(|x| x * x).sum::<f32>().sqrt();

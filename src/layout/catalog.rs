@@ -564,7 +564,7 @@ pub(super) struct RowView<'a> {
     text: &'a str,
     pub(super) kind: Kind,
     pub(super) status: Status,
-    source_kind: SourceKind,
+    pub(super) source_kind: SourceKind,
     pub(super) role: Option<Role>,
     pub(super) flags: u64,
     /// The dictionary indexes of the scope's five fields (`u32::MAX`: not

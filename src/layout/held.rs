@@ -9,7 +9,10 @@ use std::sync::Arc;
 use super::catalog::{parse_row, read_row, RowView, ALL_FLAGS, DELETED, HASH_BYTES, PII, PINNED, PRIVATE, RETENTION};
 use super::varint::Reader;
 use crate::engine::HeldMemory;
-use crate::item::{Kind, MemoryItem, Role, Scope, Status, Timestamp};
+use crate::item::{Kind, MemoryItem, Role, Scope, SourceKind, Status, Timestamp};
+use crate::metadata::Metadata;
+use crate::policy::Policed;
+use crate::rank::Rankable;
 use crate::json_len::{flat_json_len, item_json_len};
 
 /// A segment's catalog part, kept for the rows the engine holds undecoded
@@ -53,6 +56,7 @@ pub(crate) struct HeldRow {
     kind: Kind,
     status: Status,
     role: Option<Role>,
+    source_kind: SourceKind,
 }
 
 impl HeldRow {
@@ -71,6 +75,7 @@ impl HeldRow {
             kind: view.kind,
             status: view.status,
             role: view.role,
+            source_kind: view.source_kind,
         }
     }
 
@@ -131,68 +136,8 @@ impl HeldMemory for HeldRow {
         self.reader_at(self.offset).str_bytes().unwrap_or_default()
     }
 
-    fn text(&self) -> &str {
-        let mut reader = self.reader_at(self.offset);
-        let _id = reader.str_bytes();
-        reader.str().unwrap_or_default()
-    }
-
-    fn scope(&self) -> &Scope {
-        &self.scope
-    }
-
-    fn created_at(&self) -> Timestamp {
-        self.created_at
-    }
-
-    fn kind(&self) -> Kind {
-        self.kind
-    }
-
-    fn status(&self) -> Status {
-        self.status
-    }
-
-    fn role(&self) -> Option<Role> {
-        self.role
-    }
-
     fn pinned(&self) -> bool {
         self.has_flag(PINNED)
-    }
-
-    fn is_deleted(&self) -> bool {
-        self.has_flag(DELETED)
-    }
-
-    fn has_pii(&self) -> bool {
-        self.has_flag(PII)
-    }
-
-    fn is_private(&self) -> bool {
-        self.has_flag(PRIVATE)
-    }
-
-    /// Read from the row only when a flag says it has one (few do).
-    fn retention_days(&self) -> Option<u32> {
-        if !self.has_flag(RETENTION) {
-            return None;
-        }
-        self.view().and_then(|view| view.retention_days)
-    }
-
-    /// Read from the row: only a query that filters by tags asks.
-    fn has_any_tag(&self, tags: &[String]) -> bool {
-        self.view()
-            .is_some_and(|view| view.tags.iter().any(|t| tags.iter().any(|q| q == t)))
-    }
-
-    fn speaker(&self) -> Option<&str> {
-        self.part.strings.get(self.speaker as usize).map(|s| &**s)
-    }
-
-    fn follows(&self) -> Option<&str> {
-        (self.follows_at != 0).then(|| self.str_at(self.follows_at))
     }
 
     fn content_hash(&self) -> Result<[u8; 32], &str> {
@@ -202,5 +147,94 @@ impl HeldMemory for HeldRow {
             return Ok(bytes.unwrap_or_default());
         }
         Err(self.str_at(self.hash_at))
+    }
+}
+
+/// Ranking's reads, from the row in place.
+impl Rankable for HeldRow {
+    /// Read as UTF-8 when the row was read.
+    fn id(&self) -> &str {
+        std::str::from_utf8(self.id_bytes()).unwrap_or_default()
+    }
+
+    fn text(&self) -> &str {
+        let mut reader = self.reader_at(self.offset);
+        let _id = reader.str_bytes();
+        reader.str().unwrap_or_default()
+    }
+
+    fn follows(&self) -> Option<&str> {
+        (self.follows_at != 0).then(|| self.str_at(self.follows_at))
+    }
+
+    fn speaker(&self) -> Option<&str> {
+        self.part.strings.get(self.speaker as usize).map(|s| &**s)
+    }
+
+    fn is_turn(&self) -> bool {
+        self.source_kind == SourceKind::Message || self.role.is_some() || self.speaker().is_some()
+    }
+}
+
+/// The policy's reads, from the fields held beside the row; the row is
+/// read only for its own retention (when a flag says it has one) and its
+/// tags (when a query filters by them). A held row is never superseded,
+/// never a chunk of a file and has no metadata: those are fields of a
+/// row's rest or make a row that is not held.
+impl Policed for HeldRow {
+    fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    fn is_deleted(&self) -> bool {
+        self.has_flag(DELETED)
+    }
+
+    fn is_superseded(&self) -> bool {
+        false
+    }
+
+    fn status(&self) -> Status {
+        self.status
+    }
+
+    fn is_private(&self) -> bool {
+        self.has_flag(PRIVATE)
+    }
+
+    fn has_pii(&self) -> bool {
+        self.has_flag(PII)
+    }
+
+    fn retention_days(&self) -> Option<u32> {
+        if !self.has_flag(RETENTION) {
+            return None;
+        }
+        self.view().and_then(|view| view.retention_days)
+    }
+
+    fn is_file_chunk(&self) -> bool {
+        false
+    }
+
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    fn role(&self) -> Option<Role> {
+        self.role
+    }
+
+    fn has_any_tag(&self, tags: &[String]) -> bool {
+        self.view()
+            .is_some_and(|view| view.tags.iter().any(|t| tags.iter().any(|q| q == t)))
+    }
+
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+
+    fn metadata(&self) -> Option<&Metadata> {
+        None
     }
 }

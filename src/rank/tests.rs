@@ -105,11 +105,12 @@ fn neighbours_inherit_a_share_of_a_strong_memory() {
     let fact = memory("e", "standup is at nine", Some("b"));
     let fact_first = memory("f", "hiking boots are in the attic", None);
     let after_fact = turn("g", "Melanie: Noted.", Some("f"));
-    assert!(is_turn(&strong) && !is_turn(&fact));
-    assert!(is_turn(&MemoryItem {
+    assert!(strong.is_turn() && !fact.is_turn());
+    assert!(MemoryItem {
         speaker: Some("Caroline".into()),
         ..memory("h", "hi", None)
-    }));
+    }
+    .is_turn());
     let candidates = [(&strong, 2.0), (&fact, 0.0), (&fact_first, 2.0), (&after_fact, 0.0)]
         .map(|(item, lexical)| Candidate {
             item,
@@ -358,7 +359,7 @@ proptest::proptest! {
         };
         for months in [vec![month], vec![month, month % 12 + 1]] {
             proptest::prop_assert_eq!(
-                in_months(&item, &months),
+                in_months(&item.text, item.created_at.0, &months),
                 in_months_collecting(&item, &months),
                 "{:?} {:?}", item.text, months
             );

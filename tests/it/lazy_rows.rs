@@ -15,7 +15,7 @@ use memtide::layout::stored_records;
 use memtide::storage::KvStorage;
 use memtide::{
     block_on, Config, Kind, ListQuery, MemoryInput, MemoryPatch, Privacy, RetrieveQuery, Role,
-    Scope, ScopeFilter, Status, SummaryInput, Timestamp,
+    Scope, ScopeFilter, Source, SourceKind, Status, SummaryInput, Timestamp,
 };
 use memtide_testkit::faults::MapKv;
 use memtide_testkit::store::{open_kv, KvMem, T0};
@@ -42,13 +42,23 @@ fn text(n: usize) -> String {
 const TAGS: [&str; 3] = ["travel", "music", "sport"];
 
 /// Memory `n` of the first batch, with the fields the retrieval policy
-/// reads varied (`src/policy.rs`): kind, role, tags, review status, PII,
-/// privacy, its own retention (some expired at `T0`) and its age.
+/// and ranking read varied (`src/policy.rs`, `src/rank.rs`): kind, role,
+/// speaker, source, tags, review status, PII, privacy, its own retention
+/// (some expired at `T0`) and its age. Twenty a day, a minute apart, so
+/// that memories of a scope follow each other (turns pass a share of
+/// their score to their neighbours).
 fn varied(n: usize) -> MemoryInput {
     let day = Timestamp::DAY_MS;
+    let minute = 60_000;
     MemoryInput {
         kind: Some([Kind::Episodic, Kind::Fact, Kind::Preference][n % 3]),
         role: [None, Some(Role::User), Some(Role::Assistant)][n / 3 % 3],
+        speaker: (n % 5 == 1).then(|| SPEAKERS[n / 5 % 2].to_string()),
+        source: (n % 4 == 1).then(|| Source {
+            kind: SourceKind::Message,
+            reference: format!("chat-{n}"),
+            uri: None,
+        }),
         tags: (!n.is_multiple_of(4))
             .then(|| vec![TAGS[n % 3].to_string(), TAGS[n / 3 % 3].to_string()]),
         status: n.is_multiple_of(13).then_some(Status::Pending),
@@ -57,7 +67,9 @@ fn varied(n: usize) -> MemoryInput {
             private: n.is_multiple_of(17),
             retention_days: n.is_multiple_of(5).then_some((n % 40) as u32),
         }),
-        created_at: Some(Timestamp(T0 - (n % 50) as i64 * day)),
+        created_at: Some(Timestamp(
+            T0 - (n / 20) as i64 * day - (n % 20) as i64 * minute,
+        )),
         ..MemoryInput::new(text(n), scope(n % 2))
     }
 }

@@ -3,8 +3,11 @@
 //! writes it.
 
 use super::*;
+use crate::item::ScopeFilter;
 use crate::json_len::flat_json_len;
 use crate::layout::format::COMPACT_ROWS_VERSION;
+use crate::policy::Policed;
+use crate::rank::Rankable;
 use proptest::prelude::*;
 
 /// The memories of a part, each held row decoded.
@@ -515,4 +518,154 @@ fn damaged_parts_are_refused_without_panicking() {
     // A rest may not hold a field the row holds.
     assert!(with_rest(plain(), r#"{"text":"x"}"#).is_err());
     assert!(with_rest(plain(), r#"{"unknown":1}"#).is_err());
+}
+
+/// A query's side of the policy as owned values ([`Visibility`] borrows),
+/// made around one memory so that most rules can go either way.
+#[derive(Debug, Clone)]
+struct QuerySide {
+    /// 0: the memory's scope; 1: its workspace; 2: its workspace, another
+    /// session; 3: another user's.
+    scope: u8,
+    all_sessions: bool,
+    include_pending: bool,
+    include_pii: bool,
+    kinds: Option<Vec<usize>>,
+    roles: Option<Vec<usize>>,
+    /// Words, and whether the memory's first tag is among them.
+    tags: Option<(Vec<u32>, bool)>,
+    /// Offsets from the memory's creation, in days.
+    since: Option<i64>,
+    until: Option<i64>,
+    now: i64,
+    /// When set and the memory keeps itself some days: the query is made
+    /// that many days after its creation, plus this (-1, 0 or 1).
+    near_own_end: Option<i64>,
+    /// The store's retention: its days, and a rule for the memory's
+    /// workspace (absent, `null` or days).
+    days: Option<u32>,
+    rule: Option<Option<u32>>,
+    metadata: bool,
+}
+
+fn query_side() -> impl Strategy<Value = QuerySide> {
+    let days = || -400i64..400;
+    let flags = (0u8..4, proptest::bool::ANY, proptest::bool::ANY, proptest::bool::ANY, proptest::bool::ANY);
+    let filters = (
+        proptest::option::of(proptest::collection::vec(0..Kind::ALL.len(), 0..3)),
+        proptest::option::of(proptest::collection::vec(0..ROLES.len(), 0..3)),
+        proptest::option::of((proptest::collection::vec(0u32..400, 0..3), proptest::bool::ANY)),
+    );
+    let times = (
+        proptest::option::of(days()),
+        proptest::option::of(days()),
+        days(),
+        proptest::option::of(-1i64..=1),
+    );
+    let retention = (
+        proptest::option::of(0u32..300),
+        proptest::option::of(proptest::option::of(0u32..300)),
+    );
+    (flags, filters, times, retention).prop_map(|(flags, filters, times, retention)| {
+        let (scope, all_sessions, include_pending, include_pii, metadata) = flags;
+        let (kinds, roles, tags) = filters;
+        let (since, until, now, near_own_end) = times;
+        let (days, rule) = retention;
+        QuerySide {
+            scope,
+            all_sessions,
+            include_pending,
+            include_pii,
+            kinds,
+            roles,
+            tags,
+            since,
+            until,
+            now,
+            near_own_end,
+            days,
+            rule,
+            metadata,
+        }
+    })
+}
+
+proptest::proptest! {
+    /// A held row answers the policy (`crate::policy::check`) and
+    /// ranking's reads (`Rankable`) as its memory does, read in place:
+    /// whatever the query's scope, filters, time and the store's
+    /// retention.
+    #[test]
+    fn held_rows_answer_the_policy_and_ranking_as_their_memories(
+        items in items_strategy(1..20),
+        sides in proptest::collection::vec(query_side(), 8),
+    ) {
+        use crate::policy::{check, Visibility};
+        use crate::retention::{RetentionConfig, ScopeRetention};
+        let held: Vec<&MemoryItem> = items
+            .iter()
+            .filter(|item| {
+                let alone = decode_catalog(&encode_catalog(&[item]), 1);
+                alone.as_deref().ok() == Some(std::slice::from_ref(*item))
+            })
+            .collect();
+        let part = encode_catalog(&held);
+        let rows = super::decode_catalog(&part, held.len(), COMPACT_ROWS_VERSION).unwrap();
+        let day = Timestamp::DAY_MS;
+        for (row, item) in rows.iter().zip(held) {
+            let CatalogRow::Held(row) = row else { continue };
+            prop_assert_eq!(Rankable::id(row), item.id.as_str());
+            prop_assert_eq!(Rankable::text(row), item.text.as_str());
+            prop_assert_eq!(Rankable::follows(row), item.follows.as_deref());
+            prop_assert_eq!(Rankable::speaker(row), item.speaker.as_deref());
+            prop_assert_eq!(row.is_turn(), item.is_turn());
+            for side in &sides {
+                let mut scope = item.scope.clone();
+                match side.scope {
+                    0 => {}
+                    1 => (scope.project_id, scope.card_id, scope.session_id) = (None, None, None),
+                    2 => scope.session_id = Some("another".into()),
+                    _ => scope.user_id = format!("{}-other", scope.user_id),
+                }
+                let kinds: Option<Vec<Kind>> = side.kinds.as_ref().map(|k| k.iter().map(|&i| Kind::ALL[i]).collect());
+                let roles: Option<Vec<Role>> = side.roles.as_ref().map(|r| r.iter().map(|&i| ROLES[i]).collect());
+                let tags: Option<Vec<String>> = side.tags.as_ref().map(|(words, own)| {
+                    let first = item.tags.first().filter(|_| *own).cloned();
+                    words.iter().map(|w| format!("w{w}")).chain(first).collect()
+                });
+                let retention = RetentionConfig {
+                    days: side.days,
+                    scopes: side.rule.map(|days| ScopeRetention {
+                        scope: ScopeFilter {
+                            user_id: Some(item.scope.user_id.clone()),
+                            workspace_id: Some(item.scope.workspace_id.clone()),
+                            ..ScopeFilter::default()
+                        },
+                        days: Some(days),
+                        capture: true,
+                    }).into_iter().collect(),
+                };
+                let mut wanted = crate::metadata::Metadata::new();
+                wanted.insert("x".into(), serde_json::json!(1));
+                let at = |offset: i64| Timestamp(item.created_at.0.saturating_add(offset.saturating_mul(day)));
+                let own_end = item.privacy.retention_days.zip(side.near_own_end);
+                let now = own_end.map_or(side.now, |(days, plus)| i64::from(days) + plus);
+                let vis = Visibility {
+                    scope: &scope,
+                    now: at(now),
+                    retention: &retention,
+                    all_sessions: side.all_sessions,
+                    include_pending: side.include_pending,
+                    include_pii: side.include_pii,
+                    kinds: kinds.as_deref(),
+                    roles: roles.as_deref(),
+                    tags: tags.as_deref(),
+                    since: side.since.map(at),
+                    until: side.until.map(at),
+                    metadata: side.metadata.then_some(&wanted),
+                };
+                prop_assert_eq!(check(row, &vis), check(item, &vis), "{:?} {:?}", item, side);
+            }
+        }
+    }
 }
