@@ -669,3 +669,11 @@ proptest::proptest! {
         }
     }
 }
+
+/// A held row is what an opened store keeps of most memories: its fields
+/// beside the row fill one 48-byte allocation (the padding took the
+/// source kind, which ranking reads).
+#[test]
+fn a_held_row_is_48_bytes() {
+    assert!(std::mem::size_of::<HeldRow>() <= 48, "{}", std::mem::size_of::<HeldRow>());
+}
