@@ -15,7 +15,7 @@
 // would be refused by `require()` and older build targets, and a start-up
 // statement in an entry file is dropped by bundlers that find no export of
 // it used (`"sideEffects": false`).
-import initWasm, { MemoryCore, setErrorClass, wasmMemoryBytes as coreMemoryBytes } from "./wasm/memtide.js";
+import initWasm, { MemoryCore, setErrorClass, setJsonReplacer, wasmMemoryBytes as coreMemoryBytes } from "./wasm/memtide.js";
 import initModelWasm, { ModelCore, wasmMemoryBytes as modelMemoryBytes } from "./wasm/memtide_model.js";
 import { MemtideError } from "./error.js";
 import { rememberWith } from "./remember.js";
@@ -33,6 +33,18 @@ let modelReady = false;
 let modelWasmGiven;
 
 /**
+ * The replacer every value handed to the core is serialized with: JSON
+ * would write `NaN` and infinities as `null`, which the core reads as
+ * "absent", so they are refused (the core reports `INVALID_INPUT`).
+ */
+function finiteNumbers(_key, value) {
+  if (typeof value === "number" && !Number.isFinite(value)) {
+    throw new TypeError(`${value} is not a finite number`);
+  }
+  return value;
+}
+
+/**
  * Starts the core module once. `wasm` (a URL, a `Response`, a
  * `WebAssembly.Module` or the bytes) overrides the entry's `defaultWasm()`,
  * which knows where its runtime finds the file. A failed start is forgotten,
@@ -42,6 +54,7 @@ function start(wasm, defaultWasm) {
   started ??= (async () => {
     await initWasm({ module_or_path: await (wasm ?? defaultWasm()) });
     setErrorClass(MemtideError);
+    setJsonReplacer(finiteNumbers);
     ready = true;
   })().catch((error) => {
     started = undefined;

@@ -1,15 +1,17 @@
 //! The JavaScript host's time and identity for the engine's
 //! [`Environment`].
 
-use memtide::env::{Environment, UlidGenerator};
+use memtide::env::{Environment, RandomPool, UlidGenerator};
 use memtide::Timestamp;
 
 /// The JavaScript host's clock (`Date.now()`, or a function the host
-/// injects) and ULIDs from `crypto.getRandomValues` (`wasm32-unknown-unknown`).
+/// injects) and ULIDs from `crypto.getRandomValues` (`wasm32-unknown-unknown`),
+/// drawn a pool at a time.
 #[derive(Debug, Clone, Default)]
 pub struct JsEnvironment {
     clock: Option<js_sys::Function>,
     ids: UlidGenerator,
+    random: RandomPool,
 }
 
 impl JsEnvironment {
@@ -19,6 +21,7 @@ impl JsEnvironment {
         JsEnvironment {
             clock,
             ids: UlidGenerator::default(),
+            random: RandomPool::default(),
         }
     }
 }
@@ -38,13 +41,15 @@ impl Environment for JsEnvironment {
 
     fn new_id(&mut self, newest: Option<&str>) -> String {
         let mut random = [0u8; 10];
-        if getrandom_02::getrandom(&mut random).is_err() {
-            // No crypto API: Math.random is weaker but still unique enough
-            // together with the millisecond prefix.
-            for byte in &mut random {
-                *byte = (js_sys::Math::random() * 256.0) as u8;
+        self.random.take(&mut random, |pool| {
+            if getrandom_02::getrandom(pool).is_err() {
+                // No crypto API: Math.random is weaker but still unique
+                // enough together with the millisecond prefix.
+                for byte in pool {
+                    *byte = (js_sys::Math::random() * 256.0) as u8;
+                }
             }
-        }
+        });
         let now = self.now().0;
         self.ids.next(now, random, newest)
     }

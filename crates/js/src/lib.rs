@@ -118,16 +118,21 @@ fn to_js_error(error: BindingError) -> JsValue {
 }
 
 thread_local! {
-    /// The `JSON.stringify` replacer of [`from_js`]: JSON would write `NaN`
-    /// and infinities as `null`, which reads as "absent"; refuse them.
-    static FINITE_NUMBERS: Closure<dyn Fn(JsValue, JsValue) -> Result<JsValue, JsValue>> =
-        Closure::new(|_key: JsValue, value: JsValue| match value.as_f64() {
-            Some(n) if !n.is_finite() => Err(js_sys::TypeError::new(&format!(
-                "{n} is not a finite number"
-            ))
-            .into()),
-            _ => Ok(value),
-        });
+    /// The `JSON.stringify` replacer of [`from_js`], set by the package's
+    /// JavaScript wrapper ([`set_json_replacer`]).
+    static JSON_REPLACER: std::cell::RefCell<Option<Function>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Sets the `JSON.stringify` replacer every value handed to the core is
+/// read through. JSON would write `NaN` and infinities as `null`, which
+/// reads as "absent": the package's wrapper registers a JavaScript
+/// function that throws on them. A replacer in Rust cost a call from
+/// JavaScript into WebAssembly and one back for every value of every
+/// input: 4 % of a 10,000-memory lexical build (`docs/speed.md`,
+/// "Eighteenth session").
+#[wasm_bindgen(js_name = setJsonReplacer)]
+pub fn set_json_replacer(replacer: Function) {
+    JSON_REPLACER.with(|slot| *slot.borrow_mut() = Some(replacer));
 }
 
 /// [`from_js`] of an optional argument: `undefined` is `T::default()`
@@ -147,9 +152,12 @@ fn from_js_or_default<T: DeserializeOwned + Default>(
 /// fields are refused like everywhere else (`deny_unknown_fields`), and so
 /// are lone surrogates, `NaN`, infinities, cycles and excessive nesting.
 fn from_js<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T, BindingError> {
-    let json = FINITE_NUMBERS
-        .with(|replacer| JSON::stringify_with_replacer(value, replacer.as_ref().unchecked_ref()));
-    let json = json.map_err(|e| {
+    let replacer = JSON_REPLACER.with(|slot| slot.borrow().clone()).ok_or_else(|| {
+        BindingError::Value(format!(
+            "{what} cannot be read: the core module was started without its wrapper (setJsonReplacer)"
+        ))
+    })?;
+    let json = JSON::stringify_with_replacer(value, &replacer).map_err(|e| {
         BindingError::Value(format!(
             "{what} cannot be read as JSON: {}",
             thrown_message(&e)
