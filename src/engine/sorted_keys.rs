@@ -42,6 +42,21 @@ impl<T: Ord> SortedKeys<T> {
 
     /// Adds `key`; false if the set held it.
     pub(super) fn insert(&mut self, key: T) -> bool {
+        // A key after every key the set holds (a conversation or a bulk
+        // ingest: times and ids grow) joins the end of the list while the
+        // list has room: no search and no tree's insert, whose string
+        // comparisons took 6 % of a lexical build in WebAssembly
+        // (`docs/speed.md`, "Eighteenth session"). The list never grows
+        // here: an open's list has no room, so the writes after an open
+        // go to the tree as before, and the list stays the size the open
+        // made it.
+        let after_all = self.sorted.len() < self.sorted.capacity()
+            && self.sorted.last().is_none_or(|last| *last < key)
+            && self.added.last().is_none_or(|last| *last < key);
+        if after_all {
+            self.sorted.push(key);
+            return true;
+        }
         let added = if self.removed.remove(&key) {
             true
         } else if self.sorted.binary_search(&key).is_ok() {
@@ -56,6 +71,13 @@ impl<T: Ord> SortedKeys<T> {
     /// Removes `key`; false if the set did not hold it.
     pub(super) fn remove(&mut self, key: T) -> bool {
         let removed = if self.added.remove(&key) {
+            true
+        } else if self.sorted.last() == Some(&key) && !self.removed.contains(&key) {
+            // The list's last key, most often one just inserted (it joined
+            // the end): dropped now rather than held as removed until a
+            // fold, so an erased memory's keys go with it.
+            self.sorted.pop();
+            self.drop_removed_end();
             true
         } else if self.sorted.binary_search(&key).is_ok() {
             self.removed.insert(key)
@@ -125,6 +147,17 @@ impl<T: Ord> SortedKeys<T> {
         self.range_rev(..)
     }
 
+    /// After the list's last key went: drops the removed keys now at the
+    /// list's end too.
+    fn drop_removed_end(&mut self) {
+        while let Some(last) = self.sorted.last() {
+            if !self.removed.remove(last) {
+                break;
+            }
+            self.sorted.pop();
+        }
+    }
+
     fn fold_if_grown(&mut self) {
         if self.added.len() + self.removed.len() > FOLD_AT_LEAST.max(self.sorted.len() / 8) {
             self.fold(Vec::new());
@@ -132,9 +165,12 @@ impl<T: Ord> SortedKeys<T> {
     }
 
     /// Makes the list anew from the set and `more` (sorted, none in the
-    /// set), emptying the trees.
+    /// set), emptying the trees. The list keeps room for as many keys
+    /// as the trees hold before the next fold, for keys that come in
+    /// order (`insert`).
     fn fold(&mut self, more: Vec<T>) {
-        let mut list = Vec::with_capacity(self.len() + more.len());
+        let len = self.len() + more.len();
+        let mut list = Vec::with_capacity(len + FOLD_AT_LEAST.max(len / 8));
         let mut removed = std::mem::take(&mut self.removed).into_iter().peekable();
         let kept = std::mem::take(&mut self.sorted).into_iter().filter(|k| {
             while removed.next_if(|r| r < k).is_some() {}

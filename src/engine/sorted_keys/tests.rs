@@ -13,6 +13,16 @@ enum Op {
     Remove(u16),
     /// Keys the set does not hold yet, added at once (as an open does).
     ExtendNew(Vec<u16>),
+    /// This many keys, each after every key the set holds, inserted one
+    /// by one (as a conversation's turns are), every third number (so
+    /// that `InsertBelowLargest` has room).
+    Append(u16),
+    /// The key this far below the set's largest (an older turn arriving
+    /// late; 0: the largest, again).
+    InsertBelowLargest(u16),
+    /// The set's largest key removed this many times (the newest memories
+    /// erased, a write rolled back).
+    RemoveLargest(u8),
     Range(Bound<u16>, Bound<u16>),
 }
 
@@ -29,6 +39,9 @@ fn op() -> impl Strategy<Value = Op> {
         8 => (0u16..3000).prop_map(Op::Insert),
         4 => (0u16..3000).prop_map(Op::Remove),
         1 => prop::collection::vec(0u16..3000, 0..400).prop_map(Op::ExtendNew),
+        1 => (0u16..40).prop_map(Op::Append),
+        1 => (0u8..12).prop_map(Op::RemoveLargest),
+        1 => (0u16..8).prop_map(Op::InsertBelowLargest),
         2 => (bound(), bound()).prop_map(|(a, b)| Op::Range(a, b)),
     ]
 }
@@ -71,12 +84,28 @@ proptest! {
                     oracle.extend(new.iter().copied());
                     set.extend_new(new);
                 }
+                Op::Append(count) => {
+                    let after = oracle.last().map_or(0, |&last| last + 1);
+                    for k in (0..count).map(|i| after.saturating_add(3 * i)) {
+                        prop_assert_eq!(set.insert(k), oracle.insert(k));
+                    }
+                }
+                Op::InsertBelowLargest(offset) => {
+                    let k = oracle.last().map_or(0, |&last| last.saturating_sub(offset));
+                    prop_assert_eq!(set.insert(k), oracle.insert(k));
+                }
+                Op::RemoveLargest(count) => {
+                    for _ in 0..count {
+                        let Some(&largest) = oracle.last() else { break };
+                        prop_assert_eq!(set.remove(largest), oracle.remove(&largest));
+                    }
+                }
                 Op::Range(start, end) => {
                     let got: Vec<u16> = set.range_rev((start, end)).copied().collect();
                     prop_assert_eq!(got, range_of(&oracle, start, end));
                 }
             }
-            if i % 97 == 0 {
+            if i % 7 == 0 {
                 expect_equal(&set, &oracle);
             }
         }
