@@ -6,7 +6,9 @@
 //! scratch as large, on top of the open's high-water mark (`docs/speed.md`,
 //! "Heap per memory"). Later changes go to two small trees, folded into
 //! the list once they grow past a share of it, so each change costs a
-//! tree's insert and, spread over the changes, a few moves.
+//! tree's insert and, spread over the changes, a few moves; a key after
+//! every key joins the end of the list instead, while a fold's room
+//! lasts.
 
 use std::collections::BTreeSet;
 use std::iter::Peekable;
