@@ -194,11 +194,15 @@ pub(crate) trait Rankable: Policed {
     fn follows(&self) -> Option<&str>;
     /// Its `speaker` field.
     fn speaker(&self) -> Option<&str>;
+    /// The kind of its source (a message, a file, …).
+    fn source_kind(&self) -> SourceKind;
     /// True when it is a turn of a conversation: a chat message, or said
     /// by someone (a role or a speaker). Only turns share their score with
     /// their neighbours: facts entered one after another are not a
     /// dialogue.
-    fn is_turn(&self) -> bool;
+    fn is_turn(&self) -> bool {
+        self.source_kind() == SourceKind::Message || self.role().is_some() || self.speaker().is_some()
+    }
 }
 
 impl Rankable for MemoryItem {
@@ -214,8 +218,8 @@ impl Rankable for MemoryItem {
     fn speaker(&self) -> Option<&str> {
         self.speaker.as_deref()
     }
-    fn is_turn(&self) -> bool {
-        self.source.kind == SourceKind::Message || self.role.is_some() || self.speaker.is_some()
+    fn source_kind(&self) -> SourceKind {
+        self.source.kind
     }
 }
 

@@ -20,7 +20,7 @@ use crate::codec;
 use crate::env::{parse_ulid, Environment};
 use crate::index::bm25::TermCounts;
 use crate::index::Bm25Index;
-use crate::item::{validate_item_id, Kind, MemoryItem, Role, Scope, Status, Tenant, Timestamp};
+use crate::item::{validate_item_id, Kind, MemoryItem, Role, Scope, SourceKind, Status, Tenant, Timestamp};
 use crate::metadata::Metadata;
 use crate::policy::Policed;
 use crate::rank::Rankable;
@@ -406,8 +406,8 @@ impl Rankable for Entry {
     fn speaker(&self) -> Option<&str> {
         Entry::speaker(self)
     }
-    fn is_turn(&self) -> bool {
-        self.field(Rankable::is_turn, |row| row.is_turn())
+    fn source_kind(&self) -> SourceKind {
+        self.field(Rankable::source_kind, |row| row.source_kind())
     }
 }
 

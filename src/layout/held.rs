@@ -171,8 +171,8 @@ impl Rankable for HeldRow {
         self.part.strings.get(self.speaker as usize).map(|s| &**s)
     }
 
-    fn is_turn(&self) -> bool {
-        self.source_kind == SourceKind::Message || self.role.is_some() || self.speaker().is_some()
+    fn source_kind(&self) -> SourceKind {
+        self.source_kind
     }
 }
 
