@@ -793,6 +793,16 @@ impl Engine {
         }
     }
 
+    /// The memory `id` when the engine holds it as its row, undecoded: a
+    /// merge of segments writes such a row again from its fields, without
+    /// decoding the memory.
+    pub(crate) fn held_row(&self, id: &str) -> Option<&dyn HeldMemory> {
+        match &self.entries.get(id)?.memory {
+            Held::Row(row) => Some(&**row),
+            Held::Decoded(_) => None,
+        }
+    }
+
     /// The id of the memory numbered `doc`.
     pub(super) fn id_of(&self, doc: u32) -> Option<&str> {
         self.doc_owner.get(doc as usize)?.as_deref()

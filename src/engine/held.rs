@@ -26,4 +26,7 @@ pub(crate) trait HeldMemory: Rankable + Send + Sync {
     /// Bytes of the memory's JSON (`serde_json::to_vec` of
     /// [`HeldMemory::decode`]), counted without decoding it.
     fn json_len(&self) -> usize;
+    /// Itself, for the layout that made it to read it as its own type
+    /// (the engine does not know that type).
+    fn as_any(&self) -> &dyn std::any::Any;
 }

@@ -107,7 +107,7 @@ const ROLES: [Role; 3] = [Role::User, Role::Assistant, Role::System];
 pub(crate) fn encode_catalog(items: &[&MemoryItem]) -> Vec<u8> {
     let mut writer = CatalogWriter::default();
     for item in items {
-        writer.put(item);
+        writer.put_item(item);
     }
     writer.finish()
 }
@@ -145,7 +145,7 @@ impl<'a> CatalogWriter<'a> {
     /// whichever segment it goes to). `None` adds nothing: the memory stays
     /// a JSON record.
     pub(crate) fn push(&mut self, item: &'a MemoryItem) -> Option<usize> {
-        let (alone, row) = self.put(item);
+        let (alone, row) = self.put_item(item);
         let exact = match row {
             Row::Exact => true,
             Row::Lossy => false,
@@ -166,20 +166,37 @@ impl<'a> CatalogWriter<'a> {
         }
     }
 
+    /// [`CatalogWriter::push`] for a memory held as its row in another
+    /// part: the row is written again from its fields as read in place,
+    /// its rest (merged duplicates) as it is, without decoding the memory.
+    /// Read from a part, it gives its memory back; `None` only for a row
+    /// that no longer reads, which a part's bytes never do.
+    pub(crate) fn push_held(&mut self, row: &'a HeldRow) -> Option<usize> {
+        let view = row.view()?;
+        Some(self.put(&view, view.rest))
+    }
+
     /// Adds the row of `item` as it is; returns [`CatalogWriter::push`]'s
     /// length and whether the row gives the memory back.
-    fn put(&mut self, item: &'a MemoryItem) -> (usize, Row) {
+    fn put_item(&mut self, item: &'a MemoryItem) -> (usize, Row) {
+        let (view, rest, row) = item_row(item);
+        (self.put(&view, rest.as_deref()), row)
+    }
+
+    /// Adds the row of `view` (with `rest`, the JSON of its other
+    /// fields) as it is; returns [`CatalogWriter::push`]'s length.
+    fn put(&mut self, view: &RowView<'a>, rest: Option<&str>) -> usize {
         let start = self.rows.len();
         self.last = Some((start, self.dictionary.strings.len()));
         self.dictionary.row.clear();
         self.dictionary.row_index_bytes = 0;
         self.dictionary.row_alone_bytes = 0;
-        let (row, flags) = put_row(&mut self.rows, item, &mut self.dictionary, self.previous);
-        self.before_last = self.previous.replace(&item.id);
+        let flags = put_row(&mut self.rows, view, rest, &mut self.dictionary, self.previous);
+        self.before_last = self.previous.replace(view.id);
         self.count += 1;
         // Alone, a row has no row before it: it writes whom it follows,
         // and says so by another flag.
-        let (follows_alone, flags_here) = match &item.follows {
+        let (follows_alone, flags_here) = match view.follows {
             Some(follows) if flags & FOLLOWS_PREVIOUS != 0 => (
                 varint_len(follows.len() as u64) + follows.len() + varint_len(flags ^ FOLLOWS_PREVIOUS | FOLLOWS),
                 varint_len(flags),
@@ -200,7 +217,7 @@ impl<'a> CatalogWriter<'a> {
             .sum();
         let bytes =
             self.rows.len() - start - dictionary.row_index_bytes - flags_here + dictionary.row_alone_bytes + follows_alone;
-        (varint_len(dictionary.row.len() as u64) + strings + varint_len(1) + bytes, row)
+        varint_len(dictionary.row.len() as u64) + strings + varint_len(1) + bytes
     }
 
     /// Takes back the row added last (nothing if it was taken back already).
@@ -367,13 +384,93 @@ impl<'a> Dictionary<'a> {
 ///   lines (flag, two varints); the caller key (flag, string);
 /// - the rest (flag): a string holding a JSON object of the other fields.
 ///
-/// Also returns the row's flags.
+/// Returns the row's flags.
 fn put_row<'a>(
     out: &mut Vec<u8>,
-    item: &'a MemoryItem,
+    row: &RowView<'a>,
+    rest: Option<&str>,
     dictionary: &mut Dictionary<'a>,
     previous: Option<&str>,
-) -> (Row, u64) {
+) -> u64 {
+    let [user_id, workspace_id, project_id, card_id, session_id] = row.scope_parts;
+    put_str(out, row.id);
+    put_str(out, row.text);
+    let position = |found: Option<usize>| found.unwrap_or(0) as u8;
+    out.push(position(Kind::ALL.iter().position(|k| *k == row.kind)));
+    out.push(position(STATUSES.iter().position(|s| *s == row.status)));
+    out.push(position(SOURCE_KINDS.iter().position(|k| *k == row.source_kind)));
+    out.push(row.role.map_or(0, |r| position(ROLES.iter().position(|x| *x == r)) + 1));
+    let follows_previous = row.follows.is_some() && row.follows == previous;
+    let set = |on: bool, bit: u64| if on { bit } else { 0 };
+    let flags = row.flags & (PINNED | PII | PRIVATE)
+        | set(row.retention_days.is_some(), RETENTION)
+        | set(row.last_used_at.is_some(), LAST_USED)
+        | set(row.deleted_at.is_some(), DELETED)
+        | set(row.follows.is_some() && !follows_previous, FOLLOWS)
+        | set(follows_previous, FOLLOWS_PREVIOUS)
+        | set(row.updated_at == row.created_at, UPDATED_AT_CREATION)
+        | set(row.source_lines.is_some(), SOURCE_LINES)
+        | set(row.key.is_some(), KEY)
+        | set(project_id.is_some(), PROJECT)
+        | set(card_id.is_some(), CARD)
+        | set(session_id.is_some(), SESSION)
+        | set(row.uri.is_some(), URI)
+        | set(row.speaker.is_some(), SPEAKER)
+        | set(row.content_hash.is_ok(), HASH_BYTES)
+        | set(rest.is_some(), REST);
+    put_varint(out, flags);
+    for part in [user_id, workspace_id, project_id, card_id, session_id].into_iter().flatten() {
+        dictionary.put(out, part);
+    }
+    dictionary.put(out, row.reference);
+    if let Some(uri) = row.uri {
+        dictionary.put(out, uri);
+    }
+    match row.content_hash {
+        Ok(bytes) => out.extend_from_slice(&bytes),
+        Err(text) => put_str(out, text),
+    }
+    if let Some(speaker) = row.speaker {
+        dictionary.put(out, speaker);
+    }
+    put_varint(out, row.tags.len() as u64);
+    for tag in &row.tags {
+        dictionary.put(out, tag);
+    }
+    if let Some(days) = row.retention_days {
+        put_varint(out, u64::from(days));
+    }
+    put_time(out, row.created_at);
+    if row.updated_at != row.created_at {
+        put_time(out, row.updated_at);
+    }
+    if let Some(t) = row.last_used_at {
+        put_time(out, t);
+    }
+    put_varint(out, row.usage_count);
+    if let Some(f) = row.follows.filter(|_| !follows_previous) {
+        put_str(out, f);
+    }
+    if let Some(t) = row.deleted_at {
+        put_time(out, t);
+    }
+    if let Some(LineRange { start, end }) = row.source_lines {
+        put_varint(out, u64::from(start));
+        put_varint(out, u64::from(end));
+    }
+    if let Some(k) = row.key {
+        put_str(out, k);
+    }
+    if let Some(rest) = rest {
+        put_str(out, rest);
+    }
+    flags
+}
+
+/// The row [`put_row`] writes for `item`: its fields as a view (with no
+/// places in a part), the JSON of the fields it holds outside binary
+/// (its rest, when it sets any), and whether the row gives it back.
+fn item_row(item: &MemoryItem) -> (RowView<'_>, Option<String>, Row) {
     // Every field by name, with no `..`: a field added to a memory (or to
     // its scope, source or privacy) does not compile here until it is
     // written in binary or counted among the rest's (the fields bound to
@@ -428,109 +525,70 @@ fn put_row<'a>(
     // The fields the rest holds (as JSON, with any field this build does
     // not know): most memories set none, and then need no JSON.
     let rest_set = item.has_rare_fields();
-    // The `withdrawn` mark is kept by the rest alone: a memory with it and
-    // no other rest field keeps its JSON record.
-    let mut exact = !*withdrawn || rest_set;
-    put_str(out, id);
-    put_str(out, text);
-    let mut position = |found: Option<usize>| {
-        exact &= found.is_some();
-        found.unwrap_or(0) as u8
-    };
-    out.push(position(Kind::ALL.iter().position(|k| k == kind)));
-    out.push(position(STATUSES.iter().position(|s| s == status)));
-    out.push(position(SOURCE_KINDS.iter().position(|k| k == source_kind)));
-    let role = role.map_or(0, |r| position(ROLES.iter().position(|x| *x == r)) + 1);
-    out.push(role);
     let rest = if rest_set { rest_of(item) } else { None };
-    let hash_bytes = hex_bytes(content_hash);
-    let follows_previous = follows.is_some() && follows.as_deref() == previous;
+    // The `withdrawn` mark is kept by the rest alone: a memory with it and
+    // no other rest field keeps its JSON record. A time outside years
+    // 1..=9999, or a value the row's tables lack, would not read back.
+    let in_range = |t: &Timestamp| Timestamp::from_millis(t.0).is_ok();
+    let exact = (!*withdrawn || rest_set)
+        && Kind::ALL.contains(kind)
+        && STATUSES.contains(status)
+        && SOURCE_KINDS.contains(source_kind)
+        && role.is_none_or(|r| ROLES.contains(&r))
+        && [Some(created_at), Some(updated_at), last_used_at.as_ref(), deleted_at.as_ref()]
+            .into_iter()
+            .flatten()
+            .all(in_range);
     let set = |on: bool, bit: u64| if on { bit } else { 0 };
-    let flags = set(*pinned, PINNED)
-        | set(*pii, PII)
-        | set(*private, PRIVATE)
-        | set(retention_days.is_some(), RETENTION)
-        | set(last_used_at.is_some(), LAST_USED)
-        | set(deleted_at.is_some(), DELETED)
-        | set(follows.is_some() && !follows_previous, FOLLOWS)
-        | set(follows_previous, FOLLOWS_PREVIOUS)
-        | set(updated_at == created_at, UPDATED_AT_CREATION)
-        | set(source_lines.is_some(), SOURCE_LINES)
-        | set(key.is_some(), KEY)
-        | set(project_id.is_some(), PROJECT)
-        | set(card_id.is_some(), CARD)
-        | set(session_id.is_some(), SESSION)
-        | set(uri.is_some(), URI)
-        | set(speaker.is_some(), SPEAKER)
-        | set(hash_bytes.is_some(), HASH_BYTES)
-        | set(rest.is_some(), REST);
-    put_varint(out, flags);
-    dictionary.put(out, user_id);
-    dictionary.put(out, workspace_id);
-    for part in [project_id, card_id, session_id].into_iter().flatten() {
-        dictionary.put(out, part);
-    }
-    dictionary.put(out, reference);
-    if let Some(uri) = uri {
-        dictionary.put(out, uri);
-    }
-    match hash_bytes {
-        Some(bytes) => out.extend_from_slice(&bytes),
-        None => put_str(out, content_hash),
-    }
-    if let Some(speaker) = speaker {
-        dictionary.put(out, speaker);
-    }
-    put_varint(out, tags.len() as u64);
-    for tag in tags {
-        dictionary.put(out, tag);
-    }
-    if let Some(days) = retention_days {
-        put_varint(out, u64::from(*days));
-    }
-    exact &= put_time(out, created_at);
-    if updated_at != created_at {
-        exact &= put_time(out, updated_at);
-    }
-    if let Some(t) = last_used_at {
-        exact &= put_time(out, t);
-    }
-    put_varint(out, *usage_count);
-    if let Some(f) = follows.as_deref().filter(|_| !follows_previous) {
-        put_str(out, f);
-    }
-    if let Some(t) = deleted_at {
-        exact &= put_time(out, t);
-    }
-    if let Some(LineRange { start, end }) = source_lines {
-        put_varint(out, u64::from(*start));
-        put_varint(out, u64::from(*end));
-    }
-    if let Some(k) = key {
-        put_str(out, k);
-    }
-    let row = match rest {
-        Some(rest) => {
-            put_str(out, &rest);
-            if exact {
-                Row::WithRest
-            } else {
-                Row::Lossy
-            }
-        }
+    let view = RowView {
+        id,
+        text,
+        kind: *kind,
+        status: *status,
+        source_kind: *source_kind,
+        role: *role,
+        flags: set(*pinned, PINNED) | set(*pii, PII) | set(*private, PRIVATE),
+        scope_indexes: [u32::MAX; 5],
+        scope_parts: [
+            Some(user_id.as_str()),
+            Some(workspace_id.as_str()),
+            project_id.as_deref(),
+            card_id.as_deref(),
+            session_id.as_deref(),
+        ],
+        reference,
+        uri: uri.as_deref(),
+        content_hash: hex_bytes(content_hash).ok_or(content_hash.as_str()),
+        hash_at: 0,
+        speaker: speaker.as_deref(),
+        speaker_index: None,
+        tags: tags.iter().map(String::as_str).collect(),
+        retention_days: *retention_days,
+        created_at: *created_at,
+        updated_at: *updated_at,
+        last_used_at: *last_used_at,
+        usage_count: *usage_count,
+        follows: follows.as_deref(),
+        follows_at: 0,
+        deleted_at: *deleted_at,
+        source_lines: *source_lines,
+        key: key.as_deref(),
+        rest: None,
+    };
+    let row = match &rest {
+        Some(_) if exact => Row::WithRest,
+        Some(_) => Row::Lossy,
         // A rest that could not be made leaves its fields out.
         None if rest_set => Row::Lossy,
         None if exact => Row::Exact,
         None => Row::Lossy,
     };
-    (row, flags)
+    (view, rest, row)
 }
 
-/// Appends a time; false when it is outside years 1..=9999, which a row
-/// would not read back.
-fn put_time(out: &mut Vec<u8>, t: &Timestamp) -> bool {
+/// Appends a time.
+fn put_time(out: &mut Vec<u8>, t: Timestamp) {
     out.extend_from_slice(&t.0.to_le_bytes());
-    Timestamp::from_millis(t.0).is_ok()
 }
 
 /// Whether a row [`put_row`] wrote gives its memory back.
@@ -573,7 +631,7 @@ pub(super) struct RowView<'a> {
     scope_parts: [Option<&'a str>; 5],
     reference: &'a str,
     uri: Option<&'a str>,
-    content_hash: Result<&'a [u8], &'a str>,
+    content_hash: Result<[u8; 32], &'a str>,
     /// Where the hash starts in the part.
     pub(super) hash_at: usize,
     speaker: Option<&'a str>,
@@ -635,7 +693,7 @@ impl RowView<'_> {
                 uri: owned(self.uri),
             },
             content_hash: match self.content_hash {
-                Ok(bytes) => hex(bytes),
+                Ok(bytes) => hex(&bytes),
                 Err(text) => text.to_string(),
             },
             role: self.role,
@@ -722,7 +780,7 @@ impl MemoryFields for RowView<'_> {
     }
 
     fn content_hash(&self) -> Result<&[u8], &str> {
-        self.content_hash
+        self.content_hash.as_ref().map(|bytes| &bytes[..]).map_err(|text| *text)
     }
 
     fn role(&self) -> Option<Role> {
@@ -855,7 +913,8 @@ pub(super) fn parse_row<'a, 'r: 'a, S: AsRef<str>>(
     let uri = optional_word(reader, URI)?.map(|(_, s)| s);
     let hash_at = reader.position();
     let content_hash = if has(HASH_BYTES) {
-        Ok(reader.take(32)?)
+        let bytes = reader.take(32)?;
+        Ok(bytes.try_into().map_err(|_| reader.bad("truncated"))?)
     } else {
         Err(reader.str()?)
     };

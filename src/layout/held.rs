@@ -100,7 +100,7 @@ impl HeldRow {
     /// The row's fields read in place (it read when its part was decoded,
     /// so this is `None` only for bytes that changed since, which a part's
     /// bytes never do).
-    fn view(&self) -> Option<RowView<'_>> {
+    pub(super) fn view(&self) -> Option<RowView<'_>> {
         let mut reader = self.reader_at(self.offset);
         parse_row(&mut reader, &self.part.strings, self.previous(), ALL_FLAGS).ok()
     }
@@ -134,6 +134,10 @@ impl HeldMemory for HeldRow {
 
     fn id_bytes(&self) -> &[u8] {
         self.reader_at(self.offset).str_bytes().unwrap_or_default()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn pinned(&self) -> bool {

@@ -7,14 +7,15 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::format::{self, encode_manifest, encode_records, encode_segment, records_of, segment_key, Header, SegmentRef};
-use super::catalog::CatalogRow;
+use super::catalog::{CatalogRow, CatalogWriter};
+use super::held::HeldRow;
 use super::keys::{KeyMap, KeyText};
 use super::{
     catalog, Layout, Segment, DIRECT_BYTES, LOG_BYTES, LOG_FRAMES, MERGE_FANIN,
     SEGMENT_BYTES, TIER_BASE,
 };
 use crate::codec;
-use crate::engine::{Change, Changes, Engine};
+use crate::engine::{Change, Changes, Engine, HeldMemory};
 use crate::fast_hash::{FastMap, FastSet};
 use crate::index::bm25::TermCounts;
 use crate::item::MemoryItem;
@@ -133,19 +134,24 @@ impl Layout {
                 .map(|(_, key)| key)
                 .collect()
         };
-        // Their memories, a memory held as a row decoded for this plan
-        // (not kept: `Entry::item`), before `fresh` borrows them. A decoded
-        // memory is held in the list itself: sized once, the list is not
-        // copied as it doubles (a merge of segments at 100,000 memories
-        // grew it to 4.8 MiB, its last copy beside it; `docs/speed.md`,
-        // "Fourteenth session").
+        // Their memories, before `fresh` borrows them: a memory held as a
+        // row is written again from the row, undecoded
+        // (`CatalogWriter::push_held`); another is the engine's, borrowed
+        // (or decoded for this plan, not kept: `Entry::item`) and boxed:
+        // the list, sized once, holds 16 bytes a memory (a merge of
+        // segments at 100,000 memories grew a list of memories held inline
+        // to 4.8 MiB; `docs/speed.md`, "Fourteenth session").
         let memory_keys = rewritten.iter().filter(|key| key.starts_with(ITEM_PREFIX));
-        let mut rewritten_memories: Vec<(&str, Cow<'_, MemoryItem>)> =
-            Vec::with_capacity(memory_keys.clone().count());
+        let mut rewritten_memories: Vec<(&str, Rewritten<'_>)> = Vec::with_capacity(memory_keys.clone().count());
         rewritten_memories.extend(memory_keys.filter_map(|key| {
             let key: &str = key;
             let id = key.strip_prefix(ITEM_PREFIX)?;
-            Some((key, engine.get(id).ok()?))
+            let held = engine.held_row(id).and_then(|row| row.as_any().downcast_ref::<HeldRow>());
+            let memory = match held {
+                Some(row) => Rewritten::Held(row),
+                None => Rewritten::Decoded(Box::new(engine.get(id).ok()?)),
+            };
+            Some((key, memory))
         }));
         // New segments' records, by key. A memory's JSON record is made
         // only for the log, or if its catalog row does not give it back.
@@ -188,8 +194,12 @@ impl Layout {
         // The live records of the segments rewritten, as the engine holds
         // them (the newest version of a key live in a segment is the
         // engine's).
-        for (key, item) in &rewritten_memories {
-            fresh.insert(key, Input::Memory(item, None));
+        for (key, memory) in &rewritten_memories {
+            let input = match memory {
+                Rewritten::Held(row) => Input::Held(row),
+                Rewritten::Decoded(item) => Input::Memory(item, None),
+            };
+            fresh.insert(key, input);
         }
         for key in &rewritten {
             let key: &str = key;
@@ -399,7 +409,7 @@ fn tier(bytes: u64) -> u32 {
 struct Fresh<'a> {
     key: &'a str,
     record: Body<'a>,
-    item: Option<&'a MemoryItem>,
+    memory: Option<Stored<'a>>,
     terms: Option<Vec<(&'a str, u32)>>,
 }
 
@@ -409,9 +419,10 @@ impl<'a> Fresh<'a> {
     /// `memory` is the engine's memory of a record given as bytes.
     fn new(key: &'a str, input: Input<'a>, memory: Option<&'a MemoryItem>, engine: &'a Engine) -> Self {
         let id = key.strip_prefix(ITEM_PREFIX);
-        let (record, item, counted) = match input {
-            Input::Memory(item, counted) => (Body::Item(item), Some(item), counted),
-            Input::Record(bytes) => (Body::Record(Cow::Borrowed(bytes)), memory, None),
+        let (record, memory, counted) = match input {
+            Input::Memory(item, counted) => (Body::Memory(Stored::Decoded(item)), Some(Stored::Decoded(item)), counted),
+            Input::Held(row) => (Body::Memory(Stored::Held(row)), Some(Stored::Held(row)), None),
+            Input::Record(bytes) => (Body::Record(Cow::Borrowed(bytes)), memory.map(Stored::Decoded), None),
             Input::Encoded(bytes) => (Body::Record(Cow::Owned(bytes)), None, None),
         };
         let terms = match counted {
@@ -426,12 +437,12 @@ impl<'a> Fresh<'a> {
                 );
                 Some(terms)
             }
-            None => item.and(id).and_then(|id| engine.term_counts(id)),
+            None => memory.and(id).and_then(|id| engine.term_counts(id)),
         };
         Fresh {
             key,
             record,
-            item,
+            memory,
             terms,
         }
     }
@@ -454,6 +465,8 @@ enum Input<'a> {
     /// A memory the engine holds, with its terms as ingest counted them
     /// when this commit's write did.
     Memory(&'a MemoryItem, Option<&'a TermCounts>),
+    /// A memory the engine holds as its row in a segment being rewritten.
+    Held(&'a HeldRow),
     /// A record as a change or the log holds it.
     Record(&'a [u8]),
     /// A record the engine encoded for this plan (an embedding or a file
@@ -467,6 +480,7 @@ impl Input<'_> {
     fn frame_len(&self, key: &str) -> usize {
         let len = match self {
             Input::Memory(item, _) => codec::item_record_len(item),
+            Input::Held(row) => codec::json_record_len(row.json_len()),
             Input::Record(bytes) => bytes.len(),
             Input::Encoded(bytes) => bytes.len(),
         };
@@ -476,7 +490,8 @@ impl Input<'_> {
     /// Its record's bytes.
     fn bytes(&self) -> Cow<'_, [u8]> {
         match self {
-            Input::Memory(item, _) => Cow::Owned(codec::encode_item(item)),
+            Input::Memory(item, _) => Cow::Owned(Stored::Decoded(item).record()),
+            Input::Held(row) => Cow::Owned(Stored::Held(row).record()),
             Input::Record(bytes) => Cow::Borrowed(bytes),
             Input::Encoded(bytes) => Cow::Borrowed(bytes),
         }
@@ -489,7 +504,7 @@ enum Body<'a> {
     Record(Cow<'a, [u8]>),
     /// A memory the engine holds, whose JSON record is made only if its
     /// row does not give it back.
-    Item(&'a MemoryItem),
+    Memory(Stored<'a>),
 }
 
 impl<'a> Body<'a> {
@@ -497,7 +512,41 @@ impl<'a> Body<'a> {
     fn into_bytes(self) -> Cow<'a, [u8]> {
         match self {
             Body::Record(bytes) => bytes,
-            Body::Item(item) => Cow::Owned(codec::encode_item(item)),
+            Body::Memory(memory) => Cow::Owned(memory.record()),
+        }
+    }
+}
+
+/// A memory of a segment being rewritten, as the engine holds it.
+enum Rewritten<'a> {
+    /// Its row, written again as it is.
+    Held(&'a HeldRow),
+    /// The memory, the engine's or decoded for this plan.
+    Decoded(Box<Cow<'a, MemoryItem>>),
+}
+
+/// A memory a new segment holds, as the engine holds it.
+#[derive(Clone, Copy)]
+enum Stored<'a> {
+    Decoded(&'a MemoryItem),
+    /// Its row in a segment this commit rewrites.
+    Held(&'a HeldRow),
+}
+
+impl<'a> Stored<'a> {
+    /// Its row added to `catalog` ([`CatalogWriter::push`]).
+    fn push(self, catalog: &mut CatalogWriter<'a>) -> Option<usize> {
+        match self {
+            Stored::Decoded(item) => catalog.push(item),
+            Stored::Held(row) => catalog.push_held(row),
+        }
+    }
+
+    /// Its JSON record.
+    fn record(self) -> Vec<u8> {
+        match self {
+            Stored::Decoded(item) => codec::encode_item(item),
+            Stored::Held(row) => codec::encode_item(&row.decode()),
         }
     }
 }
@@ -531,12 +580,12 @@ impl<'a> SegmentWriter<'a> {
         let Fresh {
             key,
             record: body,
-            item,
+            memory,
             terms,
         } = fresh;
         let mut body = Some(body);
         let mut bytes = || body.take().map(Body::into_bytes).unwrap_or_default();
-        let mut row = item.and_then(|item| self.catalog.push(item));
+        let mut row = memory.and_then(|memory| memory.push(&mut self.catalog));
         let mut record = match row {
             Some(_) => Cow::Borrowed(&[][..]),
             None => bytes(),
@@ -550,7 +599,7 @@ impl<'a> SegmentWriter<'a> {
                 // The same row, numbered in the new segment's dictionary
                 // (whether a row gives its memory back does not depend on
                 // the segment, but its record follows what happened).
-                row = item.and_then(|item| self.catalog.push(item));
+                row = memory.and_then(|memory| memory.push(&mut self.catalog));
                 if row.is_none() {
                     record = bytes();
                 }
@@ -645,6 +694,98 @@ mod tests {
         let oracle = Layout::default().plan_all(&engine);
         assert_eq!(planned.batch, oracle.batch);
         assert_eq!(planned.manifest, oracle.manifest);
+    }
+
+    /// A segment rewritten (merged, or a memory erased from it) writes
+    /// each memory held as its row again from the row, undecoded: the
+    /// commit is byte for byte the one made from the decoded memories (the
+    /// oracle: the same writes to an engine whose memories were never held
+    /// as rows). Memories with merged duplicates (a rest), tags, a speaker,
+    /// a session, pinned, private, with retention, soft-deleted, marked
+    /// used, following the memory before them and one further back.
+    #[test]
+    fn merges_write_held_rows_as_their_memories() {
+        let mut held = Engine::new(Config::default());
+        let mut decoded = Engine::new(Config::default());
+        let (mut held_layout, mut decoded_layout) = (Layout::default(), Layout::default());
+        let mut env = FixedEnvironment::new(Timestamp(1_700_000_000_000));
+        let mut rng = memtide_testkit::rng::Rng(11);
+        let mut ids: Vec<String> = Vec::new();
+        let (mut rewritten, mut from_rows) = (0, 0);
+        for round in 0..14u64 {
+            let mut inputs: Vec<MemoryInput> = (0..150)
+                .map(|i| {
+                    let mut scope = Scope::workspace("alice", "home");
+                    if i % 5 == 0 {
+                        scope.session_id = Some(format!("s{}", round % 3));
+                    }
+                    let words: Vec<String> = (0..8).map(|j| format!("w{}", rng.next_u64() % 4000 + j)).collect();
+                    let mut input = MemoryInput::new(format!("round {round} note {i}: {}", words.join(" ")), scope);
+                    input.speaker = (i % 3 == 0).then(|| ["Caroline", "Melanie"][i % 2].to_string());
+                    input.tags = (i % 7 == 0).then(|| vec![format!("t{}", i % 4), "shared".to_string()]);
+                    input.pinned = (i % 11 == 0).then_some(true);
+                    input.privacy = (i % 13 == 0).then_some(crate::item::Privacy {
+                        pii: false,
+                        private: true,
+                        retention_days: Some(30),
+                    });
+                    input
+                })
+                .collect();
+            // Duplicates of memories of earlier rounds: merged into them,
+            // which gives those a rest.
+            for _ in 0..(round.min(6)) {
+                let earlier = rng.next_u64() % round.max(1);
+                inputs.push(MemoryInput::new(format!("round {earlier} note 1: again"), Scope::workspace("alice", "home")));
+            }
+            let mut txns = [Txn::default(), Txn::default()];
+            decoded.ingest(inputs.clone(), &mut env.clone(), &mut txns[1]).unwrap();
+            let results = held.ingest(inputs, &mut env, &mut txns[0]).unwrap();
+            ids.extend(results.into_iter().filter_map(|r| r.id));
+            ids.sort();
+            ids.dedup();
+            // Soft deletes, usage marks and an erase of earlier memories.
+            if round > 0 {
+                for step in 0..4 {
+                    let id = ids[(rng.next_u64() % ids.len() as u64) as usize].clone();
+                    for (engine, txn) in [&mut held, &mut decoded].into_iter().zip(&mut txns) {
+                        match step {
+                            0 => engine.delete(&id, true, env.now(), txn).unwrap(),
+                            1 => engine.delete(&id, false, env.now(), txn).unwrap(),
+                            // Marks what it finds used.
+                            _ => {
+                                let query = crate::engine::RetrieveQuery::new(format!("note {step} w{round}"), Scope::workspace("alice", "home"));
+                                engine.retrieve(&query, env.now(), txn).unwrap();
+                            }
+                        }
+                    }
+                    if step == 0 {
+                        ids.retain(|i| *i != id);
+                    }
+                }
+            }
+            let mut plans = Vec::new();
+            for ((engine, layout), txn) in [(&held, &held_layout), (&decoded, &decoded_layout)].into_iter().zip(&txns) {
+                plans.push(layout.plan(&engine.batch_for(txn), engine));
+            }
+            let [held_plan, decoded_plan] = <[Plan; 2]>::try_from(plans).unwrap();
+            assert_eq!(held_plan.batch, decoded_plan.batch, "round {round}");
+            assert_eq!(held_plan.manifest, decoded_plan.manifest, "round {round}");
+            let removed = &held_plan.update.removed;
+            rewritten += removed.len();
+            from_rows += held_layout
+                .keys
+                .iter()
+                .filter(|&(id, _)| held_layout.keys.live_segment(id).is_some_and(|n| removed.contains(&n)))
+                .filter_map(|(_, key)| key.strip_prefix(ITEM_PREFIX).map(str::to_string))
+                .filter(|id| held.held_row(id).is_some())
+                .count();
+            held_plan.hold_rows(&mut held);
+            held_layout.apply(held_plan);
+            decoded_layout.apply(decoded_plan);
+            env.advance_ms(1_000);
+        }
+        assert!(rewritten >= 3 && from_rows >= 300, "{rewritten} segments rewritten, {from_rows} rows");
     }
 
     /// A commit that removes no segment drops only the keys it names
