@@ -155,10 +155,17 @@ impl Layout {
         }));
         // New segments' records, by key. A memory's JSON record is made
         // only for the log, or if its catalog row does not give it back.
-        let mut fresh: BTreeMap<&str, Input> = BTreeMap::new();
-        let put_bytes: usize = puts.iter().map(|(key, input)| input.frame_len(key)).sum();
+        // Sorted by key once all are in (see below).
+        let mut fresh: Vec<(&str, Input)> = Vec::new();
+        // A write's bytes are counted until they pass the threshold: one
+        // past it goes to segments whatever its size.
+        let mut put_bytes = 0;
+        let direct = puts.iter().any(|(key, input)| {
+            put_bytes += input.frame_len(key);
+            put_bytes > DIRECT_BYTES
+        });
         let mut logged: Vec<&str> = Vec::new();
-        if put_bytes > DIRECT_BYTES {
+        if direct {
             fresh.extend(puts);
         } else if !puts.is_empty() {
             logged.extend(puts.iter().map(|(key, _)| *key));
@@ -175,7 +182,7 @@ impl Layout {
         };
         for frame in &folded {
             for (key, record) in records_of(frame).unwrap_or_default() {
-                fresh.insert(key, Input::Record(record));
+                fresh.push((key, Input::Record(record)));
             }
         }
         // The keys of the log: those it held that this commit did not
@@ -199,13 +206,13 @@ impl Layout {
                 Rewritten::Held(row) => Input::Held(row),
                 Rewritten::Decoded(item) => Input::Memory(item, None),
             };
-            fresh.insert(key, input);
+            fresh.push((key, input));
         }
         for key in &rewritten {
             let key: &str = key;
             if !key.starts_with(ITEM_PREFIX) {
                 if let Some(record) = engine.record(key) {
-                    fresh.insert(key, Input::Encoded(record));
+                    fresh.push((key, Input::Encoded(record)));
                 }
             }
         }
@@ -223,11 +230,23 @@ impl Layout {
             next_segment: self.next_segment,
             ..Update::default()
         };
+        // In key order, each key once (a segment's frame holds a key
+        // once): its last version added, the newest. The sources above
+        // hold disjoint keys (a key of the log is live in no segment, and
+        // a rewritten segment's keys leave out those this commit names);
+        // the sort is stable, and most of the list comes in sorted runs.
+        fresh.sort_by_key(|(key, _)| *key);
+        fresh.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                std::mem::swap(later, kept);
+            }
+            same
+        });
         // The memories of records given as bytes (a folded log's), as
         // the engine holds them, for their catalog rows: boxed, as few
         // records are (a slot per record holding a memory inline took
         // 2.9 MiB for a merge at 100,000, nearly all of it empty).
-        let fresh: Vec<(&str, Input)> = fresh.into_iter().collect();
         let recorded: Vec<Option<Box<Cow<'_, MemoryItem>>>> = fresh
             .iter()
             .map(|(key, input)| match input {
