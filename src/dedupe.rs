@@ -15,7 +15,7 @@
 //! merges (its text is kept in the provenance record, never dropped) or is
 //! added and reported.
 
-use std::borrow::Cow;
+use crate::rank::Rankable;
 
 use serde::{Deserialize, Serialize};
 
@@ -96,8 +96,9 @@ impl NearDuplicateConfig {
 pub(crate) trait Neighbourhood {
     /// The tenant's lexical index, if it has one.
     fn lexical(&self) -> Option<&Bm25Index>;
-    /// The memory of `doc`, when it may be a near-duplicate.
-    fn eligible(&self, doc: u32) -> Option<Cow<'_, MemoryItem>>;
+    /// The memory of `doc`, when it may be a near-duplicate: read for its
+    /// id, text and speaker.
+    fn eligible(&self, doc: u32) -> Option<&dyn Rankable>;
     /// The cosine of `vector` and the embedding of memory `id`, if it has
     /// one.
     fn cosine(&self, id: &str, vector: &[f32]) -> Option<f32>;
@@ -151,16 +152,16 @@ pub(crate) fn find_near_duplicate(
         if indexed.is_some_and(|overlap| overlap < min_overlap) {
             return None;
         }
-        let other = memories
-            .eligible(doc)
-            .filter(|o| negated(&o.text) == *polarity.get_or_init(|| negated(text)))?;
+        let other = memories.eligible(doc)?;
         let overlap = indexed.unwrap_or_else(|| {
-            let other_terms = text::said_terms(&other.text, other.speaker.as_deref());
+            let other_terms = text::said_terms(other.text(), other.speaker());
             text::term_overlap(&terms.to_strings(), &other_terms)
         });
-        let cosine = vector.and_then(|v| memories.cosine(&other.id, v));
-        cfg.is_near_duplicate(overlap, cosine)
-            .then(|| ((overlap, cosine.unwrap_or(0.0)), other.id.clone()))
+        let cosine = vector.and_then(|v| memories.cosine(other.id(), v));
+        // The polarity last: most candidates fail the gates first.
+        let passes = cfg.is_near_duplicate(overlap, cosine)
+            && negated(other.text()) == *polarity.get_or_init(|| negated(text));
+        passes.then(|| ((overlap, cosine.unwrap_or(0.0)), other.id().to_string()))
     };
 
     let sharing = match lexical.zip(term_set.as_ref()) {
@@ -545,7 +546,7 @@ mod tests {
         if terms.is_empty() || cfg.candidates == 0 {
             return None;
         }
-        let items: Vec<MemoryItem> = engine.items().map(Cow::into_owned).collect();
+        let items: Vec<MemoryItem> = engine.items().map(std::borrow::Cow::into_owned).collect();
         let mut passing: Vec<((f32, f32), &str)> = items
             .iter()
             .filter(|item| {

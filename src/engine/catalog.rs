@@ -295,7 +295,7 @@ impl Entry {
     }
 
     /// True for a chunk of a file (never a held row).
-    fn is_file_chunk(&self) -> bool {
+    pub(super) fn is_file_chunk(&self) -> bool {
         self.field(MemoryItem::is_file_chunk, |_| false)
     }
 
@@ -305,7 +305,7 @@ impl Entry {
     }
 
     /// The caller's key (none for a held row).
-    fn key(&self) -> Option<&str> {
+    pub(super) fn key(&self) -> Option<&str> {
         self.field(|item| item.key.as_deref(), |_| None)
     }
 

@@ -47,9 +47,10 @@ impl Voice {
         }
     }
 
-    /// Whether `item` is said in this voice (without building its voice).
-    pub(crate) fn said(&self, item: &MemoryItem) -> bool {
-        self.as_said() == Said::of(item.role, item.speaker.as_deref())
+    /// Whether a memory said by `speaker` in `role` is said in this voice
+    /// (without building its voice).
+    pub(crate) fn said(&self, role: Option<Role>, speaker: Option<&str>) -> bool {
+        self.as_said() == Said::of(role, speaker)
     }
 }
 
@@ -275,7 +276,7 @@ mod tests {
                 let item = said(role, speaker);
                 for voice in &voices {
                     assert_eq!(
-                        voice.said(&item),
+                        voice.said(item.role, item.speaker.as_deref()),
                         *voice == Voice::of(role, speaker),
                         "{voice:?} said {role:?} {speaker:?}"
                     );

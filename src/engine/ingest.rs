@@ -5,7 +5,7 @@
 //! chooses them) and stored with the memory it follows in its conversation
 //! (`docs/design.md`, "Data flow").
 
-use std::borrow::Cow;
+use crate::rank::Rankable;
 
 use super::duplicate::{DuplicateKey, Voice};
 use super::catalog::Id;
@@ -547,18 +547,16 @@ impl Neighbourhood for ScopeMemories<'_> {
         self.engine.lexical.get(&self.tenant)
     }
 
-    fn eligible(&self, doc: u32) -> Option<Cow<'_, MemoryItem>> {
-        self.engine
-            .entry_of(doc)
-            .map(|e| e.item())
-            .filter(|item| {
-                &item.scope == self.scope
-                    && self.voice.said(item)
-                    && !item.is_deleted()
-                    && !item.is_superseded()
-                    && !item.is_file_chunk()
-                    && item.key.is_none()
-            })
+    /// Read from its entry: a memory held as its row is not decoded.
+    fn eligible(&self, doc: u32) -> Option<&dyn Rankable> {
+        let entry = self.engine.entry_of(doc)?;
+        let live = entry.scope() == self.scope
+            && self.voice.said(entry.role(), entry.speaker())
+            && !entry.is_deleted()
+            && !entry.is_superseded()
+            && !entry.is_file_chunk()
+            && entry.key().is_none();
+        live.then_some(entry as &dyn Rankable)
     }
 
     fn cosine(&self, id: &str, vector: &[f32]) -> Option<f32> {
