@@ -235,6 +235,8 @@ test("bad input is INVALID_INPUT or TOO_LARGE and the instance stays usable", as
     [() => mem.ingest({ text: "   \n\t ", scope: home }), "INVALID_INPUT"],
     [() => mem.retrieve({ text: "q", scope: home, limit: NaN }), "INVALID_INPUT"],
     [() => mem.retrieve({ text: "q", scope: home, limit: Infinity }), "INVALID_INPUT"],
+    [() => mem.ingest({ text: "ok", scope: home, metadata: { score: NaN } }), "INVALID_INPUT"],
+    [() => mem.ingest({ text: "ok", scope: home, metadata: { note: null, steps: [1, -Infinity] } }), "INVALID_INPUT"],
     [() => mem.retrieve({ text: "q", scope: home, limit: -1 }), "INVALID_INPUT"],
     [() => mem.retrieve(null), "INVALID_INPUT"],
     [() => mem.inject({ text: "q", scope: home }), "INVALID_INPUT"],
@@ -268,6 +270,12 @@ test("bad input is INVALID_INPUT or TOO_LARGE and the instance stays usable", as
   await rejectsWith(strict.ingest({ text: "longer than ten bytes", scope: home }), "TOO_LARGE");
   assert.throws(() => new Memory(), MemtideError);
 
+  // `null` in a text or a value is read as given: only a number JSON
+  // cannot write is refused.
+  const nulls = { note: null, steps: [1, null, 2.5], text: "null" };
+  const [nullish] = await mem.ingest({ text: "The null hypothesis holds.", scope: home, metadata: nulls });
+  assert.equal(nullish.outcome, "added");
+  assert.deepEqual((await mem.get(nullish.id)).metadata, nulls);
   const [ok] = await mem.ingest({ text: "Still works after all that.", scope: home });
   assert.equal(ok.outcome, "added");
   assert.equal((await mem.retrieve({ text: "still works", scope: home }))[0].item.id, ok.id);
