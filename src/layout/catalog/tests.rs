@@ -2,8 +2,12 @@
 //! as their decoded memories, and a row counts its JSON as serde_json
 //! writes it.
 
+use super::decode::with_rest;
 use super::*;
-use crate::item::ScopeFilter;
+use crate::codec::CodecError;
+use crate::item::{MergeRecord, ScopeFilter, Source};
+use crate::layout::varint::Reader;
+use crate::text::hex;
 use crate::json_len::flat_json_len;
 use crate::layout::format::COMPACT_ROWS_VERSION;
 use crate::policy::Policed;
@@ -475,10 +479,7 @@ fn rows_name_the_row_before_them_and_leave_out_an_unchanged_update_time() {
     let error = super::decode_catalog(&part, 3, crate::layout::format::CATALOG_VERSION).err();
     assert!(error.is_some_and(|e| e.to_string().contains("unknown flags")));
     // The first row has no row before it to follow.
-    let mut writer = CatalogWriter {
-        previous: Some(&first.id),
-        ..CatalogWriter::default()
-    };
+    let mut writer = CatalogWriter::after(&first.id);
     writer.push(&second);
     let unlinked = writer.finish();
     let error = super::decode_catalog(&unlinked, 1, COMPACT_ROWS_VERSION).err();
