@@ -138,9 +138,9 @@ impl Layout {
         // row is written again from the row, undecoded
         // (`CatalogWriter::push_held`); another is the engine's, borrowed
         // (or decoded for this plan, not kept: `Entry::item`) and boxed:
-        // the list, sized once, holds 16 bytes a memory (a merge of
-        // segments at 100,000 memories grew a list of memories held inline
-        // to 4.8 MiB; `docs/speed.md`, "Fourteenth session").
+        // the list, sized once, holds a key and a pointer per memory (a
+        // merge of segments at 100,000 memories grew a list of memories
+        // held inline to 4.8 MiB; `docs/speed.md`, "Fourteenth session").
         let memory_keys = rewritten.iter().filter(|key| key.starts_with(ITEM_PREFIX));
         let mut rewritten_memories: Vec<(&str, Rewritten<'_>)> = Vec::with_capacity(memory_keys.clone().count());
         rewritten_memories.extend(memory_keys.filter_map(|key| {
@@ -153,9 +153,9 @@ impl Layout {
             };
             Some((key, memory))
         }));
-        // New segments' records, by key. A memory's JSON record is made
-        // only for the log, or if its catalog row does not give it back.
-        // Sorted by key once all are in (see below).
+        // New segments' records, sorted by key once all are in (below). A
+        // memory's JSON record is made only for the log, or if its catalog
+        // row does not give it back.
         let mut fresh: Vec<(&str, Input)> = Vec::new();
         // A write's bytes are counted until they pass the threshold: one
         // past it goes to segments whatever its size.
