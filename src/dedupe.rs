@@ -15,12 +15,11 @@
 //! merges (its text is kept in the provenance record, never dropped) or is
 //! added and reported.
 
-use crate::rank::Rankable;
-
 use serde::{Deserialize, Serialize};
 
 use crate::index::Bm25Index;
 use crate::item::{MemoryItem, MergeRecord, Privacy, Source, Timestamp};
+use crate::rank::Rankable;
 use crate::str_list::StrList;
 use crate::text;
 

@@ -5,8 +5,6 @@
 //! chooses them) and stored with the memory it follows in its conversation
 //! (`docs/design.md`, "Data flow").
 
-use crate::rank::Rankable;
-
 use super::duplicate::{DuplicateKey, Voice};
 use super::catalog::Id;
 use super::txn::Txn;
@@ -18,6 +16,7 @@ use crate::index::bm25::TermCounts;
 use crate::index::Bm25Index;
 use crate::item::{validate_id, MemoryItem, Scope, Source, Tenant, Timestamp};
 use crate::metadata;
+use crate::rank::Rankable;
 use crate::str_list::StrList;
 use crate::text::{self, Capture, SecretsConfig};
 

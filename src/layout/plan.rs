@@ -90,7 +90,7 @@ impl Layout {
                 rewrite.extend(self.keys.segments(id));
             }
             match change {
-                Change::Memory(item, terms) => puts.push((key, Input::Memory(item, *terms))),
+                Change::Memory(item, terms) => puts.push((key, Input::Memory(Stored::Decoded(item), *terms))),
                 Change::Record(record) => puts.push((key, Input::Record(record))),
                 Change::Delete if stored.is_some() => erased.push(key.to_string()),
                 Change::Delete => {}
@@ -203,8 +203,8 @@ impl Layout {
         // engine's).
         for (key, memory) in &rewritten_memories {
             let input = match memory {
-                Rewritten::Held(row) => Input::Held(row),
-                Rewritten::Decoded(item) => Input::Memory(item, None),
+                Rewritten::Held(row) => Input::Memory(Stored::Held(row), None),
+                Rewritten::Decoded(item) => Input::Memory(Stored::Decoded(item), None),
             };
             fresh.push((key, input));
         }
@@ -439,8 +439,7 @@ impl<'a> Fresh<'a> {
     fn new(key: &'a str, input: Input<'a>, memory: Option<&'a MemoryItem>, engine: &'a Engine) -> Self {
         let id = key.strip_prefix(ITEM_PREFIX);
         let (record, memory, counted) = match input {
-            Input::Memory(item, counted) => (Body::Memory(Stored::Decoded(item)), Some(Stored::Decoded(item)), counted),
-            Input::Held(row) => (Body::Memory(Stored::Held(row)), Some(Stored::Held(row)), None),
+            Input::Memory(memory, counted) => (Body::Memory(memory), Some(memory), counted),
             Input::Record(bytes) => (Body::Record(Cow::Borrowed(bytes)), memory.map(Stored::Decoded), None),
             Input::Encoded(bytes) => (Body::Record(Cow::Owned(bytes)), None, None),
         };
@@ -481,11 +480,10 @@ impl<'a> Fresh<'a> {
 
 /// A record a commit stores, as the plan finds it.
 enum Input<'a> {
-    /// A memory the engine holds, with its terms as ingest counted them
-    /// when this commit's write did.
-    Memory(&'a MemoryItem, Option<&'a TermCounts>),
-    /// A memory the engine holds as its row in a segment being rewritten.
-    Held(&'a HeldRow),
+    /// A memory the engine holds (decoded, or as its row in a segment
+    /// being rewritten), with its terms as ingest counted them when this
+    /// commit's write did.
+    Memory(Stored<'a>, Option<&'a TermCounts>),
     /// A record as a change or the log holds it.
     Record(&'a [u8]),
     /// A record the engine encoded for this plan (an embedding or a file
@@ -498,8 +496,7 @@ impl Input<'_> {
     /// counted without making it.
     fn frame_len(&self, key: &str) -> usize {
         let len = match self {
-            Input::Memory(item, _) => codec::item_record_len(item),
-            Input::Held(row) => codec::json_record_len(row.json_len()),
+            Input::Memory(memory, _) => memory.record_len(),
             Input::Record(bytes) => bytes.len(),
             Input::Encoded(bytes) => bytes.len(),
         };
@@ -509,8 +506,7 @@ impl Input<'_> {
     /// Its record's bytes.
     fn bytes(&self) -> Cow<'_, [u8]> {
         match self {
-            Input::Memory(item, _) => Cow::Owned(Stored::Decoded(item).record()),
-            Input::Held(row) => Cow::Owned(Stored::Held(row).record()),
+            Input::Memory(memory, _) => Cow::Owned(memory.record()),
             Input::Record(bytes) => Cow::Borrowed(bytes),
             Input::Encoded(bytes) => Cow::Borrowed(bytes),
         }
@@ -558,6 +554,14 @@ impl<'a> Stored<'a> {
         match self {
             Stored::Decoded(item) => catalog.push(item),
             Stored::Held(row) => catalog.push_held(row),
+        }
+    }
+
+    /// Bytes of its JSON record, counted without making it.
+    fn record_len(self) -> usize {
+        match self {
+            Stored::Decoded(item) => codec::item_record_len(item),
+            Stored::Held(row) => codec::json_record_len(row.json_len()),
         }
     }
 
