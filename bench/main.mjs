@@ -35,11 +35,11 @@ const PROFILES = {
   full: { sizes: [1000, 10000, 100000], queries: 200, embedRuns: 20, loads: 5, throughputRuns: 3, sentenceCount: 500,
     lexicalSize: 10000, builds: 3, coldSize: 10000, coldRuns: 5,
     opsSizes: [1000, 10000], opsSingles: 1000, durableSize: 10000, durableRuns: 5, cliSize: 100000, cliRuns: 5,
-    wasmMemSizes: [10000, 100000] },
+    wasmMemSizes: [10000, 100000], wasmMemModelSizes: [100000] },
   quick: { sizes: [1000, 10000], queries: 50, embedRuns: 5, loads: 2, throughputRuns: 1, sentenceCount: 100,
     lexicalSize: 10000, builds: 1, coldSize: 10000, coldRuns: 2,
     opsSizes: [1000, 10000], opsSingles: 200, durableSize: 10000, durableRuns: 2, cliSize: 10000, cliRuns: 3,
-    wasmMemSizes: [10000] },
+    wasmMemSizes: [10000], wasmMemModelSizes: [] },
 };
 
 function options(argv) {
@@ -154,7 +154,14 @@ async function run() {
   if (want("ops")) results.ops = runOps({ sizes: p.opsSizes, singles: p.opsSingles, modelSize: p.opsModelSize, log });
   if (want("durable")) results.durable = await runDurable({ size: p.durableSize, runs: p.durableRuns, log });
   if (want("cli")) results.cli = runCli({ size: p.cliSize, runs: p.cliRuns, before: opts.cliBefore, log });
-  if (want("wasmmem")) results.wasmmem = runWasmMemory({ sizes: p.wasmMemSizes, before: opts.wasmMemBefore, model: opts.wasmMemModel ?? false, log });
+  if (want("wasmmem")) {
+    results.wasmmem = runWasmMemory({ sizes: p.wasmMemSizes, before: opts.wasmMemBefore, model: opts.wasmMemModel ?? false, log });
+    // Without a mode asked for, a full run also measures the target's own
+    // figure (the model and 100,000 memories), with the corpus's vectors.
+    if (!opts.wasmMemModel && p.wasmMemModelSizes.length) {
+      results.wasmmem.withModel = runWasmMemory({ sizes: p.wasmMemModelSizes, before: opts.wasmMemBefore, model: "given", log });
+    }
+  }
   results.machine.loadAfter = os.loadavg();
   results.profileSettings = p;
 

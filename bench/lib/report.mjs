@@ -186,19 +186,13 @@ function cliRows(c) {
   return rows;
 }
 
-function footprintRows(footprint, retrieval) {
+function footprintRows(footprint) {
   const { memtideWasm, ortWasm, model } = footprint;
   const rows = [
     row(".wasm raw (no model)", "onnxruntime-web .wasm", memtideWasm.raw, ortWasm.raw, mib, "lower"),
     row(".wasm gzipped (no model)", "onnxruntime-web .wasm", memtideWasm.gzip, ortWasm.gzip, mib, "lower", "≤ 3 MB", met(memtideWasm.gzip <= 3e6)),
     { figure: "wasm memory after loading the model (npm package)", peer: "", memtide: mib(model.afterLoad), other: "", ratio: "", target: "", status: "" },
   ];
-  const largest = retrieval?.filter((r) => r.engine.startsWith("memtide")).sort((a, b) => b.size - a.size)[0];
-  if (largest) {
-    const total = model.afterLoad + (largest.bytesPer10k * 100_000) / 10_000;
-    rows.push({ figure: `model + 100,000 memories (model + 10 × per-10k at ${largest.size.toLocaleString("en")})`, peer: "",
-      memtide: mib(total), other: "", ratio: "", target: "≤ 128 MB", status: met(total <= 128 * MIB) });
-  }
   return rows;
 }
 
@@ -213,16 +207,24 @@ function wasmMemRows(w, footprint) {
     const n = Number(size).toLocaleString("en");
     const now = current.sizes[size];
     const was = before?.sizes[size];
-    rows.push(unpeered(row(`wasm memory, ${n} memories (${mode}): open + one answer`, peer, now.growth, was?.growth, mib, "lower", w.model && size >= 100000 ? "≤ 128 MB" : "", w.model && size >= 100000 ? met(now.growth <= 128 * MIB) : "")));
+    // With the model, all of both modules' memory (the target's figure);
+    // lexical-only, what the open and the answer added.
+    const [figure, value, old] = w.model
+      ? [`wasm memory in all, the model + ${n} memories (${mode}): after open + one answer`, now.afterAnswer, was?.afterAnswer]
+      : [`wasm memory, ${n} memories (${mode}): open + one answer`, now.growth, was?.growth];
+    const target = w.model && size >= 100000;
+    rows.push(unpeered(row(figure, peer, value, old, mib, "lower", target ? "≤ 128 MiB" : "", target ? met(value <= 128 * MIB) : "")));
     rows.push(unpeered(row(`wasm memory per 10,000 memories at ${n} (${mode}${w.model ? ", above the empty store" : ""})`, peer, now.per10k, was?.per10k, mib, "lower")));
   }
+  // An estimate, not the target's figure (no embeddings): only when the
+  // run did not measure the model with 100,000 memories itself.
   const largest = Math.max(...w.sizes.map(Number));
-  if (!w.model && footprint && largest >= 100000) {
+  if (!w.model && !w.withModel && footprint && largest >= 100000) {
     const total = footprint.model.afterLoad + current.sizes[largest].growth * (100000 / largest);
-    rows.push({ figure: "model + 100,000 memories (model + the lexical-only store above; embeddings not included)", peer: "",
-      memtide: mib(total), other: "", ratio: "", target: "≤ 128 MB", status: met(total <= 128 * MIB) });
+    rows.push({ figure: "estimate: model + 100,000 memories (model + the lexical-only store above; embeddings not included)", peer: "",
+      memtide: mib(total), other: "", ratio: "", target: "", status: "" });
   }
-  return rows;
+  return w.withModel ? [...rows, ...wasmMemRows(w.withModel, footprint)] : rows;
 }
 
 /** Every row of the results present. */
@@ -232,7 +234,7 @@ export function tableRows(results) {
     ...(results.retrieval ? retrievalRows(results.retrieval) : []),
     ...(results.lexical ? lexicalRows(results.lexical) : []),
     ...(results.cold ? coldRows(results.cold) : []),
-    ...(results.footprint ? footprintRows(results.footprint, results.retrieval) : []),
+    ...(results.footprint ? footprintRows(results.footprint) : []),
     ...(results.ops ? opsRows(results.ops) : []),
     ...(results.durable ? durableRows(results.durable) : []),
     ...(results.cli ? cliRows(results.cli) : []),

@@ -54,3 +54,37 @@ test("a file without both markers, in order, once each, is refused, not rewritte
   assert.throws(() => replaceLatestRun(`${LATEST_BEGIN}\n${LATEST_BEGIN}\n${LATEST_END}\n`, "x"), refused);
   assert.throws(() => replaceLatestRun(`${LATEST_BEGIN}\n${LATEST_END}\n${LATEST_END}\n`, "x"), refused);
 });
+
+// The ≤ 128 MiB target is judged on the figure measured with the model and
+// 100,000 memories (all of both modules' memory), never on an estimate.
+test("the wasm memory target is read from the run with the model, and an estimate carries no target", async () => {
+  const { tableRows } = await import("../../bench/lib/report.mjs");
+  const MiB = 1024 * 1024;
+  const opened = (before, afterAnswer) => ({ before, afterAnswer, growth: afterAnswer - before, per10k: 1 });
+  const lexical = {
+    sizes: [10000, 100000], model: false,
+    packages: { current: { sizes: { 10000: opened(MiB, 9 * MiB), 100000: opened(MiB, 61 * MiB) } } },
+  };
+  const withModel = (afterAnswer) => ({
+    sizes: [100000], model: "given",
+    packages: { current: { base: opened(0, 27 * MiB), sizes: { 100000: opened(2 * MiB, afterAnswer) } } },
+  });
+  const footprint = { memtideWasm: { raw: 2e6, gzip: 8e5 }, ortWasm: { raw: 1.4e7, gzip: 3.6e6 }, model: { afterLoad: 27 * MiB } };
+  const targetRows = (rows) => rows.filter((r) => r.target === "≤ 128 MiB");
+
+  const measured = tableRows({ footprint, wasmmem: { ...lexical, withModel: withModel(127.6 * MiB) } });
+  assert.equal(targetRows(measured).length, 1);
+  assert.match(targetRows(measured)[0].figure, /in all, the model \+ 100,000 memories/);
+  // The total, not the growth above the memory before the open (125.6 MiB).
+  assert.equal(targetRows(measured)[0].memtide, "127.6 MiB");
+  assert.equal(targetRows(measured)[0].status, "met");
+  assert.ok(!measured.some((r) => r.figure.startsWith("estimate")));
+
+  assert.equal(targetRows(tableRows({ footprint, wasmmem: { ...lexical, withModel: withModel(129 * MiB) } }))[0].status, "**missed**");
+
+  const estimated = tableRows({ footprint, wasmmem: lexical });
+  assert.equal(targetRows(estimated).length, 0);
+  const estimate = estimated.find((r) => r.figure.startsWith("estimate"));
+  assert.equal(estimate.memtide, "87.0 MiB");
+  assert.equal(estimate.status, "");
+});
