@@ -48,9 +48,10 @@ if wants embed || wants retrieval || wants native; then
     wasm-bindgen --target web --out-dir bench/.build/wasm --out-name bench \
         target/wasm32-unknown-unknown/release/examples/bench_wasm.wasm
 fi
-# A full run's wasmmem section measures the model with 100,000 memories
-# too (a store filled natively with the corpus's vectors).
-if wants wasmmem && [[ " $* " != *" --quick "* ]]; then
+# The wasmmem section fills stores natively when it runs with the model:
+# when asked to, and in every full run (the model with 100,000 memories,
+# the corpus's vectors).
+if wants wasmmem && [[ " $* " != *" --quick "* || " $* " == *" --wasmmem-model "* || " $* " == *" --wasmmem-given-vectors "* ]]; then
     log "building the native filler of the wasmmem section (bench/rust/fill_store.rs)"
     cargo build --quiet --locked --release --example fill_store
 fi
